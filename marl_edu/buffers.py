@@ -1,0 +1,167 @@
+"""Where transitions wait to be learned from.
+
+``ReplayBuffer`` (off-policy, MADDPG): one ring buffer whose arrays keep the agent axis,
+``(capacity, N, .)``. ``sample`` draws ONE set of indices and uses it for every agent, so row b of
+the batch is one moment in time for the whole team. Sampling each agent separately would pair
+agent 0's observation at time t with agent 1's action at some other time, and a centralised critic
+trained on that learns about a world that never happened.
+
+``EpisodeBuffer`` (on-policy, COMA): B whole episodes padded to T steps, with a mask that is 1 on
+real steps and 0 on padding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl_edu.rollout import Episode
+from marl_edu.shapes import check_shape
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+class ReplayBuffer:
+    """A ring buffer of joint transitions, arrays ``(capacity, N, .)``.
+
+    Args:
+        capacity: how many transitions to keep; the oldest are overwritten first.
+        n_agents: N.  obs_dim: O.  act_dim: A, the width of one agent's stored action (the number of
+            actions for one-hot discrete actions, the action dimension for continuous ones).
+    """
+
+    KEYS = ("obs", "actions", "rewards", "next_obs", "dones")
+
+    def __init__(self, capacity: int, n_agents: int, obs_dim: int, act_dim: int):
+        self.capacity = _positive_int(capacity, "capacity")
+        self.n_agents = _positive_int(n_agents, "n_agents")
+        self.obs_dim = _positive_int(obs_dim, "obs_dim")
+        self.act_dim = _positive_int(act_dim, "act_dim")
+        self.obs = np.zeros((self.capacity, self.n_agents, self.obs_dim), dtype=np.float32)  # (capacity, N, O)
+        self.actions = np.zeros((self.capacity, self.n_agents, self.act_dim), dtype=np.float32)  # (capacity, N, A)
+        self.rewards = np.zeros((self.capacity, self.n_agents), dtype=np.float32)  # (capacity, N)
+        self.next_obs = np.zeros_like(self.obs)  # (capacity, N, O)
+        self.dones = np.zeros((self.capacity, self.n_agents), dtype=np.float32)  # (capacity, N) 1.0 = terminal
+        self._next = 0  # where the next transition goes
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return (f"ReplayBuffer({self._size}/{self.capacity} transitions, N={self.n_agents}, "
+                f"O={self.obs_dim}, A={self.act_dim})")
+
+    def add(self, obs, actions, rewards, next_obs, dones) -> None:
+        """Store one joint transition.
+
+        Args:
+            obs, next_obs: float ``(N, O)``.
+            actions: float ``(N, A)`` (one-hot for discrete actions: use ``shapes.one_hot``).
+            rewards: float ``(N,)``.
+            dones: bool or float ``(N,)``: 1 only where the agent reached a real terminal state. Pass
+                the env's ``info["terminated"]``, not ``dones``: a time-limit end is not terminal.
+        """
+        dims = {"N": self.n_agents, "O": self.obs_dim, "A": self.act_dim}
+        check_shape(obs, ("N", "O"), "obs", dims)
+        if np.ndim(actions) == 1:
+            raise ValueError(f"actions: expected shape (N={self.n_agents}, A={self.act_dim}), got "
+                             f"{np.shape(actions)}; store one-hot actions: shapes.one_hot(actions, {self.act_dim})")
+        check_shape(actions, ("N", "A"), "actions", dims)
+        check_shape(rewards, ("N",), "rewards", dims)
+        check_shape(next_obs, ("N", "O"), "next_obs", dims)
+        check_shape(dones, ("N",), "dones", dims)
+        i = self._next
+        self.obs[i], self.actions[i], self.rewards[i] = obs, actions, rewards
+        self.next_obs[i], self.dones[i] = next_obs, dones
+        self._next = (i + 1) % self.capacity
+        self._size = min(self._size + 1, self.capacity)
+
+    def sample_indices(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        """B indices drawn uniformly (with replacement) from the stored transitions, int ``(B,)``."""
+        batch_size = _positive_int(batch_size, "batch_size")
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty ReplayBuffer; add transitions first")
+        return rng.integers(0, self._size, size=batch_size)  # (B,)
+
+    def get(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+        """The transitions at ``indices`` (B,), for every agent: a dict of arrays ``(B, N, .)``."""
+        indices = np.asarray(indices)
+        check_shape(indices, ("B",), "indices", dtype="int")
+        if indices.size and (indices.min() < 0 or indices.max() >= self._size):
+            raise ValueError(f"indices must be in [0, {self._size - 1}], got {indices.min()}..{indices.max()}")
+        return {key: getattr(self, key)[indices] for key in self.KEYS}  # each (B, N, .)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """A batch of B joint transitions, ONE index set shared by all agents.
+
+        Returns a dict: obs ``(B, N, O)``, actions ``(B, N, A)``, rewards ``(B, N)``,
+        next_obs ``(B, N, O)``, dones ``(B, N)``.
+        """
+        return self.get(self.sample_indices(batch_size, rng))
+
+
+class EpisodeBuffer:
+    """B whole episodes padded to T steps, for on-policy learners.
+
+    Arrays: obs, next_obs ``(B, T, N, O)``; actions int64 ``(B, T, N)``; rewards, terminated,
+    truncated ``(B, T, N)``; mask float32 ``(B, T)``, 1 on real steps and 0 on padding.
+    """
+
+    def __init__(self, n_episodes: int, max_steps: int, n_agents: int, obs_dim: int):
+        self.n_episodes = _positive_int(n_episodes, "n_episodes")
+        self.max_steps = _positive_int(max_steps, "max_steps")
+        self.n_agents = _positive_int(n_agents, "n_agents")
+        self.obs_dim = _positive_int(obs_dim, "obs_dim")
+        B, T, N, O = self.n_episodes, self.max_steps, self.n_agents, self.obs_dim
+        self.obs = np.zeros((B, T, N, O), dtype=np.float32)  # (B, T, N, O)
+        self.next_obs = np.zeros((B, T, N, O), dtype=np.float32)  # (B, T, N, O)
+        self.actions = np.zeros((B, T, N), dtype=np.int64)  # (B, T, N)
+        self.rewards = np.zeros((B, T, N), dtype=np.float32)  # (B, T, N)
+        self.terminated = np.zeros((B, T, N), dtype=np.float32)  # (B, T, N)
+        self.truncated = np.zeros((B, T, N), dtype=np.float32)  # (B, T, N)
+        self.mask = np.zeros((B, T), dtype=np.float32)  # (B, T)
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def full(self) -> bool:
+        return self._size == self.n_episodes
+
+    def add_episode(self, episode: Episode) -> None:
+        """Store one :class:`Episode` (arrays ``(t, N, .)`` with t <= T) in the next free row."""
+        if self.full:
+            raise ValueError(f"EpisodeBuffer is full ({self.n_episodes} episodes); call clear() first")
+        dims = {"N": self.n_agents, "O": self.obs_dim}
+        check_shape(episode.obs, ("t", "N", "O"), "episode.obs", dims)
+        if dims["t"] > self.max_steps:
+            raise ValueError(f"episode has {dims['t']} steps but the buffer holds at most max_steps={self.max_steps}")
+        check_shape(episode.actions, ("t", "N"), "episode.actions", dims, dtype="int")
+        for key in ("rewards", "terminated", "truncated"):
+            check_shape(getattr(episode, key), ("t", "N"), f"episode.{key}", dims)
+        check_shape(episode.next_obs, ("t", "N", "O"), "episode.next_obs", dims)
+        b, t = self._size, dims["t"]
+        self.obs[b, :t], self.next_obs[b, :t], self.actions[b, :t] = episode.obs, episode.next_obs, episode.actions
+        self.rewards[b, :t] = episode.rewards
+        self.terminated[b, :t], self.truncated[b, :t] = episode.terminated, episode.truncated
+        self.mask[b, :t] = 1.0
+        self._size += 1
+
+    def batch(self) -> dict[str, np.ndarray]:
+        """The stored episodes: a dict of arrays ``(B, T, ...)`` (B = episodes added so far)."""
+        if self._size == 0:
+            raise ValueError("EpisodeBuffer is empty; add episodes first")
+        keys = ("obs", "actions", "rewards", "next_obs", "terminated", "truncated", "mask")
+        return {key: getattr(self, key)[: self._size] for key in keys}
+
+    def clear(self) -> None:
+        for key in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated", "mask"):
+            getattr(self, key)[:] = 0
+        self._size = 0

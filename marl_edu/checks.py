@@ -1,0 +1,85 @@
+"""Exercise checkers: run a learner's function on several cases and say PASSED or exactly what is off.
+
+Each ``check_<thing>(fn)`` prints one verdict and returns True (PASSED) or False. It never raises,
+so a notebook whose exercise is still a stub runs top to bottom and simply reports "not done yet".
+Where a wrong answer matches a known mistake (agents mixed by a reshape, a missing axis), the hint
+names that mistake.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from marl_edu.maddpg import flatten_for_critic
+
+
+def _call(fn: Callable, *args):
+    """(output, None) or (None, message) when the learner's function raised."""
+    try:
+        return fn(*args), None
+    except NotImplementedError:
+        return None, "NOT DONE YET: the function still raises NotImplementedError. Fill it in and run this cell again."
+    except Exception as error:  # the learner's bug, reported rather than raised
+        return None, f"your function raised {type(error).__name__}: {error}"
+
+
+def _shape_hint(got: tuple, B: int, N: int, O: int, A: int) -> str:
+    if got == (B, N, O + A):
+        return "you concatenated per agent but did not merge the agent axis into the feature axis."
+    if got == (B * N, O + A):
+        return "you merged the batch axis with the agent axis: each row should be one whole transition."
+    if len(got) == 2 and got[0] == B:
+        return f"one row per transition is right, but a row should have N*(O+A) = {N * (O + A)} features."
+    return f"the critic needs one row per transition with every agent's obs and action: (B, N*(O+A))."
+
+
+def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> bool:
+    """Check ``fn(obs (B, N, O), actions (B, N, A)) -> (B, N*(O+A))`` against the reference
+    ``[o_1, ..., o_N, a_1, ..., a_N]`` on several cases, including B = 1 and N = 3."""
+    generator = torch.Generator().manual_seed(0)
+    cases = [(4, 2, 2, 5), (1, 2, 2, 5), (3, 3, 4, 2), (5, 2, 3, 3)]  # (B, N, O, A); B = 1 and O = A are edge cases
+    for B, N, O, A in cases:
+        case = f"B={B}, N={N}, O={O}, A={A}"
+        obs = torch.rand(B, N, O, generator=generator)  # (B, N, O)
+        actions = torch.rand(B, N, A, generator=generator)  # (B, N, A)
+        expected = flatten_for_critic(obs, actions)  # (B, N*(O+A))
+        out, error = _call(fn, obs.clone(), actions.clone())
+        if error:
+            print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
+            return False
+        if not isinstance(out, torch.Tensor):
+            print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")
+            return False
+        if tuple(out.shape) != tuple(expected.shape):
+            print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
+                  f"Hint: {_shape_hint(tuple(out.shape), B, N, O, A)}")
+            return False
+        if torch.allclose(out, expected):
+            continue
+        interleaved = torch.cat([obs, actions], dim=2).reshape(B, N * (O + A))  # [o_1, a_1, o_2, a_2, ...]
+        wrong_axis = torch.cat([obs.transpose(1, 2).reshape(B, N * O),
+                                actions.transpose(1, 2).reshape(B, N * A)], dim=1)  # feature-major
+        swapped = torch.cat([actions.reshape(B, N * A), obs.reshape(B, N * O)], dim=1)
+        mixed = torch.cat([obs.transpose(0, 1).reshape(B, N * O),
+                           actions.transpose(0, 1).reshape(B, N * A)], dim=1)  # rows from other transitions
+        if torch.allclose(out, interleaved):
+            hint = "you interleaved [o_1, a_1, o_2, a_2, ...]; this course's critic takes all observations first, " \
+                   "then all actions: [o_1, ..., o_N, a_1, ..., a_N]."
+        elif torch.allclose(out, swapped):
+            hint = "actions come after observations: [o_1, ..., o_N, a_1, ..., a_N]."
+        elif torch.allclose(out, wrong_axis):
+            hint = "you flattened feature-major (o_1[0], o_2[0], o_1[1], ...): transpose before reshape mixed " \
+                   "the agents' features. Reshape (B, N, O) straight to (B, N*O)."
+        elif torch.allclose(out, mixed):
+            hint = "a row holds observations from different transitions: the batch and agent axes were swapped " \
+                   "before flattening. Row b must be transition b only."
+        else:
+            hint = "compare your first row with torch.cat([obs[0].flatten(), actions[0].flatten()])."
+        print(f"FAILED on {case}: values differ from the reference.\n"
+              f"expected row 0: {[round(v, 3) for v in expected[0].tolist()]}\n"
+              f"got row 0:      {[round(v, 3) for v in out[0].tolist()]}\nHint: {hint}")
+        return False
+    print(f"PASSED: flatten_for_critic gives (B, N*(O+A)) rows [o_1..o_N, a_1..a_N] on all {len(cases)} cases.")
+    return True

@@ -1,0 +1,203 @@
+"""ma-gym environments behind a thin, checked, numpy-only interface.
+
+Every environment speaks the same shapes, whatever ma-gym returns internally (lists of lists):
+
+    reset()        -> obs      float32 (N, O)
+    step(actions)  -> obs      float32 (N, O)   actions int (N,)
+                      rewards  float32 (N,)
+                      dones    bool    (N,)     True once the agent is finished, for any reason
+                      info     dict: "terminated" bool (N,): finished by the task (Switch: arrived)
+                                     "truncated"  bool (N,): cut off by the time limit instead
+                                     "step"       int: steps taken in this episode
+
+A time-limit end is not a terminal state: the world simply stopped being simulated. Targets must
+bootstrap through it, so learners store ``info["terminated"]``, not ``dones``, in their buffers.
+
+``make_vec_env`` steps K copies in lock-step, arrays ``(K, N, .)``, for batched actor forward passes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from typing import Any
+
+import numpy as np
+
+from marl_edu.shapes import check_shape
+
+
+def _registry_ids() -> list[str]:
+    """The native ma-gym environment ids (not the wrapped single-agent gym ones)."""
+    import gym
+    import ma_gym  # noqa: F401  (registers the ids)
+
+    return sorted(
+        spec.id
+        for spec in gym.envs.registry.all()
+        if spec.entry_point.startswith("ma_gym.envs") and "openai" not in spec.entry_point
+    )
+
+
+def resolve_env_id(env_id: str) -> str:
+    """``"Switch2-v0"`` or ``"ma_gym:Switch2-v0"`` -> ``"Switch2-v0"``; unknown ids raise ValueError."""
+    if not isinstance(env_id, str):
+        raise ValueError(f"env_id must be a string such as 'Switch2-v0', got {type(env_id).__name__}")
+    name = env_id.removeprefix("ma_gym:")
+    known = _registry_ids()
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=4, cutoff=0.5)
+        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"known ids: {', '.join(known)}"
+        raise ValueError(f"unknown ma-gym environment {env_id!r}; {hint}")
+    return name
+
+
+class MultiAgentEnv:
+    """One ma-gym environment with numpy arrays in and out, checked at the boundary.
+
+    Attributes:
+        env_id: the resolved id, e.g. ``"Switch2-v0"``.
+        n_agents (N), obs_dim (O), n_actions (A): sizes.
+        action_meanings: list of A strings, e.g. ``["DOWN", "LEFT", "UP", "RIGHT", "NOOP"]``.
+        max_steps: the environment's time limit (None when it has none).
+    """
+
+    def __init__(self, env_id: str, seed: int = 0):
+        import gym
+
+        if not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.env_id = resolve_env_id(env_id)
+        self.seed = int(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gym's 'Box bound precision lowered' notice
+            self._env = gym.make(f"ma_gym:{self.env_id}")
+        self._env.seed(self.seed)
+        self.n_agents = int(self._env.n_agents)
+        sizes = {space.n for space in self._env.action_space}
+        if len(sizes) != 1:
+            raise ValueError(f"{self.env_id}: agents have different action counts {sizes}; not supported")
+        self.n_actions = int(sizes.pop())
+        self.obs_dim = int(self._env.observation_space[0].shape[0])
+        meanings = getattr(self._env, "get_action_meanings", None)
+        self.action_meanings = list(meanings(0)) if meanings else [str(a) for a in range(self.n_actions)]
+        self.max_steps = getattr(self._env, "_max_steps", None)
+        self._step_count: int | None = None
+        self._dones = np.zeros(self.n_agents, dtype=bool)
+
+    def __repr__(self) -> str:
+        return (f"MultiAgentEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents, "
+                f"O={self.obs_dim} obs dims, A={self.n_actions} actions, max_steps={self.max_steps})")
+
+    def reset(self) -> np.ndarray:
+        """Start an episode. Returns obs float32 ``(N, O)``."""
+        obs = np.asarray(self._env.reset(), dtype=np.float32)  # (N, O)
+        self._step_count = 0
+        self._dones = np.zeros(self.n_agents, dtype=bool)
+        check_shape(obs, (self.n_agents, self.obs_dim), "obs")
+        return obs
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Apply int actions ``(N,)``. Returns ``(obs (N, O), rewards (N,), dones (N,), info)``."""
+        if self._step_count is None:
+            raise ValueError("call reset() before step()")
+        if self._dones.all():
+            raise ValueError("the episode is over (every agent is done); call reset() to start a new one")
+        actions = np.asarray(actions)
+        check_shape(actions, (self.n_agents,), "actions", dtype="int")
+        if actions.min() < 0 or actions.max() >= self.n_actions:
+            raise ValueError(f"actions must be in [0, {self.n_actions - 1}] "
+                             f"({', '.join(self.action_meanings)}), got {actions.tolist()}")
+        obs, rewards, dones, info = self._env.step(actions.tolist())
+        self._step_count += 1
+        obs = np.asarray(obs, dtype=np.float32)  # (N, O)
+        rewards = np.asarray(rewards, dtype=np.float32)  # (N,)
+        dones = np.array(dones, dtype=bool)  # (N,) a copy: ma-gym hands out its internal list
+        at_limit = self.max_steps is not None and self._step_count >= self.max_steps
+        terminated = dones & ~at_limit if at_limit else dones.copy()  # (N,)
+        if at_limit:
+            terminated |= self._arrived()  # arriving on the very last step is still arriving
+        info = dict(info)
+        info["terminated"] = terminated  # (N,) bool
+        info["truncated"] = dones & ~terminated  # (N,) bool
+        info["step"] = self._step_count
+        self._dones = dones.copy()  # the caller may write into the array we hand out
+        return obs, rewards, dones, info
+
+    def _arrived(self) -> np.ndarray:
+        """Which agents finished the task itself (Switch: stand on their goal), bool ``(N,)``."""
+        env = self._env.unwrapped
+        if hasattr(env, "agent_pos") and hasattr(env, "final_agent_pos"):
+            return np.array([env.agent_pos[i] == env.final_agent_pos[i] for i in range(self.n_agents)])
+        return self._dones.copy()  # other envs: only agents done before the limit count as terminated
+
+    def render_frame(self) -> np.ndarray:
+        """The current scene as a uint8 RGB image ``(H, W, 3)``, without opening a window."""
+        if self._step_count is None:
+            raise ValueError("call reset() before render_frame()")
+        frame = np.asarray(self._env.render(mode="rgb_array"), dtype=np.uint8)
+        return np.ascontiguousarray(frame[..., :3])
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def make_env(env_id: str, seed: int = 0) -> MultiAgentEnv:
+    """Make one ma-gym environment, e.g. ``make_env("Switch2-v0", seed=0)``. See :class:`MultiAgentEnv`."""
+    return MultiAgentEnv(env_id, seed)
+
+
+class VecEnv:
+    """K copies of one environment stepped in lock-step in this process.
+
+    ``reset()`` -> obs ``(K, N, O)``; ``step(actions (K, N))`` -> ``(obs (K, N, O), rewards (K, N),
+    dones (K, N), info)``. A copy whose episode ended (all its agents done) is reset at once, so
+    ``obs[k]`` is already the first observation of its next episode; what the episode ended on is in
+    ``info["final_obs"] (K, N, O)`` where ``info["episode_done"] (K,)`` is True. ``info`` also holds
+    ``terminated`` and ``truncated`` ``(K, N)`` and ``episode_team_return`` ``(K,)`` (NaN where the
+    episode goes on).
+    """
+
+    def __init__(self, env_id: str, n_envs: int, seed: int = 0):
+        if not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
+            raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
+        self.envs = [MultiAgentEnv(env_id, seed + k) for k in range(n_envs)]  # copy k gets seed + k
+        first = self.envs[0]
+        self.env_id, self.n_envs = first.env_id, int(n_envs)
+        self.n_agents, self.obs_dim, self.n_actions = first.n_agents, first.obs_dim, first.n_actions
+        self.action_meanings, self.max_steps = first.action_meanings, first.max_steps
+        self._returns = np.zeros(self.n_envs, dtype=np.float64)
+
+    def reset(self) -> np.ndarray:
+        self._returns[:] = 0.0
+        return np.stack([env.reset() for env in self.envs])  # (K, N, O)
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        actions = np.asarray(actions)
+        check_shape(actions, (self.n_envs, self.n_agents), "actions", dtype="int")
+        results = [env.step(a) for env, a in zip(self.envs, actions)]
+        obs = np.stack([r[0] for r in results])  # (K, N, O)
+        rewards = np.stack([r[1] for r in results])  # (K, N)
+        dones = np.stack([r[2] for r in results])  # (K, N)
+        self._returns += rewards.sum(axis=1)  # team return so far, (K,)
+        episode_done = dones.all(axis=1)  # (K,)
+        info = {
+            "terminated": np.stack([r[3]["terminated"] for r in results]),  # (K, N)
+            "truncated": np.stack([r[3]["truncated"] for r in results]),  # (K, N)
+            "episode_done": episode_done,  # (K,)
+            "final_obs": obs.copy(),  # (K, N, O)
+            "episode_team_return": np.where(episode_done, self._returns, np.nan),  # (K,)
+        }
+        for k in np.flatnonzero(episode_done):
+            obs[k] = self.envs[k].reset()
+            self._returns[k] = 0.0
+        return obs, rewards, dones, info
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def make_vec_env(env_id: str, n_envs: int, seed: int = 0) -> VecEnv:
+    """K copies of ``env_id`` stepped together; copy k is seeded ``seed + k``. See :class:`VecEnv`."""
+    return VecEnv(env_id, n_envs, seed)

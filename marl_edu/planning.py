@@ -1,0 +1,145 @@
+"""The exact optimal team return of Switch, by exhaustive dynamic programming over joint states.
+
+Why: a learning curve means little without the ceiling. Switch is small enough to solve exactly:
+the joint state is every agent's cell (an agent standing on its goal is done and stays there), the
+joint action is one of A^N, and the episode lasts at most ``max_steps`` steps. Finite-horizon
+dynamic programming over all of them gives the best achievable team return,
+
+    V_H(s) = 0,        V_t(s) = max_u [ R(s, u) + V_{t+1}(s'(s, u)) ],        answer = V_0(s_0),
+
+where R(s, u) is the sum of the agents' rewards for the step. The transition follows ma-gym's own
+Switch rules: agents move one after another in index order; a move into a wall, off the grid or
+into a cell occupied at that moment fails (the agent stays put); a done agent does not move and
+gets 0; the others get the step cost, or +5 on the step they arrive.
+
+Rewards are kept as integer tenths (-1 per step, +50 on arrival), so the sums are exact.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from marl_edu.envs import make_env, resolve_env_id
+
+ARRIVAL_REWARD = 5.0  # what ma-gym's Switch.step pays on arrival (not an attribute of the env)
+_MOVES = {0: (1, 0), 1: (0, -1), 2: (-1, 0), 3: (0, 1), 4: (0, 0)}  # DOWN, LEFT, UP, RIGHT, NOOP
+_NOOP = 4
+
+
+@dataclass(frozen=True)
+class OptimalPlan:
+    """The optimum of one Switch environment.
+
+    team_return: the best achievable sum of all agents' rewards over one episode.
+    joint_actions: int ``(T, N)``, one optimal plan, played from reset until every agent is done.
+    agent_returns: float ``(N,)``, each agent's return under that plan.
+    arrival_steps: int ``(N,)``, the step (1-based) at which each agent arrives under that plan.
+    """
+
+    env_id: str
+    team_return: float
+    joint_actions: np.ndarray
+    agent_returns: np.ndarray
+    arrival_steps: np.ndarray
+
+
+def _tenths(x: float) -> int:
+    t = round(x * 10)
+    if abs(t - x * 10) > 1e-9:
+        raise ValueError(f"reward {x} is not a whole number of tenths")
+    return int(t)
+
+
+def _switch_model(env_id: str):
+    """Read the layout of a Switch env (walls, starts, goals, costs) off a real instance."""
+    env = make_env(env_id, seed=0)
+    raw = env._env.unwrapped
+    if type(raw).__name__ != "Switch":
+        raise ValueError(f"exact planning is implemented for the Switch environments only, not {env_id!r}")
+    walls = raw._base_grid == -1  # (rows, cols) bool
+    rows, cols = walls.shape
+    cells = [(r, c) for r in range(rows) for c in range(cols) if not walls[r, c]]
+    index = {cell: i for i, cell in enumerate(cells)}
+    n_cells, n_actions = len(cells), env.n_actions
+    move_to = np.full((n_cells, n_actions), -1, dtype=np.int64)  # (C, A) target cell, -1 = wall/off grid
+    for i, (r, c) in enumerate(cells):
+        for a, (dr, dc) in _MOVES.items():
+            move_to[i, a] = index.get((r + dr, c + dc), -1)
+    starts = np.array([index[tuple(raw.init_agent_pos[i])] for i in range(env.n_agents)])  # (N,)
+    goals = np.array([index[tuple(raw.final_agent_pos[i])] for i in range(env.n_agents)])  # (N,)
+    return env, move_to, starts, goals, _tenths(raw._step_cost), _tenths(ARRIVAL_REWARD)
+
+
+@functools.lru_cache(maxsize=8)
+def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
+    """Solve a Switch environment exactly (Switch2: instant; Switch4: a few seconds). See module doc."""
+    env_id = resolve_env_id(env_id)
+    env, move_to, starts, goals, step_cost, arrival = _switch_model(env_id)
+    N, A, H, C = env.n_agents, env.n_actions, env.max_steps, move_to.shape[0]
+
+    # Every joint state: N distinct cells, (M, N). Encoded as base-C numbers for lookup.
+    states = np.array(list(itertools.permutations(range(C), N)), dtype=np.int64)  # (M, N)
+    powers = C ** np.arange(N)  # (N,)
+    lookup = np.full(C**N, -1, dtype=np.int64)
+    lookup[states @ powers] = np.arange(len(states))
+    joint = np.array(list(itertools.product(range(A), repeat=N)), dtype=np.int64)  # (A^N, N), agent 0 first
+
+    # One step of the env's rules for every (state, joint action) pair.
+    next_state = np.empty((len(states), len(joint)), dtype=np.int64)  # (M, A^N)
+    reward = np.empty((len(states), len(joint)), dtype=np.int64)  # (M, A^N) team reward in tenths
+    for u, actions in enumerate(joint):
+        pos = states.copy()  # (M, N)
+        r = np.zeros(len(states), dtype=np.int64)  # (M,)
+        for i in range(N):  # agents move one after another, in index order
+            done = pos[:, i] == goals[i]  # (M,) a done agent stays on its goal
+            target = move_to[pos[:, i], actions[i]]  # (M,)
+            others = np.delete(pos, i, axis=1)  # (M, N-1) where the others stand right now
+            vacant = (target >= 0) & ~(others == target[:, None]).any(axis=1)  # (M,)
+            moves = ~done & vacant
+            pos[moves, i] = target[moves]
+            arrived = ~done & (pos[:, i] == goals[i])
+            r += np.where(done, 0, np.where(arrived, arrival, step_cost))
+        next_state[:, u] = lookup[pos @ powers]
+        reward[:, u] = r
+
+    # Finite-horizon dynamic programming, backwards from the time limit.
+    value = np.zeros(len(states), dtype=np.int64)  # V_H = 0, (M,)
+    best = np.empty((H, len(states)), dtype=np.int64)  # (H, M) an optimal joint action per step
+    n_noops = (joint == _NOOP).sum(axis=1)  # (A^N,) among equally good joint actions, prefer waiting
+    for t in reversed(range(H)):
+        q = reward + value[next_state]  # (M, A^N)
+        best[t] = (q * (N + 1) + n_noops).argmax(axis=1)  # ties broken by the NOOP count only
+        value = q.max(axis=1)
+
+    # Play the plan forward from the start to read off the actions and each agent's rewards.
+    s = int(lookup[starts @ powers])
+    agent_tenths, arrival_steps, plan = np.zeros(N, dtype=np.int64), np.zeros(N, dtype=np.int64), []
+    for t in range(H):
+        if (states[s] == goals).all():
+            break
+        actions = joint[best[t, s]]
+        plan.append(actions)
+        pos = states[s].copy()
+        for i in range(N):  # the same rules again, for one state, to split the reward per agent
+            if pos[i] == goals[i]:
+                continue
+            target = move_to[pos[i], actions[i]]
+            if target >= 0 and target not in np.delete(pos, i):
+                pos[i] = target
+            agent_tenths[i] += arrival if pos[i] == goals[i] else step_cost
+            if pos[i] == goals[i]:
+                arrival_steps[i] = t + 1
+        s = int(lookup[pos @ powers])
+    assert agent_tenths.sum() == value[int(lookup[starts @ powers])]
+    return OptimalPlan(env_id=env_id, team_return=float(agent_tenths.sum()) / 10,
+                       joint_actions=np.array(plan, dtype=np.int64).reshape(-1, N),
+                       agent_returns=agent_tenths / 10, arrival_steps=arrival_steps)
+
+
+def optimal_team_return(env_id: str = "Switch2-v0") -> float:
+    """The exact optimal team return (sum over agents and steps) of a Switch environment."""
+    return optimal_plan(env_id).team_return

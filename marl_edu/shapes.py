@@ -1,0 +1,119 @@
+"""Shape bookkeeping: check a tensor's shape against a symbolic spec, and one-hot encode actions.
+
+Every public function of marl_edu checks its inputs with :func:`check_shape`, so a learner's
+mistake surfaces as one ValueError that names the tensor, the expected and the actual shape,
+never as a broadcast that silently builds a (B, B) matrix deep inside torch.
+
+Symbols: B batch, T time, N agents, O obs dim, S state dim, A number of actions, K env copies.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+Dim = int | str
+
+_DTYPE_KINDS = ("float", "int", "bool")
+
+
+def _format_spec(spec: Sequence[Dim], bound: Mapping[str, int]) -> str:
+    parts = [f"{d}={bound[d]}" if isinstance(d, str) and d in bound else str(d) for d in spec]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _dtype_kind(x: Any) -> str:
+    """'float', 'int', 'bool' or 'other' for a numpy array or torch tensor."""
+    if isinstance(x, torch.Tensor):
+        if x.dtype == torch.bool:
+            return "bool"
+        if x.dtype.is_floating_point:
+            return "float"
+        if x.dtype.is_complex:
+            return "other"
+        return "int"
+    dtype = np.asarray(x).dtype
+    if dtype == np.bool_:
+        return "bool"
+    if np.issubdtype(dtype, np.floating):
+        return "float"
+    if np.issubdtype(dtype, np.integer):
+        return "int"
+    return "other"
+
+
+def check_shape(
+    x: Any,
+    spec: Sequence[Dim],
+    name: str,
+    dims: dict[str, int] | None = None,
+    dtype: str | None = None,
+) -> dict[str, int]:
+    """Check that ``x`` (numpy array or torch tensor) has the shape ``spec``.
+
+    Args:
+        x: the array or tensor to check; anything without ``.shape`` is rejected.
+        spec: a tuple of ints (exact sizes) and symbols such as ``"B"``, ``"N"``, ``"O"``. A symbol
+            used twice in one spec must have the same size both times, e.g. ``("N", "N")``.
+        name: the tensor's name, used in the error message.
+        dims: optional symbol sizes already known (``{"N": 2}``). Symbols bound here must match;
+            new symbols found in ``x`` are added to this dict in place, so one dict can be passed
+            to several calls to tie their shapes together.
+        dtype: optional kind the elements must have: ``"float"``, ``"int"`` or ``"bool"``.
+
+    Returns:
+        The dict of symbol sizes (``dims`` itself when given).
+
+    Raises:
+        ValueError: naming the tensor, the expected and the actual shape (or dtype).
+    """
+    if dims is None:
+        dims = {}
+    if not hasattr(x, "shape"):
+        raise ValueError(f"{name}: expected an array or tensor of shape {_format_spec(spec, dims)}, "
+                         f"got {type(x).__name__}")
+    shape = tuple(int(s) for s in x.shape)
+    if len(shape) != len(spec):
+        raise ValueError(f"{name}: expected shape {_format_spec(spec, dims)} ({len(spec)} dims), "
+                         f"got {shape} ({len(shape)} dims)")
+    bound = dict(dims)
+    for axis, (want, got) in enumerate(zip(spec, shape)):
+        if isinstance(want, str):
+            if want in bound and bound[want] != got:
+                raise ValueError(f"{name}: expected shape {_format_spec(spec, bound)}, got {shape}: "
+                                 f"axis {axis} ({want}) is {got} but {want}={bound[want]}")
+            bound[want] = got
+        elif want != got:
+            raise ValueError(f"{name}: expected shape {_format_spec(spec, bound)}, got {shape}: "
+                             f"axis {axis} should be {want}")
+    if dtype is not None:
+        if dtype not in _DTYPE_KINDS:
+            raise ValueError(f"check_shape: dtype must be one of {_DTYPE_KINDS}, got {dtype!r}")
+        kind = _dtype_kind(x)
+        if kind != dtype:
+            raise ValueError(f"{name}: expected {dtype} elements, got dtype {x.dtype}")
+    dims.update(bound)
+    return dims
+
+
+def one_hot(actions: np.ndarray | torch.Tensor, n_actions: int) -> np.ndarray | torch.Tensor:
+    """One-hot encode integer actions: shape ``(...,)`` -> ``(..., A)`` float32.
+
+    Works on numpy arrays (returns numpy) and torch tensors (returns torch, same device).
+    Raises ValueError for non-integer actions or actions outside ``[0, n_actions)``.
+    """
+    if not isinstance(n_actions, int) or n_actions < 1:
+        raise ValueError(f"one_hot: n_actions must be a positive int, got {n_actions!r}")
+    if not hasattr(actions, "shape"):
+        actions = np.asarray(actions)
+    if _dtype_kind(actions) != "int":
+        raise ValueError(f"one_hot: actions must be integers, got dtype {actions.dtype}")
+    if actions.numel() if isinstance(actions, torch.Tensor) else actions.size:
+        low, high = int(actions.min()), int(actions.max())
+        if low < 0 or high >= n_actions:
+            raise ValueError(f"one_hot: actions must be in [0, {n_actions - 1}], got values from {low} to {high}")
+    if isinstance(actions, torch.Tensor):
+        return torch.nn.functional.one_hot(actions.long(), n_actions).float()  # (..., A)
+    return np.eye(n_actions, dtype=np.float32)[actions]  # (..., A)

@@ -1,0 +1,125 @@
+"""Pictures: learning curves with the optimal and random lines, and episode GIFs.
+
+GIFs are written to ``media/`` with Pillow and shown in notebooks by embedding the file's bytes,
+so they play in JupyterLab and on the web, and nbval can compare them byte for byte.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from PIL import Image
+
+from marl_edu.shapes import check_shape
+
+MEDIA_DIR = pathlib.Path(__file__).resolve().parent.parent / "media"
+
+
+def moving_average(values: Sequence[float], window: int) -> np.ndarray:
+    """Trailing mean over the last ``window`` values (fewer at the start), same length as ``values``."""
+    values = np.asarray(values, dtype=np.float64)
+    check_shape(values, ("T",), "values")
+    if not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive int, got {window!r}")
+    sums = np.cumsum(np.insert(values, 0, 0.0))  # (T+1,)
+    starts = np.maximum(np.arange(1, len(values) + 1) - window, 0)  # (T,)
+    ends = np.arange(1, len(values) + 1)  # (T,)
+    return (sums[ends] - sums[starts]) / (ends - starts)  # (T,)
+
+
+def plot_learning_curve(returns: Sequence[float], optimal: float | None = None, random: float | None = None,
+                        label: str = "team return", window: int = 1, ax: plt.Axes | None = None,
+                        xlabel: str = "episode", ylabel: str = "team return (sum over agents)") -> plt.Axes:
+    """Plot one curve of per-episode returns with dashed reference lines.
+
+    Args:
+        returns: ``(E,)`` one team return per episode (or per evaluation).
+        optimal: the exact optimum (``planning.optimal_team_return``), drawn as a green line.
+        random: the random policy's mean return, drawn as a grey line.
+        window: moving-average window; the raw returns are drawn faintly behind the average.
+    """
+    returns = np.asarray(returns, dtype=np.float64)
+    check_shape(returns, ("E",), "returns")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.5))
+    x = np.arange(1, len(returns) + 1)
+    if window > 1:
+        ax.plot(x, returns, color="C0", alpha=0.25, linewidth=0.8)
+        ax.plot(x, moving_average(returns, window), color="C0", label=f"{label} ({window}-episode mean)")
+    else:
+        ax.plot(x, returns, color="C0", label=label)
+    if optimal is not None:
+        ax.axhline(optimal, color="C2", linestyle="--", label=f"exact optimum ({optimal:.2f})")
+    if random is not None:
+        ax.axhline(random, color="0.5", linestyle=":", label=f"random policy ({random:.2f})")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    return ax
+
+
+def _check_frames(frames: Sequence[np.ndarray]) -> None:
+    if len(frames) == 0:
+        raise ValueError("frames is empty: record an episode with run_episode(..., record_frames=True)")
+    dims: dict[str, int] = {}
+    for k, frame in enumerate(frames):
+        check_shape(frame, ("H", "W", 3), f"frames[{k}]", dims)
+        if frame.dtype != np.uint8:
+            raise ValueError(f"frames[{k}]: expected uint8 RGB, got dtype {frame.dtype}")
+
+
+def save_gif(frames: Sequence[np.ndarray], path: str | pathlib.Path, fps: float = 4.0, scale: int = 2,
+             hold_last: int = 4) -> pathlib.Path:
+    """Write RGB frames ``(H, W, 3)`` uint8 as a looping GIF.
+
+    Args:
+        path: a bare file name goes into ``media/``; a path with folders is used as given.
+        fps: frames per second (0.5 to 30).
+        scale: integer upscaling so small grid worlds are readable.
+        hold_last: how many extra frames to show the final scene before looping.
+    Returns the path written. The same frames always give the same bytes.
+    """
+    _check_frames(frames)
+    if not 0.5 <= fps <= 30:
+        raise ValueError(f"fps must be in [0.5, 30], got {fps}")
+    if not isinstance(scale, int) or not 1 <= scale <= 8:
+        raise ValueError(f"scale must be an int in [1, 8], got {scale!r}")
+    path = pathlib.Path(path)
+    if path.parent == pathlib.Path("."):
+        path = MEDIA_DIR / path
+    if path.suffix.lower() != ".gif":
+        raise ValueError(f"path must end in .gif, got {path.name}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    images = [Image.fromarray(np.kron(f, np.ones((scale, scale, 1), dtype=np.uint8))) for f in frames]
+    images += [images[-1]] * hold_last
+    images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0,
+                   optimize=False, disposal=1)
+    return path
+
+
+def show_gif(path: str | pathlib.Path):
+    """Display a GIF in a notebook (embedded, so it plays in JupyterLab and on the web)."""
+    from IPython.display import Image as IPyImage
+
+    path = pathlib.Path(path)
+    if path.parent == pathlib.Path("."):
+        path = MEDIA_DIR / path
+    if not path.exists():
+        raise ValueError(f"no GIF at {path}; write it first with save_gif")
+    return IPyImage(data=path.read_bytes(), format="gif")
+
+
+def frames_to_strip(frames: Sequence[np.ndarray], every: int = 1) -> np.ndarray:
+    """Frames side by side in one image (for static figures): ``(H, W * n, 3)``."""
+    _check_frames(frames)
+    chosen = list(frames)[::every]
+    gap = np.full((chosen[0].shape[0], 4, 3), 255, dtype=np.uint8)
+    parts = []
+    for f in chosen:
+        parts += [f, gap]
+    return np.concatenate(parts[:-1], axis=1)
+

@@ -1,0 +1,91 @@
+import numpy as np
+import pytest
+
+from marl_edu.buffers import EpisodeBuffer, ReplayBuffer
+from marl_edu.envs import make_env
+from marl_edu.rollout import run_episode
+from marl_edu.shapes import one_hot
+
+
+def fill(buffer, steps):
+    """Transition t stores obs[i] = [10 t + i, 0], so every value says when and whose it is."""
+    for t in range(steps):
+        obs = np.array([[10 * t + i, 0] for i in range(2)], dtype=np.float32)  # (N=2, O=2)
+        actions = one_hot(np.array([t % 5, (t + 1) % 5]), 5)  # (N=2, A=5)
+        rewards = np.array([t, -t], dtype=np.float32)  # (N=2,)
+        buffer.add(obs, actions, rewards, obs + 1, np.array([False, t == steps - 1]))
+
+
+def test_storage_shapes_and_ring_overwrite():
+    buffer = ReplayBuffer(capacity=3, n_agents=2, obs_dim=2, act_dim=5)
+    assert buffer.obs.shape == (3, 2, 2) and buffer.actions.shape == (3, 2, 5) and buffer.rewards.shape == (3, 2)
+    fill(buffer, 4)  # t = 0, 1, 2, 3 into 3 slots: t = 3 overwrites slot 0
+    assert len(buffer) == 3
+    assert buffer.obs[:, 0, 0].tolist() == [30, 10, 20]  # slot 0 holds t=3 (10*3 + 0), slots 1, 2 hold t=1, 2
+
+
+def test_one_index_set_is_shared_by_all_agents():
+    buffer = ReplayBuffer(capacity=100, n_agents=2, obs_dim=2, act_dim=5)
+    fill(buffer, 50)
+    batch = buffer.sample(64, np.random.default_rng(0))
+    assert batch["obs"].shape == batch["next_obs"].shape == (64, 2, 2)
+    assert batch["actions"].shape == (64, 2, 5) and batch["rewards"].shape == batch["dones"].shape == (64, 2)
+    t = (batch["obs"][:, 0, 0] / 10).astype(int)  # the time step of agent 0's row, (B,)
+    np.testing.assert_array_equal(batch["obs"][:, 1, 0], 10 * t + 1)  # agent 1's row is from the same t
+    np.testing.assert_array_equal(batch["rewards"], np.stack([t, -t], axis=1))
+    np.testing.assert_array_equal(batch["actions"].argmax(-1), np.stack([t % 5, (t + 1) % 5], axis=1))
+
+
+def test_sampling_is_deterministic_for_a_seed():
+    buffer = ReplayBuffer(capacity=100, n_agents=2, obs_dim=2, act_dim=5)
+    fill(buffer, 50)
+    a = buffer.sample(8, np.random.default_rng(1))
+    b = buffer.sample(8, np.random.default_rng(1))
+    for key in ReplayBuffer.KEYS:
+        np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_replay_bad_inputs():
+    with pytest.raises(ValueError, match="capacity must be a positive int"):
+        ReplayBuffer(0, 2, 2, 5)
+    buffer = ReplayBuffer(10, 2, 2, 5)
+    with pytest.raises(ValueError, match="empty ReplayBuffer"):
+        buffer.sample(4, np.random.default_rng(0))
+    obs = np.zeros((2, 2), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"store one-hot actions: shapes.one_hot\(actions, 5\)"):
+        buffer.add(obs, np.array([0, 1]), np.zeros(2), obs, np.zeros(2))
+    with pytest.raises(ValueError, match=r"rewards: expected shape \(N=2,\) \(1 dims\), got \(2, 1\) \(2 dims\)"):
+        buffer.add(obs, np.zeros((2, 5)), np.zeros((2, 1)), obs, np.zeros(2))
+    with pytest.raises(ValueError, match=r"obs: expected shape \(N=2, O=2\), got \(3, 2\)"):
+        buffer.add(np.zeros((3, 2)), np.zeros((2, 5)), np.zeros(2), obs, np.zeros(2))
+    fill(buffer, 3)
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        buffer.sample(0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="rng must be a numpy Generator"):
+        buffer.sample(4, rng=42)
+    with pytest.raises(ValueError, match=r"indices must be in \[0, 2\]"):
+        buffer.get(np.array([0, 3]))
+
+
+def test_episode_buffer_pads_and_masks():
+    env = make_env("Switch2-v0")
+    short = run_episode(env, lambda obs: np.array([4, 4]))  # 50 steps
+    buffer = EpisodeBuffer(n_episodes=2, max_steps=50, n_agents=2, obs_dim=2)
+    buffer.add_episode(short)
+    batch = buffer.batch()
+    assert batch["obs"].shape == (1, 50, 2, 2) and batch["actions"].shape == (1, 50, 2)
+    assert batch["mask"].sum() == 50 and batch["truncated"][0, -1].tolist() == [1.0, 1.0]
+    from marl_edu.planning import optimal_plan
+
+    plan = iter(optimal_plan("Switch2-v0").joint_actions)
+    solved = run_episode(env, lambda obs: next(plan))  # 12 steps
+    buffer.add_episode(solved)
+    mask = buffer.batch()["mask"]
+    assert mask[1].tolist() == [1.0] * 12 + [0.0] * 38  # 12 real steps, 38 padding
+    assert buffer.batch()["rewards"][1, 12:].sum() == 0  # padding holds zeros
+    with pytest.raises(ValueError, match="full"):
+        buffer.add_episode(solved)
+    buffer.clear()
+    assert len(buffer) == 0
+    with pytest.raises(ValueError, match="at most max_steps=10"):
+        EpisodeBuffer(1, 10, 2, 2).add_episode(short)

@@ -1,0 +1,46 @@
+import torch
+
+from marl_edu.checks import check_flatten_for_critic
+
+
+def run(fn, capsys):
+    verdict = check_flatten_for_critic(fn)
+    return verdict, capsys.readouterr().out
+
+
+def test_reference_passes(capsys):
+    verdict, out = run(lambda o, a: torch.cat([o.flatten(1), a.flatten(1)], dim=1), capsys)
+    assert verdict is True and out.startswith("PASSED")
+
+
+def test_stub_is_reported_not_raised(capsys):
+    def stub(obs, actions):
+        raise NotImplementedError
+
+    verdict, out = run(stub, capsys)
+    assert verdict is False and out.startswith("NOT DONE YET")
+
+
+def test_interleaving_gets_a_precise_hint(capsys):
+    verdict, out = run(lambda o, a: torch.cat([o, a], dim=2).flatten(1), capsys)
+    assert verdict is False and "FAILED on B=4, N=2, O=2, A=5" in out and "interleaved" in out
+
+
+def test_feature_major_flatten_is_named(capsys):
+    verdict, out = run(lambda o, a: torch.cat([o.transpose(1, 2).flatten(1), a.transpose(1, 2).flatten(1)], 1), capsys)
+    assert verdict is False and "feature-major" in out
+
+
+def test_batch_agent_mix_is_named(capsys):
+    verdict, out = run(lambda o, a: torch.cat([o.transpose(0, 1).reshape(o.shape[0], -1),
+                                               a.transpose(0, 1).reshape(a.shape[0], -1)], 1), capsys)
+    assert verdict is False and "different transitions" in out
+
+
+def test_wrong_shape_and_crash(capsys):
+    verdict, out = run(lambda o, a: torch.cat([o, a], dim=2), capsys)
+    assert verdict is False and "expected shape (4, 14), got (4, 2, 7)" in out and "did not merge" in out
+    verdict, out = run(lambda o, a: o + a, capsys)
+    assert verdict is False and "your function raised RuntimeError" in out
+    verdict, out = run(lambda o, a: None, capsys)
+    assert verdict is False and "expected a torch.Tensor, got NoneType" in out

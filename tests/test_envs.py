@@ -1,0 +1,156 @@
+import numpy as np
+import pytest
+
+from marl_edu.envs import make_env, make_vec_env
+
+DOWN, LEFT, UP, RIGHT, NOOP = range(5)
+
+
+def test_switch2_spaces_and_first_observation():
+    env = make_env("Switch2-v0", seed=0)
+    assert (env.n_agents, env.obs_dim, env.n_actions, env.max_steps) == (2, 2, 5, 50)
+    assert env.action_meanings == ["DOWN", "LEFT", "UP", "RIGHT", "NOOP"]
+    obs = env.reset()
+    assert obs.shape == (2, 2) and obs.dtype == np.float32
+    # agent 0 starts at (row 0, col 1), agent 1 at (0, 5); obs = (row / 2, col / 6) rounded to 2 places
+    np.testing.assert_allclose(obs, [[0 / 2, 0.17], [0 / 2, 0.83]])
+
+
+def test_one_step_by_hand():
+    env = make_env("ma_gym:Switch2-v0", seed=0)  # the prefixed id works too
+    env.reset()
+    # RIGHT from (0,1) is a wall at (0,2); LEFT from (0,5) is a wall at (0,4): nobody moves
+    obs, rewards, dones, info = env.step(np.array([RIGHT, LEFT]))
+    np.testing.assert_allclose(obs, [[0.0, 0.17], [0.0, 0.83]])
+    np.testing.assert_allclose(rewards, [-0.1, -0.1])  # the step cost, per agent
+    assert rewards.dtype == np.float32 and dones.dtype == bool and dones.shape == (2,)
+    # DOWN takes both into the corridor row: (1,1) -> (0.5, 0.17) and (1,5) -> (0.5, 0.83)
+    obs, _, _, info = env.step(np.array([DOWN, DOWN]))
+    np.testing.assert_allclose(obs, [[0.5, 0.17], [0.5, 0.83]])
+    assert info["step"] == 2 and not info["terminated"].any() and not info["truncated"].any()
+
+
+def test_time_limit_is_truncation_not_termination():
+    env = make_env("Switch2-v0")
+    env.reset()
+    total = 0.0
+    for t in range(50):
+        _, rewards, dones, info = env.step(np.array([NOOP, NOOP]))
+        total += rewards.sum()
+    assert dones.all() and info["truncated"].all() and not info["terminated"].any()
+    assert total == pytest.approx(50 * 2 * -0.1)  # 50 steps x 2 agents x -0.1 = -10.0
+
+
+def test_arrival_on_the_last_step_is_termination():
+    env = make_env("Switch2-v0")
+    env.reset()
+    path = [DOWN, RIGHT, RIGHT, RIGHT, RIGHT, RIGHT, UP]  # agent 0: (0,1) -> (1,1) -> ... -> (1,6) -> (0,6)
+    # agent 1 gets out of the way first: down twice to (2,5), then waits
+    plan = [(NOOP, DOWN), (NOOP, DOWN)] + [(NOOP, NOOP)] * 41 + [(a, NOOP) for a in path]
+    assert len(plan) == 50
+    for actions in plan:
+        _, rewards, dones, info = env.step(np.array(actions))
+    assert rewards.tolist() == pytest.approx([5.0, -0.1])
+    assert info["terminated"].tolist() == [True, False]
+    assert info["truncated"].tolist() == [False, True]
+
+
+def test_dones_are_copies_not_the_envs_internal_list():
+    env = make_env("Switch2-v0")
+    env.reset()
+    _, _, dones, _ = env.step(np.array([NOOP, NOOP]))
+    dones[:] = True
+    _, _, dones2, _ = env.step(np.array([NOOP, NOOP]))  # would raise "episode is over" if shared
+    assert not dones2.any()
+
+
+def test_bad_actions_raise_clear_errors():
+    env = make_env("Switch2-v0")
+    with pytest.raises(ValueError, match="call reset"):
+        env.step(np.array([0, 0]))
+    env.reset()
+    with pytest.raises(ValueError, match=r"actions must be in \[0, 4\].*got \[0, 5\]"):
+        env.step(np.array([0, 5]))
+    with pytest.raises(ValueError, match=r"actions: expected shape \(2,\), got \(3,\)"):
+        env.step(np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="expected int elements"):
+        env.step(np.array([0.0, 1.0]))
+
+
+def test_stepping_a_finished_episode_raises():
+    env = make_env("Switch2-v0")
+    env.reset()
+    for _ in range(50):
+        env.step(np.array([NOOP, NOOP]))
+    with pytest.raises(ValueError, match="episode is over"):
+        env.step(np.array([NOOP, NOOP]))
+
+
+def test_unknown_id_lists_close_matches():
+    with pytest.raises(ValueError, match="unknown ma-gym environment 'Swich2-v0'; did you mean 'Switch2-v0'"):
+        make_env("Swich2-v0")
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
+        make_env("Switch2-v0", seed=-1)
+
+
+@pytest.mark.parametrize("env_id", ["Switch4-v0", "Switch2-v2", "PredatorPrey5x5-v0", "Checkers-v0", "Combat-v0"])
+def test_other_native_ids_speak_the_same_shapes(env_id):
+    env = make_env(env_id, seed=1)
+    obs = env.reset()
+    assert obs.shape == (env.n_agents, env.obs_dim) and obs.dtype == np.float32
+    obs, rewards, dones, info = env.step(np.zeros(env.n_agents, dtype=np.int64))
+    assert rewards.shape == dones.shape == info["truncated"].shape == (env.n_agents,)
+
+
+def test_same_seed_same_episode():
+    def play(seed):
+        env, rng = make_env("PredatorPrey5x5-v0", seed=seed), np.random.default_rng(0)
+        trajectory = [env.reset()]
+        for _ in range(30):
+            obs, _, dones, _ = env.step(rng.integers(0, 5, size=2))
+            trajectory.append(obs)
+            if dones.all():
+                break
+        return np.stack(trajectory)
+
+    np.testing.assert_array_equal(play(3), play(3))
+    assert not np.array_equal(play(3), play(4))  # the prey moves at random: the seed matters
+
+
+def test_render_frame_is_headless_rgb():
+    env = make_env("Switch2-v0")
+    env.reset()
+    frame = env.render_frame()
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+
+
+def test_vec_env_shapes_and_auto_reset():
+    venv = make_vec_env("Switch2-v0", n_envs=3, seed=0)
+    obs = venv.reset()
+    assert obs.shape == (3, 2, 2)
+    first = obs.copy()
+    noop = np.full((3, 2), NOOP)
+    for t in range(50):
+        obs, rewards, dones, info = venv.step(noop)
+        assert rewards.shape == dones.shape == (3, 2)
+    assert info["episode_done"].tolist() == [True, True, True]
+    np.testing.assert_array_equal(obs, first)  # already reset to the start
+    np.testing.assert_array_equal(info["final_obs"], first)  # nobody moved, so the final obs is the start too
+    np.testing.assert_allclose(info["episode_team_return"], [-10.0] * 3)  # 50 x 2 x -0.1
+    _, _, _, info = venv.step(noop)
+    assert np.isnan(info["episode_team_return"]).all()
+    with pytest.raises(ValueError, match=r"actions: expected shape \(3, 2\)"):
+        venv.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="n_envs must be a positive int"):
+        make_vec_env("Switch2-v0", n_envs=0)
+
+
+def test_vec_env_final_obs_differs_from_reset_obs():
+    venv = make_vec_env("Switch2-v0", n_envs=2, seed=0)
+    start = venv.reset()
+    actions = np.array([[DOWN, NOOP], [NOOP, NOOP]])  # copy 0's agent 0 moves down once, then all wait
+    obs, _, _, info = venv.step(actions)
+    for _ in range(49):
+        obs, _, _, info = venv.step(np.full((2, 2), NOOP))
+    np.testing.assert_allclose(info["final_obs"][0, 0], [0.5, 0.17])  # where agent 0 ended: (1, 1)
+    np.testing.assert_array_equal(obs, start)  # but the returned obs is the next episode's start

@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from marl_edu.envs import make_env
+from marl_edu.planning import optimal_plan, optimal_team_return
+
+
+def replay(env_id, joint_actions):
+    """Play a fixed plan in the real ma-gym env; return the per-agent returns and steps taken."""
+    env = make_env(env_id)
+    env.reset()
+    returns = np.zeros(env.n_agents)
+    for actions in joint_actions:
+        _, rewards, dones, info = env.step(actions)
+        returns += rewards
+    return returns, dones, info
+
+
+def test_switch2_optimum_by_hand():
+    # The corridor (row 1, cols 2-4) is one cell wide, so one agent waits while the other passes.
+    # Each agent needs 7 moves. The first arrives at step 7: 6 step costs then +5 = 5 - 0.6 = 4.4.
+    # The second cannot enter the corridor before step 7 (the first is still leaving it), so it
+    # arrives 5 steps later, at step 12: 11 step costs then +5 = 5 - 1.1 = 3.9.
+    # Team return = 4.4 + 3.9 = 8.3.
+    plan = optimal_plan("Switch2-v0")
+    assert plan.team_return == pytest.approx(8.3)
+    assert sorted(plan.arrival_steps.tolist()) == [7, 12]
+    assert sorted(plan.agent_returns.tolist()) == pytest.approx([3.9, 4.4])
+    assert optimal_team_return("ma_gym:Switch2-v0") == pytest.approx(8.3)
+
+
+@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch4-v0"])
+def test_the_plan_replayed_in_the_real_env_earns_the_optimum(env_id):
+    plan = optimal_plan(env_id)
+    returns, dones, info = replay(env_id, plan.joint_actions)
+    assert dones.all() and info["terminated"].all()  # every agent arrived: no time-limit ending
+    np.testing.assert_allclose(returns, plan.agent_returns, atol=1e-5)
+    assert returns.sum() == pytest.approx(plan.team_return, abs=1e-5)
+
+
+def test_switch4_is_worth_more_than_switch2_but_not_twice():
+    # Two corridors' worth of agents share one corridor, so more waiting: less than 2 x 8.3 = 16.6.
+    assert 8.3 < optimal_team_return("Switch4-v0") < 16.6
+
+
+def test_no_plan_beats_the_optimum():
+    # Every plan the random search finds earns at most the DP value.
+    rng = np.random.default_rng(0)
+    best = optimal_team_return("Switch2-v0")
+    for _ in range(200):
+        returns, _, _ = replay("Switch2-v0", rng.integers(0, 5, size=(50, 2)))
+        assert returns.sum() <= best + 1e-6
+
+
+def test_bad_ids():
+    with pytest.raises(ValueError, match="Switch environments only"):
+        optimal_plan("PredatorPrey5x5-v0")
+    with pytest.raises(ValueError, match="unknown ma-gym environment"):
+        optimal_plan("Switch3-v0")

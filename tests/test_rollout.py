@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+
+from marl_edu.envs import make_env
+from marl_edu.rollout import random_policy, run_episode, team_returns
+
+NOOP = 4
+
+
+def test_noop_episode_by_hand():
+    env = make_env("Switch2-v0")
+    episode = run_episode(env, lambda obs: np.array([NOOP, NOOP]))
+    assert episode.length == 50  # nobody arrives, so the time limit ends it
+    assert episode.obs.shape == episode.next_obs.shape == (50, 2, 2)
+    assert episode.actions.shape == episode.rewards.shape == episode.dones.shape == (50, 2)
+    assert episode.agent_returns.tolist() == pytest.approx([-5.0, -5.0])  # 50 x -0.1 each
+    assert episode.team_return == pytest.approx(-10.0)  # the sum over both agents
+    assert episode.truncated[-1].all() and not episode.terminated.any()
+    np.testing.assert_array_equal(episode.obs[1:], episode.next_obs[:-1])  # next_obs[t] is obs[t + 1]
+
+
+def test_frames_are_one_more_than_steps():
+    episode = run_episode(make_env("Switch2-v0"), lambda obs: np.array([NOOP, NOOP]), record_frames=True)
+    assert len(episode.frames) == episode.length + 1  # the start, then one per step
+    assert run_episode(make_env("Switch2-v0"), lambda obs: np.array([NOOP, NOOP])).frames is None
+
+
+def test_random_policy_is_deterministic_for_a_seed():
+    env = make_env("Switch2-v0")
+    a = run_episode(env, random_policy(2, 5, np.random.default_rng(7)))
+    b = run_episode(env, random_policy(2, 5, np.random.default_rng(7)))
+    np.testing.assert_array_equal(a.actions, b.actions)
+    assert a.team_return == b.team_return
+
+
+def test_team_returns_and_bad_inputs():
+    env = make_env("Switch2-v0")
+    returns = team_returns(env, lambda obs: np.array([NOOP, NOOP]), n_episodes=3, progress=False)
+    np.testing.assert_allclose(returns, [-10.0] * 3)
+    with pytest.raises(ValueError, match="n_episodes must be a positive int"):
+        team_returns(env, lambda obs: np.array([NOOP, NOOP]), n_episodes=0)
+    with pytest.raises(ValueError, match="rng must be a numpy Generator"):
+        random_policy(2, 5, rng=0)
+    with pytest.raises(ValueError, match="policy must be a function"):
+        run_episode(env, policy=None)
+    with pytest.raises(ValueError, match=r"actions: expected shape \(2,\) \(1 dims\), got \(\) \(0 dims\)"):
+        run_episode(env, lambda obs: 4)  # one action for the team instead of one per agent

@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+from PIL import Image
+
+from marl_edu.envs import make_env
+from marl_edu.rollout import run_episode
+from marl_edu.viz import moving_average, plot_learning_curve, save_gif, show_gif
+
+
+def test_moving_average_by_hand():
+    # window 2 over [1, 2, 3, 4]: [1/1, (1+2)/2, (2+3)/2, (3+4)/2] = [1, 1.5, 2.5, 3.5]
+    np.testing.assert_allclose(moving_average([1, 2, 3, 4], 2), [1.0, 1.5, 2.5, 3.5])
+    np.testing.assert_allclose(moving_average([1, 2, 3], 1), [1, 2, 3])
+    with pytest.raises(ValueError, match="window must be a positive int"):
+        moving_average([1, 2], 0)
+
+
+def test_learning_curve_has_labels_and_reference_lines():
+    ax = plot_learning_curve([1.0, 2.0, 3.0], optimal=8.3, random=-9.0, window=2)
+    assert ax.get_xlabel() == "episode" and "team return" in ax.get_ylabel()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("exact optimum (8.30)" in s for s in labels) and any("random policy (-9.00)" in s for s in labels)
+    with pytest.raises(ValueError, match=r"returns: expected shape \(E,\)"):
+        plot_learning_curve(np.zeros((3, 2)))
+
+
+def test_save_gif_roundtrip_and_determinism(tmp_path):
+    env = make_env("Switch2-v0")
+    frames = run_episode(env, lambda obs: np.array([0, 4]), record_frames=True).frames[:5]
+    path = save_gif(frames, tmp_path / "a.gif", fps=5, scale=2, hold_last=3)
+    gif = Image.open(path)
+    durations = []
+    for k in range(gif.n_frames):
+        gif.seek(k)
+        durations.append(gif.info["duration"])
+    # agent 0 moves down once, then bumps into the wall below: frames 1..4 (and the 3 held) are
+    # identical, and Pillow merges identical neighbours into one longer frame: 3 frames shown,
+    # lasting (5 + 3) x 1000 / 5 ms = 1600 ms in all.
+    assert gif.n_frames == 3 and sum(durations) == 1600
+    assert gif.size == (frames[0].shape[1] * 2, frames[0].shape[0] * 2)  # (W, H) doubled
+    again = save_gif(frames, tmp_path / "b.gif", fps=5, scale=2, hold_last=3)
+    assert path.read_bytes() == again.read_bytes()  # same frames, same bytes: nbval can compare them
+    assert show_gif(path).data == path.read_bytes()
+
+
+def test_gif_bad_inputs(tmp_path):
+    frame = np.zeros((4, 4, 3), dtype=np.uint8)
+    with pytest.raises(ValueError, match="frames is empty"):
+        save_gif([], tmp_path / "x.gif")
+    with pytest.raises(ValueError, match="expected uint8 RGB"):
+        save_gif([frame.astype(np.float32)], tmp_path / "x.gif")
+    with pytest.raises(ValueError, match=r"frames\[1\]: expected shape \(H=4, W=4, 3\)"):
+        save_gif([frame, np.zeros((5, 4, 3), dtype=np.uint8)], tmp_path / "x.gif")
+    with pytest.raises(ValueError, match="fps must be in"):
+        save_gif([frame], tmp_path / "x.gif", fps=0)
+    with pytest.raises(ValueError, match="must end in .gif"):
+        save_gif([frame], tmp_path / "x.png")
+    with pytest.raises(ValueError, match="no GIF at"):
+        show_gif(tmp_path / "missing.gif")
