@@ -64,7 +64,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: setup
-	MPLBACKEND=Agg $(VPY) -m pytest tests notebooks --nbval --nbval-current-env -p no:randomly $(PYTEST_ARGS)
+	$(VPY) -m pytest tests notebooks --nbval --nbval-current-env -p no:randomly $(PYTEST_ARGS)
 
 notebooks: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \

@@ -1,7 +1,8 @@
 """Exercise checkers: run a learner's function on several cases and say PASSED or exactly what is off.
 
-Each ``check_<thing>(fn)`` prints one verdict and returns True (PASSED) or False. It never raises,
-so a notebook whose exercise is still a stub runs top to bottom and simply reports "not done yet".
+Each ``check_<thing>(fn)`` prints one verdict, starting with PASSED, FAILED or NOT DONE YET, and
+returns nothing (so a notebook cell shows the verdict only). It never raises, so a notebook whose
+exercise is still a stub runs top to bottom and simply reports "not done yet".
 Where a wrong answer matches a known mistake (agents mixed by a reshape, a missing axis), the hint
 names that mistake.
 """
@@ -32,10 +33,10 @@ def _shape_hint(got: tuple, B: int, N: int, O: int, A: int) -> str:
         return "you merged the batch axis with the agent axis: each row should be one whole transition."
     if len(got) == 2 and got[0] == B:
         return f"one row per transition is right, but a row should have N*(O+A) = {N * (O + A)} features."
-    return f"the critic needs one row per transition with every agent's obs and action: (B, N*(O+A))."
+    return "the critic needs one row per transition with every agent's obs and action: (B, N*(O+A))."
 
 
-def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> bool:
+def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Check ``fn(obs (B, N, O), actions (B, N, A)) -> (B, N*(O+A))`` against the reference
     ``[o_1, ..., o_N, a_1, ..., a_N]`` on several cases, including B = 1 and N = 3."""
     generator = torch.Generator().manual_seed(0)
@@ -48,14 +49,14 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         out, error = _call(fn, obs.clone(), actions.clone())
         if error:
             print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
-            return False
+            return
         if not isinstance(out, torch.Tensor):
             print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")
-            return False
+            return
         if tuple(out.shape) != tuple(expected.shape):
             print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
                   f"Hint: {_shape_hint(tuple(out.shape), B, N, O, A)}")
-            return False
+            return
         if torch.allclose(out, expected):
             continue
         interleaved = torch.cat([obs, actions], dim=2).reshape(B, N * (O + A))  # [o_1, a_1, o_2, a_2, ...]
@@ -80,6 +81,5 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         print(f"FAILED on {case}: values differ from the reference.\n"
               f"expected row 0: {[round(v, 3) for v in expected[0].tolist()]}\n"
               f"got row 0:      {[round(v, 3) for v in out[0].tolist()]}\nHint: {hint}")
-        return False
+        return
     print(f"PASSED: flatten_for_critic gives (B, N*(O+A)) rows [o_1..o_N, a_1..a_N] on all {len(cases)} cases.")
-    return True

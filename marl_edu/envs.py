@@ -114,9 +114,8 @@ class MultiAgentEnv:
         rewards = np.asarray(rewards, dtype=np.float32)  # (N,)
         dones = np.array(dones, dtype=bool)  # (N,) a copy: ma-gym hands out its internal list
         at_limit = self.max_steps is not None and self._step_count >= self.max_steps
-        terminated = dones & ~at_limit if at_limit else dones.copy()  # (N,)
-        if at_limit:
-            terminated |= self._arrived()  # arriving on the very last step is still arriving
+        # At the time limit ma-gym marks every agent done; only those that finished the task terminated.
+        terminated = self._finished() if at_limit else dones.copy()  # (N,) bool
         info = dict(info)
         info["terminated"] = terminated  # (N,) bool
         info["truncated"] = dones & ~terminated  # (N,) bool
@@ -124,12 +123,16 @@ class MultiAgentEnv:
         self._dones = dones.copy()  # the caller may write into the array we hand out
         return obs, rewards, dones, info
 
-    def _arrived(self) -> np.ndarray:
-        """Which agents finished the task itself (Switch: stand on their goal), bool ``(N,)``."""
+    def _finished(self) -> np.ndarray:
+        """At the time limit: which agents finished the task itself, bool ``(N,)``.
+
+        Switch: the agents standing on their goal (arriving on the very last step counts). Other
+        envs do not say, so only the agents that were done before the limit count as finished.
+        """
         env = self._env.unwrapped
         if hasattr(env, "agent_pos") and hasattr(env, "final_agent_pos"):
-            return np.array([env.agent_pos[i] == env.final_agent_pos[i] for i in range(self.n_agents)])
-        return self._dones.copy()  # other envs: only agents done before the limit count as terminated
+            return np.array([env.agent_pos[i] == env.final_agent_pos[i] for i in range(self.n_agents)], dtype=bool)
+        return self._dones.copy()
 
     def render_frame(self) -> np.ndarray:
         """The current scene as a uint8 RGB image ``(H, W, 3)``, without opening a window."""

@@ -79,15 +79,15 @@ def check_shape(
         raise ValueError(f"{name}: expected shape {_format_spec(spec, dims)} ({len(spec)} dims), "
                          f"got {shape} ({len(shape)} dims)")
     bound = dict(dims)
+    expected = _format_spec(spec, dims)  # shows the sizes known before this call, e.g. (B, N=2, O)
     for axis, (want, got) in enumerate(zip(spec, shape)):
         if isinstance(want, str):
             if want in bound and bound[want] != got:
-                raise ValueError(f"{name}: expected shape {_format_spec(spec, bound)}, got {shape}: "
+                raise ValueError(f"{name}: expected shape {expected}, got {shape}: "
                                  f"axis {axis} ({want}) is {got} but {want}={bound[want]}")
             bound[want] = got
         elif want != got:
-            raise ValueError(f"{name}: expected shape {_format_spec(spec, bound)}, got {shape}: "
-                             f"axis {axis} should be {want}")
+            raise ValueError(f"{name}: expected shape {expected}, got {shape}: axis {axis} should be {want}")
     if dtype is not None:
         if dtype not in _DTYPE_KINDS:
             raise ValueError(f"check_shape: dtype must be one of {_DTYPE_KINDS}, got {dtype!r}")
@@ -117,3 +117,22 @@ def one_hot(actions: np.ndarray | torch.Tensor, n_actions: int) -> np.ndarray | 
     if isinstance(actions, torch.Tensor):
         return torch.nn.functional.one_hot(actions.long(), n_actions).float()  # (..., A)
     return np.eye(n_actions, dtype=np.float32)[actions]  # (..., A)
+
+
+def describe(x: Any, name: str) -> str:
+    """One line for a learner: name, dtype, shape and values (rounded to 3 places; only the first
+    entry along axis 0 when there are more than 12), e.g.
+    ``obs        float32  (2, 2)     [[0.0, 0.17], [0.0, 0.83]]``."""
+    if isinstance(x, torch.Tensor):
+        dtype, values = str(x.dtype).removeprefix("torch."), x.detach().cpu().numpy()
+    else:
+        values = np.asarray(x)
+        dtype = str(values.dtype)
+    shape = "(" + ", ".join(str(s) for s in values.shape) + ("," if values.ndim == 1 else "") + ")"
+    if values.dtype.kind == "f":
+        values = np.round(values.astype(np.float64), 3)  # float32 0.17 would print as 0.17000000178813934
+    if values.size > 12:
+        shown = f"{values.size} values; [0] = {values[0].tolist()}"
+    else:
+        shown = str(values.tolist())
+    return f"{name:<10} {dtype:<8} {shape:<10} {shown}"

@@ -123,3 +123,60 @@ def frames_to_strip(frames: Sequence[np.ndarray], every: int = 1) -> np.ndarray:
         parts += [f, gap]
     return np.concatenate(parts[:-1], axis=1)
 
+
+
+def plot_frame(frame: np.ndarray, title: str = "", ax: plt.Axes | None = None, cell_size: int = 30) -> plt.Axes:
+    """Show one rendered frame ``(H, W, 3)`` with a (row, col) grid of ``cell_size``-pixel cells."""
+    _check_frames([frame])
+    if ax is None:
+        _, ax = plt.subplots(figsize=(frame.shape[1] / 40, frame.shape[0] / 40 + 0.4))
+    ax.imshow(frame)
+    rows, cols = frame.shape[0] // cell_size, frame.shape[1] // cell_size
+    ax.set_xticks(np.arange(cols) * cell_size + cell_size / 2, [str(c) for c in range(cols)])
+    ax.set_yticks(np.arange(rows) * cell_size + cell_size / 2, [str(r) for r in range(rows)])
+    ax.set_xlabel("col")
+    ax.set_ylabel("row")
+    ax.set_title(title)
+    return ax
+
+
+def plot_ctde(n_agents: int = 2, ax: plt.Axes | None = None) -> plt.Axes:
+    """Who sees what under centralised training with decentralised execution (CTDE).
+
+    Solid arrows: execution (each actor sees only its own observation). Dashed: training only
+    (the centralised critic sees everything and sends its gradient back to the actors).
+    """
+    if not isinstance(n_agents, int) or not 1 <= n_agents <= 6:
+        raise ValueError(f"n_agents must be an int in [1, 6], got {n_agents!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.5, 1.6 + 1.3 * n_agents))
+    height = 1.3 * n_agents
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.5, height + 1.0)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, color):
+        ax.add_patch(plt.Rectangle((x, y), w, h, facecolor=color, edgecolor="black", linewidth=1))
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9)
+
+    def arrow(x0, y0, x1, y1, text="", dashed=False, color="black"):
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                    arrowprops=dict(arrowstyle="->", color=color, linestyle="--" if dashed else "-", linewidth=1.2))
+        if text:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, ha="center", fontsize=8, color=color)
+
+    box(0.1, 0.0, 1.6, height, "environment\n(Switch2)", "#e8e8e8")
+    box(7.3, 0.15, 2.6, height - 0.3, "centralised critic(s)\nQ(o_1..o_N, a_1..a_N)\n\ntraining only", "#fde2c8")
+    for i in range(n_agents):
+        y = height - 1.3 * (i + 1) + 0.35
+        box(3.6, y, 1.8, 0.6, f"actor {i + 1}\nπ_{i + 1}(a_{i + 1} | o_{i + 1})", "#cfe3f7")
+        arrow(1.7, y + 0.45, 3.6, y + 0.45, f"o_{i + 1} (own obs only)")
+        arrow(3.6, y + 0.15, 1.7, y + 0.15, f"a_{i + 1}")
+        arrow(5.4, y + 0.45, 7.3, y + 0.45, f"o_{i + 1}, a_{i + 1}", dashed=True, color="C1")
+        arrow(7.3, y + 0.15, 5.4, y + 0.15, "∇ actor loss", dashed=True, color="C1")
+    arrow(1.7, -0.2, 7.3, -0.2, "r: team reward (training only)", dashed=True, color="C1")
+    ax.text(4.5, height + 0.55, "execution: solid arrows only — each actor acts on its own observation",
+            ha="center", fontsize=9)
+    ax.text(4.5, height + 0.2, "training: dashed arrows too — the critic sees everything",
+            ha="center", fontsize=9, color="C1")
+    return ax

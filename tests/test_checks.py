@@ -4,8 +4,10 @@ from marl_edu.checks import check_flatten_for_critic
 
 
 def run(fn, capsys):
-    verdict = check_flatten_for_critic(fn)
-    return verdict, capsys.readouterr().out
+    """The verdict is the first word(s) of what the check prints: PASSED, FAILED or NOT DONE YET."""
+    assert check_flatten_for_critic(fn) is None  # nothing returned: a notebook cell shows only the print
+    out = capsys.readouterr().out
+    return out.startswith("PASSED"), out
 
 
 def test_reference_passes(capsys):

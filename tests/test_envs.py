@@ -38,6 +38,7 @@ def test_time_limit_is_truncation_not_termination():
         _, rewards, dones, info = env.step(np.array([NOOP, NOOP]))
         total += rewards.sum()
     assert dones.all() and info["truncated"].all() and not info["terminated"].any()
+    assert info["terminated"].dtype == info["truncated"].dtype == bool
     assert total == pytest.approx(50 * 2 * -0.1)  # 50 steps x 2 agents x -0.1 = -10.0
 
 
@@ -51,7 +52,7 @@ def test_arrival_on_the_last_step_is_termination():
     for actions in plan:
         _, rewards, dones, info = env.step(np.array(actions))
     assert rewards.tolist() == pytest.approx([5.0, -0.1])
-    assert info["terminated"].tolist() == [True, False]
+    assert info["terminated"].tolist() == [True, False] and info["terminated"].dtype == bool
     assert info["truncated"].tolist() == [False, True]
 
 

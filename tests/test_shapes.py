@@ -12,7 +12,7 @@ def test_binds_symbols_and_returns_sizes():
 
 def test_exact_ints_and_torch_tensors():
     assert check_shape(torch.zeros(4, 5), ("B", 5), "q") == {"B": 4}
-    with pytest.raises(ValueError, match=r"q: expected shape \(B=4, 5\), got \(4, 6\)"):
+    with pytest.raises(ValueError, match=r"q: expected shape \(B, 5\), got \(4, 6\): axis 1 should be 5"):
         check_shape(torch.zeros(4, 6), ("B", 5), "q")
 
 
@@ -65,3 +65,12 @@ def test_one_hot_bad_inputs():
         one_hot(np.array([0.0, 1.0]), 5)
     with pytest.raises(ValueError, match="positive int"):
         one_hot(np.array([0]), 0)
+
+
+def test_describe_prints_dtype_shape_and_rounded_values():
+    from marl_edu.shapes import describe
+
+    line = describe(np.array([[0, 0.17], [0, 0.83]], dtype=np.float32), "obs")
+    assert line.split() == ["obs", "float32", "(2,", "2)", "[[0.0,", "0.17],", "[0.0,", "0.83]]"]
+    assert describe(torch.tensor([True]), "dones").split()[1:3] == ["bool", "(1,)"]
+    assert "400 values; [0] = [[0.0, 0.0], [0.0, 0.0]]" in describe(np.zeros((100, 2, 2)), "buffer")
