@@ -74,6 +74,9 @@ class ReplayBuffer:
         check_shape(rewards, ("N",), "rewards", dims)
         check_shape(next_obs, ("N", "O"), "next_obs", dims)
         check_shape(dones, ("N",), "dones", dims)
+        if not np.isin(np.asarray(dones, dtype=np.float64), (0.0, 1.0)).all():
+            raise ValueError(f"dones must be 0/1 (or bool) per agent, got {np.asarray(dones).tolist()}; "
+                             f"are rewards and dones swapped? The order is (obs, actions, rewards, next_obs, dones)")
         i = self._next
         self.obs[i], self.actions[i], self.rewards[i] = obs, actions, rewards
         self.next_obs[i], self.dones[i] = next_obs, dones

@@ -53,6 +53,10 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         if not isinstance(out, torch.Tensor):
             print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")
             return
+        if out.dtype != expected.dtype:
+            print(f"FAILED on {case}: expected dtype {expected.dtype} (like the inputs), got {out.dtype}.\n"
+                  f"Hint: keep the inputs' dtype; no .double() or .long() is needed.")
+            return
         if tuple(out.shape) != tuple(expected.shape):
             print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
                   f"Hint: {_shape_hint(tuple(out.shape), B, N, O, A)}")

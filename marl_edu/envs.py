@@ -46,7 +46,8 @@ def resolve_env_id(env_id: str) -> str:
     name = env_id.removeprefix("ma_gym:")
     known = _registry_ids()
     if name not in known:
-        close = difflib.get_close_matches(name, known, n=4, cutoff=0.5)
+        prefixed = [k for k in known if k.lower().startswith(name.lower())]  # 'Switch2' -> the Switch2 ids
+        close = (prefixed + [c for c in difflib.get_close_matches(name, known, n=4, cutoff=0.5) if c not in prefixed])[:4]
         hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"known ids: {', '.join(known)}"
         raise ValueError(f"unknown ma-gym environment {env_id!r}; {hint}")
     return name
@@ -65,7 +66,7 @@ class MultiAgentEnv:
     def __init__(self, env_id: str, seed: int = 0):
         import gym
 
-        if not isinstance(seed, (int, np.integer)) or seed < 0:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.env_id = resolve_env_id(env_id)
         self.seed = int(seed)
@@ -104,6 +105,9 @@ class MultiAgentEnv:
         if self._dones.all():
             raise ValueError("the episode is over (every agent is done); call reset() to start a new one")
         actions = np.asarray(actions)
+        if actions.shape == (self.n_agents, self.n_actions):
+            raise ValueError(f"actions: expected one integer action per agent, shape ({self.n_agents},), got "
+                             f"{actions.shape}: one-hot actions? pass actions.argmax(-1)")
         check_shape(actions, (self.n_agents,), "actions", dtype="int")
         if actions.min() < 0 or actions.max() >= self.n_actions:
             raise ValueError(f"actions must be in [0, {self.n_actions - 1}] "

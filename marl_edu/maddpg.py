@@ -25,7 +25,10 @@ def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor
         batch axis is never mixed with the agent axis.
     """
     dims = check_shape(obs, ("B", "N", "O"), "obs", dtype="float")
-    check_shape(actions, ("B", "N", "A"), "actions", dims, dtype="float")
+    check_shape(actions, ("B", "N", "A"), "actions", dims)
+    if not actions.dtype.is_floating_point:
+        raise ValueError(f"actions: expected float elements, got dtype {actions.dtype}; "
+                         f"one-hot actions from F.one_hot are integers: call .float() on them")
     B, N, O, A = dims["B"], dims["N"], dims["O"], dims["A"]
     x_obs = obs.reshape(B, N * O)  # (B, N*O)
     x_act = actions.reshape(B, N * A)  # (B, N*A)

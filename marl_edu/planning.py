@@ -112,7 +112,9 @@ def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
     n_noops = (joint == _NOOP).sum(axis=1)  # (A^N,) among equally good joint actions, prefer waiting
     for t in reversed(range(H)):
         q = reward + value[next_state]  # (M, A^N)
-        best[t] = (q * (N + 1) + n_noops).argmax(axis=1)  # ties broken by the NOOP count only
+        # q is an integer (tenths) and n_noops <= N < N + 1, so scaling q by N + 1 before adding the
+        # NOOP count keeps every strict order of q and only breaks ties, in favour of waiting.
+        best[t] = (q * (N + 1) + n_noops).argmax(axis=1)
         value = q.max(axis=1)
 
     # Play the plan forward from the start to read off the actions and each agent's rewards.

@@ -52,6 +52,9 @@ class Episode:
 
 def random_policy(n_agents: int, n_actions: int, rng: np.random.Generator) -> Policy:
     """A policy that picks each agent's action uniformly at random from ``rng``."""
+    for value, name in ((n_agents, "n_agents"), (n_actions, "n_actions")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
 

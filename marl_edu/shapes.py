@@ -104,7 +104,7 @@ def one_hot(actions: np.ndarray | torch.Tensor, n_actions: int) -> np.ndarray | 
     Works on numpy arrays (returns numpy) and torch tensors (returns torch, same device).
     Raises ValueError for non-integer actions or actions outside ``[0, n_actions)``.
     """
-    if not isinstance(n_actions, int) or n_actions < 1:
+    if isinstance(n_actions, bool) or not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
         raise ValueError(f"one_hot: n_actions must be a positive int, got {n_actions!r}")
     if not hasattr(actions, "shape"):
         actions = np.asarray(actions)
@@ -115,7 +115,7 @@ def one_hot(actions: np.ndarray | torch.Tensor, n_actions: int) -> np.ndarray | 
         if low < 0 or high >= n_actions:
             raise ValueError(f"one_hot: actions must be in [0, {n_actions - 1}], got values from {low} to {high}")
     if isinstance(actions, torch.Tensor):
-        return torch.nn.functional.one_hot(actions.long(), n_actions).float()  # (..., A)
+        return torch.nn.functional.one_hot(actions.long(), int(n_actions)).float()  # (..., A)
     return np.eye(n_actions, dtype=np.float32)[actions]  # (..., A)
 
 

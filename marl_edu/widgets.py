@@ -36,7 +36,7 @@ def episode_explorer(episode: Episode, action_meanings: list[str]) -> widgets.VB
     def show(t: int) -> None:
         image.value = _png(episode.frames[t])
         rows = ["<tr><th>agent</th><th>obs o_t</th><th>action a_t</th><th>reward r_t</th><th>done</th>"
-                "<th>return so far</th></tr>"]
+                "<th>return up to t</th></tr>"]
         for i in range(N):
             if t < T:
                 obs = np.round(episode.obs[t, i].astype(np.float64), 2).tolist()
@@ -44,7 +44,7 @@ def episode_explorer(episode: Episode, action_meanings: list[str]) -> widgets.VB
                 cells = [obs, act, f"{episode.rewards[t, i]:+.1f}", bool(episode.dones[t, i])]
             else:
                 cells = [np.round(episode.next_obs[T - 1, i].astype(np.float64), 2).tolist(), "—", "—", "episode over"]
-            so_far = episode.rewards[:t, i].sum(dtype=np.float64)
+            so_far = episode.rewards[: t + 1, i].sum(dtype=np.float64)  # r_0 + ... + r_t
             rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in [i, *cells, f"{so_far:+.1f}"])
                         + "</tr>")
         table.value = (f"<b>t = {t}</b> : the scene the agents observe; each row: what agent i sees, does and gets at step t"

@@ -58,6 +58,8 @@ def test_replay_bad_inputs():
         buffer.add(obs, np.zeros((2, 5)), np.zeros((2, 1)), obs, np.zeros(2))
     with pytest.raises(ValueError, match=r"obs: expected shape \(N=2, O=2\), got \(3, 2\)"):
         buffer.add(np.zeros((3, 2)), np.zeros((2, 5)), np.zeros(2), obs, np.zeros(2))
+    with pytest.raises(ValueError, match="are rewards and dones swapped"):
+        buffer.add(obs, np.zeros((2, 5)), np.array([False, True]), obs, np.array([-0.1, -0.1]))
     fill(buffer, 3)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         buffer.sample(0, np.random.default_rng(0))

@@ -46,3 +46,10 @@ def test_wrong_shape_and_crash(capsys):
     assert verdict is False and "your function raised RuntimeError" in out
     verdict, out = run(lambda o, a: None, capsys)
     assert verdict is False and "expected a torch.Tensor, got NoneType" in out
+
+
+def test_wrong_dtype_is_reported_not_raised(capsys):
+    from marl_edu.maddpg import flatten_for_critic
+
+    verdict, out = run(lambda o, a: flatten_for_critic(o, a).double(), capsys)
+    assert verdict is False and "expected dtype torch.float32" in out and "got torch.float64" in out

@@ -76,6 +76,8 @@ def test_bad_actions_raise_clear_errors():
         env.step(np.array([0, 1, 2]))
     with pytest.raises(ValueError, match="expected int elements"):
         env.step(np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"one-hot actions\? pass actions.argmax\(-1\)"):
+        env.step(np.eye(5, dtype=np.float32)[[0, 1]])
 
 
 def test_stepping_a_finished_episode_raises():
@@ -90,8 +92,12 @@ def test_stepping_a_finished_episode_raises():
 def test_unknown_id_lists_close_matches():
     with pytest.raises(ValueError, match="unknown ma-gym environment 'Swich2-v0'; did you mean 'Switch2-v0'"):
         make_env("Swich2-v0")
+    with pytest.raises(ValueError, match="did you mean 'Switch2-v0', 'Switch2-v1'"):
+        make_env("Switch2")
     with pytest.raises(ValueError, match="seed must be a non-negative int"):
         make_env("Switch2-v0", seed=-1)
+    with pytest.raises(ValueError, match="seed must be a non-negative int, got True"):
+        make_env("Switch2-v0", seed=True)
 
 
 @pytest.mark.parametrize("env_id", ["Switch4-v0", "Switch2-v2", "PredatorPrey5x5-v0", "Checkers-v0", "Combat-v0"])

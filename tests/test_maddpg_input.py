@@ -22,6 +22,8 @@ def test_rows_stay_whole_transitions():
 def test_bad_inputs():
     with pytest.raises(ValueError, match=r"actions: expected shape \(B=3, N=2, A\)"):
         flatten_for_critic(torch.zeros(3, 2, 2), torch.zeros(3, 3, 5))
+    with pytest.raises(ValueError, match=r"call .float\(\) on them"):
+        flatten_for_critic(torch.zeros(3, 2, 2), torch.zeros(3, 2, 5, dtype=torch.long))
     with pytest.raises(ValueError, match="obs: expected float elements"):
         flatten_for_critic(torch.zeros(3, 2, 2, dtype=torch.long), torch.zeros(3, 2, 5))
     with pytest.raises(ValueError, match=r"obs: expected shape \(B, N, O\)"):

@@ -41,6 +41,8 @@ def test_team_returns_and_bad_inputs():
         team_returns(env, lambda obs: np.array([NOOP, NOOP]), n_episodes=0)
     with pytest.raises(ValueError, match="rng must be a numpy Generator"):
         random_policy(2, 5, rng=0)
+    with pytest.raises(ValueError, match="n_actions must be a positive int, got 0"):
+        random_policy(2, 0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="policy must be a function"):
         run_episode(env, policy=None)
     with pytest.raises(ValueError, match=r"actions: expected shape \(2,\) \(1 dims\), got \(\) \(0 dims\)"):

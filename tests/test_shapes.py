@@ -65,6 +65,7 @@ def test_one_hot_bad_inputs():
         one_hot(np.array([0.0, 1.0]), 5)
     with pytest.raises(ValueError, match="positive int"):
         one_hot(np.array([0]), 0)
+    assert one_hot(np.array([1]), np.int64(3)).tolist() == [[0, 1, 0]]  # numpy ints are ints too
 
 
 def test_describe_prints_dtype_shape_and_rounded_values():

@@ -18,7 +18,8 @@ def test_explorer_follows_the_slider():
     first_image = image.value
     slider.value = 1
     # after one DOWN agent 0 stands at (1, 1): obs (0.5, 0.17); 1 step cost so far
-    assert "<td>[0.5, 0.17]</td>" in table.value and "<td>-0.1</td></tr>" in table.value
+    # the return up to and including t=1 is two step costs: -0.2
+    assert "<td>[0.5, 0.17]</td>" in table.value and "<td>-0.2</td></tr>" in table.value
     assert image.value != first_image  # the picture changed with the step
     slider.value = 50
     assert "episode over" in table.value
