@@ -27,8 +27,8 @@ help:
 	@sed -n '2,6p' Makefile | sed 's/^# \{0,1\}//'
 
 check-python:
-	@if [ -z "$(PYTHON)" ]; then \
-		echo "marl-edu needs Python 3.11 (ma-gym 0.0.14 does not install on 3.12+), and none was found."; \
+	@if [ -z "$(PYTHON)" ] || ! "$(PYTHON)" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then \
+		echo "marl-edu needs Python 3.11 (ma-gym 0.0.14 does not install on 3.12+); found: $(or $(PYTHON),none)."; \
 		echo "Install it (pyenv install 3.11, your package manager's python3.11, or conda create -n marl python=3.11)"; \
 		echo "and run again, or point at it: make setup PYTHON=/path/to/python3.11"; \
 		exit 1; \
