@@ -68,7 +68,8 @@ test: setup
 
 notebooks: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 notebooks/*.ipynb
+		--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
+		--ExecutePreprocessor.record_timing=False notebooks/*.ipynb
 
 clean:
 	rm -rf $(VENV) $(WHEELHOUSE)
