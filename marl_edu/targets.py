@@ -1,0 +1,89 @@
+"""Learning targets and target networks.
+
+    y = r + gamma * (1 - d) * Q'(s', a')                      (td_target)
+    theta' <- tau * theta + (1 - tau) * theta'                (soft_update, "polyak averaging")
+    theta' <- theta                                           (hard_update)
+
+A target network is a frozen *copy* of a network, refreshed slowly or now and then, so the value the
+critic chases does not move with every gradient step. ``make_target`` deep-copies: a second name for
+the same module is not a copy, and its "target" would move with every step.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from marl_edu.shapes import check_shape
+
+
+def _check_unit_interval(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def td_target(rewards: torch.Tensor, dones: torch.Tensor, q_next: torch.Tensor, gamma: float) -> torch.Tensor:
+    """The one-step TD target ``y = r + gamma * (1 - d) * q_next``, with no gradient through ``q_next``.
+
+    Args:
+        rewards: float ``(B,)`` (or any shape) rewards r.
+        dones: ``(B,)`` 1 where s' is a real terminal state (not a time-limit end), else 0.
+        q_next: ``(B,)`` the target critic's value Q'(s', a') of the next state.
+        gamma: discount in [0, 1].
+    All three tensors must have exactly the same shape: ``(B,)`` against ``(B, 1)`` would broadcast
+    to ``(B, B)``, so it is a ValueError here.
+
+    Returns:
+        ``y``, same shape as ``rewards``, detached (a target is a constant for the loss).
+    """
+    gamma = _check_unit_interval(gamma, "gamma")
+    for tensor, name in ((rewards, "rewards"), (dones, "dones"), (q_next, "q_next")):
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    spec = (("B", "N") + tuple(f"d{k}" for k in range(2, rewards.dim())))[: rewards.dim()]  # (B,) or (B, N) ...
+    dims = check_shape(rewards, spec, "rewards", dtype="float")
+    check_shape(dones, spec, "dones", dims)
+    check_shape(q_next, spec, "q_next", dims, dtype="float")
+    with torch.no_grad():
+        return rewards + gamma * (1.0 - dones.float()) * q_next  # same shape as rewards
+
+
+def make_target(net: nn.Module) -> nn.Module:
+    """A deep copy of ``net`` with gradients switched off: the target network."""
+    if not isinstance(net, nn.Module):
+        raise ValueError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+    target = copy.deepcopy(net)
+    for parameter in target.parameters():
+        parameter.requires_grad_(False)
+    return target
+
+
+def _paired_parameters(target: nn.Module, source: nn.Module):
+    target_params, source_params = dict(target.named_parameters()), dict(source.named_parameters())
+    if target_params.keys() != source_params.keys():
+        raise ValueError("target and source have different parameters; make the target with make_target(source)")
+    for name, t in target_params.items():
+        if t is source_params[name]:
+            raise ValueError(f"target and source share the tensor {name!r}: the target is not a copy "
+                             f"(use make_target(source), which deep-copies)")
+        if t.shape != source_params[name].shape:
+            raise ValueError(f"parameter {name!r}: target {tuple(t.shape)} vs source {tuple(source_params[name].shape)}")
+        yield t, source_params[name]
+
+
+def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """Polyak averaging, in place: ``target <- tau * source + (1 - tau) * target``, tau in [0, 1]."""
+    tau = _check_unit_interval(tau, "tau")
+    with torch.no_grad():
+        for t, s in _paired_parameters(target, source):
+            t.mul_(1.0 - tau).add_(s, alpha=tau)
+
+
+def hard_update(target: nn.Module, source: nn.Module) -> None:
+    """Copy every parameter of ``source`` into ``target``, in place."""
+    with torch.no_grad():
+        for t, s in _paired_parameters(target, source):
+            t.copy_(s)

@@ -1,0 +1,81 @@
+import pytest
+import torch
+from torch import nn
+
+from marl_edu.targets import hard_update, make_target, soft_update, td_target
+
+
+def test_td_target_by_hand():
+    # gamma = 0.9
+    # b=0: r=-0.1, d=0, Q'=2.0 -> -0.1 + 0.9 * 1 * 2.0 = 1.70
+    # b=1: r= 5.0, d=1, Q'=3.0 ->  5.0 + 0.9 * 0 * 3.0 = 5.00   (terminal: no bootstrap)
+    # b=2: r=-0.1, d=0, Q'=-1.0 -> -0.1 + 0.9 * (-1.0) = -1.00
+    y = td_target(torch.tensor([-0.1, 5.0, -0.1]), torch.tensor([0.0, 1.0, 0.0]), torch.tensor([2.0, 3.0, -1.0]), 0.9)
+    assert y.tolist() == pytest.approx([1.70, 5.00, -1.00])
+
+
+def test_td_target_has_no_gradient_into_q_next():
+    q_next = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = td_target(torch.zeros(2), torch.zeros(2), q_next, 0.5)
+    assert not y.requires_grad
+
+
+def test_td_target_accepts_bool_dones_and_gamma_edges():
+    y = td_target(torch.tensor([1.0]), torch.tensor([True]), torch.tensor([9.0]), 1.0)
+    assert y.tolist() == [1.0]
+    assert td_target(torch.tensor([1.0]), torch.tensor([0.0]), torch.tensor([9.0]), 0.0).tolist() == [1.0]
+
+
+def test_td_target_refuses_broadcasting_and_bad_gamma():
+    with pytest.raises(ValueError, match=r"q_next: expected shape \(B=4,\) \(1 dims\), got \(4, 1\)"):
+        td_target(torch.zeros(4), torch.zeros(4), torch.zeros(4, 1), 0.9)
+    with pytest.raises(ValueError, match=r"dones: expected shape \(B=4,\)"):
+        td_target(torch.zeros(4), torch.zeros(3), torch.zeros(4), 0.9)
+    with pytest.raises(ValueError, match=r"gamma must be a number in \[0, 1\], got 1.5"):
+        td_target(torch.zeros(4), torch.zeros(4), torch.zeros(4), 1.5)
+    with pytest.raises(ValueError, match="rewards must be a torch.Tensor"):
+        td_target([0.0], torch.zeros(1), torch.zeros(1), 0.9)
+
+
+def _linear(weight: float) -> nn.Linear:
+    net = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        net.weight.fill_(weight)
+    return net
+
+
+def test_make_target_is_a_frozen_deep_copy():
+    net = _linear(2.0)
+    target = make_target(net)
+    assert target is not net and target.weight is not net.weight
+    assert not target.weight.requires_grad and net.weight.requires_grad
+    with torch.no_grad():
+        net.weight.fill_(7.0)
+    assert target.weight.item() == 2.0  # the copy did not move with the source
+
+
+def test_soft_update_by_hand():
+    # tau = 0.1: 0.1 * source 10.0 + 0.9 * target 0.0 = 1.0; again: 0.1 * 10 + 0.9 * 1.0 = 1.9
+    source, target = _linear(10.0), make_target(_linear(0.0))
+    soft_update(target, source, 0.1)
+    assert target.weight.item() == pytest.approx(1.0)
+    soft_update(target, source, 0.1)
+    assert target.weight.item() == pytest.approx(1.9)
+
+
+def test_hard_update_copies_values_not_tensors():
+    source, target = _linear(3.0), make_target(_linear(0.0))
+    hard_update(target, source)
+    assert target.weight.item() == 3.0 and target.weight is not source.weight
+
+
+def test_updates_refuse_a_target_that_is_not_a_copy_and_bad_tau():
+    net = _linear(1.0)
+    with pytest.raises(ValueError, match="the target is not a copy"):
+        soft_update(net, net, 0.1)
+    with pytest.raises(ValueError, match=r"tau must be a number in \[0, 1\], got -0.1"):
+        soft_update(make_target(net), net, -0.1)
+    with pytest.raises(ValueError, match="different parameters"):
+        hard_update(nn.Linear(1, 1), net)
+    with pytest.raises(ValueError, match="must be a torch.nn.Module"):
+        make_target("critic")
