@@ -1,15 +1,21 @@
-"""MADDPG: the centralised critic's input (Part I); the losses and learner arrive with Part II.
+"""MADDPG for discrete actions: the critic's input, Gumbel-softmax, the two losses and the learner.
 
 MADDPG's critic for agent i is Q_i(x, a_1, ..., a_N): it sees every agent's observation and every
 agent's action. In a batch those live in ``(B, N, O)`` and ``(B, N, A)``; the critic is an MLP that
-wants one flat row per transition.
+wants one flat row per transition (``flatten_for_critic``). Each actor mu_i sees only o_i.
 """
 
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
 
+import numpy as np
+import torch
+from torch import nn
+
+from marl_edu.nets import Actor, Critic
 from marl_edu.shapes import check_shape
+from marl_edu.targets import make_target, soft_update, td_target
 
 
 def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
@@ -33,3 +39,188 @@ def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor
     x_obs = obs.reshape(B, N * O)  # (B, N*O)
     x_act = actions.reshape(B, N * A)  # (B, N*A)
     return torch.cat([x_obs, x_act], dim=1)  # (B, N*(O+A))
+
+
+# ----------------------------------------------------------------------------------------------
+# Gumbel-softmax: a differentiable stand-in for sampling a discrete action
+# ----------------------------------------------------------------------------------------------
+
+def gumbel_softmax(logits: torch.Tensor, temperature: float = 1.0, hard: bool = True,
+                   generator: torch.Generator | None = None) -> torch.Tensor:
+    """Sample actions from ``softmax(logits)`` in a way gradients can flow through.
+
+        g_k ~ Gumbel(0, 1),      y = softmax((logits + g) / temperature)          (the soft sample)
+
+    With ``hard=True`` the forward value is the one-hot of ``argmax(logits + g)`` (an exact sample of
+    the categorical distribution) while the gradient is the soft sample's ("straight-through").
+
+    Args:
+        logits: float ``(..., A)``.  temperature: > 0 (lower = closer to one-hot, noisier gradients).
+    Returns:
+        float ``(..., A)``: one-hot rows (hard) or probability rows (soft).
+    """
+    if not isinstance(logits, torch.Tensor) or not logits.dtype.is_floating_point or logits.dim() < 1:
+        raise ValueError(f"logits must be a float tensor (..., A), got {getattr(logits, 'dtype', type(logits))}")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    uniform = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(1e-10, 1.0 - 1e-10)
+    gumbel = -torch.log(-torch.log(uniform))  # (..., A)
+    soft = torch.softmax((logits + gumbel) / temperature, dim=-1)  # (..., A)
+    if not hard:
+        return soft
+    one_hot = torch.zeros_like(soft).scatter_(-1, soft.argmax(dim=-1, keepdim=True), 1.0)  # (..., A)
+    return one_hot - soft.detach() + soft  # forward: one_hot; backward: d soft
+
+
+# ----------------------------------------------------------------------------------------------
+# The MADDPG learner (discrete actions)
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class MADDPGConfig:
+    """Hyperparameters of MADDPG on a discrete-action task. Every value is checked by ``validate``."""
+
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.95
+    tau: float = 0.01             # soft target update per gradient step
+    batch_size: int = 256
+    buffer_size: int = 100_000
+    hidden: int = 64
+    n_step: int = 3               # n-step returns: r_t + g r_{t+1} + g^2 r_{t+2} + g^3 Q'(s_{t+3})
+    temperature: float = 1.0      # Gumbel-softmax temperature in the actor update
+    epsilon_start: float = 0.5    # exploration: a uniformly random action with probability epsilon,
+    epsilon_end: float = 0.02     # decayed linearly over the first `epsilon_fraction` of training
+    epsilon_fraction: float = 0.6
+    grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
+    logits_reg: float = 1e-3      # + logits_reg * mean(logits^2) in the actor loss, as in the reference
+    n_envs: int = 16              # environment copies stepped in lock-step
+    warmup_steps: int = 1_000     # transitions collected before the first update
+    updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
+
+    def validate(self) -> "MADDPGConfig":
+        for name in ("actor_lr", "critic_lr", "temperature", "grad_clip"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        for name in ("gamma", "tau", "epsilon_start", "epsilon_end", "epsilon_fraction"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+                raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+        for name in ("batch_size", "buffer_size", "hidden", "n_step", "n_envs", "updates_per_step"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be a non-negative int, got {self.warmup_steps!r}")
+        if self.logits_reg < 0:
+            raise ValueError(f"logits_reg must be >= 0, got {self.logits_reg!r}")
+        return self
+
+
+class MADDPG:
+    """One actor mu_i(o_i) and one centralised critic Q_i(o_1..o_N, a_1..a_N) per agent, plus targets.
+
+    Networks for N agents: N actors, N critics, N target actors, N target critics (4N).
+    """
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        self.config = (config or MADDPGConfig()).validate()
+        self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
+        self.device = torch.device(device)
+        torch.manual_seed(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        hidden = (self.config.hidden, self.config.hidden)
+        critic_in = n_agents * (obs_dim + n_actions)  # N*(O+A)
+        self.actors = nn.ModuleList([Actor(obs_dim, n_actions, hidden) for _ in range(n_agents)]).to(self.device)
+        self.critics = nn.ModuleList([Critic(critic_in, hidden) for _ in range(n_agents)]).to(self.device)
+        self.target_actors = make_target(self.actors)
+        self.target_critics = make_target(self.critics)
+        self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
+        self.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=self.config.critic_lr) for c in self.critics]
+
+    # -- acting ---------------------------------------------------------------------------------
+    def logits(self, obs: torch.Tensor, target: bool = False) -> torch.Tensor:
+        """Every agent's action logits: obs ``(B, N, O)`` -> ``(B, N, A)``."""
+        check_shape(obs, ("B", self.n_agents, self.obs_dim), "obs", dtype="float")
+        actors = self.target_actors if target else self.actors
+        return torch.stack([actors[i](obs[:, i]) for i in range(self.n_agents)], dim=1)  # (B, N, A)
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, epsilon: float = 0.0, greedy: bool = False) -> np.ndarray:
+        """Actions for K env copies: obs ``(K, N, O)`` -> int ``(K, N)``.
+
+        greedy: argmax of the logits. Otherwise a sample of the actor's categorical distribution,
+        replaced by a uniformly random action with probability ``epsilon``.
+        """
+        if not 0 <= epsilon <= 1:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+        obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
+        logits = self.logits(obs_t)  # (K, N, A)
+        if greedy:
+            return logits.argmax(dim=-1).cpu().numpy()  # (K, N)
+        sampled = gumbel_softmax(logits, 1.0, hard=True, generator=self.generator).argmax(dim=-1)  # (K, N)
+        explore = torch.rand(sampled.shape, generator=self.generator, device=self.device) < epsilon  # (K, N)
+        uniform = torch.randint(0, self.n_actions, sampled.shape, generator=self.generator, device=self.device)
+        return torch.where(explore, uniform, sampled).cpu().numpy()  # (K, N)
+
+    # -- the two losses -------------------------------------------------------------------------
+    def critic_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Agent i's critic loss  L(theta_i) = mean_b (Q_i(x, a_1..a_N) - y_i)^2  with
+
+            y_i = r_i + gamma^n (1 - d) Q'_i(x', mu'_1(o'_1), ..., mu'_N(o'_N))
+
+        batch: obs, next_obs ``(B, N, O)``; actions ``(B, N, A)`` one-hot; rewards, dones ``(B, N)``.
+        """
+        c = self.config
+        next_actions = gumbel_softmax(self.logits(batch["next_obs"], target=True), c.temperature,
+                                      hard=True, generator=self.generator)  # (B, N, A) from the target actors
+        q_next = self.target_critics[i](flatten_for_critic(batch["next_obs"], next_actions))  # (B,)
+        y = td_target(batch["rewards"][:, i], batch["dones"][:, i], q_next, c.gamma ** c.n_step)  # (B,)
+        q = self.critics[i](flatten_for_critic(batch["obs"], batch["actions"]))  # (B,)
+        return ((q - y) ** 2).mean()
+
+    def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Agent i's actor loss  -mean_b Q_i(x, a_1, .., a_i = gumbel(mu_i(o_i)), .., a_N)  + reg.
+
+        Only agent i's action is recomputed (differentiably); the others' come from the batch.
+        """
+        c = self.config
+        logits_i = self.actors[i](batch["obs"][:, i])  # (B, A)
+        action_i = gumbel_softmax(logits_i, c.temperature, hard=True, generator=self.generator)  # (B, A)
+        actions = batch["actions"].clone()  # (B, N, A)
+        actions[:, i] = action_i  # only agent i's action carries a gradient
+        q = self.critics[i](flatten_for_critic(batch["obs"], actions))  # (B,)
+        return -q.mean() + c.logits_reg * (logits_i ** 2).mean()
+
+    def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
+        """One gradient step on every critic, then every actor, then a soft update of all targets."""
+        c = self.config
+        b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
+        stats = {"critic_loss": 0.0, "actor_loss": 0.0}
+        for i in range(self.n_agents):
+            loss = self.critic_loss(i, b)
+            self.critic_optimizers[i].zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.critics[i].parameters(), c.grad_clip)
+            self.critic_optimizers[i].step()
+            stats["critic_loss"] += loss.item() / self.n_agents
+        for i in range(self.n_agents):
+            loss = self.actor_loss(i, b)
+            self.actor_optimizers[i].zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.actors[i].parameters(), c.grad_clip)
+            self.actor_optimizers[i].step()
+            stats["actor_loss"] += loss.item() / self.n_agents
+        soft_update(self.target_actors, self.actors, c.tau)
+        soft_update(self.target_critics, self.critics, c.tau)
+        return stats
+
+    def state_dict(self) -> dict:
+        return {"actors": self.actors.state_dict(), "critics": self.critics.state_dict(),
+                "target_actors": self.target_actors.state_dict(), "target_critics": self.target_critics.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in ("actors", "critics", "target_actors", "target_critics"):
+            getattr(self, key).load_state_dict(state[key])

@@ -1,0 +1,59 @@
+"""The networks: a small MLP, a discrete-action actor and a centralised critic (device-agnostic)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from marl_edu.shapes import check_shape
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+class MLP(nn.Module):
+    """``in_dim -> hidden... -> out_dim`` with ReLU between layers. ``(B, in_dim) -> (B, out_dim)``."""
+
+    def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (64, 64)):
+        super().__init__()
+        sizes = [_positive_int(in_dim, "in_dim"), *[_positive_int(h, "hidden size") for h in hidden],
+                 _positive_int(out_dim, "out_dim")]
+        layers: list[nn.Module] = []
+        for k in range(len(sizes) - 1):
+            layers.append(nn.Linear(sizes[k], sizes[k + 1]))
+            if k < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        self.net = nn.Sequential(*layers)
+        self.in_dim, self.out_dim = in_dim, out_dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_shape(x, ("B", self.in_dim), "x", dtype="float")
+        return self.net(x)  # (B, out_dim)
+
+
+class Actor(nn.Module):
+    """Agent i's policy network: its own observation ``(B, O)`` -> action logits ``(B, A)``."""
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: Sequence[int] = (64, 64)):
+        super().__init__()
+        self.mlp = MLP(obs_dim, n_actions, hidden)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.mlp(obs)  # (B, A) logits
+
+
+class Critic(nn.Module):
+    """A centralised critic: a flat input ``(B, D)`` -> one value per row, ``(B,)`` (already squeezed,
+    so it never meets a ``(B,)`` target as ``(B, 1)``)."""
+
+    def __init__(self, in_dim: int, hidden: Sequence[int] = (64, 64)):
+        super().__init__()
+        self.mlp = MLP(in_dim, 1, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(x).squeeze(1)  # (B, 1) -> (B,)

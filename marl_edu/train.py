@@ -1,0 +1,115 @@
+"""Training loops with progress bars, and evaluation of trained agents.
+
+``train_maddpg`` runs MADDPG on K lock-step copies of an environment (``make_vec_env``), with
+n-step returns of the **team reward** (Switch is cooperative: every critic learns the sum over agents).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from marl_edu.buffers import ReplayBuffer
+from marl_edu.envs import make_env, make_vec_env
+from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.rollout import run_episode
+from marl_edu.shapes import one_hot
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced: per-episode team returns (while exploring), periodic greedy
+    evaluations ``(episode, greedy team return)``, counts and wall-clock time, and the learner."""
+
+    agent: MADDPG
+    episode_returns: list[float] = field(default_factory=list)
+    evaluations: list[tuple[int, float]] = field(default_factory=list)
+    env_steps: int = 0
+    updates: int = 0
+    seconds: float = 0.0
+
+
+def greedy_return(agent: MADDPG, env_id: str, record_frames: bool = False):
+    """Play one episode with every agent's argmax action; returns the ``Episode``."""
+    env = make_env(env_id, seed=0)
+    return run_episode(env, lambda obs: agent.act(obs[None], greedy=True)[0], record_frames=record_frames)
+
+
+def sampled_returns(agent: MADDPG, env_id: str, n_episodes: int = 100, seed: int = 0) -> np.ndarray:
+    """Team returns of ``n_episodes`` episodes with actions sampled from the actors (no epsilon)."""
+    env = make_env(env_id, seed=seed)
+    return np.array([run_episode(env, lambda obs: agent.act(obs[None])[0]).team_return for _ in range(n_episodes)])
+
+
+def _n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, terminal: bool, flush: bool):
+    """Emit n-step transitions from the pending steps of one env copy.
+
+    pending holds ``(obs (N, O), actions (N,), team_reward)`` per step, oldest first. When it holds n
+    steps, the oldest becomes ``(obs, actions, R = r_t + g r_{t+1} + ... + g^{n-1} r_{t+n-1}, next_obs,
+    terminal)``. At the end of an episode (``flush``), a terminal episode also emits its shorter tail
+    (nothing is bootstrapped after a terminal state). A time-limit end drops its tail: those returns
+    would need a shorter discount g^k than the g^n every stored transition is assumed to have.
+    """
+    out = []
+    n = pending.maxlen
+    while pending and (len(pending) == n or (flush and terminal)):
+        ret = sum(gamma ** k * step[2] for k, step in enumerate(pending))
+        out.append((pending[0][0], pending[0][1], ret, next_obs, terminal))
+        pending.popleft()
+        if not flush:
+            break
+    if flush:
+        pending.clear()
+    return out
+
+
+def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDPGConfig | None = None,
+                 seed: int = 0, eval_every: int = 100, progress: bool = True, device: str = "cpu") -> TrainResult:
+    """Train MADDPG for ``episodes`` episodes (summed over the K env copies). Deterministic for a seed."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+    config = (config or MADDPGConfig()).validate()
+    np_rng = np.random.default_rng(seed)
+    venv = make_vec_env(env_id, config.n_envs, seed)
+    N, O, A, K = venv.n_agents, venv.obs_dim, venv.n_actions, venv.n_envs
+    agent = MADDPG(N, O, A, config, seed=seed, device=device)
+    buffer = ReplayBuffer(config.buffer_size, N, O, A)
+    pending = [deque(maxlen=config.n_step) for _ in range(K)]
+    result = TrainResult(agent=agent)
+    start = time.perf_counter()
+    obs = venv.reset()  # (K, N, O)
+    bar = tqdm(total=episodes, desc=f"MADDPG {env_id} seed {seed}", disable=not progress, leave=False)
+    next_eval = eval_every
+    while len(result.episode_returns) < episodes:
+        fraction = len(result.episode_returns) / (config.epsilon_fraction * episodes)
+        epsilon = config.epsilon_end + (config.epsilon_start - config.epsilon_end) * max(0.0, 1.0 - fraction)
+        actions = agent.act(obs, epsilon)  # (K, N)
+        next_obs, rewards, dones, info = venv.step(actions)  # (K, N, O), (K, N), (K, N)
+        team_rewards = rewards.sum(axis=1)  # (K,) the cooperative objective
+        for k in range(K):
+            pending[k].append((obs[k], actions[k], float(team_rewards[k])))
+            done = bool(info["episode_done"][k])
+            terminal = bool(info["terminated"][k].all())  # the team is done only when every agent arrived
+            for o, a, ret, o2, d in _n_step_transitions(pending[k], config.gamma, info["final_obs"][k], terminal, done):
+                buffer.add(o, one_hot(a, A), np.full(N, ret, dtype=np.float32), o2, np.full(N, float(d)))
+            if done:
+                result.episode_returns.append(float(info["episode_team_return"][k]))
+                bar.update(1)
+        obs = next_obs
+        result.env_steps += K
+        if len(buffer) >= max(config.warmup_steps, config.batch_size):
+            for _ in range(config.updates_per_step):
+                agent.update(buffer.sample(config.batch_size, np_rng))
+                result.updates += 1
+        if len(result.episode_returns) >= next_eval:
+            result.evaluations.append((len(result.episode_returns), greedy_return(agent, env_id).team_return))
+            bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
+            next_eval += eval_every
+    bar.close()
+    result.seconds = time.perf_counter() - start
+    return result

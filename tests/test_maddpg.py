@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+import torch
+
+from marl_edu.maddpg import MADDPG, MADDPGConfig, gumbel_softmax
+
+
+def test_gumbel_hard_is_one_hot_forward_with_a_soft_gradient():
+    logits = torch.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]], requires_grad=True)  # (B=2, A=3)
+    y = gumbel_softmax(logits, temperature=1.0, hard=True, generator=torch.Generator().manual_seed(0))
+    assert ((y == 0) | (y == 1)).all() and y.sum(dim=1).tolist() == [1.0, 1.0]  # one-hot rows
+    (y * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert logits.grad.abs().sum() > 0  # the gradient is the soft sample's, not zero
+
+
+def test_gumbel_samples_follow_the_softmax():
+    # logits log([0.2, 0.3, 0.5]) -> hard samples land on each action with those probabilities
+    logits = torch.log(torch.tensor([0.2, 0.3, 0.5])).expand(20_000, 3)
+    y = gumbel_softmax(logits, hard=True, generator=torch.Generator().manual_seed(1))
+    np.testing.assert_allclose(y.mean(dim=0).numpy(), [0.2, 0.3, 0.5], atol=0.015)
+
+
+def test_gumbel_soft_and_bad_inputs():
+    y = gumbel_softmax(torch.zeros(4, 5), temperature=0.5, hard=False, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(y.sum(dim=1), torch.ones(4)) and (y < 1).all()  # probability rows, not one-hot
+    with pytest.raises(ValueError, match="temperature must be a positive number, got 0"):
+        gumbel_softmax(torch.zeros(2, 3), temperature=0)
+    with pytest.raises(ValueError, match="logits must be a float tensor"):
+        gumbel_softmax(torch.zeros(2, 3, dtype=torch.long))
+
+
+def _fixed_learner(gamma=0.9, logits_reg=1e-3) -> MADDPG:
+    """N=2, O=1, A=2, one hidden unit everywhere, every weight 1 and bias 0: for inputs >= 0 each
+    network returns the sum of its inputs (relu(relu(sum x)))."""
+    config = MADDPGConfig(hidden=1, gamma=gamma, n_step=1, logits_reg=logits_reg)
+    agent = MADDPG(n_agents=2, obs_dim=1, n_actions=2, config=config, seed=0)
+    with torch.no_grad():
+        for module in (agent.actors, agent.critics, agent.target_actors, agent.target_critics):
+            for name, p in module.named_parameters():
+                p.fill_(1.0 if name.endswith("weight") else 0.0)
+    return agent
+
+
+def _batch(dones: float) -> dict[str, torch.Tensor]:
+    return {
+        "obs": torch.tensor([[[0.5], [0.25]]]),  # (B=1, N=2, O=1)
+        "actions": torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]),  # (1, 2, 2) one-hot
+        "rewards": torch.tensor([[1.0, 1.0]]),  # (1, 2) team reward for both critics
+        "next_obs": torch.tensor([[[1.0], [0.0]]]),  # (1, 2, 1)
+        "dones": torch.tensor([[dones, dones]]),  # (1, 2)
+    }
+
+
+def test_critic_loss_by_hand():
+    agent = _fixed_learner(gamma=0.9)
+    # Q(x) = sum of x = [0.5, 0.25 | 1, 0 | 0, 1] -> 2.75
+    # Q'(x') = 1.0 + 0.0 + (one-hot next actions: 1 + 1, whichever the target actors sample) = 3.0
+    # y = r + gamma (1 - d) Q' = 1 + 0.9 * 3.0 = 3.7;  loss = (2.75 - 3.7)^2 = 0.9025
+    assert agent.critic_loss(0, _batch(dones=0.0)).item() == pytest.approx(0.9025)
+    # terminal: y = 1.0; loss = (2.75 - 1.0)^2 = 3.0625
+    assert agent.critic_loss(1, _batch(dones=1.0)).item() == pytest.approx(3.0625)
+
+
+def test_actor_loss_by_hand_and_only_agent_i_gets_a_gradient():
+    agent = _fixed_learner(logits_reg=1e-3)
+    # agent 0's logits: relu(relu(0.5)) = 0.5 for both actions -> [0.5, 0.5], mean(logits^2) = 0.25
+    # Q with agent 0's action re-sampled (still one-hot): 0.5 + 0.25 + 1 + 1 = 2.75
+    # loss = -2.75 + 1e-3 * 0.25 = -2.74975
+    loss = agent.actor_loss(0, _batch(dones=0.0))
+    assert loss.item() == pytest.approx(-2.74975)
+    loss.backward()
+    assert all(p.grad is not None for p in agent.actors[0].parameters())
+    assert all(p.grad is None for p in agent.actors[1].parameters())  # agent 1's action came from the batch
+
+
+def test_target_gets_no_gradient_and_update_moves_targets_softly():
+    agent = MADDPG(2, 3, 5, MADDPGConfig(tau=0.5), seed=0)
+    before = [p.clone() for p in agent.target_critics.parameters()]
+    rng = np.random.default_rng(0)
+    batch = {"obs": rng.random((8, 2, 3), dtype=np.float32), "next_obs": rng.random((8, 2, 3), dtype=np.float32),
+             "actions": np.eye(5, dtype=np.float32)[rng.integers(0, 5, (8, 2))],
+             "rewards": rng.random((8, 2), dtype=np.float32), "dones": np.zeros((8, 2), dtype=np.float32)}
+    agent.update(batch)
+    assert all(not p.requires_grad for p in agent.target_critics.parameters())
+    # with tau = 0.5 the target moved halfway towards the updated critic
+    for b, t, s in zip(before, agent.target_critics.parameters(), agent.critics.parameters()):
+        assert torch.allclose(t, 0.5 * b + 0.5 * s, atol=1e-6)
+
+
+def test_act_shapes_determinism_and_bad_inputs():
+    obs = np.zeros((4, 2, 3), dtype=np.float32)  # (K=4, N=2, O=3)
+    a1 = MADDPG(2, 3, 5, seed=1).act(obs, epsilon=0.3)
+    a2 = MADDPG(2, 3, 5, seed=1).act(obs, epsilon=0.3)
+    assert a1.shape == (4, 2) and (a1 == a2).all()  # same seed, same actions
+    with pytest.raises(ValueError, match=r"epsilon must be in \[0, 1\]"):
+        MADDPG(2, 3, 5).act(obs, epsilon=2.0)
+    with pytest.raises(ValueError, match=r"obs: expected shape \(B, 2, 3\)"):
+        MADDPG(2, 3, 5).act(np.zeros((4, 3, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"gamma must be a number in \[0, 1\], got 1.5"):
+        MADDPG(2, 3, 5, MADDPGConfig(gamma=1.5))
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
+        MADDPGConfig(batch_size=0).validate()

@@ -1,0 +1,29 @@
+import pytest
+import torch
+
+from marl_edu.nets import MLP, Actor, Critic
+
+
+def test_shapes():
+    torch.manual_seed(0)
+    assert MLP(3, 4, hidden=(8,))(torch.zeros(5, 3)).shape == (5, 4)
+    assert Actor(2, 5)(torch.zeros(7, 2)).shape == (7, 5)
+    assert Critic(14)(torch.zeros(7, 14)).shape == (7,)  # squeezed: (B,), never (B, 1)
+
+
+def test_mlp_by_hand():
+    # one hidden unit: relu(1*x + 0) then 2*h + 1: x = -3 -> 1, x = 2 -> 5
+    net = MLP(1, 1, hidden=(1,))
+    with torch.no_grad():
+        net.net[0].weight.fill_(1.0), net.net[0].bias.fill_(0.0)
+        net.net[2].weight.fill_(2.0), net.net[2].bias.fill_(1.0)
+    assert net(torch.tensor([[-3.0], [2.0]])).squeeze(1).tolist() == [1.0, 5.0]
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match=r"x: expected shape \(B, 2\)"):
+        Actor(2, 5)(torch.zeros(7, 3))
+    with pytest.raises(ValueError, match="expected float elements"):
+        Critic(3)(torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="hidden size must be a positive int"):
+        MLP(3, 4, hidden=(0,))
