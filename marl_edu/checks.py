@@ -87,3 +87,51 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
               f"got row 0:      {[round(v, 3) for v in out[0].tolist()]}\nHint: {hint}")
         return
     print(f"PASSED: flatten_for_critic gives (B, N*(O+A)) rows [o_1..o_N, a_1..a_N] on all {len(cases)} cases.")
+
+
+def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]) -> None:
+    """Check ``fn(rewards (B,), dones (B,), q_next (B,), gamma) -> y (B,)`` against
+    ``y = r + gamma * (1 - d) * q_next`` (no gradient into q_next), on cases with terminal
+    transitions, gamma = 0 and gamma = 1, B = 1, and per-agent ``(B, N)`` tensors."""
+    generator = torch.Generator().manual_seed(0)
+    cases = [((4,), 0.9), ((1,), 0.95), ((5,), 0.0), ((3,), 1.0), ((6, 2), 0.99)]  # (shape, gamma)
+    for shape, gamma in cases:
+        case = f"shape={shape}, gamma={gamma}"
+        rewards = torch.randn(shape, generator=generator)
+        dones = (torch.rand(shape, generator=generator) < 0.4).float()
+        dones.view(-1)[0] = 1.0  # every case holds at least one terminal transition
+        q_next = torch.randn(shape, generator=generator).requires_grad_(True)
+        expected = rewards + gamma * (1 - dones) * q_next.detach()
+        out, error = _call(fn, rewards.clone(), dones.clone(), q_next, gamma)
+        if error:
+            print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
+            return
+        if not isinstance(out, torch.Tensor):
+            print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")
+            return
+        if tuple(out.shape) != tuple(expected.shape):
+            hint = ("(B,) met (B, 1) somewhere and broadcast to (B, B): keep every tensor (B,)."
+                    if len(out.shape) == 2 and out.shape[0] == out.shape[1] else "y has the shape of rewards.")
+            print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\nHint: {hint}")
+            return
+        if out.requires_grad:
+            print(f"FAILED on {case}: y carries a gradient back into q_next.\nHint: a target is a constant for the "
+                  f"loss: compute it under torch.no_grad() or use q_next.detach().")
+            return
+        if torch.allclose(out, expected, atol=1e-6):
+            continue
+        with torch.no_grad():
+            no_mask = rewards + gamma * q_next
+            flipped = rewards + gamma * dones * q_next
+        if torch.allclose(out, no_mask, atol=1e-6):
+            hint = "you bootstrap after terminal transitions too: multiply gamma * q_next by (1 - dones)."
+        elif torch.allclose(out, flipped, atol=1e-6):
+            hint = "the mask is flipped: bootstrap where dones == 0, i.e. multiply by (1 - dones), not dones."
+        else:
+            hint = "y = rewards + gamma * (1 - dones) * q_next, element by element."
+        print(f"FAILED on {case}: values differ.\nrewards {rewards.flatten()[:4].tolist()}, dones "
+              f"{dones.flatten()[:4].tolist()}\nexpected {[round(v, 3) for v in expected.flatten()[:4].tolist()]}\n"
+              f"got      {[round(v, 3) for v in out.detach().flatten()[:4].tolist()]}\nHint: {hint}")
+        return
+    print(f"PASSED: y = r + gamma (1 - d) q_next, detached, on all {len(cases)} cases "
+          f"(terminals, gamma 0 and 1, B = 1, per-agent (B, N)).")

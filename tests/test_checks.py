@@ -53,3 +53,24 @@ def test_wrong_dtype_is_reported_not_raised(capsys):
 
     verdict, out = run(lambda o, a: flatten_for_critic(o, a).double(), capsys)
     assert verdict is False and "expected dtype torch.float32" in out and "got torch.float64" in out
+
+
+def _run_td(fn, capsys):
+    from marl_edu.checks import check_td_target
+
+    assert check_td_target(fn) is None
+    return capsys.readouterr().out
+
+
+def test_td_check_reference_passes(capsys):
+    from marl_edu.targets import td_target
+
+    assert _run_td(td_target, capsys).startswith("PASSED")
+
+
+def test_td_check_names_each_pitfall(capsys):
+    assert "multiply gamma * q_next by (1 - dones)" in _run_td(lambda r, d, q, g: (r + g * q).detach(), capsys)
+    assert "mask is flipped" in _run_td(lambda r, d, q, g: (r + g * d * q).detach(), capsys)
+    assert "carries a gradient" in _run_td(lambda r, d, q, g: r + g * (1 - d) * q, capsys)
+    assert "broadcast to (B, B)" in _run_td(lambda r, d, q, g: (r + g * (1 - d) * q.unsqueeze(-1)).detach(), capsys)
+    assert _run_td(lambda r, d, q, g: (_ for _ in ()).throw(NotImplementedError), capsys).startswith("NOT DONE")
