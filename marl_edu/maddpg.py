@@ -81,10 +81,10 @@ class MADDPGConfig:
     """Hyperparameters of MADDPG on a discrete-action task. Every value is checked by ``validate``."""
 
     actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
+    critic_lr: float = 5e-4
     gamma: float = 0.95
-    tau: float = 0.01             # soft target update per gradient step
-    batch_size: int = 256
+    tau: float = 0.005            # soft target update per gradient step
+    batch_size: int = 512
     buffer_size: int = 100_000
     hidden: int = 64
     n_step: int = 3               # n-step returns: r_t + g r_{t+1} + g^2 r_{t+2} + g^3 Q'(s_{t+3})

@@ -6,6 +6,7 @@ n-step returns of the **team reward** (Switch is cooperative: every critic learn
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ class TrainResult:
     agent: MADDPG
     episode_returns: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
+    best_state: dict | None = None      # the learner's weights at its best periodic greedy evaluation
+    best_return: float = float("-inf")  # (latest wins ties); the env is deterministic, so that is exact
     env_steps: int = 0
     updates: int = 0
     seconds: float = 0.0
@@ -108,6 +111,9 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
                 result.updates += 1
         if len(result.episode_returns) >= next_eval:
             result.evaluations.append((len(result.episode_returns), greedy_return(agent, env_id).team_return))
+            if result.evaluations[-1][1] >= result.best_return:
+                result.best_return = result.evaluations[-1][1]
+                result.best_state = copy.deepcopy(agent.state_dict())
             bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
             next_eval += eval_every
     bar.close()
