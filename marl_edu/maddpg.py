@@ -98,7 +98,7 @@ class MADDPGConfig:
     warmup_steps: int = 1_000     # transitions collected before the first update
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
 
-    def validate(self) -> "MADDPGConfig":
+    def validate(self) -> MADDPGConfig:
         for name in ("actor_lr", "critic_lr", "temperature", "grad_clip"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
@@ -129,7 +129,7 @@ class MADDPG:
         self.config = (config or MADDPGConfig()).validate()
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
-        torch.manual_seed(seed)
+        torch.manual_seed(seed)  # the networks' initial weights depend on the seed only
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         hidden = (self.config.hidden, self.config.hidden)
         critic_in = n_agents * (obs_dim + n_actions)  # N*(O+A)

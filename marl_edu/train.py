@@ -12,7 +12,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from marl_edu.buffers import ReplayBuffer
@@ -89,7 +88,7 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
     bar = tqdm(total=episodes, desc=f"MADDPG {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
-        fraction = len(result.episode_returns) / (config.epsilon_fraction * episodes)
+        fraction = len(result.episode_returns) / max(config.epsilon_fraction * episodes, 1e-9)  # 0 -> no decay phase
         epsilon = config.epsilon_end + (config.epsilon_start - config.epsilon_end) * max(0.0, 1.0 - fraction)
         actions = agent.act(obs, epsilon)  # (K, N)
         next_obs, rewards, dones, info = venv.step(actions)  # (K, N, O), (K, N), (K, N)

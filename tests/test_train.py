@@ -1,6 +1,5 @@
 from collections import deque
 
-import numpy as np
 import pytest
 
 from marl_edu.maddpg import MADDPGConfig
@@ -42,3 +41,8 @@ def test_bad_arguments():
         train_maddpg("Switch2-v2", episodes=-1)
     with pytest.raises(ValueError, match="unknown ma-gym environment"):
         train_maddpg("Switch9-v2", episodes=1)
+
+
+def test_no_epsilon_decay_phase_is_allowed():
+    config = MADDPGConfig(n_envs=2, warmup_steps=32, batch_size=16, hidden=8, epsilon_fraction=0.0)
+    assert len(train_maddpg("Switch2-v2", episodes=2, config=config, progress=False).episode_returns) >= 2
