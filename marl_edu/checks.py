@@ -26,6 +26,18 @@ def _call(fn: Callable, *args):
         return None, f"your function raised {type(error).__name__}: {error}"
 
 
+def _run_case(fn: Callable, case: str, *args) -> torch.Tensor | None:
+    """The learner's output on one case, or None after printing why there is none to compare."""
+    out, error = _call(fn, *args)
+    if error:
+        print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
+        return None
+    if not isinstance(out, torch.Tensor):
+        print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")
+        return None
+    return out
+
+
 def _shape_hint(got: tuple, B: int, N: int, O: int, A: int) -> str:
     if got == (B, N, O + A):
         return "you concatenated per agent but did not merge the agent axis into the feature axis."
@@ -46,12 +58,8 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         obs = torch.rand(B, N, O, generator=generator)  # (B, N, O)
         actions = torch.rand(B, N, A, generator=generator)  # (B, N, A)
         expected = flatten_for_critic(obs, actions)  # (B, N*(O+A))
-        out, error = _call(fn, obs.clone(), actions.clone())
-        if error:
-            print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
-            return
-        if not isinstance(out, torch.Tensor):
-            print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")
+        out = _run_case(fn, case, obs.clone(), actions.clone())
+        if out is None:
             return
         if out.dtype != expected.dtype:
             print(f"FAILED on {case}: expected dtype {expected.dtype} (like the inputs), got {out.dtype}.\n"
@@ -102,12 +110,8 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
         dones.view(-1)[0] = 1.0  # every case holds at least one terminal transition
         q_next = torch.randn(shape, generator=generator).requires_grad_(True)
         expected = rewards + gamma * (1 - dones) * q_next.detach()
-        out, error = _call(fn, rewards.clone(), dones.clone(), q_next, gamma)
-        if error:
-            print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
-            return
-        if not isinstance(out, torch.Tensor):
-            print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")
+        out = _run_case(fn, case, rewards.clone(), dones.clone(), q_next, gamma)
+        if out is None:
             return
         if tuple(out.shape) != tuple(expected.shape):
             hint = ("(B,) met (B, 1) somewhere and broadcast to (B, B): keep every tensor (B,)."

@@ -194,25 +194,25 @@ class MADDPG:
         q = self.critics[i](flatten_for_critic(batch["obs"], actions))  # (B,)
         return -q.mean() + c.logits_reg * (logits_i ** 2).mean()
 
+    def _gradient_step(self, optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor) -> float:
+        """zero_grad, backward, clip the gradient norm to ``grad_clip``, step. Returns the loss value."""
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(net.parameters(), self.config.grad_clip)
+        optimizer.step()
+        return loss.item()
+
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """One gradient step on every critic, then every actor, then a soft update of all targets."""
         c = self.config
         b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
         stats = {"critic_loss": 0.0, "actor_loss": 0.0}
         for i in range(self.n_agents):
-            loss = self.critic_loss(i, b)
-            self.critic_optimizers[i].zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(self.critics[i].parameters(), c.grad_clip)
-            self.critic_optimizers[i].step()
-            stats["critic_loss"] += loss.item() / self.n_agents
+            loss = self._gradient_step(self.critic_optimizers[i], self.critics[i], self.critic_loss(i, b))
+            stats["critic_loss"] += loss / self.n_agents
         for i in range(self.n_agents):
-            loss = self.actor_loss(i, b)
-            self.actor_optimizers[i].zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(self.actors[i].parameters(), c.grad_clip)
-            self.actor_optimizers[i].step()
-            stats["actor_loss"] += loss.item() / self.n_agents
+            loss = self._gradient_step(self.actor_optimizers[i], self.actors[i], self.actor_loss(i, b))
+            stats["actor_loss"] += loss / self.n_agents
         soft_update(self.target_actors, self.actors, c.tau)
         soft_update(self.target_critics, self.critics, c.tau)
         return stats

@@ -74,6 +74,24 @@ def _switch_model(env_id: str):
     return env, move_to, starts, goals, _tenths(raw._step_cost), _tenths(ARRIVAL_REWARD)
 
 
+def _step(pos: np.ndarray, actions: np.ndarray, move_to: np.ndarray, goals: np.ndarray,
+          step_cost: int, arrival: int) -> tuple[np.ndarray, np.ndarray]:
+    """ma-gym's Switch rules for M joint states at once: positions ``(M, N)`` and one joint action ``(N,)``
+    -> next positions ``(M, N)`` and each agent's reward in tenths ``(M, N)``."""
+    pos = pos.copy()  # (M, N)
+    rewards = np.zeros(pos.shape, dtype=np.int64)  # (M, N)
+    for i in range(pos.shape[1]):  # agents move one after another, in index order
+        done = pos[:, i] == goals[i]  # (M,) a done agent stays on its goal
+        target = move_to[pos[:, i], actions[i]]  # (M,)
+        others = np.delete(pos, i, axis=1)  # (M, N-1) where the others stand right now
+        vacant = (target >= 0) & ~(others == target[:, None]).any(axis=1)  # (M,)
+        moves = ~done & vacant
+        pos[moves, i] = target[moves]
+        arrived = ~done & (pos[:, i] == goals[i])
+        rewards[:, i] = np.where(done, 0, np.where(arrived, arrival, step_cost))
+    return pos, rewards
+
+
 @functools.lru_cache(maxsize=8)
 def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
     """Solve a Switch environment exactly (Switch2: instant; Switch4: a few seconds). See module doc."""
@@ -92,19 +110,9 @@ def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
     next_state = np.empty((len(states), len(joint)), dtype=np.int64)  # (M, A^N)
     reward = np.empty((len(states), len(joint)), dtype=np.int64)  # (M, A^N) team reward in tenths
     for u, actions in enumerate(joint):
-        pos = states.copy()  # (M, N)
-        r = np.zeros(len(states), dtype=np.int64)  # (M,)
-        for i in range(N):  # agents move one after another, in index order
-            done = pos[:, i] == goals[i]  # (M,) a done agent stays on its goal
-            target = move_to[pos[:, i], actions[i]]  # (M,)
-            others = np.delete(pos, i, axis=1)  # (M, N-1) where the others stand right now
-            vacant = (target >= 0) & ~(others == target[:, None]).any(axis=1)  # (M,)
-            moves = ~done & vacant
-            pos[moves, i] = target[moves]
-            arrived = ~done & (pos[:, i] == goals[i])
-            r += np.where(done, 0, np.where(arrived, arrival, step_cost))
+        pos, rewards = _step(states, actions, move_to, goals, step_cost, arrival)  # (M, N), (M, N)
         next_state[:, u] = lookup[pos @ powers]
-        reward[:, u] = r
+        reward[:, u] = rewards.sum(axis=1)
 
     # Finite-horizon dynamic programming, backwards from the time limit.
     value = np.zeros(len(states), dtype=np.int64)  # V_H = 0, (M,)
@@ -125,17 +133,10 @@ def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
             break
         actions = joint[best[t, s]]
         plan.append(actions)
-        pos = states[s].copy()
-        for i in range(N):  # the same rules again, for one state, to split the reward per agent
-            if pos[i] == goals[i]:
-                continue
-            target = move_to[pos[i], actions[i]]
-            if target >= 0 and target not in np.delete(pos, i):
-                pos[i] = target
-            agent_tenths[i] += arrival if pos[i] == goals[i] else step_cost
-            if pos[i] == goals[i]:
-                arrival_steps[i] = t + 1
-        s = int(lookup[pos @ powers])
+        pos, rewards = _step(states[s][None], actions, move_to, goals, step_cost, arrival)  # (1, N), (1, N)
+        agent_tenths += rewards[0]
+        arrival_steps[rewards[0] == arrival] = t + 1
+        s = int(lookup[pos[0] @ powers])
     assert agent_tenths.sum() == value[int(lookup[starts @ powers])]
     return OptimalPlan(env_id=env_id, team_return=float(agent_tenths.sum()) / 10,
                        joint_actions=np.array(plan, dtype=np.int64).reshape(-1, N),

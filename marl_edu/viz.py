@@ -62,6 +62,11 @@ def plot_learning_curve(returns: Sequence[float], optimal: float | None = None, 
     return ax
 
 
+def upscale(frame: np.ndarray, scale: int) -> np.ndarray:
+    """Each pixel of ``(H, W, 3)`` becomes a ``scale x scale`` block: ``(H * scale, W * scale, 3)``."""
+    return np.kron(frame, np.ones((scale, scale, 1), dtype=np.uint8))
+
+
 def _check_frames(frames: Sequence[np.ndarray]) -> None:
     if len(frames) == 0:
         raise ValueError("frames is empty: record an episode with run_episode(..., record_frames=True)")
@@ -94,7 +99,7 @@ def save_gif(frames: Sequence[np.ndarray], path: str | pathlib.Path, fps: float 
     if path.suffix.lower() != ".gif":
         raise ValueError(f"path must end in .gif, got {path.name}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    images = [Image.fromarray(np.kron(f, np.ones((scale, scale, 1), dtype=np.uint8))) for f in frames]
+    images = [Image.fromarray(upscale(f, scale)) for f in frames]
     images += [images[-1]] * hold_last
     images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0,
                    optimize=False, disposal=1)

@@ -10,11 +10,12 @@ import numpy as np
 from PIL import Image
 
 from marl_edu.rollout import Episode
+from marl_edu.viz import upscale
 
 
 def _png(frame: np.ndarray, scale: int = 2) -> bytes:
     buffer = io.BytesIO()
-    Image.fromarray(np.kron(frame, np.ones((scale, scale, 1), dtype=np.uint8))).save(buffer, format="PNG")
+    Image.fromarray(upscale(frame, scale)).save(buffer, format="PNG")
     return buffer.getvalue()
 
 
