@@ -7,6 +7,8 @@ n-step returns of the **team reward** (Switch is cooperative: every critic learn
 from __future__ import annotations
 
 import copy
+import dataclasses
+import pathlib
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from marl_edu.buffers import ReplayBuffer
+from marl_edu.checkpoints import load_checkpoint, save_checkpoint
 from marl_edu.envs import make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.rollout import run_episode
@@ -46,6 +49,24 @@ def sampled_returns(agent: MADDPG, env_id: str, n_episodes: int = 100, seed: int
     """Team returns of ``n_episodes`` episodes with actions sampled from the actors (no epsilon)."""
     env = make_env(env_id, seed=seed)
     return np.array([run_episode(env, lambda obs: agent.act(obs[None])[0]).team_return for _ in range(n_episodes)])
+
+
+def save_maddpg_policy(agent: MADDPG, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
+    """Save the actors (all a greedy or sampled evaluation needs; a few tens of kilobytes) with the config."""
+    header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
+              "n_actions": agent.n_actions}
+    return save_checkpoint(path, "maddpg", env_id, header, {"actors": agent.actors.state_dict()})
+
+
+def load_maddpg_policy(path: str | pathlib.Path, env_id: str | None = None) -> MADDPG:
+    """A MADDPG learner whose actors (and target actors) hold the checkpoint's weights."""
+    payload = load_checkpoint(path, algo="maddpg", env_id=env_id)
+    header = dict(payload["config"])
+    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]
+    agent = MADDPG(*dims, MADDPGConfig(**header))
+    agent.actors.load_state_dict(payload["state"]["actors"])
+    agent.target_actors.load_state_dict(payload["state"]["actors"])
+    return agent
 
 
 def _n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, terminal: bool, flush: bool):

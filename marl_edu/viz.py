@@ -32,7 +32,8 @@ def moving_average(values: Sequence[float], window: int) -> np.ndarray:
 
 def plot_learning_curve(returns: Sequence[float], optimal: float | None = None, random: float | None = None,
                         label: str = "team return", window: int = 1, ax: plt.Axes | None = None,
-                        xlabel: str = "episode", ylabel: str = "team return (sum over agents)") -> plt.Axes:
+                        xlabel: str = "episode", ylabel: str = "team return (sum over agents)",
+                        color: str = "C0") -> plt.Axes:
     """Plot one curve of per-episode returns with dashed reference lines.
 
     Args:
@@ -40,6 +41,7 @@ def plot_learning_curve(returns: Sequence[float], optimal: float | None = None, 
         optimal: the exact optimum (``planning.optimal_team_return``), drawn as a green line.
         random: the random policy's mean return, drawn as a grey line.
         window: moving-average window; the raw returns are drawn faintly behind the average.
+        color: the curve's colour, so several runs can share one ``ax``.
     """
     returns = np.asarray(returns, dtype=np.float64)
     check_shape(returns, ("E",), "returns")
@@ -47,10 +49,10 @@ def plot_learning_curve(returns: Sequence[float], optimal: float | None = None, 
         _, ax = plt.subplots(figsize=(7, 3.5))
     x = np.arange(1, len(returns) + 1)
     if window > 1:
-        ax.plot(x, returns, color="C0", alpha=0.25, linewidth=0.8)
-        ax.plot(x, moving_average(returns, window), color="C0", label=f"{label} ({window}-episode mean)")
+        ax.plot(x, returns, color=color, alpha=0.25, linewidth=0.8)
+        ax.plot(x, moving_average(returns, window), color=color, label=f"{label} ({window}-episode mean)")
     else:
-        ax.plot(x, returns, color="C0", label=label)
+        ax.plot(x, returns, color=color, label=label)
     if optimal is not None:
         ax.axhline(optimal, color="C2", linestyle="--", label=f"exact optimum ({optimal:.2f})")
     if random is not None:

@@ -1,16 +1,20 @@
-"""ipywidgets panels for the notebooks. Part I: an explorer that steps through a recorded episode."""
+"""ipywidgets panels for the notebooks: an explorer that steps through a recorded episode, and a
+hyperparameter panel whose button trains and draws the new learning curve over a reference run."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
+from typing import Callable
 
 import ipywidgets as widgets
+import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
 
 from marl_edu.rollout import Episode
-from marl_edu.viz import upscale
+from marl_edu.viz import plot_learning_curve, upscale
 
 
 def _png(frame: np.ndarray, scale: int = 2) -> bytes:
@@ -54,3 +58,113 @@ def episode_explorer(episode: Episode, action_meanings: list[str]) -> widgets.VB
     slider.observe(lambda change: show(change["new"]), names="value")
     show(0)
     return widgets.VBox([slider, image, table])
+
+
+# ----------------------------------------------------------------------------------------------
+# Hyperparameter panel: sliders, a button that trains, and the curve over a reference run
+# ----------------------------------------------------------------------------------------------
+
+def _figure_png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = None, random: float | None = None,
+              window: int = 50):
+    """Learning curves of a reference run and a new run on one set of axes; returns the figure.
+
+    Each run is a dict with ``episode_returns`` (E,) (team return of every training episode) and
+    ``evaluations``, a list of ``(episode, greedy team return)``; ``label`` names it in the legend.
+    """
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for k, (name, data, color) in enumerate((("reference", reference, "0.55"), ("your run", run, "C0"))):
+        if not data:
+            continue
+        plot_learning_curve(data["episode_returns"], optimal=optimal if k == 0 or reference is None else None,
+                            random=random if k == 0 or reference is None else None,
+                            label=data.get("label", name), window=window, ax=ax, color=color)
+        if data["evaluations"]:
+            episodes, greedy = zip(*data["evaluations"])
+            ax.plot(episodes, greedy, "o", color=color, markersize=3.5, label=f"{data.get('label', name)}: greedy")
+    if optimal is not None:
+        ax.set_ylim(top=optimal + 1.5)
+    ax.set_title("team return per training episode (exploring) and greedy evaluations (dots)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize=7)
+    return fig
+
+
+def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dict], reference: dict | None = None,
+                   optimal: float | None = None, random: float | None = None) -> widgets.VBox:
+    """Sliders for hyperparameters and a button that runs ``train(**values)`` and draws the result.
+
+    controls: name -> widget; the button calls ``train(**{name: widget.value})``, which returns a run
+    dict (``episode_returns``, ``evaluations``, optionally ``label``), drawn over ``reference``.
+    The panel's ``status`` line reports the run's last greedy return, or the error for a bad setting.
+    """
+    button = widgets.Button(description="train", button_style="primary", icon="play")
+    progress = widgets.Output()
+    image = widgets.Image(format="png", value=_figure_png(plot_runs(reference, None, optimal, random)))
+    status = widgets.HTML("Move the sliders, then press <b>train</b>. The grey curve is the committed reference run.")
+
+    def on_click(_button) -> None:
+        values = {name: control.value for name, control in controls.items()}
+        button.disabled = True
+        status.value = "training ..."
+        progress.clear_output()
+        try:
+            with progress:
+                run = train(**values)
+        except ValueError as error:
+            status.value = f"<b>not trained:</b> {html.escape(str(error))}"
+            return
+        finally:
+            button.disabled = False
+        image.value = _figure_png(plot_runs(reference, run, optimal, random))
+        last = run["evaluations"][-1][1] if run["evaluations"] else float("nan")
+        status.value = (f"done: {len(run['episode_returns'])} episodes, last greedy team return <b>{last:.2f}</b>"
+                        + (f" (optimum {optimal:.2f})" if optimal is not None else ""))
+
+    button.on_click(on_click)
+    grid = widgets.GridBox(list(controls.values()), layout=widgets.Layout(grid_template_columns="repeat(2, 360px)"))
+    panel = widgets.VBox([grid, button, progress, status, image])
+    panel.button, panel.status, panel.image = button, status, image  # handles for tests and the browser test
+    return panel
+
+
+def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", optimal: float | None = None,
+                 random: float | None = None, episodes: int = 300, seed: int = 0) -> widgets.VBox:
+    """The MADDPG hyperparameter panel: learning rates, gamma, tau, batch size, episodes and seed.
+
+    The button trains MADDPG (``train.train_maddpg``) with the other hyperparameters at their defaults
+    (``MADDPGConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
+    """
+    from marl_edu.maddpg import MADDPGConfig
+    from marl_edu.train import train_maddpg
+
+    defaults = MADDPGConfig()
+    style = {"description_width": "90px"}
+    controls = {
+        "actor_lr": widgets.FloatLogSlider(defaults.actor_lr, base=10, min=-5, max=-2, step=0.25,
+                                           description="actor lr", readout_format=".1e", style=style),
+        "critic_lr": widgets.FloatLogSlider(defaults.critic_lr, base=10, min=-5, max=-2, step=0.25,
+                                            description="critic lr", readout_format=".1e", style=style),
+        "gamma": widgets.FloatSlider(defaults.gamma, min=0.0, max=1.0, step=0.01, description="gamma", style=style),
+        "tau": widgets.FloatLogSlider(defaults.tau, base=10, min=-4, max=0, step=0.25, description="tau",
+                                      readout_format=".4f", style=style),
+        "batch_size": widgets.SelectionSlider(options=[32, 64, 128, 256, 512, 1024], value=defaults.batch_size,
+                                              description="batch size", style=style),
+        "episodes": widgets.IntSlider(episodes, min=50, max=3000, step=50, description="episodes", style=style),
+        "seed": widgets.IntSlider(seed, min=0, max=9, description="seed", style=style),
+    }
+
+    def train(actor_lr, critic_lr, gamma, tau, batch_size, episodes, seed) -> dict:
+        config = dataclasses.replace(defaults, actor_lr=actor_lr, critic_lr=critic_lr, gamma=gamma, tau=tau,
+                                     batch_size=batch_size)
+        run = train_maddpg(env_id, episodes, config, seed=seed, eval_every=max(episodes // 10, 16))
+        return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "label": f"your run (seed {seed})"}
+
+    return training_panel(controls, train, reference, optimal, random)

@@ -37,3 +37,55 @@ def test_ctde_diagram_draws_one_actor_per_agent():
     assert sum(t.startswith("actor ") for t in texts) == 3
     with pytest.raises(ValueError, match="n_agents must be an int in"):
         plot_ctde(0)
+
+
+def _fake_run(lr, episodes):
+    # a made-up run whose numbers depend on the sliders, so the test sees them arrive
+    return {"episode_returns": [-10.0 + lr * k for k in range(episodes)], "evaluations": [(episodes, 8.0 + lr)]}
+
+
+def test_panel_button_trains_with_the_slider_values_and_redraws():
+    import ipywidgets as widgets
+
+    from marl_edu.widgets import training_panel
+
+    calls = []
+    controls = {"lr": widgets.FloatSlider(0.1), "episodes": widgets.IntSlider(20, min=1, max=100)}
+
+    def train(lr, episodes):
+        calls.append((lr, episodes))
+        return _fake_run(lr, episodes)
+
+    panel = training_panel(controls, train, reference=_fake_run(0.05, 30), optimal=8.3, random=-9.1)
+    before = panel.image.value
+    controls["lr"].value, controls["episodes"].value = 0.2, 40
+    panel.button.click()
+    assert calls == [(0.2, 40)]
+    assert "last greedy team return <b>8.20</b>" in panel.status.value  # 8.0 + lr = 8.2
+    assert panel.image.value != before and panel.image.value[:4] == b"\x89PNG"
+
+
+def test_panel_reports_a_bad_setting_instead_of_raising():
+    import ipywidgets as widgets
+
+    from marl_edu.widgets import training_panel
+
+    def train(gamma):
+        raise ValueError(f"gamma must be a number in [0, 1], got {gamma}")
+
+    panel = training_panel({"gamma": widgets.FloatText(1.5)}, train)
+    panel.button.click()
+    assert "not trained:</b> gamma must be a number in [0, 1], got 1.5" in panel.status.value
+    assert not panel.button.disabled
+
+
+def test_maddpg_panel_runs_a_real_short_training():
+    from marl_edu.widgets import maddpg_panel
+
+    panel = maddpg_panel(episodes=50, seed=1)
+    names = [child.description for child in panel.children[0].children]
+    assert names == ["actor lr", "critic lr", "gamma", "tau", "batch size", "episodes", "seed"]
+    panel.children[0].children[4].value = 32  # a small batch so the 50 episodes update often
+    panel.button.click()
+    episodes_done = int(panel.status.value.split()[1])  # "done: 52 episodes, ..." (16 envs finish together)
+    assert panel.status.value.startswith("done: ") and episodes_done >= 50
