@@ -88,7 +88,9 @@ class MADDPGConfig:
     buffer_size: int = 100_000
     hidden: int = 64
     n_step: int = 3               # n-step returns: r_t + g r_{t+1} + g^2 r_{t+2} + g^3 Q'(s_{t+3})
-    temperature: float = 1.0      # Gumbel-softmax temperature in the actor update
+    actor_gradient: str = "expected"  # "expected": exact E_{a_i ~ pi_i} Q_i over agent i's A actions;
+                                      # "gumbel": the paper's straight-through Gumbel-softmax sample
+    temperature: float = 1.0      # Gumbel-softmax temperature (target actions; the "gumbel" actor update)
     epsilon_start: float = 0.5    # exploration: a uniformly random action with probability epsilon,
     epsilon_end: float = 0.02     # decayed linearly over the first `epsilon_fraction` of training
     epsilon_fraction: float = 0.6
@@ -113,6 +115,8 @@ class MADDPGConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be a non-negative int, got {self.warmup_steps!r}")
+        if self.actor_gradient not in ("expected", "gumbel"):
+            raise ValueError(f"actor_gradient must be 'expected' or 'gumbel', got {self.actor_gradient!r}")
         if self.logits_reg < 0:
             raise ValueError(f"logits_reg must be >= 0, got {self.logits_reg!r}")
         return self
@@ -182,17 +186,43 @@ class MADDPG:
         return ((q - y) ** 2).mean()
 
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Agent i's actor loss  -mean_b Q_i(x, a_1, .., a_i = gumbel(mu_i(o_i)), .., a_N)  + reg.
+        """Agent i's actor loss: minus its critic's value of agent i's recomputed action, + a logits penalty.
 
-        Only agent i's action is recomputed (differentiably); the others' come from the batch.
+        The other agents' actions come from the batch; only agent i's action depends on theta_i.
+
+        - ``actor_gradient="gumbel"`` (the paper, for discrete actions): a straight-through Gumbel-softmax
+          sample ``a_i`` of pi_i(.|o_i);  L = -mean_b Q_i(x, a_1, .., a_i, .., a_N) + reg.
+        - ``actor_gradient="expected"``: agent i has only A actions, so its critic is evaluated at every
+          one of them and weighted by the policy: L = -mean_b sum_k pi_i(k|o_i) Q_i(x, a_1, .., k, .., a_N)
+          + reg. The gradient is exact: no sampling noise and no straight-through bias.
         """
         c = self.config
         logits_i = self.actors[i](batch["obs"][:, i])  # (B, A)
-        action_i = gumbel_softmax(logits_i, c.temperature, hard=True, generator=self.generator)  # (B, A)
-        actions = batch["actions"].clone()  # (B, N, A)
-        actions[:, i] = action_i  # only agent i's action carries a gradient
-        q = self.critics[i](flatten_for_critic(batch["obs"], actions))  # (B,)
-        return -q.mean() + c.logits_reg * (logits_i ** 2).mean()
+        reg = c.logits_reg * (logits_i ** 2).mean()
+        if c.actor_gradient == "gumbel":
+            action_i = gumbel_softmax(logits_i, c.temperature, hard=True, generator=self.generator)  # (B, A)
+            actions = batch["actions"].clone()  # (B, N, A)
+            actions[:, i] = action_i  # only agent i's action carries a gradient
+            q = self.critics[i](flatten_for_critic(batch["obs"], actions))  # (B,)
+            return -q.mean() + reg
+        q_all = self.q_of_every_own_action(i, batch)  # (B, A), a fixed judge: no gradient
+        pi = torch.softmax(logits_i, dim=-1)  # (B, A)
+        return -(pi * q_all).sum(dim=1).mean() + reg
+
+    @torch.no_grad()
+    def q_of_every_own_action(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``Q_i(x, a_1, .., a_i = k, .., a_N)`` for every action k of agent i: ``(B, A)``.
+
+        The batch is copied A times (copy k has agent i's action set to one_hot(k)) and the critic
+        runs once on all ``B*A`` rows.
+        """
+        obs, actions = batch["obs"], batch["actions"]  # (B, N, O), (B, N, A)
+        (B, N, O), A = obs.shape, self.n_actions
+        candidates = actions.unsqueeze(1).repeat(1, A, 1, 1)  # (B, A, N, A): copy k of every row
+        candidates[:, :, i] = torch.eye(A, device=actions.device)  # (B, A, A): copy k gets one_hot(k)
+        obs_copies = obs.unsqueeze(1).expand(B, A, N, O)  # (B, A, N, O)
+        x = flatten_for_critic(obs_copies.reshape(B * A, N, O), candidates.reshape(B * A, N, A))  # (B*A, N*(O+A))
+        return self.critics[i](x).reshape(B, A)  # (B, A)
 
     def _gradient_step(self, optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor) -> float:
         """zero_grad, backward, clip the gradient norm to ``grad_clip``, step. Returns the loss value."""

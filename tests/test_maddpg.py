@@ -29,10 +29,10 @@ def test_gumbel_soft_and_bad_inputs():
         gumbel_softmax(torch.zeros(2, 3, dtype=torch.long))
 
 
-def _fixed_learner(gamma=0.9, logits_reg=1e-3) -> MADDPG:
+def _fixed_learner(gamma=0.9, logits_reg=1e-3, actor_gradient="gumbel") -> MADDPG:
     """N=2, O=1, A=2, one hidden unit everywhere, every weight 1 and bias 0: for inputs >= 0 each
     network returns the sum of its inputs (relu(relu(sum x)))."""
-    config = MADDPGConfig(hidden=1, gamma=gamma, n_step=1, logits_reg=logits_reg)
+    config = MADDPGConfig(hidden=1, gamma=gamma, n_step=1, logits_reg=logits_reg, actor_gradient=actor_gradient)
     agent = MADDPG(n_agents=2, obs_dim=1, n_actions=2, config=config, seed=0)
     with torch.no_grad():
         for module in (agent.actors, agent.critics, agent.target_actors, agent.target_critics):
@@ -71,6 +71,29 @@ def test_actor_loss_by_hand_and_only_agent_i_gets_a_gradient():
     loss.backward()
     assert all(p.grad is not None for p in agent.actors[0].parameters())
     assert all(p.grad is None for p in agent.actors[1].parameters())  # agent 1's action came from the batch
+
+
+def test_expected_actor_loss_and_its_gradient_by_hand():
+    agent = _fixed_learner(logits_reg=1e-3, actor_gradient="expected")
+    with torch.no_grad():
+        agent.critics[0].mlp.net[0].weight[0, 3] = 3.0  # critic 0 input [o0, o1, a0_0, a0_1, a1_0, a1_1]: a0_1 x 3
+    batch = _batch(dones=0.0)
+    # agent 1's batch action is one-hot(1): input 5 is 1.
+    # Q(agent 0 takes 0) = 0.5 + 0.25 + 1 + 0 + 0 + 1 = 2.75;  Q(agent 0 takes 1) = 0.5 + 0.25 + 0 + 3 + 0 + 1 = 4.75
+    assert agent.q_of_every_own_action(0, batch).tolist() == [[2.75, 4.75]]
+    # logits [0.5, 0.5] -> pi = [0.5, 0.5]; E Q = 3.75; loss = -3.75 + 1e-3 * 0.25 = -3.74975
+    loss = agent.actor_loss(0, batch)
+    assert loss.item() == pytest.approx(-3.74975)
+    loss.backward()
+    # d loss / d logit_k = -pi_k (Q_k - E Q) + 1e-3 * 2 * logit_k / 2 = [-0.5 * -1, -0.5 * 1] + 0.0005
+    # the output bias adds straight to the logits, so its gradient is exactly that: [0.5005, -0.4995]
+    assert agent.actors[0].mlp.net[-1].bias.grad.tolist() == pytest.approx([0.5005, -0.4995])
+    assert all(p.grad is None for p in agent.critics[0].parameters())  # the critic is a fixed judge here
+
+
+def test_bad_actor_gradient_is_refused():
+    with pytest.raises(ValueError, match="actor_gradient must be 'expected' or 'gumbel', got 'exact'"):
+        MADDPGConfig(actor_gradient="exact").validate()
 
 
 def test_target_gets_no_gradient_and_update_moves_targets_softly():
