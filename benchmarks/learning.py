@@ -1,28 +1,38 @@
 """MADDPG's learning target on Switch2: one run per seed, greedy and sampled evaluation, a SUMMARY line.
 
-    .venv/bin/python benchmarks/learning.py --algo maddpg --env Switch2-v2 --seeds 0 1 2 3 4 [--episodes 2000]
+    .venv/bin/python benchmarks/learning.py --algo maddpg --env Switch2-v2 --seeds 0 1 2 3 4 [--episodes 3000]
+        [--actor-gradient expected|gumbel] [--out results/maddpg/Switch2-v2]
 
-Each run trains for --episodes episodes and evaluates the greedy (argmax) policy every 100 episodes.
-Switch is deterministic, so one greedy episode is that policy's exact return. Two figures are printed per
-seed: the final policy's greedy return, and the greedy return of the best periodic snapshot (the weights
-kept by early stopping, which is what --save-best writes as a checkpoint). The SUMMARY uses the final
-policy unless --select best is given; say which one you report.
+Each run trains for --episodes episodes (one core per run) and then evaluates its final policy: greedy
+(every agent takes its argmax action; Switch is deterministic, so one episode is that policy's exact
+return) and sampled (actions drawn from the actors, mean over 100 episodes). A seed is solved when its
+greedy team return is at least 8.0. With --out, the results the notebooks load are written there:
+summary.json (every seed's row and greedy evaluations during training), run.json (the per-episode
+returns of the first seed, the notebook's reference curve) and policy.pt (that seed's final actors).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import pathlib
 import sys
 
 import numpy as np
 import torch
 
-from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.maddpg import MADDPGConfig
 from marl_edu.planning import optimal_team_return
-from marl_edu.train import greedy_return, sampled_returns, train_maddpg
+from marl_edu.train import greedy_return, sampled_returns, save_maddpg_policy, train_maddpg
 
 SOLVED = 8.0
+
+
+def _rounded(run) -> dict:
+    """Per-episode returns and greedy evaluations, rounded to 0.01 (every Switch reward is a multiple of 0.1)."""
+    return {"episode_returns": [round(r, 2) for r in run.episode_returns],
+            "evaluations": [(episode, round(greedy, 2)) for episode, greedy in run.evaluations]}
 
 
 def main(argv=None) -> int:
@@ -30,42 +40,45 @@ def main(argv=None) -> int:
     parser.add_argument("--algo", choices=["maddpg"], default="maddpg")
     parser.add_argument("--env", default="Switch2-v2")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--episodes", type=int, default=2000)
-    parser.add_argument("--select", choices=["final", "best"], default="final",
-                        help="which policy the SUMMARY reports: the final one or the best periodic snapshot")
-    parser.add_argument("--save-best", type=pathlib.Path, default=None,
-                        help="write the best seed's best snapshot (actors only) to this checkpoint file")
+    parser.add_argument("--episodes", type=int, default=3000)
+    parser.add_argument("--actor-gradient", choices=["expected", "gumbel"], default="expected",
+                        help="MADDPGConfig.actor_gradient: exact expectation over own actions, or Gumbel-softmax")
+    parser.add_argument("--out", type=pathlib.Path, default=None,
+                        help="write summary.json, run.json and policy.pt (first seed) to this folder")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error("--episodes must be positive")
     torch.set_num_threads(1)  # one core per run, as the target says
     optimum = optimal_team_return(args.env)
-    config = MADDPGConfig()
-    print(f"{'seed':>4} {'final':>7} {'best':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
-    rows, best_overall = [], None
+    config = MADDPGConfig(actor_gradient=args.actor_gradient)
+    print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
+    rows = []
     for seed in args.seeds:
-        run = train_maddpg(args.env, args.episodes, config, seed=seed, eval_every=100, progress=False)
-        final = greedy_return(run.agent, args.env).team_return
-        sampled = sampled_returns(run.agent, args.env, n_episodes=100, seed=seed).mean()
-        best_agent = MADDPG(run.agent.n_agents, run.agent.obs_dim, run.agent.n_actions, config)
-        best_agent.load_state_dict(run.best_state)
-        best = greedy_return(best_agent, args.env).team_return
+        run = train_maddpg(args.env, args.episodes, config, seed=seed, eval_every=50, progress=False)
+        greedy = greedy_return(run.agent, args.env).team_return
+        sampled = float(sampled_returns(run.agent, args.env, n_episodes=100, seed=seed).mean())
         rate = run.env_steps / run.seconds
-        rows.append((final, best, run.seconds, rate))
-        print(f"{seed:>4} {final:7.2f} {best:7.2f} {sampled:8.2f} {len(run.episode_returns):>8} {run.env_steps:>9} "
+        rows.append({"seed": seed, "greedy": greedy, "sampled": sampled, "episodes": len(run.episode_returns),
+                     "env_steps": run.env_steps, "wall_s": run.seconds, "steps_per_s": rate,
+                     "evaluations": _rounded(run)["evaluations"]})
+        print(f"{seed:>4} {greedy:7.2f} {sampled:8.2f} {len(run.episode_returns):>8} {run.env_steps:>9} "
               f"{run.seconds:7.1f} {rate:8.0f}", flush=True)
-        if best_overall is None or best > best_overall[0]:
-            best_overall = (best, best_agent)
-    chosen = np.array([r[0] if args.select == "final" else r[1] for r in rows])
-    print(f"SUMMARY algo={args.algo} env={args.env} select={args.select} seeds={len(rows)} "
-          f"median_return={np.median(chosen):.2f} min_return={chosen.min():.2f} "
-          f"solved={int((chosen >= SOLVED - 1e-6).sum())}/{len(rows)} optimal={optimum:.2f} "
-          f"wall_s={max(r[2] for r in rows):.0f} steps_per_s={np.mean([r[3] for r in rows]):.0f}")
-    if args.save_best:
-        args.save_best.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.save_best.with_suffix(".tmp")
-        torch.save({"algo": "maddpg", "env": args.env, "actors": best_overall[1].actors.state_dict()}, tmp)
-        tmp.replace(args.save_best)
+        if args.out and seed == args.seeds[0]:
+            args.out.mkdir(parents=True, exist_ok=True)
+            save_maddpg_policy(run.agent, args.env, args.out / "policy.pt")
+            reference = {"algo": args.algo, "env": args.env, "seed": seed, "greedy": greedy,
+                         "config": dataclasses.asdict(config), **_rounded(run)}
+            (args.out / "run.json").write_text(json.dumps(reference) + "\n")
+    greedy = np.array([row["greedy"] for row in rows])
+    summary = (f"SUMMARY algo={args.algo} env={args.env} actor_gradient={args.actor_gradient} seeds={len(rows)} median_return={np.median(greedy):.2f} "
+               f"min_return={greedy.min():.2f} solved={int((greedy >= SOLVED - 1e-6).sum())}/{len(rows)} "
+               f"optimal={optimum:.2f} wall_s={max(row['wall_s'] for row in rows):.0f} "
+               f"steps_per_s={np.mean([row['steps_per_s'] for row in rows]):.0f}")
+    print(summary)
+    if args.out:
+        command = "benchmarks/learning.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        (args.out / "summary.json").write_text(json.dumps({"command": command, "summary": summary, "seeds": rows,
+                                                           "optimal": optimum}, indent=1) + "\n")
     return 0
 
 

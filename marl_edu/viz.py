@@ -190,3 +190,28 @@ def plot_ctde(n_agents: int = 2, ax: plt.Axes | None = None) -> plt.Axes:
     ax.text(4.5, height + 0.2, "training: dashed arrows too — the critic sees everything",
             ha="center", fontsize=9, color="C1")
     return ax
+
+
+def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, ax: plt.Axes | None = None,
+                          title: str = "") -> plt.Axes:
+    """One line per training run of its periodic greedy evaluations, against the exact optimum.
+
+    Args:
+        seeds: one dict per run with ``seed`` and ``evaluations``, a list of ``(episode, greedy team return)``
+            (the rows of a ``benchmarks/learning.py`` summary.json).
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.4))
+    for row in seeds:
+        if not row["evaluations"]:
+            raise ValueError(f"seed {row['seed']} has no evaluations to plot")
+        episodes, greedy = zip(*row["evaluations"])
+        ax.plot(episodes, greedy, "-o", markersize=2, linewidth=0.8, label=f"seed {row['seed']}")
+    if optimal is not None:
+        ax.axhline(optimal, color="C2", linestyle="--", label=f"exact optimum ({optimal:.1f})")
+    ax.set_xlabel("training episode")
+    ax.set_ylabel("greedy team return")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax

@@ -4,7 +4,7 @@ from PIL import Image
 
 from marl_edu.envs import make_env
 from marl_edu.rollout import run_episode
-from marl_edu.viz import moving_average, plot_learning_curve, save_gif, show_gif
+from marl_edu.viz import moving_average, plot_learning_curve, plot_seed_evaluations, save_gif, show_gif
 
 
 def test_moving_average_by_hand():
@@ -57,3 +57,12 @@ def test_gif_bad_inputs(tmp_path):
         save_gif([frame], tmp_path / "x.png")
     with pytest.raises(ValueError, match="no GIF at"):
         show_gif(tmp_path / "missing.gif")
+
+
+def test_seed_evaluations_one_line_per_seed():
+    rows = [{"seed": 0, "evaluations": [(50, -10.0), (100, 8.0)]}, {"seed": 1, "evaluations": [(50, -0.6)]}]
+    ax = plot_seed_evaluations(rows, optimal=8.3, title="t")
+    assert [line.get_label() for line in ax.lines] == ["seed 0", "seed 1", "exact optimum (8.3)"]
+    assert list(ax.lines[0].get_ydata()) == [-10.0, 8.0]
+    with pytest.raises(ValueError, match="seed 2 has no evaluations"):
+        plot_seed_evaluations([{"seed": 2, "evaluations": []}])
