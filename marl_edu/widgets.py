@@ -79,12 +79,13 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
     ``evaluations``, a list of ``(episode, greedy team return)``; ``label`` names it in the legend.
     """
     fig, ax = plt.subplots(figsize=(8, 3.8))
-    for k, (name, data, color) in enumerate((("reference", reference, "0.55"), ("your run", run, "C0"))):
+    lines = {"optimal": optimal, "random": random}  # drawn once, with the first curve
+    for name, data, color in (("reference", reference, "0.55"), ("your run", run, "C0")):
         if not data:
             continue
-        plot_learning_curve(data["episode_returns"], optimal=optimal if k == 0 or reference is None else None,
-                            random=random if k == 0 or reference is None else None,
-                            label=data.get("label", name), window=window, ax=ax, color=color)
+        plot_learning_curve(data["episode_returns"], optimal=lines.pop("optimal", None),
+                            random=lines.pop("random", None), label=data.get("label", name), window=window,
+                            ax=ax, color=color)
         if data["evaluations"]:
             episodes, greedy = zip(*data["evaluations"])
             ax.plot(episodes, greedy, "o", color=color, markersize=3.5, label=f"{data.get('label', name)}: greedy")
