@@ -89,7 +89,7 @@ class MADDPGConfig:
     hidden: int = 64
     n_step: int = 3               # n-step returns: r_t + g r_{t+1} + g^2 r_{t+2} + g^3 Q'(s_{t+3})
     actor_gradient: str = "expected"  # "expected": exact E_{a_i ~ pi_i} Q_i over agent i's A actions;
-                                      # "gumbel": the paper's straight-through Gumbel-softmax sample
+                                      # "gumbel": a straight-through (hard) Gumbel-softmax sample of a_i
     temperature: float = 1.0      # Gumbel-softmax temperature (target actions; the "gumbel" actor update)
     epsilon_start: float = 0.5    # exploration: a uniformly random action with probability epsilon,
     epsilon_end: float = 0.02     # decayed linearly over the first `epsilon_fraction` of training
@@ -190,11 +190,12 @@ class MADDPG:
 
         The other agents' actions come from the batch; only agent i's action depends on theta_i.
 
-        - ``actor_gradient="gumbel"`` (the paper, for discrete actions): a straight-through Gumbel-softmax
-          sample ``a_i`` of pi_i(.|o_i);  L = -mean_b Q_i(x, a_1, .., a_i, .., a_N) + reg.
+        - ``actor_gradient="gumbel"`` (the paper relaxes discrete actions with Gumbel-softmax): a hard,
+          straight-through sample ``a_i`` of pi_i(.|o_i);  L = -mean_b Q_i(x, a_1, .., a_i, .., a_N) + reg.
         - ``actor_gradient="expected"``: agent i has only A actions, so its critic is evaluated at every
           one of them and weighted by the policy: L = -mean_b sum_k pi_i(k|o_i) Q_i(x, a_1, .., k, .., a_N)
-          + reg. The gradient is exact: no sampling noise and no straight-through bias.
+          + reg: an all-actions policy gradient through the centralised critic, with no sampling noise
+          and no straight-through bias in agent i's own action.
         """
         c = self.config
         logits_i = self.actors[i](batch["obs"][:, i])  # (B, A)
