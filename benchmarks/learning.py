@@ -70,8 +70,8 @@ def main(argv=None) -> int:
                          "config": dataclasses.asdict(config), **_rounded(run)}
             (args.out / "run.json").write_text(json.dumps(reference) + "\n")
     greedy = np.array([row["greedy"] for row in rows])
-    summary = (f"SUMMARY algo={args.algo} env={args.env} actor_gradient={args.actor_gradient} seeds={len(rows)} "
-               f"median_return={np.median(greedy):.2f} "
+    print(f"actor_gradient={args.actor_gradient} episodes={args.episodes}")
+    summary = (f"SUMMARY algo={args.algo} env={args.env} seeds={len(rows)} median_return={np.median(greedy):.2f} "
                f"min_return={greedy.min():.2f} solved={int((greedy >= SOLVED - 1e-6).sum())}/{len(rows)} "
                f"optimal={optimum:.2f} wall_s={max(row['wall_s'] for row in rows):.0f} "
                f"steps_per_s={np.mean([row['steps_per_s'] for row in rows]):.0f}")
