@@ -1,6 +1,7 @@
 """Learning targets and target networks.
 
     y = r + gamma * (1 - d) * Q'(s', a')                      (td_target)
+    G_t = r_t + gamma (1 - d_t) ((1 - lam) V_{t+1} + lam G_{t+1})   (td_lambda_targets)
     theta' <- tau * theta + (1 - tau) * theta'                (soft_update, "polyak averaging")
     theta' <- theta                                           (hard_update)
 
@@ -49,6 +50,45 @@ def td_target(rewards: torch.Tensor, dones: torch.Tensor, q_next: torch.Tensor, 
     check_shape(q_next, spec, "q_next", dims, dtype="float")
     with torch.no_grad():
         return rewards + gamma * (1.0 - dones.float()) * q_next  # same shape as rewards
+
+
+def td_lambda_targets(rewards: torch.Tensor, dones: torch.Tensor, next_values: torch.Tensor, gamma: float,
+                      lam: float) -> torch.Tensor:
+    """TD(lambda) targets of whole episodes, by the backward recursion
+
+        G_t = r_t + gamma (1 - d_t) ((1 - lam) V_{t+1} + lam G_{t+1}),   G_{T-1} = r_{T-1} + gamma (1 - d_{T-1}) V_T
+
+    Args:
+        rewards: float ``(..., T)`` r_t.
+        dones: ``(..., T)`` d_t = 1 where the state after step t is a real terminal state. A time-limit end
+            has d = 0: its last step bootstraps from V of the state it was cut in, as it should (the
+            episode did not end, it was stopped). Steps after a terminal step (padding) cannot leak into
+            earlier targets, because d_t = 1 cuts the recursion.
+        next_values: float ``(..., T)``: ``next_values[..., t]`` is the target critic's value of the state
+            after step t, V_{t+1}.
+        gamma, lam: in [0, 1]. lam = 0 gives TD(0) targets, lam = 1 the discounted Monte Carlo return
+            (bootstrapped only at a time-limit end).
+
+    Returns:
+        float ``(..., T)``, detached.
+    """
+    gamma = _check_unit_interval(gamma, "gamma")
+    lam = _check_unit_interval(lam, "lam")
+    if not isinstance(rewards, torch.Tensor) or rewards.dim() < 1:
+        raise ValueError(f"rewards must be a torch.Tensor (..., T), got {type(rewards).__name__}")
+    spec = tuple(f"d{k}" for k in range(rewards.dim() - 1)) + ("T",)  # (..., T)
+    dims = check_shape(rewards, spec, "rewards", dtype="float")
+    check_shape(dones, spec, "dones", dims)
+    check_shape(next_values, spec, "next_values", dims, dtype="float")
+    with torch.no_grad():
+        not_done = 1.0 - dones.float()  # (..., T)
+        targets = torch.empty_like(rewards)  # (..., T)
+        g_next = next_values[..., -1]  # (...,) the last step bootstraps fully from V_T
+        for t in reversed(range(dims["T"])):
+            mixed = (1.0 - lam) * next_values[..., t] + lam * g_next  # (...,)
+            targets[..., t] = rewards[..., t] + gamma * not_done[..., t] * mixed  # (...,)
+            g_next = targets[..., t]
+        return targets
 
 
 def make_target(net: nn.Module) -> nn.Module:
