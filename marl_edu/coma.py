@@ -11,9 +11,16 @@ credits agent a only with what its own choice changed.
 
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
 
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from marl_edu.nets import MLP, RecurrentActor
 from marl_edu.shapes import check_shape
+from marl_edu.targets import hard_update, make_target, td_lambda_targets
 
 
 def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: torch.Tensor) -> torch.Tensor:
@@ -67,3 +74,195 @@ def coma_advantage(q: torch.Tensor, pi: torch.Tensor, actions: torch.Tensor) -> 
         raise ValueError(f"actions must be in [0, {n_actions - 1}], got {actions.min().item()}..{actions.max().item()}")
     q_taken = q.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)  # (...)
     return q_taken - counterfactual_baseline(q, pi)  # (...)
+
+
+# ----------------------------------------------------------------------------------------------
+# The COMA learner
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class COMAConfig:
+    """Hyperparameters of COMA on a discrete-action task. Every value is checked by ``validate``."""
+
+    actor_lr: float = 5e-4
+    critic_lr: float = 5e-4
+    gamma: float = 0.99
+    lam: float = 0.8               # TD(lambda) for the critic's targets
+    hidden: int = 64
+    recurrent: bool = True         # GRU actors over the agent's own history; False: feed-forward on o_t
+    n_envs: int = 16               # episodes per batch, played in lock-step
+    critic_steps: int = 1          # critic gradient steps per batch (before the actor's one)
+    target_update_every: int = 10  # batches between hard copies of the critic into the target critic
+    epsilon_start: float = 0.5     # the behaviour policy is (1 - eps) pi + eps / A (as in the paper),
+    epsilon_end: float = 0.02      # eps decayed linearly over the first `anneal_fraction` of training
+    entropy_start: float = 0.01    # entropy bonus, decayed linearly to zero over the same fraction
+    anneal_fraction: float = 0.5
+    grad_clip: float = 10.0
+
+    def validate(self) -> COMAConfig:
+        for name in ("actor_lr", "critic_lr", "grad_clip"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "anneal_fraction"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+        for name in ("hidden", "n_envs", "critic_steps", "target_update_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if isinstance(self.entropy_start, bool) or not isinstance(self.entropy_start, (int, float)) \
+                or self.entropy_start < 0:
+            raise ValueError(f"entropy_start must be a number >= 0, got {self.entropy_start!r}")
+        if not isinstance(self.recurrent, bool):
+            raise ValueError(f"recurrent must be True or False, got {self.recurrent!r}")
+        return self
+
+
+class COMA:
+    """Shared actor pi(u^a | tau^a, a) and one centralised critic Q(s, u^{-a}, .) with its target.
+
+    Networks for N agents: 1 actor (shared, with the agent's one-hot id in its input), 1 critic
+    (one row per agent, see ``build_critic_input``), 1 target critic: 3, whatever N is.
+    """
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        self.config = (config or COMAConfig()).validate()
+        self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
+        self.device = torch.device(device)
+        torch.manual_seed(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        c = self.config
+        self.actor = RecurrentActor(obs_dim + n_agents, n_actions, c.hidden, c.recurrent).to(self.device)
+        state_dim = n_agents * obs_dim  # Switch has no global state: s = [o_1, ..., o_N]
+        critic_in = state_dim + obs_dim + n_agents * n_actions + n_agents  # S + O + N*A + N
+        self.critic = MLP(critic_in, n_actions, (c.hidden, c.hidden)).to(self.device)
+        self.target_critic = make_target(self.critic)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=c.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
+        self.updates = 0
+
+    # -- acting ---------------------------------------------------------------------------------
+    def actor_input(self, obs: torch.Tensor) -> torch.Tensor:
+        """``[o^a, one_hot(a)]`` for every agent: obs ``(B, N, O)`` -> ``(B*N, O + N)``."""
+        B, N = obs.shape[0], self.n_agents
+        ids = torch.eye(N, device=obs.device).expand(B, N, N)  # (B, N, N)
+        return torch.cat([obs, ids], dim=-1).reshape(B * N, self.obs_dim + N)  # (B*N, O+N)
+
+    def policy_step(self, obs: torch.Tensor, h: torch.Tensor, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of every agent's policy: obs ``(B, N, O)``, hidden ``(B*N, H)`` ->
+        probabilities ``(B, N, A)`` of the behaviour policy (1 - eps) softmax + eps / A, new hidden."""
+        logits, h = self.actor(self.actor_input(obs), h)  # (B*N, A), (B*N, H)
+        pi = torch.softmax(logits, dim=-1).reshape(obs.shape[0], self.n_agents, self.n_actions)  # (B, N, A)
+        return (1.0 - epsilon) * pi + epsilon / self.n_actions, h
+
+    def sample(self, probs: torch.Tensor) -> torch.Tensor:
+        """Sample actions: probabilities ``(B, N, A)`` -> int ``(B, N)``."""
+        flat = probs.reshape(-1, self.n_actions)  # (B*N, A)
+        return torch.multinomial(flat, 1, generator=self.generator).reshape(probs.shape[:-1])  # (B, N)
+
+    def greedy_policy(self):
+        """A fresh policy for ``run_episode``: obs ``(N, O)`` -> argmax actions ``(N,)``, carrying its own
+        GRU hidden state from step to step (so make a new one for every episode)."""
+        h = self.actor.initial_hidden(self.n_agents, self.device)
+
+        @torch.no_grad()
+        def policy(obs: np.ndarray) -> np.ndarray:
+            nonlocal h
+            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]  # (1, N, O)
+            probs, h = self.policy_step(obs_t, h, epsilon=0.0)  # (1, N, A)
+            return probs[0].argmax(dim=-1).cpu().numpy()  # (N,)
+
+        return policy
+
+    def sampled_policy(self):
+        """Like ``greedy_policy`` but sampling from pi (no epsilon)."""
+        h = self.actor.initial_hidden(self.n_agents, self.device)
+
+        @torch.no_grad()
+        def policy(obs: np.ndarray) -> np.ndarray:
+            nonlocal h
+            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]  # (1, N, O)
+            probs, h = self.policy_step(obs_t, h, epsilon=0.0)  # (1, N, A)
+            return self.sample(probs)[0].cpu().numpy()  # (N,)
+
+        return policy
+
+    # -- learning -------------------------------------------------------------------------------
+    def critic_rows(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Critic inputs of whole episodes: obs ``(B, T, N, O)``, actions int ``(B, T, N)`` ->
+        ``(B*T, N, S + O + N*A + N)`` with s = the concatenated observations."""
+        B, T, N, O = obs.shape
+        flat_obs = obs.reshape(B * T, N, O)  # (B*T, N, O)
+        state = flat_obs.reshape(B * T, N * O)  # (B*T, S = N*O)
+        onehot = F.one_hot(actions.reshape(B * T, N), self.n_actions).float()  # (B*T, N, A)
+        return build_critic_input(state, flat_obs, onehot)  # (B*T, N, D)
+
+    def update(self, batch: dict[str, torch.Tensor], epsilon: float, entropy_coef: float) -> dict[str, float]:
+        """One COMA update from a batch of whole episodes.
+
+        batch: obs ``(B, T+1, N, O)`` (index t = the observation before step t; the last valid index
+        is the state the episode ended in), actions int ``(B, T+1, N)`` (at the end state: an action
+        sampled from the policy, used only to bootstrap a time-limit end), team rewards ``(B, T)``,
+        dones ``(B, T)`` (1 at a real terminal step and on padding), step_mask ``(B, T)`` (real steps),
+        agent_mask ``(B, T, N)`` (steps at which agent a still acts).
+        """
+        c = self.config
+        obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+        B, T1, N, _ = obs.shape
+        T = T1 - 1
+        rows = self.critic_rows(obs, actions)  # (B*(T+1), N, D)
+
+        # critic: Q(s_t, u_t) of the taken joint action regresses onto TD(lambda) targets
+        with torch.no_grad():
+            q_target = self.target_critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)  # (B, T+1, N, A)
+            q_target_taken = q_target.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
+            rewards = batch["rewards"].unsqueeze(1).expand(B, N, T)  # (B, N, T) the team reward, every row
+            dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
+            next_values = q_target_taken[:, 1:].permute(0, 2, 1)  # (B, N, T): V_{t+1} = Q'(s_{t+1}, u_{t+1})
+            targets = td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
+        step_mask = batch["step_mask"].unsqueeze(-1).expand(B, T, N)  # (B, T, N)
+        for _ in range(c.critic_steps):
+            q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T]  # (B, T, N, A)
+            q_taken = q.gather(-1, actions[:, :T].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
+            critic_loss = (((q_taken - targets) ** 2) * step_mask).sum() / step_mask.sum()
+            self._step(self.critic_optimizer, self.critic, critic_loss)
+
+        # actor: the counterfactual advantage of each agent's own action, under the behaviour policy
+        h = self.actor.initial_hidden(B * N, self.device)  # (B*N, H)
+        probs = []
+        for t in range(T):
+            p_t, h = self.policy_step(obs[:, t], h, epsilon)  # (B, N, A)
+            probs.append(p_t)
+        pi = torch.stack(probs, dim=1)  # (B, T, N, A)
+        with torch.no_grad():
+            q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T]  # (B, T, N, A)
+            advantage = coma_advantage(q, pi.detach(), actions[:, :T])  # (B, T, N)
+        log_pi_taken = torch.log(pi.gather(-1, actions[:, :T].unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
+        entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)
+        agent_mask = batch["agent_mask"]  # (B, T, N)
+        n_valid = agent_mask.sum().clamp(min=1.0)
+        actor_loss = -((advantage * log_pi_taken + entropy_coef * entropy) * agent_mask).sum() / n_valid
+        self._step(self.actor_optimizer, self.actor, actor_loss)
+
+        self.updates += 1
+        if self.updates % c.target_update_every == 0:
+            hard_update(self.target_critic, self.critic)
+        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(),
+                "entropy": ((entropy * agent_mask).sum() / n_valid).item()}
+
+    def _step(self, optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor) -> None:
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(net.parameters(), self.config.grad_clip)
+        optimizer.step()
+
+    def state_dict(self) -> dict:
+        return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
+                "target_critic": self.target_critic.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in ("actor", "critic", "target_critic"):
+            getattr(self, key).load_state_dict(state[key])

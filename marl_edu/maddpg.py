@@ -169,6 +169,14 @@ class MADDPG:
         uniform = torch.randint(0, self.n_actions, sampled.shape, generator=self.generator, device=self.device)
         return torch.where(explore, uniform, sampled).cpu().numpy()  # (K, N)
 
+    def greedy_policy(self):
+        """A policy for ``run_episode``: obs ``(N, O)`` -> every agent's argmax action ``(N,)``."""
+        return lambda obs: self.act(obs[None], greedy=True)[0]
+
+    def sampled_policy(self):
+        """A policy for ``run_episode`` that samples from the actors (no epsilon)."""
+        return lambda obs: self.act(obs[None])[0]
+
     # -- the two losses -------------------------------------------------------------------------
     def critic_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Agent i's critic loss  L(theta_i) = mean_b (Q_i(x, a_1..a_N) - y_i)^2  with

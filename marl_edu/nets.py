@@ -57,3 +57,29 @@ class Critic(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mlp(x).squeeze(1)  # (B, 1) -> (B,)
+
+
+class RecurrentActor(nn.Module):
+    """A GRU policy over one agent's own observation history, shared by all agents (COMA).
+
+    One step: input ``(B, D)`` (the agent's observation and its one-hot id) and hidden ``(B, H)`` ->
+    logits ``(B, A)`` and the new hidden ``(B, H)``. With ``recurrent=False`` the GRU is replaced by a
+    linear layer and the hidden state is ignored: a feed-forward policy on the current input only.
+    """
+
+    def __init__(self, in_dim: int, n_actions: int, hidden: int = 64, recurrent: bool = True):
+        super().__init__()
+        self.in_dim, self.hidden, self.recurrent = _positive_int(in_dim, "in_dim"), _positive_int(hidden, "hidden"), recurrent
+        self.encode = nn.Linear(in_dim, hidden)
+        self.memory = nn.GRUCell(hidden, hidden) if recurrent else nn.Linear(hidden, hidden)
+        self.head = nn.Linear(hidden, _positive_int(n_actions, "n_actions"))
+
+    def initial_hidden(self, batch: int, device: str | torch.device = "cpu") -> torch.Tensor:
+        return torch.zeros(batch, self.hidden, device=device)  # (B, H)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        dims = check_shape(x, ("B", self.in_dim), "x", dtype="float")
+        check_shape(h, (dims["B"], self.hidden), "h", dtype="float")
+        z = torch.relu(self.encode(x))  # (B, H)
+        h_new = self.memory(z, h) if self.recurrent else torch.relu(self.memory(z))  # (B, H)
+        return self.head(h_new), h_new  # (B, A), (B, H)

@@ -14,11 +14,13 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from marl_edu.buffers import ReplayBuffer
 from marl_edu.checkpoints import load_checkpoint, save_checkpoint
-from marl_edu.envs import make_env, make_vec_env
+from marl_edu.coma import COMA, COMAConfig
+from marl_edu.envs import VecEnv, make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.rollout import run_episode
 from marl_edu.shapes import one_hot
@@ -29,7 +31,7 @@ class TrainResult:
     """What a training run produced: per-episode team returns (while exploring), periodic greedy
     evaluations ``(episode, greedy team return)``, counts and wall-clock time, and the learner."""
 
-    agent: MADDPG
+    agent: MADDPG | COMA
     episode_returns: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
     best_state: dict | None = None      # the learner's weights at its best periodic greedy evaluation
@@ -39,16 +41,16 @@ class TrainResult:
     seconds: float = 0.0
 
 
-def greedy_return(agent: MADDPG, env_id: str, record_frames: bool = False):
-    """Play one episode with every agent's argmax action; returns the ``Episode``."""
+def greedy_return(agent, env_id: str, record_frames: bool = False):
+    """Play one episode with every agent's argmax action (MADDPG or COMA); returns the ``Episode``."""
     env = make_env(env_id, seed=0)
-    return run_episode(env, lambda obs: agent.act(obs[None], greedy=True)[0], record_frames=record_frames)
+    return run_episode(env, agent.greedy_policy(), record_frames=record_frames)
 
 
-def sampled_returns(agent: MADDPG, env_id: str, n_episodes: int = 100, seed: int = 0) -> np.ndarray:
+def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0) -> np.ndarray:
     """Team returns of ``n_episodes`` episodes with actions sampled from the actors (no epsilon)."""
     env = make_env(env_id, seed=seed)
-    return np.array([run_episode(env, lambda obs: agent.act(obs[None])[0]).team_return for _ in range(n_episodes)])
+    return np.array([run_episode(env, agent.sampled_policy()).team_return for _ in range(n_episodes)])
 
 
 def save_maddpg_policy(agent: MADDPG, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
@@ -134,6 +136,92 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
             if result.evaluations[-1][1] >= result.best_return:
                 result.best_return = result.evaluations[-1][1]
                 result.best_state = copy.deepcopy(agent.state_dict())
+            bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
+            next_eval += eval_every
+    bar.close()
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# COMA: on-policy batches of whole episodes
+# ----------------------------------------------------------------------------------------------
+
+def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[str, torch.Tensor], list[float]]:
+    """Play one episode in each of the K env copies with the behaviour policy; returns the batch for
+    ``COMA.update`` (arrays ``(K, T+1, ...)`` / ``(K, T, ...)``, see there) and the K team returns."""
+    K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
+    obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
+    act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
+    rewards = np.zeros((K, T), dtype=np.float32)  # (K, T) team reward
+    dones = np.ones((K, T), dtype=np.float32)  # (K, T) padding counts as done: nothing flows back from it
+    step_mask = np.zeros((K, T), dtype=np.float32)  # (K, T)
+    agent_mask = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) agent a has not arrived yet
+    lengths = np.zeros(K, dtype=np.int64)
+    returns = np.zeros(K)
+    playing = np.ones(K, dtype=bool)  # copy k is still in its first episode
+    agent_alive = np.ones((K, N), dtype=bool)
+    obs = venv.reset()  # (K, N, O)
+    h = agent.actor.initial_hidden(K * N, agent.device)  # (K*N, H)
+    with torch.no_grad():
+        for t in range(T):
+            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=agent.device)  # (K, N, O)
+            probs, h = agent.policy_step(obs_t, h, epsilon)  # (K, N, A)
+            actions = agent.sample(probs).cpu().numpy()  # (K, N)
+            next_obs, step_rewards, step_dones, info = venv.step(actions)
+            obs_seq[playing, t], act_seq[playing, t] = obs[playing], actions[playing]
+            rewards[playing, t] = step_rewards[playing].sum(axis=1)  # the team reward
+            dones[playing, t] = info["terminated"][playing].all(axis=1)  # terminal only when everyone arrived
+            step_mask[playing, t] = 1.0
+            agent_mask[playing, t] = agent_alive[playing]
+            agent_alive &= ~step_dones
+            for k in np.flatnonzero(playing & info["episode_done"]):
+                obs_seq[k, t + 1] = info["final_obs"][k]  # the state the episode ended in
+                lengths[k], returns[k] = t + 1, info["episode_team_return"][k]
+            playing &= ~info["episode_done"]
+            obs = next_obs
+            if not playing.any():
+                break
+        # the action each policy would take in the end state: bootstraps a time-limit end (unused at a terminal one)
+        obs_all = torch.as_tensor(obs_seq, device=agent.device)  # (K, T+1, N, O)
+        h = agent.actor.initial_hidden(K * N, agent.device)
+        for t in range(int(lengths.max()) + 1):
+            probs, h = agent.policy_step(obs_all[:, t], h, epsilon)  # (K, N, A)
+            at_end = lengths == t
+            if at_end.any():
+                act_seq[at_end, t] = agent.sample(probs).cpu().numpy()[at_end]
+    batch = {"obs": obs_all, "actions": torch.as_tensor(act_seq, device=agent.device),
+             "rewards": torch.as_tensor(rewards, device=agent.device),
+             "dones": torch.as_tensor(dones, device=agent.device),
+             "step_mask": torch.as_tensor(step_mask, device=agent.device),
+             "agent_mask": torch.as_tensor(agent_mask, device=agent.device)}
+    return batch, returns.tolist(), int(step_mask.sum())
+
+
+def train_coma(env_id: str = "Switch2-v0", episodes: int = 3000, config: COMAConfig | None = None, seed: int = 0,
+               eval_every: int = 100, progress: bool = True, device: str = "cpu") -> TrainResult:
+    """Train COMA for ``episodes`` episodes, K at a time (one batch). Deterministic for a seed."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+    config = (config or COMAConfig()).validate()
+    venv = make_vec_env(env_id, config.n_envs, seed)
+    agent = COMA(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
+    result = TrainResult(agent=agent)
+    start = time.perf_counter()
+    bar = tqdm(total=episodes, desc=f"COMA {env_id} seed {seed}", disable=not progress, leave=False)
+    next_eval = eval_every
+    while len(result.episode_returns) < episodes:
+        fraction = min(1.0, len(result.episode_returns) / max(config.anneal_fraction * episodes, 1e-9))
+        epsilon = config.epsilon_start + (config.epsilon_end - config.epsilon_start) * fraction
+        entropy_coef = config.entropy_start * (1.0 - fraction)
+        batch, returns, steps = collect_episodes(agent, venv, epsilon)
+        agent.update(batch, epsilon, entropy_coef)
+        result.episode_returns.extend(returns)
+        result.env_steps += steps
+        result.updates += 1
+        bar.update(len(returns))
+        if len(result.episode_returns) >= next_eval:
+            result.evaluations.append((len(result.episode_returns), greedy_return(agent, env_id).team_return))
             bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
             next_eval += eval_every
     bar.close()

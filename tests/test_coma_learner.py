@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+import torch
+
+from marl_edu.coma import COMA, COMAConfig
+from marl_edu.envs import make_vec_env
+from marl_edu.train import collect_episodes, greedy_return, train_coma
+
+
+def test_collected_batch_shapes_and_masks():
+    venv = make_vec_env("Switch2-v0", 3, seed=0)
+    agent = COMA(2, 2, 5, COMAConfig(hidden=8, n_envs=3), seed=0)
+    batch, returns, steps = collect_episodes(agent, venv, epsilon=1.0)  # uniformly random play
+    assert batch["obs"].shape == (3, 51, 2, 2) and batch["actions"].shape == (3, 51, 2)
+    assert batch["rewards"].shape == (3, 50) and batch["agent_mask"].shape == (3, 50, 2)
+    lengths = batch["step_mask"].sum(dim=1)  # (K,)
+    assert steps == int(lengths.sum()) and len(returns) == 3
+    # the summed team rewards of each episode are its team return
+    assert batch["rewards"].sum(dim=1).tolist() == pytest.approx(returns, abs=1e-4)
+    # padding is 'done', so nothing flows back from it; a real step is done only at a terminal end
+    for k, length in enumerate(lengths.long().tolist()):
+        assert batch["dones"][k, length:].eq(1).all()
+        assert batch["dones"][k, : length - 1].eq(0).all()
+
+
+def test_update_changes_the_networks_and_keeps_the_target_until_its_turn():
+    venv = make_vec_env("Switch2-v0", 2, seed=0)
+    agent = COMA(2, 2, 5, COMAConfig(hidden=8, n_envs=2, target_update_every=2), seed=0)
+    target_before = [p.clone() for p in agent.target_critic.parameters()]
+    actor_before = [p.clone() for p in agent.actor.parameters()]
+    batch, _, _ = collect_episodes(agent, venv, epsilon=0.5)
+    stats = agent.update(batch, epsilon=0.5, entropy_coef=0.01)
+    assert np.isfinite(stats["critic_loss"]) and np.isfinite(stats["actor_loss"])
+    assert any(not torch.equal(a, b) for a, b in zip(actor_before, agent.actor.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(target_before, agent.target_critic.parameters()))
+    agent.update(batch, epsilon=0.5, entropy_coef=0.01)  # the 2nd update copies the critic into the target
+    assert all(torch.equal(a, b) for a, b in zip(agent.critic.parameters(), agent.target_critic.parameters()))
+
+
+def test_training_is_deterministic_and_feed_forward_works():
+    for recurrent in (True, False):
+        config = COMAConfig(hidden=8, n_envs=4, recurrent=recurrent)
+        runs = [train_coma("Switch2-v0", 8, config, seed=2, eval_every=4, progress=False) for _ in range(2)]
+        assert runs[0].episode_returns == runs[1].episode_returns and runs[0].evaluations == runs[1].evaluations
+        assert np.isfinite(greedy_return(runs[0].agent, "Switch2-v0").team_return)
+
+
+def test_bad_config_and_arguments():
+    with pytest.raises(ValueError, match="lam must be a number in \\[0, 1\\], got 2"):
+        COMAConfig(lam=2).validate()
+    with pytest.raises(ValueError, match="recurrent must be True or False"):
+        COMAConfig(recurrent="yes").validate()
+    with pytest.raises(ValueError, match="episodes must be a positive int"):
+        train_coma("Switch2-v0", 0)
