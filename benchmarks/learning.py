@@ -1,7 +1,9 @@
-"""MADDPG's learning target on Switch2: one run per seed, greedy and sampled evaluation, a SUMMARY line.
+"""The learning targets on Switch2: one run per seed, greedy and sampled evaluation, a SUMMARY line.
 
     .venv/bin/python benchmarks/learning.py --algo maddpg --env Switch2-v2 --seeds 0 1 2 3 4 [--episodes 3000]
         [--actor-gradient expected|gumbel] [--out results/maddpg/Switch2-v2]
+    .venv/bin/python benchmarks/learning.py --algo coma --env Switch2-v0 --seeds 0 1 2 3 4 [--episodes 20000]
+        [--feed-forward] [--out results/coma/Switch2-v0]
 
 Each run trains for --episodes episodes (one core per run) and then evaluates its final policy: greedy
 (every agent takes its argmax action; Switch is deterministic, so one episode is that policy's exact
@@ -22,9 +24,11 @@ import sys
 import numpy as np
 import torch
 
+from marl_edu.coma import COMAConfig
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.planning import optimal_team_return
-from marl_edu.train import greedy_return, sampled_returns, save_maddpg_policy, train_maddpg
+from marl_edu.train import (greedy_return, sampled_returns, save_coma_policy, save_maddpg_policy, train_coma,
+                            train_maddpg)
 
 SOLVED = 8.0
 
@@ -37,24 +41,31 @@ def _rounded(run) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", choices=["maddpg"], default="maddpg")
+    parser.add_argument("--algo", choices=["maddpg", "coma"], default="maddpg")
     parser.add_argument("--env", default="Switch2-v2")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--episodes", type=int, default=3000)
+    parser.add_argument("--episodes", type=int, default=None, help="default: 3000 (maddpg), 20000 (coma)")
     parser.add_argument("--actor-gradient", choices=["expected", "gumbel"], default="expected",
                         help="MADDPGConfig.actor_gradient: exact expectation over own actions, or Gumbel-softmax")
+    parser.add_argument("--feed-forward", action="store_true", help="COMA with feed-forward instead of GRU actors")
     parser.add_argument("--out", type=pathlib.Path, default=None,
                         help="write summary.json, run.json and policy.pt (first seed) to this folder")
     args = parser.parse_args(argv)
+    if args.episodes is None:
+        args.episodes = 3000 if args.algo == "maddpg" else 20000
     if args.episodes < 1:
         parser.error("--episodes must be positive")
     torch.set_num_threads(1)  # one core per run, as the target says
     optimum = optimal_team_return(args.env)
-    config = MADDPGConfig(actor_gradient=args.actor_gradient)
+    if args.algo == "maddpg":
+        config, train, save = MADDPGConfig(actor_gradient=args.actor_gradient), train_maddpg, save_maddpg_policy
+    else:
+        config, train, save = COMAConfig(recurrent=not args.feed_forward), train_coma, save_coma_policy
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
     rows = []
     for seed in args.seeds:
-        run = train_maddpg(args.env, args.episodes, config, seed=seed, eval_every=50, progress=False)
+        run = train(args.env, args.episodes, config, seed=seed, eval_every=50 if args.algo == "maddpg" else 400,
+                    progress=False)
         greedy = greedy_return(run.agent, args.env).team_return
         sampled = float(sampled_returns(run.agent, args.env, n_episodes=100, seed=seed).mean())
         rate = run.env_steps / run.seconds
@@ -65,12 +76,13 @@ def main(argv=None) -> int:
               f"{run.seconds:7.1f} {rate:8.0f}", flush=True)
         if args.out and seed == args.seeds[0]:
             args.out.mkdir(parents=True, exist_ok=True)
-            save_maddpg_policy(run.agent, args.env, args.out / "policy.pt")
+            save(run.agent, args.env, args.out / "policy.pt")
             reference = {"algo": args.algo, "env": args.env, "seed": seed, "greedy": greedy,
                          "config": dataclasses.asdict(config), **_rounded(run)}
             (args.out / "run.json").write_text(json.dumps(reference) + "\n")
     greedy = np.array([row["greedy"] for row in rows])
-    print(f"actor_gradient={args.actor_gradient} episodes={args.episodes}")
+    variant = f"actor_gradient={args.actor_gradient}" if args.algo == "maddpg" else f"recurrent={not args.feed_forward}"
+    print(f"{variant} episodes={args.episodes}")
     summary = (f"SUMMARY algo={args.algo} env={args.env} seeds={len(rows)} median_return={np.median(greedy):.2f} "
                f"min_return={greedy.min():.2f} solved={int((greedy >= SOLVED - 1e-6).sum())}/{len(rows)} "
                f"optimal={optimum:.2f} wall_s={max(row['wall_s'] for row in rows):.0f} "

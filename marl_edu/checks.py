@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 
 from marl_edu.maddpg import flatten_for_critic
+from marl_edu.targets import td_lambda_targets
 
 
 def _call(fn: Callable, *args):
@@ -139,3 +140,49 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
         return
     print(f"PASSED: y = r + gamma (1 - d) q_next, detached, on all {len(cases)} cases "
           f"(terminals, gamma 0 and 1, B = 1, per-agent (B, N)).")
+
+
+def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(rewards, dones, next_values, gamma, lam) -> G`` (all ``(..., T)``) against
+    ``G_t = r_t + gamma (1 - d_t) ((1 - lam) V_{t+1} + lam G_{t+1})`` with ``G_{T-1}`` bootstrapping from
+    ``V_T``, on lam 0, 0.5 and 1, a time-limit end, padding after a terminal step and a ``(B, N, T)`` batch."""
+    generator = torch.Generator().manual_seed(0)
+    cases = [((4,), 0.5, 0.0, "terminal"), ((4,), 0.5, 0.5, "terminal"), ((5,), 0.9, 1.0, "terminal"),
+             ((6,), 0.9, 0.8, "time limit"), ((3, 2, 7), 0.99, 0.8, "mixed")]  # (shape, gamma, lam, ending)
+    for shape, gamma, lam, ending in cases:
+        case = f"shape={shape}, gamma={gamma}, lam={lam}, {ending} end"
+        rewards = torch.randn(shape, generator=generator)
+        next_values = torch.randn(shape, generator=generator)
+        dones = torch.zeros(shape)
+        if ending == "terminal":
+            dones[..., -1] = 1.0
+        elif ending == "mixed":  # some rows end early (and are padded), some are cut by the time limit
+            dones[0, :, 3:] = 1.0
+        expected = td_lambda_targets(rewards, dones, next_values, gamma, lam)
+        out = _run_case(fn, case, rewards.clone(), dones.clone(), next_values.clone(), gamma, lam)
+        if out is None:
+            return
+        if tuple(out.shape) != tuple(expected.shape):
+            print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
+                  f"Hint: G has the shape of rewards, (..., T); loop over the last axis only.")
+            return
+        if torch.allclose(out, expected, atol=1e-5):
+            continue
+        no_bootstrap = next_values.clone()
+        no_bootstrap[..., -1] = 0.0
+        swapped = td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
+        no_mask = td_lambda_targets(rewards, torch.zeros(shape), next_values, gamma, lam)
+        if torch.allclose(out, td_lambda_targets(rewards, dones, no_bootstrap, gamma, lam), atol=1e-5):
+            hint = ("the last step must bootstrap from V_T = next_values[..., -1]: an episode cut by the time limit "
+                    "did not end (d = 0), it was stopped. Start the recursion with G_T = next_values[..., -1].")
+        elif torch.allclose(out, swapped, atol=1e-5):
+            hint = "lam and (1 - lam) are swapped: (1 - lam) weighs V_{t+1}, lam weighs G_{t+1}."
+        elif torch.allclose(out, no_mask, atol=1e-5):
+            hint = "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."
+        else:
+            hint = "go backwards from t = T-1; keep G_{t+1} from the previous iteration."
+        print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:5].tolist()]}\n"
+              f"got      {[round(v, 3) for v in out.detach().flatten()[:5].tolist()]}\nHint: {hint}")
+        return
+    print(f"PASSED: TD(lambda) targets on all {len(cases)} cases (lam 0, 0.5 and 1, a time-limit end, "
+          f"padding after a terminal step, a (B, N, T) batch).")

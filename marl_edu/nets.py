@@ -69,7 +69,8 @@ class RecurrentActor(nn.Module):
 
     def __init__(self, in_dim: int, n_actions: int, hidden: int = 64, recurrent: bool = True):
         super().__init__()
-        self.in_dim, self.hidden, self.recurrent = _positive_int(in_dim, "in_dim"), _positive_int(hidden, "hidden"), recurrent
+        self.in_dim, self.hidden = _positive_int(in_dim, "in_dim"), _positive_int(hidden, "hidden")
+        self.recurrent = recurrent
         self.encode = nn.Linear(in_dim, hidden)
         self.memory = nn.GRUCell(hidden, hidden) if recurrent else nn.Linear(hidden, hidden)
         self.head = nn.Linear(hidden, _positive_int(n_actions, "n_actions"))

@@ -71,6 +71,23 @@ def load_maddpg_policy(path: str | pathlib.Path, env_id: str | None = None) -> M
     return agent
 
 
+def save_coma_policy(agent: COMA, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
+    """Save COMA's shared actor (all an evaluation needs) with the config."""
+    header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
+              "n_actions": agent.n_actions}
+    return save_checkpoint(path, "coma", env_id, header, {"actor": agent.actor.state_dict()})
+
+
+def load_coma_policy(path: str | pathlib.Path, env_id: str | None = None) -> COMA:
+    """A COMA learner whose actor holds the checkpoint's weights."""
+    payload = load_checkpoint(path, algo="coma", env_id=env_id)
+    header = dict(payload["config"])
+    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]
+    agent = COMA(*dims, COMAConfig(**header))
+    agent.actor.load_state_dict(payload["state"]["actor"])
+    return agent
+
+
 def _n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, terminal: bool, flush: bool):
     """Emit n-step transitions from the pending steps of one env copy.
 
@@ -198,7 +215,7 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
     return batch, returns.tolist(), int(step_mask.sum())
 
 
-def train_coma(env_id: str = "Switch2-v0", episodes: int = 3000, config: COMAConfig | None = None, seed: int = 0,
+def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMAConfig | None = None, seed: int = 0,
                eval_every: int = 100, progress: bool = True, device: str = "cpu") -> TrainResult:
     """Train COMA for ``episodes`` episodes, K at a time (one batch). Deterministic for a seed."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:

@@ -74,3 +74,32 @@ def test_td_check_names_each_pitfall(capsys):
     assert "carries a gradient" in _run_td(lambda r, d, q, g: r + g * (1 - d) * q, capsys)
     assert "broadcast to (B, B)" in _run_td(lambda r, d, q, g: (r + g * (1 - d) * q.unsqueeze(-1)).detach(), capsys)
     assert _run_td(lambda r, d, q, g: (_ for _ in ()).throw(NotImplementedError), capsys).startswith("NOT DONE")
+
+
+def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
+    from marl_edu.checks import check_td_lambda_targets
+    from marl_edu.targets import td_lambda_targets
+
+    check_td_lambda_targets(td_lambda_targets)
+    assert capsys.readouterr().out.startswith("PASSED")
+
+    def no_bootstrap(rewards, dones, next_values, gamma, lam):  # treats the time limit as terminal
+        cut = next_values.clone()
+        cut[..., -1] = 0.0
+        return td_lambda_targets(rewards, dones, cut, gamma, lam)
+
+    check_td_lambda_targets(no_bootstrap)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED on shape=(6,)") and "must bootstrap from V_T" in out
+
+    def swapped(rewards, dones, next_values, gamma, lam):
+        return td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
+
+    check_td_lambda_targets(swapped)
+    assert "lam and (1 - lam) are swapped" in capsys.readouterr().out
+
+    def stub(rewards, dones, next_values, gamma, lam):
+        raise NotImplementedError
+
+    check_td_lambda_targets(stub)
+    assert capsys.readouterr().out.startswith("NOT DONE YET")
