@@ -1,5 +1,6 @@
-"""ipywidgets panels for the notebooks: an explorer that steps through a recorded episode, and a
-hyperparameter panel whose button trains and draws the new learning curve over a reference run."""
+"""ipywidgets panels for the notebooks: an explorer that steps through a recorded episode, a
+hyperparameter panel whose button trains and draws the new learning curve over a reference run, and
+an explorer of COMA's counterfactual baseline and advantage."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Callable
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from PIL import Image
 
 from marl_edu.rollout import Episode
@@ -169,3 +171,67 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
                 "label": f"your run (seed {seed})"}
 
     return training_panel(controls, train, reference, optimal, random)
+
+
+# ----------------------------------------------------------------------------------------------
+# COMA's advantage explorer
+# ----------------------------------------------------------------------------------------------
+
+def advantage_explorer(action_meanings: list[str], q: list[float] | None = None,
+                       pi: list[float] | None = None) -> widgets.VBox:
+    """Sliders for one agent's Q-values Q(s, (u^{-a}, k)) and policy weights pi(k), per action k.
+
+    Shows the counterfactual baseline b = sum_k pi(k) Q(s, (u^{-a}, k)) and every action's
+    advantage Q(s, (u^{-a}, k)) - b, next to the "advantage" against a state-value baseline V(s)
+    (its own slider): Q - V, which is not centred on this agent's policy. Policy weights are
+    normalised to probabilities.
+    """
+    from marl_edu.coma import counterfactual_baseline
+
+    A = len(action_meanings)
+    q = list(q) if q is not None else [0.0] * A
+    pi = list(pi) if pi is not None else [1.0 / A] * A
+    if len(q) != A or len(pi) != A:
+        raise ValueError(f"q and pi need one value per action ({A}), got {len(q)} and {len(pi)}")
+    if not all(0.0 <= p <= 1.0 for p in pi) or not all(-10.0 <= v <= 10.0 for v in q):
+        raise ValueError(f"pi weights must be in [0, 1] and Q-values in [-10, 10] (the sliders' ranges), "
+                         f"got pi={pi}, q={q}")
+    style = {"description_width": "110px"}
+    q_sliders = [widgets.FloatSlider(value=v, min=-10, max=10, step=0.1, description=f"Q({m})", style=style)
+                 for v, m in zip(q, action_meanings)]
+    pi_sliders = [widgets.FloatSlider(value=v, min=0, max=1, step=0.01, description=f"pi({m}) weight", style=style)
+                  for v, m in zip(pi, action_meanings)]
+    v_slider = widgets.FloatSlider(value=0.0, min=-10, max=10, step=0.1, description="V(s)", style=style)
+    image = widgets.Image(format="png")
+    summary = widgets.HTML()
+
+    def show(_change=None) -> None:
+        weights = np.array([s.value for s in pi_sliders], dtype=np.float64)
+        probs = weights / weights.sum() if weights.sum() > 0 else np.full(A, 1.0 / A)  # (A,)
+        q_values = torch.tensor([s.value for s in q_sliders], dtype=torch.float64)  # (A,)
+        baseline = counterfactual_baseline(q_values, torch.as_tensor(probs)).item()
+        advantages = (q_values - baseline).numpy()  # (A,)
+        versus_v = (q_values - v_slider.value).numpy()  # (A,)
+        fig, ax = plt.subplots(figsize=(7, 3))
+        x = np.arange(A)
+        ax.bar(x - 0.2, advantages, width=0.4, label="COMA: Q(s, (u^-a, k)) - b")
+        ax.bar(x + 0.2, versus_v, width=0.4, color="0.6", label="state-value baseline: Q - V(s)")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(x, [f"{m}\npi={p:.2f}" for m, p in zip(action_meanings, probs)])
+        ax.set_ylabel("advantage of action k")
+        ax.set_title(f"counterfactual baseline b = {baseline:.2f}")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+        image.value = _figure_png(fig)
+        expected = float((probs * advantages).sum())  # sum_k pi(k) (Q_k - b) = 0 always
+        summary.value = (f"b = sum_k pi(k) Q_k = <b>{baseline:.2f}</b>; policy-weighted mean of the COMA advantages: "
+                         f"<b>{expected:+.2f}</b> (always 0); of Q - V: <b>{float((probs * versus_v).sum()):+.2f}</b>")
+
+    for slider in [*q_sliders, *pi_sliders, v_slider]:
+        slider.observe(show, names="value")
+    show()
+    columns = widgets.HBox([widgets.VBox(q_sliders + [v_slider]), widgets.VBox(pi_sliders)])
+    panel = widgets.VBox([columns, summary, image])
+    panel.q_sliders, panel.pi_sliders, panel.v_slider, panel.summary, panel.image = (
+        q_sliders, pi_sliders, v_slider, summary, image)
+    return panel

@@ -89,3 +89,22 @@ def test_maddpg_panel_runs_a_real_short_training():
     panel.button.click()
     episodes_done = int(panel.status.value.split()[1])  # "done: 52 episodes, ..." (16 envs finish together)
     assert panel.status.value.startswith("done: ") and episodes_done >= 50
+
+
+def test_advantage_explorer_by_hand():
+    from marl_edu.widgets import advantage_explorer
+
+    panel = advantage_explorer(["D", "L", "U"], q=[1.0, 2.0, 4.0], pi=[0.5, 0.25, 0.25])
+    # b = 0.5 * 1 + 0.25 * 2 + 0.25 * 4 = 2.0
+    assert "<b>2.00</b>" in panel.summary.value and "<b>+0.00</b> (always 0)" in panel.summary.value
+    before = panel.image.value
+    panel.q_sliders[2].value = 0.0  # b = 0.5 + 0.5 + 0 = 1.0
+    assert "<b>1.00</b>" in panel.summary.value and panel.image.value != before
+    panel.v_slider.value = 3.0  # Q - V = [-2, -1, -3], policy-weighted: -1 - 0.25 - 0.75 = -2.0
+    assert "of Q - V: <b>-2.00</b>" in panel.summary.value
+    panel.pi_sliders[1].value = 1.0  # weights 0.5, 1, 0.25 -> pi = 2/7, 4/7, 1/7; b = 2/7 * 1 + 4/7 * 2 + 0 = 10/7
+    assert "<b>1.43</b>" in panel.summary.value
+    with pytest.raises(ValueError, match="one value per action \\(3\\), got 2 and 3"):
+        advantage_explorer(["D", "L", "U"], q=[1.0, 2.0])
+    with pytest.raises(ValueError, match="pi weights must be in \\[0, 1\\]"):
+        advantage_explorer(["D", "L", "U"], pi=[2.0, 1.0, 1.0])
