@@ -13,6 +13,7 @@ from typing import Callable
 
 import torch
 
+from marl_edu.coma import coma_advantage
 from marl_edu.maddpg import flatten_for_critic
 from marl_edu.targets import td_lambda_targets
 
@@ -186,3 +187,39 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
         return
     print(f"PASSED: TD(lambda) targets on all {len(cases)} cases (lam 0, 0.5 and 1, a time-limit end, "
           f"padding after a terminal step, a (B, N, T) batch).")
+
+
+def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(q (..., A), pi (..., A), actions (...)) -> advantage (...)`` against
+    ``Q(s, u) - sum_k pi(k) Q(s, (u^{-a}, k))`` on single agents, batches ``(B, N)`` and ``(B, T, N)``."""
+    generator = torch.Generator().manual_seed(0)
+    cases = [(), (4,), (3, 2), (2, 5, 2)]  # leading shapes (...); the last axis is A = 5
+    for lead in cases:
+        case = f"q of shape {(*lead, 5)}"
+        q = torch.randn(*lead, 5, generator=generator)
+        pi = torch.softmax(torch.randn(*lead, 5, generator=generator), dim=-1)
+        actions = torch.randint(0, 5, lead, generator=generator)
+        expected = coma_advantage(q, pi, actions)
+        out = _run_case(fn, case, q.clone(), pi.clone(), actions.clone())
+        if out is None:
+            return
+        if tuple(out.shape) != tuple(expected.shape):
+            print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
+                  f"Hint: one advantage per agent and step: sum over the action axis only, and pick Q of the taken "
+                  f"action with gather on the last axis.")
+            return
+        if torch.allclose(out, expected, atol=1e-5):
+            continue
+        q_taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        if torch.allclose(out, q_taken - q.mean(-1), atol=1e-5):
+            hint = "you averaged Q uniformly; the baseline weighs each action by the agent's policy: sum_k pi(k) Q_k."
+        elif torch.allclose(out, -expected, atol=1e-5):
+            hint = "the sign is flipped: advantage = Q(s, u) - baseline."
+        elif torch.allclose(out, q_taken - q.max(-1).values, atol=1e-5):
+            hint = "the baseline is the policy's expected Q, not the best Q."
+        else:
+            hint = "advantage = q[..., taken action] - (pi * q).sum(-1)."
+        print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:4].tolist()]}\n"
+              f"got      {[round(v, 3) for v in out.detach().flatten()[:4].tolist()]}\nHint: {hint}")
+        return
+    print(f"PASSED: the counterfactual advantage on all {len(cases)} cases (one agent, (B,), (B, N), (B, T, N)).")

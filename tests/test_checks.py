@@ -103,3 +103,31 @@ def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
 
     check_td_lambda_targets(stub)
     assert capsys.readouterr().out.startswith("NOT DONE YET")
+
+
+def test_coma_advantage_check(capsys):
+    import torch
+
+    from marl_edu.checks import check_coma_advantage
+    from marl_edu.coma import coma_advantage
+
+    check_coma_advantage(coma_advantage)
+    assert capsys.readouterr().out.startswith("PASSED")
+
+    def uniform(q, pi, actions):
+        return q.gather(-1, actions.unsqueeze(-1)).squeeze(-1) - q.mean(-1)
+
+    check_coma_advantage(uniform)
+    assert "weighs each action by the agent's policy" in capsys.readouterr().out
+
+    def flipped(q, pi, actions):
+        return -coma_advantage(q, pi, actions)
+
+    check_coma_advantage(flipped)
+    assert "the sign is flipped" in capsys.readouterr().out
+
+    def flat(q, pi, actions):
+        return torch.zeros(3)
+
+    check_coma_advantage(flat)
+    assert "expected shape ()" in capsys.readouterr().out
