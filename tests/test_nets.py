@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from marl_edu.nets import MLP, Actor, Critic
+from marl_edu.nets import MLP, Actor, Critic, RecurrentActor
 
 
 def test_shapes():
@@ -27,3 +27,20 @@ def test_bad_inputs():
         Critic(3)(torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="hidden size must be a positive int"):
         MLP(3, 4, hidden=(0,))
+
+
+def test_recurrent_actor_carries_memory_and_the_feed_forward_one_does_not():
+    torch.manual_seed(0)
+    x = torch.ones(3, 4)  # (B=3, D=4) the same input twice in a row
+    gru = RecurrentActor(4, 5, hidden=8, recurrent=True)
+    h0 = gru.initial_hidden(3)
+    logits1, h1 = gru(x, h0)
+    logits2, _ = gru(x, h1)
+    assert logits1.shape == (3, 5) and h1.shape == (3, 8)
+    assert not torch.allclose(logits1, logits2)  # same input, different history: different action logits
+    ff = RecurrentActor(4, 5, hidden=8, recurrent=False)
+    out1, g1 = ff(x, ff.initial_hidden(3))
+    out2, _ = ff(x, g1)
+    assert torch.allclose(out1, out2)  # a feed-forward policy sees the input only
+    with pytest.raises(ValueError, match="h"):
+        gru(x, torch.zeros(3, 7))
