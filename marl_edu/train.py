@@ -1,7 +1,9 @@
-"""Training loops with progress bars, and evaluation of trained agents.
+"""Training loops with progress bars, evaluation of trained agents, and their policy files.
 
 ``train_maddpg`` runs MADDPG on K lock-step copies of an environment (``make_vec_env``), with
 n-step returns of the **team reward** (Switch is cooperative: every critic learns the sum over agents).
+``train_coma`` plays K whole episodes at a time with the current policy (on-policy) and makes one
+COMA update from them, also with the team reward.
 """
 
 from __future__ import annotations
@@ -53,19 +55,28 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0) ->
     return np.array([run_episode(env, agent.sampled_policy()).team_return for _ in range(n_episodes)])
 
 
+def _header(agent: MADDPG | COMA) -> dict:
+    """A learner's config plus the sizes needed to rebuild it."""
+    return {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
+            "n_actions": agent.n_actions}
+
+
+def _rebuild(payload: dict, learner_class, config_class):
+    """An untrained learner of the checkpoint's sizes and config."""
+    header = dict(payload["config"])
+    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]
+    return learner_class(*dims, config_class(**header))
+
+
 def save_maddpg_policy(agent: MADDPG, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     """Save the actors (all a greedy or sampled evaluation needs; a few tens of kilobytes) with the config."""
-    header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
-              "n_actions": agent.n_actions}
-    return save_checkpoint(path, "maddpg", env_id, header, {"actors": agent.actors.state_dict()})
+    return save_checkpoint(path, "maddpg", env_id, _header(agent), {"actors": agent.actors.state_dict()})
 
 
 def load_maddpg_policy(path: str | pathlib.Path, env_id: str | None = None) -> MADDPG:
     """A MADDPG learner whose actors (and target actors) hold the checkpoint's weights."""
     payload = load_checkpoint(path, algo="maddpg", env_id=env_id)
-    header = dict(payload["config"])
-    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]
-    agent = MADDPG(*dims, MADDPGConfig(**header))
+    agent = _rebuild(payload, MADDPG, MADDPGConfig)
     agent.actors.load_state_dict(payload["state"]["actors"])
     agent.target_actors.load_state_dict(payload["state"]["actors"])
     return agent
@@ -73,17 +84,13 @@ def load_maddpg_policy(path: str | pathlib.Path, env_id: str | None = None) -> M
 
 def save_coma_policy(agent: COMA, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     """Save COMA's shared actor (all an evaluation needs) with the config."""
-    header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
-              "n_actions": agent.n_actions}
-    return save_checkpoint(path, "coma", env_id, header, {"actor": agent.actor.state_dict()})
+    return save_checkpoint(path, "coma", env_id, _header(agent), {"actor": agent.actor.state_dict()})
 
 
 def load_coma_policy(path: str | pathlib.Path, env_id: str | None = None) -> COMA:
     """A COMA learner whose actor holds the checkpoint's weights."""
     payload = load_checkpoint(path, algo="coma", env_id=env_id)
-    header = dict(payload["config"])
-    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]
-    agent = COMA(*dims, COMAConfig(**header))
+    agent = _rebuild(payload, COMA, COMAConfig)
     agent.actor.load_state_dict(payload["state"]["actor"])
     return agent
 
@@ -164,9 +171,10 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
 # COMA: on-policy batches of whole episodes
 # ----------------------------------------------------------------------------------------------
 
-def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[str, torch.Tensor], list[float]]:
-    """Play one episode in each of the K env copies with the behaviour policy; returns the batch for
-    ``COMA.update`` (arrays ``(K, T+1, ...)`` / ``(K, T, ...)``, see there) and the K team returns."""
+def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[str, torch.Tensor], list[float], int]:
+    """Play one episode in each of the K env copies with the behaviour policy. Returns the batch for
+    ``COMA.update`` (arrays ``(K, T+1, ...)`` / ``(K, T, ...)``, see there), the K team returns and the
+    number of real env steps. Copies that finish early keep stepping (lock-step) but are not recorded."""
     K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
     obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
     act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
