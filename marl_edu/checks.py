@@ -40,6 +40,15 @@ def _run_case(fn: Callable, case: str, *args) -> torch.Tensor | None:
     return out
 
 
+def _named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], fallback: str,
+                   atol: float = 1e-5) -> str:
+    """The hint of the first known mistake whose output ``out`` reproduces, else ``fallback``."""
+    for wrong_output, hint in mistakes:
+        if torch.allclose(out, wrong_output, atol=atol):
+            return hint
+    return fallback
+
+
 def _shape_hint(got: tuple, B: int, N: int, O: int, A: int) -> str:
     if got == (B, N, O + A):
         return "you concatenated per agent but did not merge the agent axis into the feature axis."
@@ -79,19 +88,15 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         swapped = torch.cat([actions.reshape(B, N * A), obs.reshape(B, N * O)], dim=1)
         mixed = torch.cat([obs.transpose(0, 1).reshape(B, N * O),
                            actions.transpose(0, 1).reshape(B, N * A)], dim=1)  # rows from other transitions
-        if torch.allclose(out, interleaved):
-            hint = "you interleaved [o_1, a_1, o_2, a_2, ...]; this course's critic takes all observations first, " \
-                   "then all actions: [o_1, ..., o_N, a_1, ..., a_N]."
-        elif torch.allclose(out, swapped):
-            hint = "actions come after observations: [o_1, ..., o_N, a_1, ..., a_N]."
-        elif torch.allclose(out, wrong_axis):
-            hint = "you flattened feature-major (o_1[0], o_2[0], o_1[1], ...): transpose before reshape mixed " \
-                   "the agents' features. Reshape (B, N, O) straight to (B, N*O)."
-        elif torch.allclose(out, mixed):
-            hint = "a row holds observations from different transitions: the batch and agent axes were swapped " \
-                   "before flattening. Row b must be transition b only."
-        else:
-            hint = "compare your first row with torch.cat([obs[0].flatten(), actions[0].flatten()])."
+        hint = _named_mistake(out, [
+            (interleaved, "you interleaved [o_1, a_1, o_2, a_2, ...]; this course's critic takes all observations "
+                          "first, then all actions: [o_1, ..., o_N, a_1, ..., a_N]."),
+            (swapped, "actions come after observations: [o_1, ..., o_N, a_1, ..., a_N]."),
+            (wrong_axis, "you flattened feature-major (o_1[0], o_2[0], o_1[1], ...): transpose before reshape mixed "
+                         "the agents' features. Reshape (B, N, O) straight to (B, N*O)."),
+            (mixed, "a row holds observations from different transitions: the batch and agent axes were swapped "
+                    "before flattening. Row b must be transition b only."),
+        ], "compare your first row with torch.cat([obs[0].flatten(), actions[0].flatten()]).", atol=1e-8)
         print(f"FAILED on {case}: values differ from the reference.\n"
               f"expected row 0: {[round(v, 3) for v in expected[0].tolist()]}\n"
               f"got row 0:      {[round(v, 3) for v in out[0].tolist()]}\nHint: {hint}")
@@ -129,12 +134,10 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
         with torch.no_grad():
             no_mask = rewards + gamma * q_next
             flipped = rewards + gamma * dones * q_next
-        if torch.allclose(out, no_mask, atol=1e-6):
-            hint = "you bootstrap after terminal transitions too: multiply gamma * q_next by (1 - dones)."
-        elif torch.allclose(out, flipped, atol=1e-6):
-            hint = "the mask is flipped: bootstrap where dones == 0, i.e. multiply by (1 - dones), not dones."
-        else:
-            hint = "y = rewards + gamma * (1 - dones) * q_next, element by element."
+        hint = _named_mistake(out, [
+            (no_mask, "you bootstrap after terminal transitions too: multiply gamma * q_next by (1 - dones)."),
+            (flipped, "the mask is flipped: bootstrap where dones == 0, i.e. multiply by (1 - dones), not dones."),
+        ], "y = rewards + gamma * (1 - dones) * q_next, element by element.", atol=1e-6)
         print(f"FAILED on {case}: values differ.\nrewards {rewards.flatten()[:4].tolist()}, dones "
               f"{dones.flatten()[:4].tolist()}\nexpected {[round(v, 3) for v in expected.flatten()[:4].tolist()]}\n"
               f"got      {[round(v, 3) for v in out.detach().flatten()[:4].tolist()]}\nHint: {hint}")
@@ -173,15 +176,13 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
         no_bootstrap[..., -1] = 0.0
         swapped = td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
         no_mask = td_lambda_targets(rewards, torch.zeros(shape), next_values, gamma, lam)
-        if torch.allclose(out, td_lambda_targets(rewards, dones, no_bootstrap, gamma, lam), atol=1e-5):
-            hint = ("the last step must bootstrap from V_T = next_values[..., -1]: an episode cut by the time limit "
-                    "did not end (d = 0), it was stopped. Start the recursion with G_T = next_values[..., -1].")
-        elif torch.allclose(out, swapped, atol=1e-5):
-            hint = "lam and (1 - lam) are swapped: (1 - lam) weighs V_{t+1}, lam weighs G_{t+1}."
-        elif torch.allclose(out, no_mask, atol=1e-5):
-            hint = "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."
-        else:
-            hint = "go backwards from t = T-1; keep G_{t+1} from the previous iteration."
+        hint = _named_mistake(out, [
+            (td_lambda_targets(rewards, dones, no_bootstrap, gamma, lam),
+             "the last step must bootstrap from V_T = next_values[..., -1]: an episode cut by the time limit did "
+             "not end (d = 0), it was stopped. Start the recursion with G_T = next_values[..., -1]."),
+            (swapped, "lam and (1 - lam) are swapped: (1 - lam) weighs V_{t+1}, lam weighs G_{t+1}."),
+            (no_mask, "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."),
+        ], "go backwards from t = T-1; keep G_{t+1} from the previous iteration.")
         print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:5].tolist()]}\n"
               f"got      {[round(v, 3) for v in out.detach().flatten()[:5].tolist()]}\nHint: {hint}")
         return
@@ -211,14 +212,12 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
         if torch.allclose(out, expected, atol=1e-5):
             continue
         q_taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        if torch.allclose(out, q_taken - q.mean(-1), atol=1e-5):
-            hint = "you averaged Q uniformly; the baseline weighs each action by the agent's policy: sum_k pi(k) Q_k."
-        elif torch.allclose(out, -expected, atol=1e-5):
-            hint = "the sign is flipped: advantage = Q(s, u) - baseline."
-        elif torch.allclose(out, q_taken - q.max(-1).values, atol=1e-5):
-            hint = "the baseline is the policy's expected Q, not the best Q."
-        else:
-            hint = "advantage = q[..., taken action] - (pi * q).sum(-1)."
+        hint = _named_mistake(out, [
+            (q_taken - q.mean(-1), "you averaged Q uniformly; the baseline weighs each action by the agent's policy: "
+                                   "sum_k pi(k) Q_k."),
+            (-expected, "the sign is flipped: advantage = Q(s, u) - baseline."),
+            (q_taken - q.max(-1).values, "the baseline is the policy's expected Q, not the best Q."),
+        ], "advantage = q[..., taken action] - (pi * q).sum(-1).")
         print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:4].tolist()]}\n"
               f"got      {[round(v, 3) for v in out.detach().flatten()[:4].tolist()]}\nHint: {hint}")
         return

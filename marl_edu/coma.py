@@ -167,27 +167,22 @@ class COMA:
     def greedy_policy(self):
         """A fresh policy for ``run_episode``: obs ``(N, O)`` -> argmax actions ``(N,)``, carrying its own
         GRU hidden state from step to step (so make a new one for every episode)."""
-        h = self.actor.initial_hidden(self.n_agents, self.device)
-
-        @torch.no_grad()
-        def policy(obs: np.ndarray) -> np.ndarray:
-            nonlocal h
-            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]  # (1, N, O)
-            probs, h = self.policy_step(obs_t, h, epsilon=0.0)  # (1, N, A)
-            return probs[0].argmax(dim=-1).cpu().numpy()  # (N,)
-
-        return policy
+        return self._episode_policy(lambda probs: probs.argmax(dim=-1))
 
     def sampled_policy(self):
         """Like ``greedy_policy`` but sampling from pi (no epsilon)."""
-        h = self.actor.initial_hidden(self.n_agents, self.device)
+        return self._episode_policy(self.sample)
+
+    def _episode_policy(self, pick):
+        """obs ``(N, O)`` -> ``pick(probs (1, N, A))[0]``, with the hidden state kept between calls."""
+        h = self.actor.initial_hidden(self.n_agents, self.device)  # (N, H)
 
         @torch.no_grad()
         def policy(obs: np.ndarray) -> np.ndarray:
             nonlocal h
             obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]  # (1, N, O)
             probs, h = self.policy_step(obs_t, h, epsilon=0.0)  # (1, N, A)
-            return self.sample(probs)[0].cpu().numpy()  # (N,)
+            return pick(probs)[0].cpu().numpy()  # (N,)
 
         return policy
 

@@ -182,17 +182,21 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
     dones = np.ones((K, T), dtype=np.float32)  # (K, T) padding counts as done: nothing flows back from it
     step_mask = np.zeros((K, T), dtype=np.float32)  # (K, T)
     agent_mask = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) agent a has not arrived yet
-    lengths = np.zeros(K, dtype=np.int64)
     returns = np.zeros(K)
     playing = np.ones(K, dtype=bool)  # copy k is still in its first episode
+    just_ended = np.zeros(K, dtype=bool)  # copy k's episode ended at the previous step
     agent_alive = np.ones((K, N), dtype=bool)
     obs = venv.reset()  # (K, N, O)
     h = agent.actor.initial_hidden(K * N, agent.device)  # (K*N, H)
     with torch.no_grad():
-        for t in range(T):
+        for t in range(T + 1):
             obs_t = torch.as_tensor(obs, dtype=torch.float32, device=agent.device)  # (K, N, O)
             probs, h = agent.policy_step(obs_t, h, epsilon)  # (K, N, A)
             actions = agent.sample(probs).cpu().numpy()  # (K, N)
+            # a copy that just ended was fed its end state: this action bootstraps a time-limit end
+            act_seq[just_ended, t] = actions[just_ended]
+            if not playing.any():
+                break
             next_obs, step_rewards, step_dones, info = venv.step(actions)
             obs_seq[playing, t], act_seq[playing, t] = obs[playing], actions[playing]
             rewards[playing, t] = step_rewards[playing].sum(axis=1)  # the team reward
@@ -200,21 +204,13 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
             step_mask[playing, t] = 1.0
             agent_mask[playing, t] = agent_alive[playing]
             agent_alive &= ~step_dones
-            for k in np.flatnonzero(playing & info["episode_done"]):
-                obs_seq[k, t + 1] = info["final_obs"][k]  # the state the episode ended in
-                lengths[k], returns[k] = t + 1, info["episode_team_return"][k]
+            just_ended = playing & info["episode_done"]
+            for k in np.flatnonzero(just_ended):
+                obs_seq[k, t + 1] = next_obs[k] = info["final_obs"][k]  # the end state, shown to the policy next
+                returns[k] = info["episode_team_return"][k]
             playing &= ~info["episode_done"]
             obs = next_obs
-            if not playing.any():
-                break
-        # the action each policy would take in the end state: bootstraps a time-limit end (unused at a terminal one)
         obs_all = torch.as_tensor(obs_seq, device=agent.device)  # (K, T+1, N, O)
-        h = agent.actor.initial_hidden(K * N, agent.device)
-        for t in range(int(lengths.max()) + 1):
-            probs, h = agent.policy_step(obs_all[:, t], h, epsilon)  # (K, N, A)
-            at_end = lengths == t
-            if at_end.any():
-                act_seq[at_end, t] = agent.sample(probs).cpu().numpy()[at_end]
     batch = {"obs": obs_all, "actions": torch.as_tensor(act_seq, device=agent.device),
              "rewards": torch.as_tensor(rewards, device=agent.device),
              "dones": torch.as_tensor(dones, device=agent.device),

@@ -15,7 +15,10 @@ import numpy as np
 import torch
 from PIL import Image
 
+from marl_edu.coma import counterfactual_baseline
+from marl_edu.maddpg import MADDPGConfig
 from marl_edu.rollout import Episode
+from marl_edu.train import train_maddpg
 from marl_edu.viz import plot_learning_curve, upscale
 
 
@@ -144,9 +147,6 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
     The button trains MADDPG (``train.train_maddpg``) with the other hyperparameters at their defaults
     (``MADDPGConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
     """
-    from marl_edu.maddpg import MADDPGConfig
-    from marl_edu.train import train_maddpg
-
     defaults = MADDPGConfig()
     style = {"description_width": "90px"}
     controls = {
@@ -186,8 +186,6 @@ def advantage_explorer(action_meanings: list[str], q: list[float] | None = None,
     (its own slider): Q - V, which is not centred on this agent's policy. Policy weights are
     normalised to probabilities.
     """
-    from marl_edu.coma import counterfactual_baseline
-
     A = len(action_meanings)
     q = list(q) if q is not None else [0.0] * A
     pi = list(pi) if pi is not None else [1.0 / A] * A

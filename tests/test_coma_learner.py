@@ -21,6 +21,11 @@ def test_collected_batch_shapes_and_masks():
     for k, length in enumerate(lengths.long().tolist()):
         assert batch["dones"][k, length:].eq(1).all()
         assert batch["dones"][k, : length - 1].eq(0).all()
+    # the end state (index length) holds the last observation and an action sampled there, for bootstrapping
+    ends = lengths.long()
+    end_obs = batch["obs"][torch.arange(3), ends]  # (K, N, O)
+    assert end_obs.abs().sum() > 0  # an observation was written there (positions are never all zero)
+    assert batch["actions"][torch.arange(3), ends].ne(0).any()  # 6 uniform samples, not all DOWN (fixed seed)
 
 
 def test_update_changes_the_networks_and_keeps_the_target_until_its_turn():
