@@ -136,7 +136,11 @@ class COMA:
         torch.manual_seed(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         c = self.config
-        self.actor = RecurrentActor(obs_dim + n_agents, n_actions, c.hidden, c.recurrent).to(self.device)
+        # a GRU actor reads the history tau^a = (o^a_0, u^a_0, o^a_1, ...), so it gets its last action too;
+        # a feed-forward actor sees o^a_t only (the position-only policies of notebook 07)
+        self.last_action_dim = n_actions if c.recurrent else 0
+        self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
+                                    c.recurrent).to(self.device)
         state_dim = n_agents * obs_dim  # Switch has no global state: s = [o_1, ..., o_N]
         critic_in = state_dim + obs_dim + n_agents * n_actions + n_agents  # S + O + N*A + N
         self.critic = MLP(critic_in, n_actions, (c.hidden, c.hidden)).to(self.device)
@@ -146,16 +150,22 @@ class COMA:
         self.updates = 0
 
     # -- acting ---------------------------------------------------------------------------------
-    def actor_input(self, obs: torch.Tensor) -> torch.Tensor:
-        """``[o^a, one_hot(a)]`` for every agent: obs ``(B, N, O)`` -> ``(B*N, O + N)``."""
-        B, N = obs.shape[0], self.n_agents
+    def actor_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:
+        """``[o^a_t, one_hot(u^a_{t-1}), one_hot(a)]`` for every agent, as in the COMA paper: obs ``(B, N, O)``
+        and last actions int ``(B, N)`` (-1 before the first step: an all-zero block) -> ``(B*N, O + A + N)``.
+        Feed-forward actors get ``[o^a_t, one_hot(a)]``, ``(B*N, O + N)``."""
+        B, N, A = obs.shape[0], self.n_agents, self.n_actions
         ids = torch.eye(N, device=obs.device).expand(B, N, N)  # (B, N, N)
-        return torch.cat([obs, ids], dim=-1).reshape(B * N, self.obs_dim + N)  # (B*N, O+N)
+        if not self.last_action_dim:
+            return torch.cat([obs, ids], dim=-1).reshape(B * N, self.obs_dim + N)  # (B*N, O+N)
+        last = F.one_hot(last_actions.clamp(min=0), A).float() * (last_actions >= 0).unsqueeze(-1)  # (B, N, A)
+        return torch.cat([obs, last, ids], dim=-1).reshape(B * N, self.obs_dim + A + N)  # (B*N, O+A+N)
 
-    def policy_step(self, obs: torch.Tensor, h: torch.Tensor, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step of every agent's policy: obs ``(B, N, O)``, hidden ``(B*N, H)`` ->
-        probabilities ``(B, N, A)`` of the behaviour policy (1 - eps) softmax + eps / A, new hidden."""
-        logits, h = self.actor(self.actor_input(obs), h)  # (B*N, A), (B*N, H)
+    def policy_step(self, obs: torch.Tensor, last_actions: torch.Tensor, h: torch.Tensor,
+                    epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of every agent's policy: obs ``(B, N, O)``, last actions int ``(B, N)``, hidden
+        ``(B*N, H)`` -> probabilities ``(B, N, A)`` of the behaviour policy (1 - eps) softmax + eps / A, new hidden."""
+        logits, h = self.actor(self.actor_input(obs, last_actions), h)  # (B*N, A), (B*N, H)
         pi = torch.softmax(logits, dim=-1).reshape(obs.shape[0], self.n_agents, self.n_actions)  # (B, N, A)
         return (1.0 - epsilon) * pi + epsilon / self.n_actions, h
 
@@ -176,13 +186,15 @@ class COMA:
     def _episode_policy(self, pick):
         """obs ``(N, O)`` -> ``pick(probs (1, N, A))[0]``, with the hidden state kept between calls."""
         h = self.actor.initial_hidden(self.n_agents, self.device)  # (N, H)
+        last = torch.full((1, self.n_agents), -1, device=self.device)  # (1, N): no action yet
 
         @torch.no_grad()
         def policy(obs: np.ndarray) -> np.ndarray:
-            nonlocal h
+            nonlocal h, last
             obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]  # (1, N, O)
-            probs, h = self.policy_step(obs_t, h, epsilon=0.0)  # (1, N, A)
-            return pick(probs)[0].cpu().numpy()  # (N,)
+            probs, h = self.policy_step(obs_t, last, h, epsilon=0.0)  # (1, N, A)
+            last = pick(probs)  # (1, N)
+            return last[0].cpu().numpy()  # (N,)
 
         return policy
 
@@ -228,9 +240,11 @@ class COMA:
 
         # actor: the counterfactual advantage of each agent's own action, under the behaviour policy
         h = self.actor.initial_hidden(B * N, self.device)  # (B*N, H)
+        no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
+        last_actions = torch.cat([no_action, actions[:, :T - 1]], dim=1)  # (B, T, N): u_{t-1}, none at t=0
         probs = []
         for t in range(T):
-            p_t, h = self.policy_step(obs[:, t], h, epsilon)  # (B, N, A)
+            p_t, h = self.policy_step(obs[:, t], last_actions[:, t], h, epsilon)  # (B, N, A)
             probs.append(p_t)
         pi = torch.stack(probs, dim=1)  # (B, T, N, A)
         with torch.no_grad():

@@ -146,3 +146,71 @@ def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
 def optimal_team_return(env_id: str = "Switch2-v0") -> float:
     """The exact optimal team return (sum over agents and steps) of a Switch environment."""
     return optimal_plan(env_id).team_return
+
+
+# ----------------------------------------------------------------------------------------------
+# Deterministic policies that see only the agent's own cell
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PositionPolicyCensus:
+    """Every deterministic joint policy in which each agent's action depends on its own cell only.
+
+    probability: team return -> the probability that such a policy, with each agent's action in each
+        cell drawn uniformly at random, earns exactly that return (the values sum to 1).
+    solutions: the joint action sequences ``(T, N)`` of the policies that earn at least ``threshold``,
+        each played from reset until every agent is done, with their team returns.
+    """
+
+    env_id: str
+    probability: dict[float, float]
+    solutions: list[tuple[float, np.ndarray]]
+
+    @property
+    def best_return(self) -> float:
+        return max(self.probability)
+
+
+def position_policy_census(env_id: str = "Switch2-v0", threshold: float = 8.0) -> PositionPolicyCensus:
+    """Enumerate the deterministic policies pi_i(cell) of a Switch environment exactly (Switch2: seconds).
+
+    From the fixed start such a policy only matters on the cells it visits, so the table is filled in
+    lazily: the first time agent i stands on a cell, branch over its A possible entries, each with
+    probability 1/A. Nothing is random after that, so if a joint position comes back the agents are in
+    a loop that lasts until the time limit, and every agent not yet home pays the step cost each step.
+    """
+    env_id = resolve_env_id(env_id)
+    env, move_to, starts, goals, step_cost, arrival = _switch_model(env_id)
+    N, A, H = env.n_agents, env.n_actions, env.max_steps
+    probability: dict[int, float] = {}
+    solutions: list[tuple[float, np.ndarray]] = []
+
+    def record(total: int, mass: float, played: list) -> None:
+        probability[total] = probability.get(total, 0.0) + mass
+        if total >= _tenths(threshold):
+            solutions.append((total / 10, np.array(played, dtype=np.int64).reshape(-1, N)))
+
+    def explore(pos: tuple, t: int, table: dict, total: int, visited: set, mass: float, played: list) -> None:
+        home = [pos[i] == goals[i] for i in range(N)]
+        if all(home) or t == H:
+            return record(total, mass, played)
+        if pos in visited:  # a loop: the same joint position again, with the same table
+            return record(total + step_cost * home.count(False) * (H - t), mass, played)
+        new = [i for i in range(N) if not home[i] and (i, pos[i]) not in table]
+        if new:  # agent i stands on this cell for the first time: try every entry of its table
+            i = new[0]
+            for a in range(A):
+                table[(i, pos[i])] = a
+                explore(pos, t, table, total, visited, mass / A, played)
+            del table[(i, pos[i])]
+            return
+        actions = np.array([_NOOP if home[i] else table[(i, pos[i])] for i in range(N)])  # (N,)
+        next_pos, rewards = _step(np.array(pos)[None], actions, move_to, goals, step_cost, arrival)  # (1, N)
+        visited.add(pos)
+        explore(tuple(next_pos[0].tolist()), t + 1, table, total + int(rewards.sum()), visited, mass,
+                played + [actions])
+        visited.remove(pos)
+
+    explore(tuple(starts.tolist()), 0, {}, 0, set(), 1.0, [])
+    return PositionPolicyCensus(env_id=env_id, probability={k / 10: v for k, v in sorted(probability.items())},
+                                solutions=solutions)

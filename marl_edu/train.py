@@ -173,8 +173,9 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
 
 def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[str, torch.Tensor], list[float], int]:
     """Play one episode in each of the K env copies with the behaviour policy. Returns the batch for
-    ``COMA.update`` (arrays ``(K, T+1, ...)`` / ``(K, T, ...)``, see there), the K team returns and the
-    number of real env steps. Copies that finish early keep stepping (lock-step) but are not recorded."""
+    ``COMA.update`` (arrays ``(K, L+1, ...)`` / ``(K, L, ...)`` with L the longest of the K episodes, see
+    there), the K team returns and the number of real env steps. Copies that finish early keep stepping
+    (lock-step) but are not recorded."""
     K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
     obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
     act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
@@ -188,11 +189,13 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
     agent_alive = np.ones((K, N), dtype=bool)
     obs = venv.reset()  # (K, N, O)
     h = agent.actor.initial_hidden(K * N, agent.device)  # (K*N, H)
+    last = torch.full((K, N), -1, device=agent.device)  # (K, N) no action before the first step
     with torch.no_grad():
         for t in range(T + 1):
             obs_t = torch.as_tensor(obs, dtype=torch.float32, device=agent.device)  # (K, N, O)
-            probs, h = agent.policy_step(obs_t, h, epsilon)  # (K, N, A)
-            actions = agent.sample(probs).cpu().numpy()  # (K, N)
+            probs, h = agent.policy_step(obs_t, last, h, epsilon)  # (K, N, A)
+            last = agent.sample(probs)  # (K, N)
+            actions = last.cpu().numpy()  # (K, N)
             # a copy that just ended was fed its end state: this action bootstraps a time-limit end
             act_seq[just_ended, t] = actions[just_ended]
             if not playing.any():
@@ -210,12 +213,10 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
                 returns[k] = info["episode_team_return"][k]
             playing &= ~info["episode_done"]
             obs = next_obs
-        obs_all = torch.as_tensor(obs_seq, device=agent.device)  # (K, T+1, N, O)
-    batch = {"obs": obs_all, "actions": torch.as_tensor(act_seq, device=agent.device),
-             "rewards": torch.as_tensor(rewards, device=agent.device),
-             "dones": torch.as_tensor(dones, device=agent.device),
-             "step_mask": torch.as_tensor(step_mask, device=agent.device),
-             "agent_mask": torch.as_tensor(agent_mask, device=agent.device)}
+    L = int(step_mask.sum(axis=1).max())  # the longest episode: later columns are padding in every copy
+    batch = {"obs": obs_seq[:, :L + 1], "actions": act_seq[:, :L + 1], "rewards": rewards[:, :L],
+             "dones": dones[:, :L], "step_mask": step_mask[:, :L], "agent_mask": agent_mask[:, :L]}
+    batch = {key: torch.as_tensor(value, device=agent.device) for key, value in batch.items()}
     return batch, returns.tolist(), int(step_mask.sum())
 
 

@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from PIL import Image
 
-from marl_edu.coma import counterfactual_baseline
+from marl_edu.coma import COMAConfig, counterfactual_baseline
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.rollout import Episode
-from marl_edu.train import train_maddpg
+from marl_edu.train import train_coma, train_maddpg
 from marl_edu.viz import plot_learning_curve, upscale
 
 
@@ -167,6 +167,42 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
         config = dataclasses.replace(defaults, actor_lr=actor_lr, critic_lr=critic_lr, gamma=gamma, tau=tau,
                                      batch_size=batch_size)
         run = train_maddpg(env_id, episodes, config, seed=seed, eval_every=max(episodes // 10, 16))
+        return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "label": f"your run (seed {seed})"}
+
+    return training_panel(controls, train, reference, optimal, random)
+
+
+def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal: float | None = None,
+               random: float | None = None, episodes: int = 2000, seed: int = 0) -> widgets.VBox:
+    """The COMA hyperparameter panel: learning rates, lambda, entropy bonus, episodes per batch,
+    recurrent or feed-forward actors, episodes and seed.
+
+    The button trains COMA (``train.train_coma``) with the other hyperparameters at their defaults
+    (``COMAConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
+    """
+    defaults = COMAConfig()
+    style = {"description_width": "90px"}
+    controls = {
+        "actor_lr": widgets.FloatLogSlider(defaults.actor_lr, base=10, min=-5, max=-2, step=0.25,
+                                           description="actor lr", readout_format=".1e", style=style),
+        "critic_lr": widgets.FloatLogSlider(defaults.critic_lr, base=10, min=-5, max=-2, step=0.25,
+                                            description="critic lr", readout_format=".1e", style=style),
+        "lam": widgets.FloatSlider(defaults.lam, min=0.0, max=1.0, step=0.05, description="lambda", style=style),
+        "entropy_start": widgets.FloatSlider(defaults.entropy_start, min=0.0, max=0.2, step=0.01,
+                                             description="entropy", style=style),
+        "n_envs": widgets.SelectionSlider(options=[4, 8, 16, 32, 64], value=defaults.n_envs,
+                                          description="episodes/batch", style=style),
+        "recurrent": widgets.Checkbox(defaults.recurrent, description="GRU actors (off: feed-forward)",
+                                      style=style),
+        "episodes": widgets.IntSlider(episodes, min=16, max=20000, step=16, description="episodes", style=style),
+        "seed": widgets.IntSlider(seed, min=0, max=9, description="seed", style=style),
+    }
+
+    def train(actor_lr, critic_lr, lam, entropy_start, n_envs, recurrent, episodes, seed) -> dict:
+        config = dataclasses.replace(defaults, actor_lr=actor_lr, critic_lr=critic_lr, lam=lam,
+                                     entropy_start=entropy_start, n_envs=n_envs, recurrent=recurrent)
+        run = train_coma(env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, n_envs))
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
                 "label": f"your run (seed {seed})"}
 

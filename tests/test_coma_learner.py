@@ -70,3 +70,28 @@ def test_coma_policy_checkpoint_round_trip(tmp_path):
     assert replayed.actions.tolist() == original.actions.tolist()
     with pytest.raises(ValueError, match="is a coma checkpoint, expected maddpg"):
         load_maddpg_policy(path)
+
+
+def test_actor_input_by_hand():
+    # 2 agents, 3 actions, obs dim 2. Agent 0 has not acted yet (-1), agent 1 last took action 2.
+    obs = torch.tensor([[[0.1, 0.2], [0.3, 0.4]]])  # (B=1, N=2, O=2)
+    last = torch.tensor([[-1, 2]])  # (B, N)
+    gru = COMA(2, 2, 3, COMAConfig(hidden=4), seed=0)
+    # row a = [o^a (2), one_hot(u^a_{t-1}) (3, all zero before the first step), one_hot(a) (2)]
+    assert torch.allclose(gru.actor_input(obs, last), torch.tensor([[0.1, 0.2, 0, 0, 0, 1, 0],
+                                                                     [0.3, 0.4, 0, 0, 1, 0, 1.]]))
+    # a feed-forward actor sees the current observation and its id only: [o^a, one_hot(a)]
+    ff = COMA(2, 2, 3, COMAConfig(hidden=4, recurrent=False), seed=0)
+    assert torch.allclose(ff.actor_input(obs, last), torch.tensor([[0.1, 0.2, 1, 0], [0.3, 0.4, 0, 1.]]))
+
+
+def test_greedy_policy_feeds_back_its_own_last_action():
+    agent = COMA(2, 2, 5, COMAConfig(hidden=8), seed=3)
+    obs = np.array([[0.0, 0.17], [0.0, 0.83]], dtype=np.float32)  # (N, O) the same observation twice
+    policy = agent.greedy_policy()
+    first, second = policy(obs), policy(obs)  # (N,), (N,)
+    with torch.no_grad():  # the same two steps by hand: no last action, then the first step's actions
+        obs_t = torch.as_tensor(obs)[None]  # (1, N, O)
+        p0, h = agent.policy_step(obs_t, torch.full((1, 2), -1), agent.actor.initial_hidden(2), 0.0)
+        p1, _ = agent.policy_step(obs_t, p0.argmax(-1), h, 0.0)  # (1, N, A)
+    assert first.tolist() == p0.argmax(-1)[0].tolist() and second.tolist() == p1.argmax(-1)[0].tolist()

@@ -57,3 +57,29 @@ def test_bad_ids():
         optimal_plan("PredatorPrey5x5-v0")
     with pytest.raises(ValueError, match="unknown ma-gym environment"):
         optimal_plan("Switch3-v0")
+
+
+def test_position_only_policies_census():
+    from marl_edu.planning import position_policy_census
+
+    census = position_policy_census("Switch2-v0")
+    assert sum(census.probability.values()) == pytest.approx(1.0)
+    assert census.best_return == pytest.approx(optimal_team_return("Switch2-v0"))  # reachable, but how often?
+    assert len(census.solutions) == 6  # measured; every one is checked below
+    p_solved = 0.0
+    for team_return, joint_actions in census.solutions:
+        env = make_env("Switch2-v0")
+        obs, table, total, dones = env.reset(), {}, 0.0, np.zeros(env.n_agents, dtype=bool)
+        for actions in joint_actions:  # (N,) one joint action per step
+            for i, a in enumerate(actions):
+                if not dones[i]:  # agents at home no longer act
+                    # a position-only policy: the same cell always gets the same action
+                    assert table.setdefault((i, tuple(obs[i])), a) == a
+            obs, rewards, dones, _ = env.step(actions)
+            total += rewards.sum()
+        assert dones.all() and total == pytest.approx(team_return, abs=1e-5) and team_return >= 8.0
+        # each (agent, cell) entry of the table was one uniform choice among A = 5 actions
+        p_solved += 5.0 ** -len(table)
+    # 4 tables of 18 entries and 2 of 20: 4 * 5^-18 + 2 * 5^-20 = 1.0486e-12 + 0.0210e-12
+    assert p_solved == pytest.approx(4 * 5.0**-18 + 2 * 5.0**-20)
+    assert sum(p for r, p in census.probability.items() if r >= 8.0) == pytest.approx(p_solved)

@@ -91,6 +91,31 @@ def test_maddpg_panel_runs_a_real_short_training():
     assert panel.status.value.startswith("done: ") and episodes_done >= 50
 
 
+def test_coma_panel_runs_a_real_short_training(monkeypatch):
+    import marl_edu.widgets
+    from marl_edu.widgets import coma_panel
+
+    configs = []
+
+    def spy(env_id, episodes, config, **kwargs):  # the real training, with its config recorded
+        configs.append(config)
+        return train_coma(env_id, episodes, config, **kwargs)
+
+    train_coma = marl_edu.widgets.train_coma
+    monkeypatch.setattr(marl_edu.widgets, "train_coma", spy)
+    panel = coma_panel(episodes=200, seed=1)
+    names = [child.description for child in panel.children[0].children]
+    assert names == ["actor lr", "critic lr", "lambda", "entropy", "episodes/batch",
+                     "GRU actors (off: feed-forward)", "episodes", "seed"]
+    panel.children[0].children[5].value = False  # feed-forward actors reach the learner
+    panel.children[0].children[6].value = 32     # a short run: 2 batches of 16 episodes
+    before = panel.image.value
+    panel.button.click()
+    assert panel.status.value.startswith("done: 32 episodes, last greedy team return"), panel.status.value
+    assert panel.image.value != before
+    assert configs[0].recurrent is False and configs[0].lam == 0.8
+
+
 def test_advantage_explorer_by_hand():
     from marl_edu.widgets import advantage_explorer
 
