@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/learning.py --algo maddpg --env Switch2-v2 --seeds 0 1 2 3 4 [--episodes 3000]
         [--actor-gradient expected|gumbel] [--out results/maddpg/Switch2-v2]
     .venv/bin/python benchmarks/learning.py --algo coma --env Switch2-v0 --seeds 0 1 2 3 4 [--episodes 20000]
-        [--feed-forward] [--out results/coma/Switch2-v0]
+        [--feed-forward] [--per-agent-reward] [--out results/coma/Switch2-v0]
 
 Each run trains for --episodes episodes (one core per run) and then evaluates its final policy: greedy
 (every agent takes its argmax action; Switch is deterministic, so one episode is that policy's exact
@@ -48,6 +48,8 @@ def main(argv=None) -> int:
     parser.add_argument("--actor-gradient", choices=["expected", "gumbel"], default="expected",
                         help="MADDPGConfig.actor_gradient: exact expectation over own actions, or Gumbel-softmax")
     parser.add_argument("--feed-forward", action="store_true", help="COMA with feed-forward instead of GRU actors")
+    parser.add_argument("--per-agent-reward", action="store_true",
+                        help="COMA whose critic row a learns agent a's own reward instead of the team reward")
     parser.add_argument("--out", type=pathlib.Path, default=None,
                         help="write summary.json, run.json and policy.pt (first seed) to this folder")
     args = parser.parse_args(argv)
@@ -60,7 +62,8 @@ def main(argv=None) -> int:
     if args.algo == "maddpg":
         config, train, save = MADDPGConfig(actor_gradient=args.actor_gradient), train_maddpg, save_maddpg_policy
     else:
-        config, train, save = COMAConfig(recurrent=not args.feed_forward), train_coma, save_coma_policy
+        config = COMAConfig(recurrent=not args.feed_forward, team_reward=not args.per_agent_reward)
+        train, save = train_coma, save_coma_policy
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
     rows = []
     for seed in args.seeds:
@@ -81,7 +84,8 @@ def main(argv=None) -> int:
                          "config": dataclasses.asdict(config), **_rounded(run)}
             (args.out / "run.json").write_text(json.dumps(reference) + "\n")
     greedy = np.array([row["greedy"] for row in rows])
-    variant = f"actor_gradient={args.actor_gradient}" if args.algo == "maddpg" else f"recurrent={not args.feed_forward}"
+    variant = (f"actor_gradient={args.actor_gradient}" if args.algo == "maddpg"
+               else f"recurrent={config.recurrent} team_reward={config.team_reward}")
     print(f"{variant} episodes={args.episodes}")
     summary = (f"SUMMARY algo={args.algo} env={args.env} seeds={len(rows)} median_return={np.median(greedy):.2f} "
                f"min_return={greedy.min():.2f} solved={int((greedy >= SOLVED - 1e-6).sum())}/{len(rows)} "

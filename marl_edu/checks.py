@@ -174,12 +174,18 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
             continue
         no_bootstrap = next_values.clone()
         no_bootstrap[..., -1] = 0.0
+        # starting with G_T = 0 leaves G_{T-1} = r + gamma (1 - d) (1 - lam) V_T: V_T scaled by (1 - lam)
+        started_at_zero = next_values.clone()
+        started_at_zero[..., -1] *= 1.0 - lam
         swapped = td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
         no_mask = td_lambda_targets(rewards, torch.zeros(shape), next_values, gamma, lam)
         hint = _named_mistake(out, [
             (td_lambda_targets(rewards, dones, no_bootstrap, gamma, lam),
              "the last step must bootstrap from V_T = next_values[..., -1]: an episode cut by the time limit did "
              "not end (d = 0), it was stopped. Start the recursion with G_T = next_values[..., -1]."),
+            (td_lambda_targets(rewards, dones, started_at_zero, gamma, lam),
+             "the recursion started from G_T = 0, so the last step only gets (1 - lam) V_T: start it with "
+             "G_T = next_values[..., -1], so that G_{T-1} = r + gamma (1 - d) V_T."),
             (swapped, "lam and (1 - lam) are swapped: (1 - lam) weighs V_{t+1}, lam weighs G_{t+1}."),
             (no_mask, "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."),
         ], "go backwards from t = T-1; keep G_{t+1} from the previous iteration.")
@@ -203,6 +209,11 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
         expected = coma_advantage(q, pi, actions)
         out = _run_case(fn, case, q.clone(), pi.clone(), actions.clone())
         if out is None:
+            return
+        if tuple(out.shape) == ((*lead, lead[-1]) if lead else (1,)):  # (B, 1) - (B,) -> (B, B); () -> (1,)
+            print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
+                  f"Hint: Q of the taken action came out with a trailing axis of 1 and broadcast against the "
+                  f"baseline: squeeze it, q.gather(-1, actions.unsqueeze(-1)).squeeze(-1).")
             return
         if tuple(out.shape) != tuple(expected.shape):
             print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"

@@ -89,16 +89,19 @@ class COMAConfig:
     gamma: float = 0.99
     lam: float = 0.8               # TD(lambda) for the critic's targets
     hidden: int = 64
-    recurrent: bool = True         # GRU actors over the agent's own history; False: feed-forward on o_t
+    recurrent: bool = True         # GRU actors over [o_t, u_{t-1}, id]; False: feed-forward on [o_t, id]
     n_envs: int = 16               # episodes per batch, played in lock-step
     critic_steps: int = 4          # critic gradient steps per batch (before the actor's one)
     target_update_every: int = 10  # batches between hard copies of the critic into the target critic
-    entropy_start: float = 0.05    # entropy bonus, decayed linearly to zero over `anneal_fraction`
+    entropy_start: float = 0.2     # entropy bonus, decayed linearly to zero over `anneal_fraction`
+                                   # (with 0.05, 3 of 5 seeds never got both agents home)
     anneal_fraction: float = 0.6   # of the training episodes
     epsilon_start: float = 0.0     # the paper's exploration: act with (1 - eps) pi + eps / A, eps decayed
     epsilon_end: float = 0.0       # linearly over the same fraction. Off by default: the entropy bonus
                                    # explored better on Switch2 (eps 0.5 -> 0.02 stalled at -0.6 or -10)
     grad_clip: float = 10.0
+    team_reward: bool = True       # every critic row learns the team reward; False: row a learns agent a's
+                                   # own reward (the seed design, for the experiment of notebook 07)
 
     def validate(self) -> COMAConfig:
         for name in ("actor_lr", "critic_lr", "grad_clip"):
@@ -116,8 +119,9 @@ class COMAConfig:
         if isinstance(self.entropy_start, bool) or not isinstance(self.entropy_start, (int, float)) \
                 or self.entropy_start < 0:
             raise ValueError(f"entropy_start must be a number >= 0, got {self.entropy_start!r}")
-        if not isinstance(self.recurrent, bool):
-            raise ValueError(f"recurrent must be True or False, got {self.recurrent!r}")
+        for name in ("recurrent", "team_reward"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         return self
 
 
@@ -208,12 +212,40 @@ class COMA:
         onehot = F.one_hot(actions.reshape(B * T, N), self.n_actions).float()  # (B*T, N, A)
         return build_critic_input(state, flat_obs, onehot)  # (B*T, N, D)
 
+    @torch.no_grad()
+    def critic_targets(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """TD(lambda) targets ``(B, T, N)`` for Q(s_t, u_t) of every agent row, from the target critic
+        (batch as in ``update``). Row a learns the team reward, or agent a's own with ``team_reward=False``."""
+        c = self.config
+        obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+        B, T1, N, _ = obs.shape
+        T = T1 - 1
+        rows = self.critic_rows(obs, actions)  # (B*(T+1), N, D)
+        q_target = self.target_critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)  # (B, T+1, N, A)
+        q_target_taken = q_target.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
+        rewards = batch["rewards"].permute(0, 2, 1)  # (B, N, T) row a: agent a's own reward
+        if c.team_reward:  # Switch is cooperative: every row learns the sum over agents
+            rewards = rewards.sum(dim=1, keepdim=True).expand(B, N, T)  # (B, N, T)
+        dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
+        next_values = q_target_taken[:, 1:].permute(0, 2, 1)  # (B, N, T): V_{t+1} = Q'(s_{t+1}, u_{t+1})
+        return td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
+
+    def critic_loss(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
+        """Mean over real steps and agent rows of (Q(s_t, u_t) - y_t)^2: rows ``(B*(T+1), N, D)`` from
+        ``critic_rows``, targets ``(B, T, N)`` from ``critic_targets``."""
+        actions = batch["actions"]  # (B, T+1, N)
+        B, T1, N = actions.shape
+        q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T1 - 1]  # (B, T, N, A)
+        q_taken = q.gather(-1, actions[:, :T1 - 1].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
+        step_mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
+        return (((q_taken - targets) ** 2) * step_mask).sum() / step_mask.sum()
+
     def update(self, batch: dict[str, torch.Tensor], epsilon: float, entropy_coef: float) -> dict[str, float]:
         """One COMA update from a batch of whole episodes.
 
         batch: obs ``(B, T+1, N, O)`` (index t = the observation before step t; the last valid index
         is the state the episode ended in), actions int ``(B, T+1, N)`` (at the end state: an action
-        sampled from the policy, used only to bootstrap a time-limit end), team rewards ``(B, T)``,
+        sampled from the policy, used only to bootstrap a time-limit end), per-agent rewards ``(B, T, N)``,
         dones ``(B, T)`` (1 at a real terminal step and on padding), step_mask ``(B, T)`` (real steps),
         agent_mask ``(B, T, N)`` (steps at which agent a still acts).
         """
@@ -224,18 +256,9 @@ class COMA:
         rows = self.critic_rows(obs, actions)  # (B*(T+1), N, D)
 
         # critic: Q(s_t, u_t) of the taken joint action regresses onto TD(lambda) targets
-        with torch.no_grad():
-            q_target = self.target_critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)  # (B, T+1, N, A)
-            q_target_taken = q_target.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
-            rewards = batch["rewards"].unsqueeze(1).expand(B, N, T)  # (B, N, T) the team reward, every row
-            dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
-            next_values = q_target_taken[:, 1:].permute(0, 2, 1)  # (B, N, T): V_{t+1} = Q'(s_{t+1}, u_{t+1})
-            targets = td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
-        step_mask = batch["step_mask"].unsqueeze(-1).expand(B, T, N)  # (B, T, N)
+        targets = self.critic_targets(batch)  # (B, T, N)
         for _ in range(c.critic_steps):
-            q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T]  # (B, T, N, A)
-            q_taken = q.gather(-1, actions[:, :T].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
-            critic_loss = (((q_taken - targets) ** 2) * step_mask).sum() / step_mask.sum()
+            critic_loss = self.critic_loss(rows, batch, targets)
             self._step(self.critic_optimizer, self.critic, critic_loss)
 
         # actor: the counterfactual advantage of each agent's own action, under the behaviour policy

@@ -179,7 +179,7 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
     K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
     obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
     act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
-    rewards = np.zeros((K, T), dtype=np.float32)  # (K, T) team reward
+    rewards = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) each agent's own reward
     dones = np.ones((K, T), dtype=np.float32)  # (K, T) padding counts as done: nothing flows back from it
     step_mask = np.zeros((K, T), dtype=np.float32)  # (K, T)
     agent_mask = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) agent a has not arrived yet
@@ -202,7 +202,7 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
                 break
             next_obs, step_rewards, step_dones, info = venv.step(actions)
             obs_seq[playing, t], act_seq[playing, t] = obs[playing], actions[playing]
-            rewards[playing, t] = step_rewards[playing].sum(axis=1)  # the team reward
+            rewards[playing, t] = step_rewards[playing]  # COMA.update sums them into the team reward
             dones[playing, t] = info["terminated"][playing].all(axis=1)  # terminal only when everyone arrived
             step_mask[playing, t] = 1.0
             agent_mask[playing, t] = agent_alive[playing]

@@ -189,7 +189,7 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
         "critic_lr": widgets.FloatLogSlider(defaults.critic_lr, base=10, min=-5, max=-2, step=0.25,
                                             description="critic lr", readout_format=".1e", style=style),
         "lam": widgets.FloatSlider(defaults.lam, min=0.0, max=1.0, step=0.05, description="lambda", style=style),
-        "entropy_start": widgets.FloatSlider(defaults.entropy_start, min=0.0, max=0.2, step=0.01,
+        "entropy_start": widgets.FloatSlider(defaults.entropy_start, min=0.0, max=0.5, step=0.01,
                                              description="entropy", style=style),
         "n_envs": widgets.SelectionSlider(options=[4, 8, 16, 32, 64], value=defaults.n_envs,
                                           description="episodes/batch", style=style),

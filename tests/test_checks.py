@@ -98,6 +98,19 @@ def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
     check_td_lambda_targets(swapped)
     assert "lam and (1 - lam) are swapped" in capsys.readouterr().out
 
+    def started_at_zero(rewards, dones, next_values, gamma, lam):  # the likeliest slip: g_next = 0
+        import torch
+
+        targets, g_next = torch.zeros_like(rewards), torch.zeros_like(rewards[..., 0])
+        for t in reversed(range(rewards.shape[-1])):
+            bracket = (1 - lam) * next_values[..., t] + lam * g_next
+            g_next = targets[..., t] = rewards[..., t] + gamma * (1 - dones[..., t]) * bracket
+        return targets
+
+    check_td_lambda_targets(started_at_zero)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED on shape=(6,)") and "started from G_T = 0" in out  # the time-limit case
+
     def stub(rewards, dones, next_values, gamma, lam):
         raise NotImplementedError
 
@@ -131,3 +144,9 @@ def test_coma_advantage_check(capsys):
 
     check_coma_advantage(flat)
     assert "expected shape ()" in capsys.readouterr().out
+
+    def unsqueezed(q, pi, actions):  # the gathered axis kept: (..., 1) - (...) broadcasts
+        return q.gather(-1, actions.unsqueeze(-1)) - (pi * q).sum(-1)
+
+    check_coma_advantage(unsqueezed)
+    assert "squeeze it" in capsys.readouterr().out

@@ -12,11 +12,11 @@ def test_collected_batch_shapes_and_masks():
     agent = COMA(2, 2, 5, COMAConfig(hidden=8, n_envs=3), seed=0)
     batch, returns, steps = collect_episodes(agent, venv, epsilon=1.0)  # uniformly random play
     assert batch["obs"].shape == (3, 51, 2, 2) and batch["actions"].shape == (3, 51, 2)
-    assert batch["rewards"].shape == (3, 50) and batch["agent_mask"].shape == (3, 50, 2)
+    assert batch["rewards"].shape == (3, 50, 2) and batch["agent_mask"].shape == (3, 50, 2)
     lengths = batch["step_mask"].sum(dim=1)  # (K,)
     assert steps == int(lengths.sum()) and len(returns) == 3
-    # the summed team rewards of each episode are its team return
-    assert batch["rewards"].sum(dim=1).tolist() == pytest.approx(returns, abs=1e-4)
+    # each agent's rewards, summed over agents and steps, are the episode's team return
+    assert batch["rewards"].sum(dim=(1, 2)).tolist() == pytest.approx(returns, abs=1e-4)
     # padding is 'done', so nothing flows back from it; a real step is done only at a terminal end
     for k, length in enumerate(lengths.long().tolist()):
         assert batch["dones"][k, length:].eq(1).all()
@@ -95,3 +95,19 @@ def test_greedy_policy_feeds_back_its_own_last_action():
         p0, h = agent.policy_step(obs_t, torch.full((1, 2), -1), agent.actor.initial_hidden(2), 0.0)
         p1, _ = agent.policy_step(obs_t, p0.argmax(-1), h, 0.0)  # (1, N, A)
     assert first.tolist() == p0.argmax(-1)[0].tolist() and second.tolist() == p1.argmax(-1)[0].tolist()
+
+
+def test_critic_targets_team_and_per_agent_rewards_by_hand():
+    # One episode of 3 steps that ends with everyone home (terminal), lam = 1: Monte Carlo returns,
+    # so the target critic's values never enter. gamma = 0.5. Per-agent rewards (T=3, N=2):
+    #   step 0: [-0.1, -0.1]   step 1: [5.0, -0.1] (agent 0 home)   step 2: [0.0, 5.0] (agent 1 home)
+    # team:    r = [-0.2, 4.9, 5.0]: G2 = 5.0, G1 = 4.9 + 0.5 * 5.0 = 7.4, G0 = -0.2 + 0.5 * 7.4 = 3.5
+    # agent 0: r = [-0.1, 5.0, 0.0]: G2 = 0.0, G1 = 5.0,                   G0 = -0.1 + 0.5 * 5.0 = 2.4
+    # agent 1: r = [-0.1, -0.1, 5.0]: G2 = 5.0, G1 = -0.1 + 2.5 = 2.4,      G0 = -0.1 + 0.5 * 2.4 = 1.1
+    batch = {"obs": torch.rand(1, 4, 2, 2), "actions": torch.zeros(1, 4, 2, dtype=torch.long),
+             "rewards": torch.tensor([[[-0.1, -0.1], [5.0, -0.1], [0.0, 5.0]]]),  # (B=1, T=3, N=2)
+             "dones": torch.tensor([[0.0, 0.0, 1.0]])}  # (B, T)
+    team = COMA(2, 2, 5, COMAConfig(hidden=8, gamma=0.5, lam=1.0), seed=0).critic_targets(batch)  # (B, T, N)
+    assert torch.allclose(team[0], torch.tensor([[3.5, 3.5], [7.4, 7.4], [5.0, 5.0]]))
+    own = COMA(2, 2, 5, COMAConfig(hidden=8, gamma=0.5, lam=1.0, team_reward=False), seed=0).critic_targets(batch)
+    assert torch.allclose(own[0], torch.tensor([[2.4, 1.1], [5.0, 2.4], [0.0, 5.0]]))
