@@ -140,6 +140,12 @@ def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dic
     return panel
 
 
+def _learning_rate_slider(value: float, description: str, style: dict) -> widgets.FloatLogSlider:
+    """A log-scale slider from 1e-5 to 1e-2, a quarter decade per step."""
+    return widgets.FloatLogSlider(value, base=10, min=-5, max=-2, step=0.25, description=description,
+                                  readout_format=".1e", style=style)
+
+
 def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", optimal: float | None = None,
                  random: float | None = None, episodes: int = 300, seed: int = 0) -> widgets.VBox:
     """The MADDPG hyperparameter panel: learning rates, gamma, tau, batch size, episodes and seed.
@@ -150,10 +156,8 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
     defaults = MADDPGConfig()
     style = {"description_width": "90px"}
     controls = {
-        "actor_lr": widgets.FloatLogSlider(defaults.actor_lr, base=10, min=-5, max=-2, step=0.25,
-                                           description="actor lr", readout_format=".1e", style=style),
-        "critic_lr": widgets.FloatLogSlider(defaults.critic_lr, base=10, min=-5, max=-2, step=0.25,
-                                            description="critic lr", readout_format=".1e", style=style),
+        "actor_lr": _learning_rate_slider(defaults.actor_lr, "actor lr", style),
+        "critic_lr": _learning_rate_slider(defaults.critic_lr, "critic lr", style),
         "gamma": widgets.FloatSlider(defaults.gamma, min=0.0, max=1.0, step=0.01, description="gamma", style=style),
         "tau": widgets.FloatLogSlider(defaults.tau, base=10, min=-4, max=0, step=0.25, description="tau",
                                       readout_format=".4f", style=style),
@@ -184,10 +188,8 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
     defaults = COMAConfig()
     style = {"description_width": "90px"}
     controls = {
-        "actor_lr": widgets.FloatLogSlider(defaults.actor_lr, base=10, min=-5, max=-2, step=0.25,
-                                           description="actor lr", readout_format=".1e", style=style),
-        "critic_lr": widgets.FloatLogSlider(defaults.critic_lr, base=10, min=-5, max=-2, step=0.25,
-                                            description="critic lr", readout_format=".1e", style=style),
+        "actor_lr": _learning_rate_slider(defaults.actor_lr, "actor lr", style),
+        "critic_lr": _learning_rate_slider(defaults.critic_lr, "critic lr", style),
         "lam": widgets.FloatSlider(defaults.lam, min=0.0, max=1.0, step=0.05, description="lambda", style=style),
         "entropy_start": widgets.FloatSlider(defaults.entropy_start, min=0.0, max=0.5, step=0.01,
                                              description="entropy", style=style),
