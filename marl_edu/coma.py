@@ -213,14 +213,14 @@ class COMA:
         return build_critic_input(state, flat_obs, onehot)  # (B*T, N, D)
 
     @torch.no_grad()
-    def critic_targets(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """TD(lambda) targets ``(B, T, N)`` for Q(s_t, u_t) of every agent row, from the target critic
-        (batch as in ``update``). Row a learns the team reward, or agent a's own with ``team_reward=False``."""
+    def critic_targets(self, rows: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """TD(lambda) targets ``(B, T, N)`` for Q(s_t, u_t) of every agent row, from the target critic:
+        rows ``(B*(T+1), N, D)`` from ``critic_rows``, batch as in ``update``. Row a learns the team reward,
+        or agent a's own with ``team_reward=False``."""
         c = self.config
-        obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
-        B, T1, N, _ = obs.shape
+        actions = batch["actions"]  # (B, T+1, N)
+        B, T1, N = actions.shape
         T = T1 - 1
-        rows = self.critic_rows(obs, actions)  # (B*(T+1), N, D)
         q_target = self.target_critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)  # (B, T+1, N, A)
         q_target_taken = q_target.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
         rewards = batch["rewards"].permute(0, 2, 1)  # (B, N, T) row a: agent a's own reward
@@ -256,7 +256,7 @@ class COMA:
         rows = self.critic_rows(obs, actions)  # (B*(T+1), N, D)
 
         # critic: Q(s_t, u_t) of the taken joint action regresses onto TD(lambda) targets
-        targets = self.critic_targets(batch)  # (B, T, N)
+        targets = self.critic_targets(rows, batch)  # (B, T, N)
         for _ in range(c.critic_steps):
             critic_loss = self.critic_loss(rows, batch, targets)
             self._step(self.critic_optimizer, self.critic, critic_loss)

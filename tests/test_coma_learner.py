@@ -107,7 +107,10 @@ def test_critic_targets_team_and_per_agent_rewards_by_hand():
     batch = {"obs": torch.rand(1, 4, 2, 2), "actions": torch.zeros(1, 4, 2, dtype=torch.long),
              "rewards": torch.tensor([[[-0.1, -0.1], [5.0, -0.1], [0.0, 5.0]]]),  # (B=1, T=3, N=2)
              "dones": torch.tensor([[0.0, 0.0, 1.0]])}  # (B, T)
-    team = COMA(2, 2, 5, COMAConfig(hidden=8, gamma=0.5, lam=1.0), seed=0).critic_targets(batch)  # (B, T, N)
+    team_learner = COMA(2, 2, 5, COMAConfig(hidden=8, gamma=0.5, lam=1.0), seed=0)
+    rows = team_learner.critic_rows(batch["obs"], batch["actions"])  # (B*(T+1), N, D)
+    team = team_learner.critic_targets(rows, batch)  # (B, T, N)
     assert torch.allclose(team[0], torch.tensor([[3.5, 3.5], [7.4, 7.4], [5.0, 5.0]]))
-    own = COMA(2, 2, 5, COMAConfig(hidden=8, gamma=0.5, lam=1.0, team_reward=False), seed=0).critic_targets(batch)
+    own_learner = COMA(2, 2, 5, COMAConfig(hidden=8, gamma=0.5, lam=1.0, team_reward=False), seed=0)
+    own = own_learner.critic_targets(rows, batch)  # (B, T, N); the rows do not depend on the networks
     assert torch.allclose(own[0], torch.tensor([[2.4, 1.1], [5.0, 2.4], [0.0, 5.0]]))
