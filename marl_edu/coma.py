@@ -223,12 +223,18 @@ class COMA:
         T = T1 - 1
         q_target = self.target_critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)  # (B, T+1, N, A)
         q_target_taken = q_target.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
-        rewards = batch["rewards"].permute(0, 2, 1)  # (B, N, T) row a: agent a's own reward
-        if c.team_reward:  # Switch is cooperative: every row learns the sum over agents
-            rewards = rewards.sum(dim=1, keepdim=True).expand(B, N, T)  # (B, N, T)
+        rewards = self.row_rewards(batch).permute(0, 2, 1)  # (B, N, T)
         dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
         next_values = q_target_taken[:, 1:].permute(0, 2, 1)  # (B, N, T): V_{t+1} = Q'(s_{t+1}, u_{t+1})
         return td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
+
+    def row_rewards(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The reward each critic row learns, ``(B, T, N)``: the team reward r_t = sum_a r^a_t in every row
+        (Switch is cooperative), or agent a's own reward r^a_t in row a with ``team_reward=False``."""
+        rewards = batch["rewards"]  # (B, T, N) each agent's own reward
+        if not self.config.team_reward:
+            return rewards
+        return rewards.sum(dim=2, keepdim=True).expand_as(rewards)  # (B, T, N)
 
     def critic_loss(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
         """Mean over real steps and agent rows of (Q(s_t, u_t) - y_t)^2: rows ``(B*(T+1), N, D)`` from
@@ -239,6 +245,16 @@ class COMA:
         q_taken = q.gather(-1, actions[:, :T1 - 1].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
         step_mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
         return (((q_taken - targets) ** 2) * step_mask).sum() / step_mask.sum()
+
+    @torch.no_grad()
+    def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:
+        """The counterfactual advantage ``A^a_t = Q(s_t, u_t) - sum_k pi^a(k | tau^a_t) Q(s_t, (u^{-a}_t, k))``
+        of every agent's taken action, ``(B, T, N)``: rows ``(B*(T+1), N, D)`` from ``critic_rows``, pi
+        ``(B, T, N, A)`` the behaviour policy."""
+        actions = batch["actions"]  # (B, T+1, N)
+        B, T1, N = actions.shape
+        q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T1 - 1]  # (B, T, N, A)
+        return coma_advantage(q, pi, actions[:, :T1 - 1])  # (B, T, N)
 
     def update(self, batch: dict[str, torch.Tensor], epsilon: float, entropy_coef: float) -> dict[str, float]:
         """One COMA update from a batch of whole episodes.
@@ -270,9 +286,7 @@ class COMA:
             p_t, h = self.policy_step(obs[:, t], last_actions[:, t], h, epsilon)  # (B, N, A)
             probs.append(p_t)
         pi = torch.stack(probs, dim=1)  # (B, T, N, A)
-        with torch.no_grad():
-            q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T]  # (B, T, N, A)
-            advantage = coma_advantage(q, pi.detach(), actions[:, :T])  # (B, T, N)
+        advantage = self.advantage(rows, batch, pi.detach())  # (B, T, N)
         log_pi_taken = torch.log(pi.gather(-1, actions[:, :T].unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
         entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)
         agent_mask = batch["agent_mask"]  # (B, T, N)

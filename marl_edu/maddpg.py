@@ -178,6 +178,12 @@ class MADDPG:
         return lambda obs: self.act(obs[None])[0]
 
     # -- the two losses -------------------------------------------------------------------------
+    def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """What agent i's critic sees: everything, ``x = [o_1..o_N, a_1..a_N]``, ``(B, N*(O+A))`` (the
+        centralised critic; ``i`` is unused here, independent DDPG overrides this with agent i's own part)."""
+        return flatten_for_critic(obs, actions)  # (B, N*(O+A))
+
+    # ------------------------------------------------------------------------
     def critic_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Agent i's critic loss  L(theta_i) = mean_b (Q_i(x, a_1..a_N) - y_i)^2  with
 
@@ -188,9 +194,9 @@ class MADDPG:
         c = self.config
         next_actions = gumbel_softmax(self.logits(batch["next_obs"], target=True), c.temperature,
                                       hard=True, generator=self.generator)  # (B, N, A) from the target actors
-        q_next = self.target_critics[i](flatten_for_critic(batch["next_obs"], next_actions))  # (B,)
+        q_next = self.target_critics[i](self.critic_input(i, batch["next_obs"], next_actions))  # (B,)
         y = td_target(batch["rewards"][:, i], batch["dones"][:, i], q_next, c.gamma ** c.n_step)  # (B,)
-        q = self.critics[i](flatten_for_critic(batch["obs"], batch["actions"]))  # (B,)
+        q = self.critics[i](self.critic_input(i, batch["obs"], batch["actions"]))  # (B,)
         return ((q - y) ** 2).mean()
 
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -212,7 +218,7 @@ class MADDPG:
             action_i = gumbel_softmax(logits_i, c.temperature, hard=True, generator=self.generator)  # (B, A)
             actions = batch["actions"].clone()  # (B, N, A)
             actions[:, i] = action_i  # only agent i's action carries a gradient
-            q = self.critics[i](flatten_for_critic(batch["obs"], actions))  # (B,)
+            q = self.critics[i](self.critic_input(i, batch["obs"], actions))  # (B,)
             return -q.mean() + reg
         q_all = self.q_of_every_own_action(i, batch)  # (B, A), a fixed judge: no gradient
         pi = torch.softmax(logits_i, dim=-1)  # (B, A)
@@ -230,7 +236,7 @@ class MADDPG:
         candidates = actions.unsqueeze(1).repeat(1, A, 1, 1)  # (B, A, N, A): copy k of every row
         candidates[:, :, i] = torch.eye(A, device=actions.device)  # (B, A, A): copy k gets one_hot(k)
         obs_copies = obs.unsqueeze(1).expand(B, A, N, O)  # (B, A, N, O)
-        x = flatten_for_critic(obs_copies.reshape(B * A, N, O), candidates.reshape(B * A, N, A))  # (B*A, N*(O+A))
+        x = self.critic_input(i, obs_copies.reshape(B * A, N, O), candidates.reshape(B * A, N, A))  # (B*A, D)
         return self.critics[i](x).reshape(B, A)  # (B, A)
 
     def _gradient_step(self, optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor) -> float:

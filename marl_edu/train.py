@@ -8,6 +8,7 @@ COMA update from them, also with the team reward.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import dataclasses
 import pathlib
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from marl_edu.baselines import IACV, IDDPG, CentralV
 from marl_edu.buffers import ReplayBuffer
 from marl_edu.checkpoints import load_checkpoint, save_checkpoint
 from marl_edu.coma import COMA, COMAConfig
@@ -36,6 +38,7 @@ class TrainResult:
     agent: MADDPG | COMA
     episode_returns: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
+    eval_seconds: list[float] = field(default_factory=list)  # wall-clock since the start, per evaluation
     best_state: dict | None = None      # the learner's weights at its best periodic greedy evaluation
     best_return: float = float("-inf")  # (latest wins ties); the env is deterministic, so that is exact
     env_steps: int = 0
@@ -55,43 +58,50 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0) ->
     return np.array([run_episode(env, agent.sampled_policy()).team_return for _ in range(n_episodes)])
 
 
-def _header(agent: MADDPG | COMA) -> dict:
-    """A learner's config plus the sizes needed to rebuild it."""
-    return {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
-            "n_actions": agent.n_actions}
+# the five learners the command line and the comparison know, by name
+ALGORITHMS = {"maddpg": MADDPG, "iddpg": IDDPG, "coma": COMA, "central_v": CentralV, "iac": IACV}
+ON_POLICY = ("coma", "central_v", "iac")  # whole-episode batches, COMAConfig; the others: replay, MADDPGConfig
 
 
-def _rebuild(payload: dict, learner_class, config_class):
-    """An untrained learner of the checkpoint's sizes and config."""
+def algo_name(agent) -> str:
+    """The name a learner is known by in ``ALGORITHMS`` (and in its checkpoints)."""
+    for name, learner in ALGORITHMS.items():
+        if type(agent) is learner:
+            return name
+    raise ValueError(f"not one of the learners {sorted(ALGORITHMS)}: {type(agent).__name__}")
+
+
+def config_class(algo: str):
+    """``COMAConfig`` for the on-policy learners, ``MADDPGConfig`` for the others."""
+    if algo not in ALGORITHMS:
+        raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(ALGORITHMS)}")
+    return COMAConfig if algo in ON_POLICY else MADDPGConfig
+
+
+def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
+    """Save what a greedy or sampled evaluation needs (the actors: tens of kilobytes) with the config and
+    the sizes to rebuild the learner. MADDPG and IDDPG keep N actors, the on-policy learners one shared."""
+    algo = algo_name(agent)
+    header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
+              "n_actions": agent.n_actions}
+    state = {"actor": agent.actor.state_dict()} if algo in ON_POLICY else {"actors": agent.actors.state_dict()}
+    return save_checkpoint(path, algo, env_id, header, state)
+
+
+def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None):
+    """The learner saved by ``save_policy``, its actors holding the checkpoint's weights (critics untrained).
+    ``algo`` and ``env_id``, if given, must match the checkpoint's (ValueError otherwise)."""
+    payload = load_checkpoint(path, algo=algo, env_id=env_id)
+    if payload["algo"] not in ALGORITHMS:
+        raise ValueError(f"{path} holds a {payload['algo']!r} checkpoint, not one of {sorted(ALGORITHMS)}")
     header = dict(payload["config"])
     dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]
-    return learner_class(*dims, config_class(**header))
-
-
-def save_maddpg_policy(agent: MADDPG, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
-    """Save the actors (all a greedy or sampled evaluation needs; a few tens of kilobytes) with the config."""
-    return save_checkpoint(path, "maddpg", env_id, _header(agent), {"actors": agent.actors.state_dict()})
-
-
-def load_maddpg_policy(path: str | pathlib.Path, env_id: str | None = None) -> MADDPG:
-    """A MADDPG learner whose actors (and target actors) hold the checkpoint's weights."""
-    payload = load_checkpoint(path, algo="maddpg", env_id=env_id)
-    agent = _rebuild(payload, MADDPG, MADDPGConfig)
-    agent.actors.load_state_dict(payload["state"]["actors"])
-    agent.target_actors.load_state_dict(payload["state"]["actors"])
-    return agent
-
-
-def save_coma_policy(agent: COMA, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
-    """Save COMA's shared actor (all an evaluation needs) with the config."""
-    return save_checkpoint(path, "coma", env_id, _header(agent), {"actor": agent.actor.state_dict()})
-
-
-def load_coma_policy(path: str | pathlib.Path, env_id: str | None = None) -> COMA:
-    """A COMA learner whose actor holds the checkpoint's weights."""
-    payload = load_checkpoint(path, algo="coma", env_id=env_id)
-    agent = _rebuild(payload, COMA, COMAConfig)
-    agent.actor.load_state_dict(payload["state"]["actor"])
+    agent = ALGORITHMS[payload["algo"]](*dims, config_class(payload["algo"])(**header))
+    if payload["algo"] in ON_POLICY:
+        agent.actor.load_state_dict(payload["state"]["actor"])
+    else:
+        agent.actors.load_state_dict(payload["state"]["actors"])
+        agent.target_actors.load_state_dict(payload["state"]["actors"])
     return agent
 
 
@@ -118,21 +128,23 @@ def _n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, term
 
 
 def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDPGConfig | None = None,
-                 seed: int = 0, eval_every: int = 100, progress: bool = True, device: str = "cpu") -> TrainResult:
-    """Train MADDPG for ``episodes`` episodes (summed over the K env copies). Deterministic for a seed."""
+                 seed: int = 0, eval_every: int = 100, progress: bool = True, device: str = "cpu",
+                 learner: type[MADDPG] = MADDPG) -> TrainResult:
+    """Train MADDPG (or ``learner=IDDPG``) for ``episodes`` episodes (summed over the K env copies).
+    Deterministic for a seed."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive int, got {episodes!r}")
     config = (config or MADDPGConfig()).validate()
     np_rng = np.random.default_rng(seed)
     venv = make_vec_env(env_id, config.n_envs, seed)
     N, O, A, K = venv.n_agents, venv.obs_dim, venv.n_actions, venv.n_envs
-    agent = MADDPG(N, O, A, config, seed=seed, device=device)
+    agent = learner(N, O, A, config, seed=seed, device=device)
     buffer = ReplayBuffer(config.buffer_size, N, O, A)
     pending = [deque(maxlen=config.n_step) for _ in range(K)]
     result = TrainResult(agent=agent)
     start = time.perf_counter()
     obs = venv.reset()  # (K, N, O)
-    bar = tqdm(total=episodes, desc=f"MADDPG {env_id} seed {seed}", disable=not progress, leave=False)
+    bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
         fraction = len(result.episode_returns) / max(config.epsilon_fraction * episodes, 1e-9)  # 0 -> no decay phase
@@ -157,6 +169,7 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
                 result.updates += 1
         if len(result.episode_returns) >= next_eval:
             result.evaluations.append((len(result.episode_returns), greedy_return(agent, env_id).team_return))
+            result.eval_seconds.append(time.perf_counter() - start)
             if result.evaluations[-1][1] >= result.best_return:
                 result.best_return = result.evaluations[-1][1]
                 result.best_state = copy.deepcopy(agent.state_dict())
@@ -221,16 +234,18 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
 
 
 def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMAConfig | None = None, seed: int = 0,
-               eval_every: int = 100, progress: bool = True, device: str = "cpu") -> TrainResult:
-    """Train COMA for ``episodes`` episodes, K at a time (one batch). Deterministic for a seed."""
+               eval_every: int = 100, progress: bool = True, device: str = "cpu",
+               learner: type[COMA] = COMA) -> TrainResult:
+    """Train COMA (or ``learner=CentralV`` or ``IACV``) for ``episodes`` episodes, K at a time (one batch).
+    Deterministic for a seed."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive int, got {episodes!r}")
     config = (config or COMAConfig()).validate()
     venv = make_vec_env(env_id, config.n_envs, seed)
-    agent = COMA(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
+    agent = learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
     result = TrainResult(agent=agent)
     start = time.perf_counter()
-    bar = tqdm(total=episodes, desc=f"COMA {env_id} seed {seed}", disable=not progress, leave=False)
+    bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
         fraction = min(1.0, len(result.episode_returns) / max(config.anneal_fraction * episodes, 1e-9))
@@ -244,8 +259,199 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
         bar.update(len(returns))
         if len(result.episode_returns) >= next_eval:
             result.evaluations.append((len(result.episode_returns), greedy_return(agent, env_id).team_return))
+            result.eval_seconds.append(time.perf_counter() - start)
             bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
             next_eval += eval_every
     bar.close()
     result.seconds = time.perf_counter() - start
     return result
+
+
+# ----------------------------------------------------------------------------------------------
+# Any of the five learners, several seeds, their outputs, and the command line
+# ----------------------------------------------------------------------------------------------
+
+DEFAULT_EPISODES = {"maddpg": 3000, "iddpg": 3000, "coma": 20000, "central_v": 20000, "iac": 20000}
+DEFAULT_EVAL_EVERY = {"maddpg": 50, "iddpg": 50, "coma": 200, "central_v": 200, "iac": 200}
+SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
+
+
+def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
+          progress: bool = True, device: str = "cpu") -> TrainResult:
+    """Train one of ``ALGORITHMS`` with its training loop (whole-episode batches or a replay buffer)."""
+    loop = train_coma if algo in ON_POLICY else train_maddpg
+    config = config or config_class(algo)()
+    return loop(env_id, episodes, config, seed=seed, eval_every=eval_every or DEFAULT_EVAL_EVERY[algo],
+                progress=progress, device=device, learner=ALGORITHMS[algo])
+
+
+def solved_threshold(optimum: float) -> float:
+    return round(optimum - SOLVED_MARGIN, 6)
+
+
+def summarize(run: TrainResult, env_id: str, seed: int, optimum: float) -> dict:
+    """One run's figures: the final policy's greedy return (one episode: Switch is deterministic) and
+    mean sampled return (100 episodes), counts, speed, and when a periodic greedy evaluation first reached
+    ``solved_threshold(optimum)`` (None if never)."""
+    greedy = greedy_return(run.agent, env_id).team_return
+    sampled = float(sampled_returns(run.agent, env_id, n_episodes=100, seed=seed).mean())
+    first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= solved_threshold(optimum) - 1e-6), None)
+    return {"seed": seed, "greedy": round(greedy, 2), "sampled": round(sampled, 3),
+            "episodes": len(run.episode_returns), "env_steps": run.env_steps, "wall_s": round(run.seconds, 1),
+            "steps_per_s": round(run.env_steps / run.seconds), "updates": run.updates,
+            "episodes_to_solve": None if first is None else run.evaluations[first][0],
+            "seconds_to_solve": None if first is None else round(run.eval_seconds[first], 1),
+            "evaluations": [(episode, round(g, 2)) for episode, g in run.evaluations]}
+
+
+def save_artifacts(run: TrainResult, env_id: str, folder: pathlib.Path) -> None:
+    """The final policy (``policy.pt``) and a GIF of its greedy episode (``greedy.gif``) in ``folder``."""
+    from marl_edu.viz import save_gif
+
+    folder.mkdir(parents=True, exist_ok=True)
+    save_policy(run.agent, env_id, folder / "policy.pt")
+    save_gif(greedy_return(run.agent, env_id, record_frames=True).frames, folder / "greedy.gif")
+
+
+def write_curve(rows: list[dict], optimum: float, title: str, path: pathlib.Path) -> None:
+    """The runs' periodic greedy evaluations against the exact optimum, as a PNG."""
+    import matplotlib.pyplot as plt
+
+    from marl_edu.viz import plot_seed_evaluations
+
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    plot_seed_evaluations(rows, optimal=optimum, ax=ax, title=title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad arguments stop with one line on stderr and exit status 2 (argparse would print the usage too)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(prog="python -m marl_edu.train", formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Train one of the course's learners on a ma-gym environment, one run per seed.",
+                       epilog="outputs in --out: runs.json (every seed's figures and periodic greedy evaluations, "
+                              "the config and the command),\nreturns.csv (every training episode's team return), "
+                              "curve.png (the greedy evaluations against the exact optimum),\n"
+                              "seed<S>/policy.pt (the final actors) and seed<S>/greedy.gif (their greedy episode).\n"
+                              "example: python -m marl_edu.train --algo coma --env Switch2-v0 --seeds 0 1 2 "
+                              "--episodes 20000 --out results/tmp/coma")
+    p.add_argument("--algo", required=True, choices=list(ALGORITHMS),
+                   help="maddpg and iddpg (independent DDPG: each critic sees its own agent only) learn off-policy "
+                        "from a replay buffer; coma, central_v (a centralised V(s) critic) and iac (IAC-V: each "
+                        "agent's V on its own observation) learn on-policy from whole episodes")
+    p.add_argument("--env", default="Switch2-v0", help="a ma-gym environment id (default: Switch2-v0; Switch2-v2 "
+                                                       "adds the step count to every observation)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (default: 0)")
+    p.add_argument("--episodes", type=int, default=None,
+                   help="training episodes per run (default: 3000 for maddpg/iddpg, 20000 for the others)")
+    p.add_argument("--out", type=pathlib.Path, default=None, help="output folder (default: results/tmp/ALGO-ENV)")
+    p.add_argument("--gamma", type=float, default=None, help="discount in [0, 1] (default: 0.95 maddpg/iddpg, "
+                                                             "0.99 others)")
+    p.add_argument("--actor-lr", type=float, default=None, help="actor learning rate (default: 1e-3)")
+    p.add_argument("--critic-lr", type=float, default=None,
+                   help="critic learning rate (default: 5e-4 maddpg/iddpg, 1e-3 others)")
+    p.add_argument("--hidden", type=int, default=None, help="hidden units per layer (default: 64)")
+    p.add_argument("--n-envs", type=int, default=None, help="environment copies stepped in lock-step (default: 16); "
+                                                            "for the on-policy learners, episodes per update")
+    p.add_argument("--feed-forward", action="store_true",
+                   help="on-policy learners: a feed-forward actor on [o_t, id] instead of the GRU over the history")
+    p.add_argument("--lam", type=float, default=None, help="on-policy learners: TD(lambda) of the critic targets "
+                                                           "(default: 0.8)")
+    p.add_argument("--entropy", type=float, default=None,
+                   help="on-policy learners: starting entropy bonus, decayed to 0 (default: 0.2)")
+    p.add_argument("--per-agent-reward", action="store_true",
+                   help="on-policy learners: critic row a learns agent a's own reward, not the team reward")
+    p.add_argument("--actor-gradient", choices=["expected", "gumbel"], default=None,
+                   help="maddpg/iddpg: the actor's gradient, exact over its own actions or a Gumbel-softmax sample "
+                        "(default: expected)")
+    p.add_argument("--eval-every", type=int, default=None,
+                   help="episodes between greedy evaluations (default: 50 maddpg/iddpg, 200 others)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run (default: 1; more rarely helps "
+                                                          "networks this small)")
+    p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def config_from_args(args: argparse.Namespace):
+    """The learner's config with the options given on the command line; ValueError names a bad value."""
+    on_policy = args.algo in ON_POLICY
+    only = {"feed_forward": True, "lam": True, "entropy": True, "per_agent_reward": True, "actor_gradient": False}
+    for name, needs_on_policy in only.items():
+        given = getattr(args, name) not in (None, False)
+        if given and needs_on_policy != on_policy:
+            family = "coma, central_v and iac" if needs_on_policy else "maddpg and iddpg"
+            raise ValueError(f"--{name.replace('_', '-')} applies to {family} only, not {args.algo}")
+    values = {"gamma": args.gamma, "actor_lr": args.actor_lr, "critic_lr": args.critic_lr, "hidden": args.hidden,
+              "n_envs": args.n_envs}
+    if on_policy:
+        values.update(lam=args.lam, entropy_start=args.entropy, recurrent=not args.feed_forward,
+                      team_reward=not args.per_agent_reward)
+    else:
+        values.update(actor_gradient=args.actor_gradient)
+    return config_class(args.algo)(**{k: v for k, v in values.items() if v is not None}).validate()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m marl_edu.train``: see ``--help``. Every argument is checked before any training starts."""
+    import json
+    import sys
+
+    from marl_edu.envs import resolve_env_id
+    from marl_edu.planning import optimal_team_return
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        env_id = resolve_env_id(args.env)
+        config = config_from_args(args)
+        episodes = DEFAULT_EPISODES[args.algo] if args.episodes is None else args.episodes
+        if episodes < 1:
+            raise ValueError(f"--episodes must be a positive number of episodes, got {episodes}")
+        if args.eval_every is not None and args.eval_every < 1:
+            raise ValueError(f"--eval-every must be positive, got {args.eval_every}")
+        if args.threads < 1:
+            raise ValueError(f"--threads must be positive, got {args.threads}")
+        if len(set(args.seeds)) != len(args.seeds):
+            raise ValueError(f"--seeds repeats a seed: {args.seeds}")
+        device = torch.device(args.device)
+        optimum = optimal_team_return(env_id)
+    except (ValueError, RuntimeError) as error:
+        parser.error(str(error).splitlines()[0])
+    out = args.out or pathlib.Path("results/tmp") / f"{args.algo}-{env_id}"
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    print(f"{args.algo} on {env_id}, {episodes} episodes per seed, optimum {optimum:.2f}, outputs in {out}")
+    print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'solved at':>10} {'wall_s':>7} {'steps/s':>8}")
+    rows, csv_lines = [], ["seed,episode,team_return"]
+    for seed in args.seeds:
+        run = train(args.algo, env_id, episodes, config, seed, args.eval_every, not args.no_progress, device)
+        row = summarize(run, env_id, seed, optimum)
+        rows.append(row)
+        csv_lines += [f"{seed},{k + 1},{r:.2f}" for k, r in enumerate(run.episode_returns)]
+        save_artifacts(run, env_id, out / f"seed{seed}")
+        solved_at = "-" if row["episodes_to_solve"] is None else f"{row['episodes_to_solve']} ep"
+        print(f"{seed:>4} {row['greedy']:7.2f} {row['sampled']:8.2f} {solved_at:>10} {row['wall_s']:7.1f} "
+              f"{row['steps_per_s']:8d}", flush=True)
+    greedy = np.array([row["greedy"] for row in rows])
+    n_solved = int((greedy >= solved_threshold(optimum) - 1e-6).sum())
+    print(f"SUMMARY algo={args.algo} env={env_id} median_return={np.median(greedy):.2f} min_return={greedy.min():.2f} "
+          f"solved={n_solved}/{len(rows)} optimal={optimum:.2f}")
+    command = "python -m marl_edu.train " + " ".join(sys.argv[1:] if argv is None else argv)
+    (out / "runs.json").write_text(json.dumps({"command": command, "algo": args.algo, "env": env_id,
+                                               "episodes": episodes, "optimal": optimum,
+                                               "config": dataclasses.asdict(config), "seeds": rows}, indent=1) + "\n")
+    (out / "returns.csv").write_text("\n".join(csv_lines) + "\n")
+    write_curve(rows, optimum, f"{args.algo} on {env_id}", out / "curve.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

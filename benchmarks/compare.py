@@ -1,0 +1,161 @@
+"""Does the centralised critic help? The five learners on the same tasks, seeds and budgets.
+
+    .venv/bin/python benchmarks/compare.py                      # everything below, two runs at a time
+    .venv/bin/python benchmarks/compare.py --envs Switch2-v0 --seeds 0 1 --jobs 1
+    .venv/bin/python benchmarks/compare.py --envs Switch4-v0 --methods coma-gru maddpg-mlp --seeds 0 1
+
+Methods (``marl_edu.train.ALGORITHMS``), each on its family's budget:
+- on-policy, 20000 episodes (batches of 16 whole episodes): coma, central_v, iac, each with the GRU actor
+  over the agent's history ("gru") and with a feed-forward actor on the current observation ("ff");
+- off-policy, 3000 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg.
+Every run evaluates its greedy policy periodically (every 200 or 50 episodes) and at the end, where the
+final greedy team return (Switch is deterministic: one episode is exact) and the mean sampled return of 100
+episodes are recorded. "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on
+Switch2, optimum 8.3); "to solve" is the first periodic evaluation that reached it.
+
+Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
+results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and range over seeds against the
+optimum); prints one table row per method and environment (the README's results table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results" / "compare"
+METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp"]
+
+
+def split(method: str) -> tuple[str, str]:
+    """``"central_v-gru"`` -> ``("central_v", "gru")``."""
+    algo, variant = method.rsplit("-", 1)
+    return algo, variant
+
+
+def run_one(job: tuple[str, str, int, int | None, pathlib.Path, bool]) -> dict:
+    """Train one method on one env with one seed (in a worker process, one torch thread) and record it."""
+    import torch
+
+    from marl_edu.planning import optimal_team_return
+    from marl_edu.train import DEFAULT_EPISODES, config_class, save_artifacts, summarize, train
+
+    env_id, method, seed, episodes, out, keep_artifacts = job
+    torch.set_num_threads(1)
+    algo, variant = split(method)
+    config = config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
+    run = train(algo, env_id, episodes or DEFAULT_EPISODES[algo], config, seed=seed, progress=False)
+    row = {"env": env_id, "method": method, **summarize(run, env_id, seed, optimal_team_return(env_id))}
+    folder = out / env_id / method
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"seed{seed}.json").write_text(json.dumps(row) + "\n")
+    if keep_artifacts:
+        save_artifacts(run, env_id, folder)
+    return row
+
+
+def table_row(env_id: str, method: str, rows: list[dict], optimum: float) -> dict:
+    """Median and min final greedy return over seeds, how many solved, and the medians of episodes and
+    seconds to solve and of env steps per second over the seeds that solved."""
+    greedy = np.array([r["greedy"] for r in rows])
+    solved = [r for r in rows if r["episodes_to_solve"] is not None]
+    median = (lambda key: float(np.median([r[key] for r in solved]))) if solved else (lambda key: None)
+    return {"env": env_id, "method": method, "seeds": len(rows), "median_greedy": float(np.median(greedy)),
+            "min_greedy": float(greedy.min()), "final_solved": int((greedy >= optimum - 0.3 - 1e-6).sum()),
+            "ever_solved": len(solved), "episodes_to_solve": median("episodes_to_solve"),
+            "seconds_to_solve": median("seconds_to_solve"), "episodes": rows[0]["episodes"],
+            "steps_per_s": float(np.median([r["steps_per_s"] for r in rows])), "optimal": optimum}
+
+
+def format_row(t: dict) -> str:
+    to_solve = ("-" if t["episodes_to_solve"] is None
+                else f"{t['episodes_to_solve']:.0f} ep / {t['seconds_to_solve']:.0f} s")
+    return (f"| {t['env']} | {t['method']} | {t['median_greedy']:.1f} | {t['min_greedy']:.1f} | "
+            f"{t['final_solved']}/{t['seeds']} | {to_solve} ({t['ever_solved']}/{t['seeds']}) | "
+            f"{t['episodes']} | {t['steps_per_s']:.0f} |")
+
+
+def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pathlib.Path) -> pathlib.Path:
+    """Mean greedy return over seeds (line) and its range (band) per method, against the exact optimum."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, family in zip(axes, (("gru", "ff"), ("mlp",))):
+        for k, (method, rows) in enumerate(results.items()):
+            if split(method)[1] not in family:
+                continue
+            n = min(len(r["evaluations"]) for r in rows)  # seeds are evaluated alike, give or take an episode
+            episodes = np.array([[e for e, _ in r["evaluations"][:n]] for r in rows]).mean(axis=0)  # (n,)
+            greedy = np.array([[g for _, g in r["evaluations"][:n]] for r in rows])  # (seeds, n)
+            style = "--" if split(method)[1] == "ff" else "-"
+            ax.plot(episodes, greedy.mean(axis=0), style, color=f"C{k}", label=f"{method} (mean of {len(rows)})")
+            ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=f"C{k}", alpha=0.12)
+        ax.axhline(optimum, color="black", linestyle=":", label=f"exact optimum ({optimum:.1f})")
+        ax.set_xlabel("training episode")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("greedy team return")
+    axes[0].set_title(f"{env_id}: on-policy (batches of whole episodes)", fontsize=10)
+    axes[1].set_title(f"{env_id}: off-policy (replay buffer)", fontsize=10)
+    fig.tight_layout()
+    path = media / f"compare_{env_id.lower().replace('-', '_')}.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", default=["Switch2-v0", "Switch2-v2"])
+    parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep runs whose seed<S>.json exists (to finish an interrupted comparison)")
+    parser.add_argument("--episodes", type=int, default=None,
+                        help="episodes per run for every method (default: 20000 on-policy, 3000 off-policy); "
+                             "for a quick try, with --out elsewhere")
+    parser.add_argument("--out", type=pathlib.Path, default=RESULTS,
+                        help="results folder (default: results/compare; the figures go to media/ only then)")
+    args = parser.parse_args(argv)
+    from marl_edu.planning import optimal_team_return
+
+    optima = {env_id: optimal_team_return(env_id) for env_id in args.envs}  # also checks the ids
+    # seed by seed, so that an interrupted comparison has every method on its first seeds
+    jobs = [(env_id, method, seed, args.episodes, args.out, seed == args.seeds[0]) for seed in args.seeds for env_id in args.envs
+            for method in args.methods]
+    todo = [job for job in jobs if not (args.reuse and (args.out / job[0] / job[1] / f"seed{job[2]}.json").exists())]
+    command = "benchmarks/compare.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    start = time.perf_counter()
+    print(f"{len(todo)} runs of {len(jobs)} to do, {args.jobs} at a time", flush=True)
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+        for row in pool.imap_unordered(run_one, todo):
+            print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
+                  f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
+                  f"({time.perf_counter() - start:.0f} s so far)", flush=True)
+    print("\n| env | method | median greedy | min greedy | solved at the end | to solve: median episodes / "
+          "wall-clock (seeds that got there) | episodes | env steps/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for env_id in args.envs:
+        results = {method: [json.loads((args.out / env_id / method / f"seed{seed}.json").read_text())
+                            for seed in args.seeds] for method in args.methods}
+        table = [table_row(env_id, method, rows, optima[env_id]) for method, rows in results.items()]
+        print("\n".join(format_row(t) for t in table))
+        plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out)
+        (args.out / env_id / "summary.json").write_text(json.dumps({"command": command, "seeds": args.seeds,
+                                                                   "table": table}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

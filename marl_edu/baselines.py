@@ -1,0 +1,126 @@
+"""The baselines of notebook 08: COMA and MADDPG with their key idea taken away, one piece at a time.
+
+Each baseline keeps its main method's actors, optimiser, budget and training loop, and changes only the
+critic, so a difference in the results is a difference the critic made:
+
+| learner   | critic sees                          | the actor is pushed by                                    |
+|-----------|--------------------------------------|-----------------------------------------------------------|
+| COMA      | s and the other agents' actions      | A^a = Q(s, u) - sum_k pi^a(k) Q(s, (u^{-a}, k))           |
+| CentralV  | s (every agent's observation)        | delta = r + gamma V(s') - V(s), the same for every agent  |
+| IACV      | o^a only (and the agent's id)        | delta^a = r + gamma V(o^a') - V(o^a)                      |
+| MADDPG    | o_1..o_N and a_1..a_N                | grad of sum_k pi_i(k) Q_i(x, a_1, .., k, .., a_N)         |
+| IDDPG     | o_i and a_i only                     | grad of sum_k pi_i(k) Q_i(o_i, k)                         |
+
+All of them learn the team reward (Switch is cooperative). CentralV and IACV are the COMA paper's
+"central-V" and "IAC-V" baselines (Foerster et al. 2018, section 6): the same shared actor as COMA, a
+state-value critic trained on the same TD(lambda) targets, and the one-step TD error as the advantage.
+IDDPG is MADDPG without the centralised critic: each agent learns as if the others were part of the
+environment.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from marl_edu.coma import COMA, COMAConfig
+from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.nets import MLP, Critic
+from marl_edu.targets import make_target, td_lambda_targets
+
+
+class _ValueActorCritic(COMA):
+    """COMA's shared actor and update with a state-value critic V in place of Q(s, u^{-a}, .).
+
+    Subclasses say what V sees (``critic_rows``, one row per agent). The update is COMA's (``COMA.update``):
+    TD(lambda) targets from the target critic, ``critic_steps`` critic steps, one actor step; only the
+    advantage differs: the TD error of the online critic, ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t``.
+    """
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        super().__init__(n_agents, obs_dim, n_actions, config, seed, device)  # the actor is COMA's, same seed
+        c = self.config
+        self.critic = MLP(self.critic_dim, 1, (c.hidden, c.hidden)).to(self.device)  # V: (B, D) -> (B, 1)
+        self.target_critic = make_target(self.critic)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
+
+    def values(self, rows: torch.Tensor, target: bool = False) -> torch.Tensor:
+        """V of every row: rows ``(M, N, D)`` -> ``(M, N)``."""
+        net = self.target_critic if target else self.critic
+        return net(rows.reshape(-1, rows.shape[-1])).reshape(rows.shape[:2])  # (M, N)
+
+    @torch.no_grad()
+    def critic_targets(self, rows: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """TD(lambda) targets ``(B, T, N)`` for V_t of every row, from the target critic (as COMA's)."""
+        c = self.config
+        B, T1, N = batch["actions"].shape
+        T = T1 - 1
+        v_target = self.values(rows, target=True).reshape(B, T1, N)  # (B, T+1, N)
+        rewards = self.row_rewards(batch).permute(0, 2, 1)  # (B, N, T)
+        dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
+        next_values = v_target[:, 1:].permute(0, 2, 1)  # (B, N, T): V'_{t+1}
+        return td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
+
+    def critic_loss(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
+        """Mean over real steps and rows of (V_t - y_t)^2: targets ``(B, T, N)``."""
+        B, T1, N = batch["actions"].shape
+        v = self.values(rows).reshape(B, T1, N)[:, :T1 - 1]  # (B, T, N)
+        step_mask = batch["step_mask"].unsqueeze(-1).expand_as(v)  # (B, T, N)
+        return (((v - targets) ** 2) * step_mask).sum() / step_mask.sum()
+
+    @torch.no_grad()
+    def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:
+        """The TD error ``delta_t = r_t + gamma (1 - d_t) V(x_{t+1}) - V(x_t)`` of every row, ``(B, T, N)``.
+        It does not look at which action the agent took, so it cannot tell one agent's choice from the
+        others' (``pi`` is unused)."""
+        B, T1, N = batch["actions"].shape
+        v = self.values(rows).reshape(B, T1, N)  # (B, T+1, N)
+        rewards = self.row_rewards(batch)  # (B, T, N)
+        not_done = 1.0 - batch["dones"].unsqueeze(-1)  # (B, T, 1)
+        return rewards + self.config.gamma * not_done * v[:, 1:] - v[:, :-1]  # (B, T, N)
+
+
+class CentralV(_ValueActorCritic):
+    """Central-V: one centralised V(s) with s = [o_1, ..., o_N]; every agent gets the same TD error."""
+
+    @property
+    def critic_dim(self) -> int:
+        return self.n_agents * self.obs_dim  # S = N*O
+
+    def critic_rows(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """obs ``(B, T, N, O)`` -> ``(B*T, N, S)``: the state, once per agent row (actions unused)."""
+        B, T, N, O = obs.shape
+        state = obs.reshape(B * T, 1, N * O)  # (B*T, 1, S)
+        return state.expand(B * T, N, N * O)  # (B*T, N, S)
+
+
+class IACV(_ValueActorCritic):
+    """IAC-V: independent actor-critic, each agent's V(o^a, a) on its own observation and one-hot id
+    (one network with the id in its input, like the shared actor: N critics in one)."""
+
+    @property
+    def critic_dim(self) -> int:
+        return self.obs_dim + self.n_agents  # O + N
+
+    def critic_rows(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """obs ``(B, T, N, O)`` -> ``(B*T, N, O + N)``: row a is ``[o^a_t, one_hot(a)]`` (actions unused)."""
+        B, T, N, O = obs.shape
+        ids = torch.eye(N, device=obs.device).expand(B * T, N, N)  # (B*T, N, N)
+        return torch.cat([obs.reshape(B * T, N, O), ids], dim=-1)  # (B*T, N, O+N)
+
+
+class IDDPG(MADDPG):
+    """Independent DDPG: MADDPG's actors and update, but agent i's critic sees only ``[o_i, a_i]``."""
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        super().__init__(n_agents, obs_dim, n_actions, config, seed, device)  # the actors are MADDPG's
+        hidden = (self.config.hidden, self.config.hidden)
+        self.critics = torch.nn.ModuleList([Critic(obs_dim + n_actions, hidden) for _ in range(n_agents)])
+        self.critics = self.critics.to(self.device)
+        self.target_critics = make_target(self.critics)
+        self.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=self.config.critic_lr) for c in self.critics]
+
+    def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Agent i's own observation and action: obs ``(B, N, O)``, actions ``(B, N, A)`` -> ``(B, O + A)``."""
+        return torch.cat([obs[:, i], actions[:, i]], dim=-1)  # (B, O+A)
