@@ -83,30 +83,21 @@ def format_row(t: dict) -> str:
 
 
 def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pathlib.Path) -> pathlib.Path:
-    """Mean greedy return over seeds (line) and its range (band) per method, against the exact optimum."""
+    """The on-policy and the off-policy learners side by side (``marl_edu.viz.plot_comparison``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from marl_edu.viz import plot_comparison
+
+    colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
+              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4"}  # a method keeps its color in every plot
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    for ax, family in zip(axes, (("gru", "ff"), ("mlp",))):
-        for k, (method, rows) in enumerate(results.items()):
-            if split(method)[1] not in family:
-                continue
-            n = min(len(r["evaluations"]) for r in rows)  # seeds are evaluated alike, give or take an episode
-            episodes = np.array([[e for e, _ in r["evaluations"][:n]] for r in rows]).mean(axis=0)  # (n,)
-            greedy = np.array([[g for _, g in r["evaluations"][:n]] for r in rows])  # (seeds, n)
-            style = "--" if split(method)[1] == "ff" else "-"
-            ax.plot(episodes, greedy.mean(axis=0), style, color=f"C{k}", label=f"{method} (mean of {len(rows)})")
-            ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=f"C{k}", alpha=0.12)
-        ax.axhline(optimum, color="black", linestyle=":", label=f"exact optimum ({optimum:.1f})")
-        ax.set_xlabel("training episode")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    axes[0].set_ylabel("greedy team return")
-    axes[0].set_title(f"{env_id}: on-policy (batches of whole episodes)", fontsize=10)
-    axes[1].set_title(f"{env_id}: off-policy (replay buffer)", fontsize=10)
+    for ax, family, title in zip(axes, (("gru", "ff"), ("mlp",)), ("on-policy, whole-episode batches",
+                                                                  "off-policy, replay buffer")):
+        plot_comparison({m: rows for m, rows in results.items() if split(m)[1] in family}, optimum, ax=ax,
+                        title=f"{env_id}: {title}", colors=colors)
     fig.tight_layout()
     path = media / f"compare_{env_id.lower().replace('-', '_')}.png"
     fig.savefig(path, dpi=90)

@@ -27,8 +27,7 @@ import torch
 from marl_edu.coma import COMAConfig
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.planning import optimal_team_return
-from marl_edu.train import (greedy_return, sampled_returns, save_coma_policy, save_maddpg_policy, train_coma,
-                            train_maddpg)
+from marl_edu.train import greedy_return, sampled_returns, save_policy, train_coma, train_maddpg
 
 SOLVED = 8.0
 
@@ -60,10 +59,10 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # one core per run, as the target says
     optimum = optimal_team_return(args.env)
     if args.algo == "maddpg":
-        config, train, save = MADDPGConfig(actor_gradient=args.actor_gradient), train_maddpg, save_maddpg_policy
+        config, train = MADDPGConfig(actor_gradient=args.actor_gradient), train_maddpg
     else:
         config = COMAConfig(recurrent=not args.feed_forward, team_reward=not args.per_agent_reward)
-        train, save = train_coma, save_coma_policy
+        train = train_coma
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
     rows = []
     for seed in args.seeds:
@@ -79,7 +78,7 @@ def main(argv=None) -> int:
               f"{run.seconds:7.1f} {rate:8.0f}", flush=True)
         if args.out and seed == args.seeds[0]:
             args.out.mkdir(parents=True, exist_ok=True)
-            save(run.agent, args.env, args.out / "policy.pt")
+            save_policy(run.agent, args.env, args.out / "policy.pt")
             reference = {"algo": args.algo, "env": args.env, "seed": seed, "greedy": greedy,
                          "config": dataclasses.asdict(config), **_rounded(run)}
             (args.out / "run.json").write_text(json.dumps(reference) + "\n")

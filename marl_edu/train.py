@@ -44,6 +44,7 @@ class TrainResult:
     env_steps: int = 0
     updates: int = 0
     seconds: float = 0.0
+    update_seconds: float = 0.0  # of which spent in the learner's update (the rest: acting, stepping, evaluating)
 
 
 def greedy_return(agent, env_id: str, record_frames: bool = False):
@@ -129,9 +130,9 @@ def _n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, term
 
 def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDPGConfig | None = None,
                  seed: int = 0, eval_every: int = 100, progress: bool = True, device: str = "cpu",
-                 learner: type[MADDPG] = MADDPG) -> TrainResult:
-    """Train MADDPG (or ``learner=IDDPG``) for ``episodes`` episodes (summed over the K env copies).
-    Deterministic for a seed."""
+                 learner: type[MADDPG] = MADDPG, stop_at: float | None = None) -> TrainResult:
+    """Train MADDPG (or ``learner=IDDPG``) for ``episodes`` episodes (summed over the K env copies), or until
+    a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive int, got {episodes!r}")
     config = (config or MADDPGConfig()).validate()
@@ -164,9 +165,11 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
         obs = next_obs
         result.env_steps += K
         if len(buffer) >= max(config.warmup_steps, config.batch_size):
+            tic = time.perf_counter()
             for _ in range(config.updates_per_step):
                 agent.update(buffer.sample(config.batch_size, np_rng))
                 result.updates += 1
+            result.update_seconds += time.perf_counter() - tic
         if len(result.episode_returns) >= next_eval:
             result.evaluations.append((len(result.episode_returns), greedy_return(agent, env_id).team_return))
             result.eval_seconds.append(time.perf_counter() - start)
@@ -175,6 +178,8 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
                 result.best_state = copy.deepcopy(agent.state_dict())
             bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
             next_eval += eval_every
+            if stop_at is not None and result.evaluations[-1][1] >= stop_at - 1e-6:
+                break
     bar.close()
     result.seconds = time.perf_counter() - start
     return result
@@ -235,9 +240,9 @@ def collect_episodes(agent: COMA, venv: VecEnv, epsilon: float) -> tuple[dict[st
 
 def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMAConfig | None = None, seed: int = 0,
                eval_every: int = 100, progress: bool = True, device: str = "cpu",
-               learner: type[COMA] = COMA) -> TrainResult:
-    """Train COMA (or ``learner=CentralV`` or ``IACV``) for ``episodes`` episodes, K at a time (one batch).
-    Deterministic for a seed."""
+               learner: type[COMA] = COMA, stop_at: float | None = None) -> TrainResult:
+    """Train COMA (or ``learner=CentralV`` or ``IACV``) for ``episodes`` episodes, K at a time (one batch),
+    or until a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive int, got {episodes!r}")
     config = (config or COMAConfig()).validate()
@@ -252,7 +257,9 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
         epsilon = config.epsilon_start + (config.epsilon_end - config.epsilon_start) * fraction
         entropy_coef = config.entropy_start * (1.0 - fraction)
         batch, returns, steps = collect_episodes(agent, venv, epsilon)
+        tic = time.perf_counter()
         agent.update(batch, epsilon, entropy_coef)
+        result.update_seconds += time.perf_counter() - tic
         result.episode_returns.extend(returns)
         result.env_steps += steps
         result.updates += 1
@@ -262,6 +269,8 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
             result.eval_seconds.append(time.perf_counter() - start)
             bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
             next_eval += eval_every
+            if stop_at is not None and result.evaluations[-1][1] >= stop_at - 1e-6:
+                break
     bar.close()
     result.seconds = time.perf_counter() - start
     return result
@@ -277,12 +286,12 @@ SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact op
 
 
 def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
-          progress: bool = True, device: str = "cpu") -> TrainResult:
+          progress: bool = True, device: str = "cpu", stop_at: float | None = None) -> TrainResult:
     """Train one of ``ALGORITHMS`` with its training loop (whole-episode batches or a replay buffer)."""
     loop = train_coma if algo in ON_POLICY else train_maddpg
     config = config or config_class(algo)()
     return loop(env_id, episodes, config, seed=seed, eval_every=eval_every or DEFAULT_EVAL_EVERY[algo],
-                progress=progress, device=device, learner=ALGORITHMS[algo])
+                progress=progress, device=device, learner=ALGORITHMS[algo], stop_at=stop_at)
 
 
 def solved_threshold(optimum: float) -> float:

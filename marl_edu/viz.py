@@ -215,3 +215,45 @@ def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, a
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     return ax
+
+
+def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Several runs' periodic greedy evaluations on one axis: ``(episodes (E,), greedy (seeds, E))``.
+
+    Args:
+        rows: one dict per seed with ``evaluations``, a list of ``(episode, greedy team return)``. Runs of a
+            batched learner are evaluated at the same episodes, give or take the last batch: the episode axis is
+            the mean over seeds, cut to the shortest run.
+    """
+    if not rows or any(not row["evaluations"] for row in rows):
+        raise ValueError("every run needs at least one evaluation")
+    n = min(len(row["evaluations"]) for row in rows)
+    episodes = np.array([[e for e, _ in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, E)
+    greedy = np.array([[g for _, g in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, E)
+    return episodes.mean(axis=0), greedy  # (E,), (seeds, E)
+
+
+def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = None, ax: plt.Axes | None = None,
+                    title: str = "", colors: dict[str, str] | None = None) -> plt.Axes:
+    """Per method, the mean greedy team return over seeds (line) and its range (band) against training episodes.
+
+    Args:
+        results: method name -> that method's runs, each a dict with ``evaluations`` (see ``seed_band``).
+        colors: method name -> matplotlib color, to keep a method's color the same across plots.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.6))
+    for k, (method, rows) in enumerate(results.items()):
+        episodes, greedy = seed_band(rows)
+        color = (colors or {}).get(method, f"C{k}")
+        style = "--" if method.endswith("-ff") else "-"
+        ax.plot(episodes, greedy.mean(axis=0), style, color=color, label=f"{method} (mean of {len(rows)} seeds)")
+        ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=color, alpha=0.12, linewidth=0)
+    if optimal is not None:
+        ax.axhline(optimal, color="black", linestyle=":", label=f"exact optimum ({optimal:.1f})")
+    ax.set_xlabel("training episode")
+    ax.set_ylabel("greedy team return")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax

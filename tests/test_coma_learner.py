@@ -60,16 +60,16 @@ def test_bad_config_and_arguments():
 
 
 def test_coma_policy_checkpoint_round_trip(tmp_path):
-    from marl_edu.train import load_coma_policy, load_maddpg_policy, save_coma_policy
+    from marl_edu.train import load_policy, save_policy
 
     run = train_coma("Switch2-v0", 4, COMAConfig(hidden=8, n_envs=4), seed=1, progress=False)
-    path = save_coma_policy(run.agent, "Switch2-v0", tmp_path / "coma.pt")
-    loaded = load_coma_policy(path, env_id="Switch2-v0")
+    path = save_policy(run.agent, "Switch2-v0", tmp_path / "coma.pt")
+    loaded = load_policy(path, algo="coma", env_id="Switch2-v0")
     assert loaded.config == run.agent.config
     replayed, original = greedy_return(loaded, "Switch2-v0"), greedy_return(run.agent, "Switch2-v0")
     assert replayed.actions.tolist() == original.actions.tolist()
     with pytest.raises(ValueError, match="is a coma checkpoint, expected maddpg"):
-        load_maddpg_policy(path)
+        load_policy(path, algo="maddpg")
 
 
 def test_actor_input_by_hand():

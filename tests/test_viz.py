@@ -66,3 +66,21 @@ def test_seed_evaluations_one_line_per_seed():
     assert list(ax.lines[0].get_ydata()) == [-10.0, 8.0]
     with pytest.raises(ValueError, match="seed 2 has no evaluations"):
         plot_seed_evaluations([{"seed": 2, "evaluations": []}])
+
+
+def test_seed_band_by_hand_and_comparison_plot():
+    from marl_edu.viz import plot_comparison, seed_band
+
+    rows = [{"evaluations": [(50, -10.0), (100, 2.0), (150, 8.0)]}, {"evaluations": [(52, -10.0), (102, 8.0)]}]
+    episodes, greedy = seed_band(rows)
+    # cut to the shorter run (2 evaluations); episodes (50 + 52) / 2 = 51 and (100 + 102) / 2 = 101
+    np.testing.assert_allclose(episodes, [51.0, 101.0])
+    np.testing.assert_allclose(greedy, [[-10.0, 2.0], [-10.0, 8.0]])
+    ax = plot_comparison({"coma-gru": rows, "coma-ff": rows}, optimal=8.3, title="t")
+    assert ax.get_xlabel() == "training episode" and ax.get_ylabel() == "greedy team return"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["coma-gru (mean of 2 seeds)", "coma-ff (mean of 2 seeds)", "exact optimum (8.3)"]
+    assert ax.get_lines()[1].get_linestyle() == "--"  # feed-forward variants are dashed
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [-10.0, 5.0])  # mean over seeds: (2 + 8) / 2
+    with pytest.raises(ValueError, match="every run needs at least one evaluation"):
+        seed_band([{"evaluations": []}])

@@ -1,0 +1,72 @@
+"""How fast does each learner train, against how fast the environment alone runs?
+
+    .venv/bin/python benchmarks/speed.py [--env Switch2-v0] [--seed 0] [--methods coma-gru maddpg-mlp ...]
+
+First the raw speed of the environment in the same process: 16 lock-step copies (``make_vec_env``, what
+every learner steps) and one copy, with uniformly random actions. Then each method trains on one seed,
+one torch thread, until a periodic greedy evaluation reaches 8.0 (within 0.3 of the optimum) or its
+budget runs out (20000 or 3000 episodes). Prints env steps per second while training, the ratio to the raw
+vector env, where the time goes (acting and stepping against updating), and the wall-clock and episodes
+to reach 8.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+
+METHODS = ["coma-gru", "central_v-gru", "iac-gru", "coma-ff", "maddpg-mlp", "iddpg-mlp"]
+
+
+def raw_env_speed(env_id: str, n_envs: int, steps: int, seed: int = 0) -> float:
+    """Env steps per second (summed over copies) of ``make_vec_env`` with random actions."""
+    from marl_edu.envs import make_vec_env
+
+    venv = make_vec_env(env_id, n_envs, seed)
+    rng = np.random.default_rng(seed)
+    venv.reset()
+    start = time.perf_counter()
+    for _ in range(steps // n_envs):
+        venv.step(rng.integers(0, venv.n_actions, size=(n_envs, venv.n_agents)))  # (K, N)
+    return (steps // n_envs) * n_envs / (time.perf_counter() - start)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="Switch2-v0")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
+    args = parser.parse_args(argv)
+    from marl_edu import train as training
+    from marl_edu.planning import optimal_team_return
+
+    torch.set_num_threads(1)
+    target = training.solved_threshold(optimal_team_return(args.env))
+    raw_vec = raw_env_speed(args.env, 16, 32000)
+    raw_one = raw_env_speed(args.env, 1, 8000)
+    print(f"raw {args.env}, random actions: {raw_vec:.0f} steps/s with 16 lock-step copies, {raw_one:.0f} with one")
+    print(f"\n{'method':<14} {'steps/s':>8} {'ratio':>6} {'update share':>12} {'to reach':>9} {'episodes':>9} "
+          f"{'wall_s':>7}")
+    for method in args.methods:
+        algo, variant = method.rsplit("-", 1)
+        config = training.config_class(algo)(**({"recurrent": variant == "gru"} if variant != "mlp" else {}))
+        loop = training.train_coma if algo in training.ON_POLICY else training.train_maddpg
+        run = loop(args.env, training.DEFAULT_EPISODES[algo], config, seed=args.seed,
+                   eval_every=training.DEFAULT_EVAL_EVERY[algo], progress=False,
+                   learner=training.ALGORITHMS[algo], stop_at=target)
+        rate = run.env_steps / run.seconds
+        reached = run.evaluations[-1][1] >= target - 1e-6
+        to_reach = f"{run.eval_seconds[-1]:.0f} s" if reached else "never"
+        print(f"{method:<14} {rate:8.0f} {rate / raw_vec:6.2f} {run.update_seconds / run.seconds:12.0%} "
+              f"{to_reach:>9} {len(run.episode_returns):>9} {run.seconds:7.1f}", flush=True)
+    print(f"\nratio = training env steps/s / raw 16-copy env steps/s; update share = time in update() / wall-clock; "
+          f"'to reach' = wall-clock until a greedy evaluation first scored >= {target:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
