@@ -112,6 +112,10 @@ class MultiAgentEnv:
         if actions.min() < 0 or actions.max() >= self.n_actions:
             raise ValueError(f"actions must be in [0, {self.n_actions - 1}] "
                              f"({', '.join(self.action_meanings)}), got {actions.tolist()}")
+        return self._advance(actions)
+
+    def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``step`` after its checks (``VecEnv`` checks all K copies' actions at once, then calls this)."""
         obs, rewards, dones, info = self._env.step(actions.tolist())
         self._step_count += 1
         obs = np.asarray(obs, dtype=np.float32)  # (N, O)
@@ -182,7 +186,10 @@ class VecEnv:
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
         actions = np.asarray(actions)
         check_shape(actions, (self.n_envs, self.n_agents), "actions", dtype="int")
-        results = [env.step(a) for env, a in zip(self.envs, actions)]
+        if actions.min() < 0 or actions.max() >= self.n_actions:
+            raise ValueError(f"actions must be in [0, {self.n_actions - 1}] "
+                             f"({', '.join(self.action_meanings)}), got {actions.tolist()}")
+        results = [env._advance(a) for env, a in zip(self.envs, actions)]  # (checked above, all at once)
         obs = np.stack([r[0] for r in results])  # (K, N, O)
         rewards = np.stack([r[1] for r in results])  # (K, N)
         dones = np.stack([r[2] for r in results])  # (K, N)

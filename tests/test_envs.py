@@ -161,3 +161,12 @@ def test_vec_env_final_obs_differs_from_reset_obs():
         obs, _, _, info = venv.step(np.full((2, 2), NOOP))
     np.testing.assert_allclose(info["final_obs"][0, 0], [0.5, 0.17])  # where agent 0 ended: (1, 1)
     np.testing.assert_array_equal(obs, start)  # but the returned obs is the next episode's start
+
+
+def test_vec_env_checks_all_copies_actions_at_once():
+    venv = make_vec_env("Switch2-v0", 3, seed=0)
+    venv.reset()
+    with pytest.raises(ValueError, match=r"actions must be in \[0, 4\].*got \[\[0, 0\], \[0, 7\], \[0, 0\]\]"):
+        venv.step(np.array([[0, 0], [0, 7], [0, 0]]))
+    with pytest.raises(ValueError, match=r"actions: expected shape \(3, 2\)"):
+        venv.step(np.zeros((2, 2), dtype=int))
