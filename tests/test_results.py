@@ -50,3 +50,23 @@ def test_committed_feed_forward_coma_policy_still_deadlocks():
     agent = load_policy(folder / "policy.pt", algo="coma", env_id=record["env"])
     assert not agent.config.recurrent
     assert greedy_return(agent, record["env"]).team_return < 8.0
+
+
+def _compare_module():
+    spec = importlib.util.spec_from_file_location("compare", ROOT / "benchmarks" / "compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2"])
+def test_readme_table_is_what_compare_printed(env_id):
+    # compare.py prints these rows from the seed<S>.json files and keeps them in summary.json
+    compare = _compare_module()
+    summary = json.loads((RESULTS / "compare" / env_id / "summary.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    for row in summary["table"]:
+        rows = [json.loads((RESULTS / "compare" / env_id / row["method"] / f"seed{s}.json").read_text())
+                for s in summary["seeds"]]
+        assert compare.table_row(env_id, row["method"], rows, row["optimal"]) == row
+        assert compare.format_row(row) in readme
