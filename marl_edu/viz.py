@@ -192,6 +192,19 @@ def plot_ctde(n_agents: int = 2, ax: plt.Axes | None = None) -> plt.Axes:
     return ax
 
 
+def _greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style: tuple[str, str]) -> plt.Axes:
+    """Labels, the optimum line (color, linestyle), grid and legend of a greedy-evaluation plot."""
+    if optimal is not None:
+        color, linestyle = optimum_style
+        ax.axhline(optimal, color=color, linestyle=linestyle, label=f"exact optimum ({optimal:.1f})")
+    ax.set_xlabel("training episode")
+    ax.set_ylabel("greedy team return")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
 def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, ax: plt.Axes | None = None,
                           title: str = "") -> plt.Axes:
     """One line per training run of its periodic greedy evaluations, against the exact optimum.
@@ -207,14 +220,7 @@ def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, a
             raise ValueError(f"seed {row['seed']} has no evaluations to plot")
         episodes, greedy = zip(*row["evaluations"])
         ax.plot(episodes, greedy, "-o", markersize=2, linewidth=0.8, label=f"seed {row['seed']}")
-    if optimal is not None:
-        ax.axhline(optimal, color="C2", linestyle="--", label=f"exact optimum ({optimal:.1f})")
-    ax.set_xlabel("training episode")
-    ax.set_ylabel("greedy team return")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    return ax
+    return _greedy_axes(ax, optimal, title, optimum_style=("C2", "--"))
 
 
 def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -249,11 +255,4 @@ def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = 
         style = "--" if method.endswith("-ff") else "-"
         ax.plot(episodes, greedy.mean(axis=0), style, color=color, label=f"{method} (mean of {len(rows)} seeds)")
         ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=color, alpha=0.12, linewidth=0)
-    if optimal is not None:
-        ax.axhline(optimal, color="black", linestyle=":", label=f"exact optimum ({optimal:.1f})")
-    ax.set_xlabel("training episode")
-    ax.set_ylabel("greedy team return")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    return ax
+    return _greedy_axes(ax, optimal, title, optimum_style=("black", ":"))
