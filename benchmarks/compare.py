@@ -14,8 +14,8 @@ episodes are recorded. "Solved" means a greedy team return within 0.3 of the exa
 Switch2, optimum 8.3); "to solve" is the first periodic evaluation that reached it.
 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
-results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and range over seeds against the
-optimum); prints one table row per method and environment (the README's results table).
+results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
+range over seeds against the optimum); prints one table row per method and environment (the README's table).
 """
 
 from __future__ import annotations
@@ -61,16 +61,17 @@ def run_one(job: tuple[str, str, int, int | None, pathlib.Path, bool]) -> dict:
     return row
 
 
-def table_row(env_id: str, method: str, rows: list[dict], optimum: float) -> dict:
-    """Median and min final greedy return over seeds, how many solved, and the medians of episodes and
-    seconds to solve and of env steps per second over the seeds that solved."""
+def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
+    """Median and min final greedy return over seeds, how many solved, the medians of episodes and seconds
+    to solve over the seeds that solved, and the median env steps per second. ``budget``: episodes per run
+    (a run may overshoot it by less than one lock-step of its 16 env copies)."""
     greedy = np.array([r["greedy"] for r in rows])
     solved = [r for r in rows if r["episodes_to_solve"] is not None]
     median = (lambda key: float(np.median([r[key] for r in solved]))) if solved else (lambda key: None)
     return {"env": env_id, "method": method, "seeds": len(rows), "median_greedy": float(np.median(greedy)),
             "min_greedy": float(greedy.min()), "final_solved": int((greedy >= optimum - 0.3 - 1e-6).sum()),
             "ever_solved": len(solved), "episodes_to_solve": median("episodes_to_solve"),
-            "seconds_to_solve": median("seconds_to_solve"), "episodes": rows[0]["episodes"],
+            "seconds_to_solve": median("seconds_to_solve"), "episodes": budget,
             "steps_per_s": float(np.median([r["steps_per_s"] for r in rows])), "optimal": optimum}
 
 
@@ -93,10 +94,10 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
 
     colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
               "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4"}  # a method keeps its color in every plot
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    for ax, family, title in zip(axes, (("gru", "ff"), ("mlp",)), ("on-policy, whole-episode batches",
-                                                                  "off-policy, replay buffer")):
-        plot_comparison({m: rows for m, rows in results.items() if split(m)[1] in family}, optimum, ax=ax,
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharey=True)
+    titles = {"gru": "on-policy, GRU actors", "ff": "on-policy, feed-forward actors", "mlp": "off-policy, MLP actors"}
+    for ax, (variant, title) in zip(axes, titles.items()):
+        plot_comparison({m: rows for m, rows in results.items() if split(m)[1] == variant}, optimum, ax=ax,
                         title=f"{env_id}: {title}", colors=colors)
     fig.tight_layout()
     path = media / f"compare_{env_id.lower().replace('-', '_')}.png"
@@ -120,13 +121,16 @@ def main(argv=None) -> int:
                         help="results folder (default: results/compare; the figures go to media/ only then)")
     args = parser.parse_args(argv)
     from marl_edu.planning import optimal_team_return
+    from marl_edu.train import DEFAULT_EPISODES
 
     optima = {env_id: optimal_team_return(env_id) for env_id in args.envs}  # also checks the ids
     # seed by seed, so that an interrupted comparison has every method on its first seeds
-    jobs = [(env_id, method, seed, args.episodes, args.out, seed == args.seeds[0]) for seed in args.seeds for env_id in args.envs
-            for method in args.methods]
+    jobs = [(env_id, method, seed, args.episodes, args.out, seed == args.seeds[0])
+            for seed in args.seeds for env_id in args.envs for method in args.methods]
     todo = [job for job in jobs if not (args.reuse and (args.out / job[0] / job[1] / f"seed{job[2]}.json").exists())]
-    command = "benchmarks/compare.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    # --reuse only skips runs that are already on disk: the results are those of the command without it
+    given = sys.argv[1:] if argv is None else argv
+    command = " ".join(["benchmarks/compare.py", *[a for a in given if a != "--reuse"]])
     start = time.perf_counter()
     print(f"{len(todo)} runs of {len(jobs)} to do, {args.jobs} at a time", flush=True)
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
@@ -140,7 +144,8 @@ def main(argv=None) -> int:
     for env_id in args.envs:
         results = {method: [json.loads((args.out / env_id / method / f"seed{seed}.json").read_text())
                             for seed in args.seeds] for method in args.methods}
-        table = [table_row(env_id, method, rows, optima[env_id]) for method, rows in results.items()]
+        table = [table_row(env_id, method, rows, optima[env_id], args.episodes or DEFAULT_EPISODES[split(method)[0]])
+                 for method, rows in results.items()]
         print("\n".join(format_row(t) for t in table))
         plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out)
         (args.out / env_id / "summary.json").write_text(json.dumps({"command": command, "seeds": args.seeds,

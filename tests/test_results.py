@@ -68,5 +68,5 @@ def test_readme_table_is_what_compare_printed(env_id):
     for row in summary["table"]:
         rows = [json.loads((RESULTS / "compare" / env_id / row["method"] / f"seed{s}.json").read_text())
                 for s in summary["seeds"]]
-        assert compare.table_row(env_id, row["method"], rows, row["optimal"]) == row
+        assert compare.table_row(env_id, row["method"], rows, row["optimal"], row["episodes"]) == row
         assert compare.format_row(row) in readme
