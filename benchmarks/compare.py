@@ -45,23 +45,32 @@ def run_one(job: tuple[str, str, int, int | None, pathlib.Path, bool]) -> dict:
     import torch
 
     from marl_edu.planning import optimal_team_return
-    from marl_edu.train import DEFAULT_EPISODES, config_class, save_artifacts, summarize, train
+    from marl_edu.train import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, config_class, save_artifacts, summarize, train
 
     env_id, method, seed, episodes, out, keep_artifacts = job
     torch.set_num_threads(1)
     algo, variant = split(method)
     config = config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
-    run = train(algo, env_id, episodes or DEFAULT_EPISODES[algo], config, seed=seed, progress=False)
+    budget = episodes or DEFAULT_EPISODES[algo]
+    eval_every = min(DEFAULT_EVAL_EVERY[algo], budget)  # (the default unless --episodes is tiny)
+    run = train(algo, env_id, budget, config, seed=seed, eval_every=eval_every, progress=False)
     row = {"env": env_id, "method": method, **summarize(run, env_id, seed, optimal_team_return(env_id))}
     folder = out / env_id / method
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"seed{seed}.json").write_text(json.dumps(row) + "\n")
     if keep_artifacts:
         save_artifacts(run, env_id, folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"seed{seed}.json").write_text(json.dumps(row) + "\n")  # last: the mark of a finished run
     return row
 
 
+def finished(path: pathlib.Path, budget: int, n_envs: int = 16) -> bool:
+    """Whether ``path`` holds a finished run of this budget (runs overshoot it by less than one lock-step)."""
+    return path.exists() and budget <= json.loads(path.read_text())["episodes"] < budget + n_envs
+
+
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
+    from marl_edu.train import solved_threshold
+
     """Median and min final greedy return over seeds, how many solved, the medians of episodes and seconds
     to solve over the seeds that solved, and the median env steps per second. ``budget``: episodes per run
     (a run may overshoot it by less than one lock-step of its 16 env copies)."""
@@ -69,7 +78,7 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
     solved = [r for r in rows if r["episodes_to_solve"] is not None]
     median = (lambda key: float(np.median([r[key] for r in solved]))) if solved else (lambda key: None)
     return {"env": env_id, "method": method, "seeds": len(rows), "median_greedy": float(np.median(greedy)),
-            "min_greedy": float(greedy.min()), "final_solved": int((greedy >= optimum - 0.3 - 1e-6).sum()),
+            "min_greedy": float(greedy.min()), "final_solved": int((greedy >= solved_threshold(optimum) - 1e-6).sum()),
             "ever_solved": len(solved), "episodes_to_solve": median("episodes_to_solve"),
             "seconds_to_solve": median("seconds_to_solve"), "episodes": budget,
             "steps_per_s": float(np.median([r["steps_per_s"] for r in rows])), "optimal": optimum}
@@ -120,6 +129,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS,
                         help="results folder (default: results/compare; the figures go to media/ only then)")
     args = parser.parse_args(argv)
+    if len(set(args.seeds)) != len(args.seeds) or args.jobs < 1:
+        parser.error("--seeds must be distinct and --jobs positive")
+    args.out = args.out.resolve()
     from marl_edu.planning import optimal_team_return
     from marl_edu.train import DEFAULT_EPISODES
 
@@ -127,7 +139,9 @@ def main(argv=None) -> int:
     # seed by seed, so that an interrupted comparison has every method on its first seeds
     jobs = [(env_id, method, seed, args.episodes, args.out, seed == args.seeds[0])
             for seed in args.seeds for env_id in args.envs for method in args.methods]
-    todo = [job for job in jobs if not (args.reuse and (args.out / job[0] / job[1] / f"seed{job[2]}.json").exists())]
+    budget = {method: args.episodes or DEFAULT_EPISODES[split(method)[0]] for method in args.methods}
+    todo = [job for job in jobs
+            if not (args.reuse and finished(args.out / job[0] / job[1] / f"seed{job[2]}.json", budget[job[1]]))]
     # --reuse only skips runs that are already on disk: the results are those of the command without it
     given = sys.argv[1:] if argv is None else argv
     command = " ".join(["benchmarks/compare.py", *[a for a in given if a != "--reuse"]])
@@ -144,12 +158,11 @@ def main(argv=None) -> int:
     for env_id in args.envs:
         results = {method: [json.loads((args.out / env_id / method / f"seed{seed}.json").read_text())
                             for seed in args.seeds] for method in args.methods}
-        table = [table_row(env_id, method, rows, optima[env_id], args.episodes or DEFAULT_EPISODES[split(method)[0]])
-                 for method, rows in results.items()]
+        table = [table_row(env_id, method, rows, optima[env_id], budget[method]) for method, rows in results.items()]
         print("\n".join(format_row(t) for t in table))
-        plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out)
         (args.out / env_id / "summary.json").write_text(json.dumps({"command": command, "seeds": args.seeds,
                                                                    "table": table}, indent=1) + "\n")
+        plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out)
     return 0
 
 

@@ -4,10 +4,12 @@
 
 First the raw speed of the environment in the same process: 16 lock-step copies (``make_vec_env``, what
 every learner steps) and one copy, with uniformly random actions. Then each method trains on one seed,
-one torch thread, until a periodic greedy evaluation reaches 8.0 (within 0.3 of the optimum) or its
+one torch thread, until a periodic greedy evaluation gets within 0.3 of the optimum (8.0 on Switch2) or its
 budget runs out (20000 or 3000 episodes). Prints env steps per second while training, the ratio to the raw
 vector env, where the time goes (acting and stepping against updating), and the wall-clock and episodes
-to reach 8.0.
+to reach that return. Training steps count the steps of recorded episodes: the on-policy learners also step
+copies whose episode already ended (lock-step, until the batch's longest episode ends), and the wall-clock
+includes the periodic greedy evaluations, so the ratio measures everything a learner costs beyond the env.
 """
 
 from __future__ import annotations

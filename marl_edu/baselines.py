@@ -11,9 +11,10 @@ critic, so a difference in the results is a difference the critic made:
 | MADDPG    | o_1..o_N and a_1..a_N                | grad of sum_k pi_i(k) Q_i(x, a_1, .., k, .., a_N)         |
 | IDDPG     | o_i and a_i only                     | grad of sum_k pi_i(k) Q_i(o_i, k)                         |
 
-All of them learn the team reward (Switch is cooperative). CentralV and IACV are the COMA paper's
+All of them learn the team reward (Switch is cooperative). CentralV and IACV follow the COMA paper's
 "central-V" and "IAC-V" baselines (Foerster et al. 2018, section 6): the same shared actor as COMA, a
-state-value critic trained on the same TD(lambda) targets, and the one-step TD error as the advantage.
+state-value critic trained on the same TD(lambda) targets, and the one-step TD error as the advantage
+(our IAC-V critic is feed-forward, see ``IACV``).
 IDDPG is MADDPG without the centralised critic: each agent learns as if the others were part of the
 environment.
 """
@@ -81,7 +82,15 @@ class _ValueActorCritic(COMA):
 
 
 class CentralV(_ValueActorCritic):
-    """Central-V: one centralised V(s) with s = [o_1, ..., o_N]; every agent gets the same TD error."""
+    """Central-V: one centralised V(s) with s = [o_1, ..., o_N]; every agent gets the same TD error.
+    Team reward only: its rows carry no agent id, so one V(s) cannot learn N different own returns."""
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        if config is not None and not config.team_reward:
+            raise ValueError("central-V learns the team reward only (team_reward=True): its one V(s) has no agent "
+                             "id to tell the agents' own returns apart")
+        super().__init__(n_agents, obs_dim, n_actions, config, seed, device)
 
     @property
     def critic_dim(self) -> int:
@@ -95,8 +104,10 @@ class CentralV(_ValueActorCritic):
 
 
 class IACV(_ValueActorCritic):
-    """IAC-V: independent actor-critic, each agent's V(o^a, a) on its own observation and one-hot id
-    (one network with the id in its input, like the shared actor: N critics in one)."""
+    """IAC-V: independent actor-critic, each agent's V(o^a, one_hot(a)) on its own current observation and id
+    (one network with the id in its input, like the shared actor: N critics in one). The COMA paper's IAC
+    critics read the agent's own history instead; this one is central-V's feed-forward critic with a
+    decentralised input, so that the two differ in what the critic sees and nothing else."""
 
     @property
     def critic_dim(self) -> int:

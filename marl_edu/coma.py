@@ -106,8 +106,8 @@ class COMAConfig:
     def validate(self) -> COMAConfig:
         for name in ("actor_lr", "critic_lr", "grad_clip"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")  # (NaN and inf too)
         for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "anneal_fraction"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -117,8 +117,8 @@ class COMAConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if isinstance(self.entropy_start, bool) or not isinstance(self.entropy_start, (int, float)) \
-                or self.entropy_start < 0:
-            raise ValueError(f"entropy_start must be a number >= 0, got {self.entropy_start!r}")
+                or not 0 <= self.entropy_start < float("inf"):
+            raise ValueError(f"entropy_start must be a finite number >= 0, got {self.entropy_start!r}")
         for name in ("recurrent", "team_reward"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -103,8 +103,8 @@ class MADDPGConfig:
     def validate(self) -> MADDPGConfig:
         for name in ("actor_lr", "critic_lr", "temperature", "grad_clip"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")  # (NaN and inf too)
         for name in ("gamma", "tau", "epsilon_start", "epsilon_end", "epsilon_fraction"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:

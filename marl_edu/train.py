@@ -299,8 +299,8 @@ def solved_threshold(optimum: float) -> float:
 
 
 def summarize(run: TrainResult, env_id: str, seed: int, optimum: float | None) -> dict:
-    """One run's figures: the final policy's greedy return (one episode: Switch is deterministic) and
-    mean sampled return (100 episodes), counts, speed, and when a periodic greedy evaluation first reached
+    """One run's figures: the final policy's greedy return (one episode: exact on Switch, which is deterministic)
+    and mean sampled return (100 episodes), counts, speed, and when a periodic greedy evaluation first reached
     ``solved_threshold(optimum)`` (None if never, or if the optimum is not known)."""
     greedy = greedy_return(run.agent, env_id).team_return
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=100, seed=seed).mean())
@@ -360,7 +360,8 @@ def _parser() -> argparse.ArgumentParser:
                                                        "adds the step count to every observation)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (default: 0)")
     p.add_argument("--episodes", type=int, default=None,
-                   help="training episodes per run (default: 3000 for maddpg/iddpg, 20000 for the others)")
+                   help="training episodes per run (default: 3000 for maddpg/iddpg, 20000 for the others; "
+                        "on-policy runs round up to whole batches of --n-envs episodes)")
     p.add_argument("--out", type=pathlib.Path, default=None, help="output folder (default: results/tmp/ALGO-ENV)")
     p.add_argument("--gamma", type=float, default=None, help="discount in [0, 1] (default: 0.95 maddpg/iddpg, "
                                                              "0.99 others)")
@@ -381,6 +382,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--actor-gradient", choices=["expected", "gumbel"], default=None,
                    help="maddpg/iddpg: the actor's gradient, exact over its own actions or a Gumbel-softmax sample "
                         "(default: expected)")
+    p.add_argument("--batch-size", type=int, default=None, help="maddpg/iddpg: transitions per update (default: 512)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="maddpg/iddpg: env steps collected before the first update (default: 1000)")
     p.add_argument("--eval-every", type=int, default=None,
                    help="episodes between greedy evaluations (default: 50 maddpg/iddpg, 200 others)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (default: 1; more rarely helps "
@@ -393,25 +397,29 @@ def _parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace):
     """The learner's config with the options given on the command line; ValueError names a bad value."""
     on_policy = args.algo in ON_POLICY
-    only = {"feed_forward": True, "lam": True, "entropy": True, "per_agent_reward": True, "actor_gradient": False}
+    only = {"feed_forward": True, "lam": True, "entropy": True, "per_agent_reward": True, "actor_gradient": False,
+            "batch_size": False, "warmup": False}
     for name, needs_on_policy in only.items():
-        given = getattr(args, name) not in (None, False)
+        given = getattr(args, name) is not None and getattr(args, name) is not False  # (0 is given)
         if given and needs_on_policy != on_policy:
             family = "coma, central_v and iac" if needs_on_policy else "maddpg and iddpg"
             raise ValueError(f"--{name.replace('_', '-')} applies to {family} only, not {args.algo}")
     values = {"gamma": args.gamma, "actor_lr": args.actor_lr, "critic_lr": args.critic_lr, "hidden": args.hidden,
               "n_envs": args.n_envs}
+    if args.algo == "central_v" and args.per_agent_reward:
+        raise ValueError("--per-agent-reward does not apply to central_v: its one V(s) has no agent id")
     if on_policy:
         values.update(lam=args.lam, entropy_start=args.entropy, recurrent=not args.feed_forward,
                       team_reward=not args.per_agent_reward)
     else:
-        values.update(actor_gradient=args.actor_gradient)
+        values.update(actor_gradient=args.actor_gradient, batch_size=args.batch_size, warmup_steps=args.warmup)
     return config_class(args.algo)(**{k: v for k, v in values.items() if v is not None}).validate()
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m marl_edu.train``: see ``--help``. Every argument is checked before any training starts."""
     import json
+    import shlex
     import sys
 
     from marl_edu.envs import resolve_env_id
@@ -425,28 +433,36 @@ def main(argv: list[str] | None = None) -> int:
         episodes = DEFAULT_EPISODES[args.algo] if args.episodes is None else args.episodes
         if episodes < 1:
             raise ValueError(f"--episodes must be a positive number of episodes, got {episodes}")
-        if args.eval_every is not None and args.eval_every < 1:
-            raise ValueError(f"--eval-every must be positive, got {args.eval_every}")
+        eval_every = min(DEFAULT_EVAL_EVERY[args.algo], episodes) if args.eval_every is None else args.eval_every
+        if not 1 <= eval_every <= episodes:
+            raise ValueError(f"--eval-every must be between 1 and --episodes ({episodes}), got {eval_every}")
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
-        if len(set(args.seeds)) != len(args.seeds):
-            raise ValueError(f"--seeds repeats a seed: {args.seeds}")
+        if len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
+            raise ValueError(f"--seeds must be distinct non-negative ints, got {args.seeds}")
         device = torch.device(args.device)
-    except (ValueError, RuntimeError) as error:
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"--device {args.device}: torch sees no CUDA device here")
+        if args.algo in ON_POLICY and make_env(env_id).max_steps is None:
+            raise ValueError(f"{args.algo} plays whole episodes and needs an env with a time limit; {env_id} has none")
+        out = args.out or pathlib.Path("results/tmp") / f"{args.algo}-{env_id}"
+        out.mkdir(parents=True, exist_ok=True)
+    except (ValueError, RuntimeError, OSError) as error:
         parser.error(str(error).splitlines()[0])
     try:
         optimum = optimal_team_return(env_id)
     except ValueError:  # exact planning knows the Switch envs only
         optimum = None
-    out = args.out or pathlib.Path("results/tmp") / f"{args.algo}-{env_id}"
-    out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     known = "unknown" if optimum is None else f"{optimum:.2f}"
     print(f"{args.algo} on {env_id}, {episodes} episodes per seed, exact optimum {known}, outputs in {out}")
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'solved at':>10} {'wall_s':>7} {'steps/s':>8}")
     rows, csv_lines = [], ["seed,episode,team_return"]
     for seed in args.seeds:
-        run = train(args.algo, env_id, episodes, config, seed, args.eval_every, not args.no_progress, device)
+        run = train(args.algo, env_id, episodes, config, seed, eval_every, not args.no_progress, device)
+        if run.updates == 0 and args.algo not in ON_POLICY:
+            print(f"warning: seed {seed} made no update ({run.env_steps} env steps, fewer than the warm-up "
+                  f"{config.warmup_steps} or a batch of {config.batch_size}): the policy is untrained")
         row = summarize(run, env_id, seed, optimum)
         rows.append(row)
         csv_lines += [f"{seed},{k + 1},{r:.2f}" for k, r in enumerate(run.episode_returns)]
@@ -458,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     solved = "-" if optimum is None else f"{int((greedy >= solved_threshold(optimum) - 1e-6).sum())}/{len(rows)}"
     print(f"SUMMARY algo={args.algo} env={env_id} median_return={np.median(greedy):.2f} min_return={greedy.min():.2f} "
           f"solved={solved} optimal={known}")
-    command = "python -m marl_edu.train " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m marl_edu.train " + shlex.join(sys.argv[1:] if argv is None else argv)
     (out / "runs.json").write_text(json.dumps({"command": command, "algo": args.algo, "env": env_id,
                                                "episodes": episodes, "optimal": optimum,
                                                "config": dataclasses.asdict(config), "seeds": rows}, indent=1) + "\n")

@@ -100,3 +100,9 @@ def test_iddpg_update_runs_and_keeps_the_actors_of_maddpg():
     stats = iddpg.update(batch)
     assert np.isfinite(stats["critic_loss"]) and any(not torch.equal(a, b) for a, b in
                                                      zip(before, iddpg.critics.parameters()))
+
+
+def test_central_v_refuses_per_agent_rewards():
+    # its rows carry no agent id: one V(s) cannot learn two agents' different own returns
+    with pytest.raises(ValueError, match="central-V learns the team reward only"):
+        CentralV(2, 2, 5, COMAConfig(team_reward=False))

@@ -19,7 +19,15 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "maddpg", "--gamma", "-0.1"], "gamma must be a number in [0, 1], got -0.1"),
     (["--algo", "maddpg", "--feed-forward"], "--feed-forward applies to coma, central_v and iac only, not maddpg"),
     (["--algo", "iac", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, not iac"),
-    (["--algo", "coma", "--seeds", "1", "1"], "--seeds repeats a seed"),
+    (["--algo", "coma", "--seeds", "1", "1"], "--seeds must be distinct non-negative ints"),
+    (["--algo", "coma", "--seeds", "-1"], "--seeds must be distinct non-negative ints, got [-1]"),
+    (["--algo", "maddpg", "--lam", "0"], "--lam applies to coma, central_v and iac only, not maddpg"),
+    (["--algo", "coma", "--actor-lr", "nan"], "actor_lr must be a positive number, got nan"),
+    (["--algo", "iddpg", "--critic-lr", "inf"], "critic_lr must be a positive number, got inf"),
+    (["--algo", "coma", "--entropy", "nan"], "entropy_start must be a finite number >= 0, got nan"),
+    (["--algo", "central_v", "--per-agent-reward"], "--per-agent-reward does not apply to central_v"),
+    (["--algo", "iac", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and --episodes"),
+    (["--algo", "coma", "--env", "PongDuel-v0"], "coma plays whole episodes and needs an env with a time limit"),
     (["--algo", "coma", "--episodes", "ten"], "argument --episodes: invalid int value: 'ten'"),
 ])
 def test_bad_arguments_stop_in_one_line_before_training(argv, message, tmp_path, capsys):
@@ -51,12 +59,13 @@ def test_module_entry_point_exits_non_zero_on_a_bad_argument():
 
 @pytest.mark.parametrize("algo", ["iac", "iddpg"])
 def test_a_run_writes_every_output(algo, tmp_path, capsys):
-    extra = ["--feed-forward"] if algo == "iac" else []
+    extra = ["--feed-forward"] if algo == "iac" else ["--batch-size", "16", "--warmup", "32"]
     assert main(["--algo", algo, "--seeds", "3", "4", "--out", str(tmp_path), *TINY, *extra]) == 0
     summary = json.loads((tmp_path / "runs.json").read_text())
     assert summary["algo"] == algo and [row["seed"] for row in summary["seeds"]] == [3, 4]
     assert summary["config"]["hidden"] == 8 and summary["config"]["n_envs"] == 4
     row = summary["seeds"][0]
+    assert row["updates"] > 0 and "warning" not in capsys.readouterr().out
     assert row["episodes"] >= 8 and row["evaluations"] and row["episodes"] == sum(
         1 for line in (tmp_path / "returns.csv").read_text().splitlines()[1:] if line.startswith("3,"))
     assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
@@ -65,7 +74,13 @@ def test_a_run_writes_every_output(algo, tmp_path, capsys):
         agent = load_policy(tmp_path / f"seed{seed}" / "policy.pt", algo=algo, env_id="Switch2-v0")
         replayed = greedy_return(agent, "Switch2-v0").team_return  # recorded rounded to 0.01
         assert replayed == pytest.approx(summary["seeds"][seed - 3]["greedy"], abs=1e-6)
-    assert "SUMMARY algo=" + algo in capsys.readouterr().out
+    assert json.loads((tmp_path / "runs.json").read_text())["command"].startswith("python -m marl_edu.train --algo")
+
+
+def test_an_untrained_off_policy_run_is_flagged(tmp_path, capsys):
+    assert main(["--algo", "maddpg", "--out", str(tmp_path), *TINY]) == 0  # 8 episodes: fewer steps than the warm-up
+    out = capsys.readouterr().out
+    assert "warning: seed 0 made no update" in out and "SUMMARY algo=maddpg" in out
 
 
 @pytest.mark.parametrize("algo", list(ALGORITHMS))
