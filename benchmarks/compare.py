@@ -40,17 +40,25 @@ def split(method: str) -> tuple[str, str]:
     return algo, variant
 
 
+def method_config(method: str):
+    """The default config of a method's learner, with a GRU (``-gru``) or feed-forward (``-ff``) actor for the
+    on-policy learners; ``-mlp`` learners have feed-forward actors only."""
+    from marl_edu.train import config_class
+
+    algo, variant = split(method)
+    return config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
+
+
 def run_one(job: tuple[str, str, int, int | None, pathlib.Path, bool]) -> dict:
     """Train one method on one env with one seed (in a worker process, one torch thread) and record it."""
     import torch
 
     from marl_edu.planning import optimal_team_return
-    from marl_edu.train import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, config_class, save_artifacts, summarize, train
+    from marl_edu.train import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, save_artifacts, summarize, train
 
     env_id, method, seed, episodes, out, keep_artifacts = job
     torch.set_num_threads(1)
-    algo, variant = split(method)
-    config = config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
+    algo, config = split(method)[0], method_config(method)
     budget = episodes or DEFAULT_EPISODES[algo]
     eval_every = min(DEFAULT_EVAL_EVERY[algo], budget)  # (the default unless --episodes is tiny)
     run = train(algo, env_id, budget, config, seed=seed, eval_every=eval_every, progress=False)

@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 import torch
+from compare import METHODS, method_config, split  # benchmarks/compare.py: the method names and their configs
 
-METHODS = ["coma-gru", "central_v-gru", "iac-gru", "coma-ff", "central_v-ff", "iac-ff", "maddpg-mlp", "iddpg-mlp"]
 DEFAULT = ["coma-gru", "central_v-gru", "iac-gru", "maddpg-mlp", "iddpg-mlp"]  # one per learner
 
 
@@ -55,12 +55,9 @@ def main(argv=None) -> int:
     print(f"\n{'method':<14} {'steps/s':>8} {'ratio':>6} {'update share':>12} {'to reach':>9} {'episodes':>9} "
           f"{'wall_s':>7}")
     for method in args.methods:
-        algo, variant = method.rsplit("-", 1)
-        config = training.config_class(algo)(**({"recurrent": variant == "gru"} if variant != "mlp" else {}))
-        loop = training.train_coma if algo in training.ON_POLICY else training.train_maddpg
-        run = loop(args.env, training.DEFAULT_EPISODES[algo], config, seed=args.seed,
-                   eval_every=training.DEFAULT_EVAL_EVERY[algo], progress=False,
-                   learner=training.ALGORITHMS[algo], stop_at=target)
+        algo = split(method)[0]
+        run = training.train(algo, args.env, training.DEFAULT_EPISODES[algo], method_config(method), seed=args.seed,
+                             progress=False, stop_at=target)
         rate = run.env_steps / run.seconds
         reached = bool(run.evaluations) and run.evaluations[-1][1] >= target - 1e-6
         to_reach = f"{run.eval_seconds[-1]:.0f} s" if reached else "never"

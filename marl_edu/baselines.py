@@ -26,15 +26,16 @@ import torch
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.nets import MLP, Critic
-from marl_edu.targets import make_target, td_lambda_targets
+from marl_edu.targets import make_target
 
 
 class _ValueActorCritic(COMA):
     """COMA's shared actor and update with a state-value critic V in place of Q(s, u^{-a}, .).
 
     Subclasses say what V sees (``critic_rows``, one row per agent). The update is COMA's (``COMA.update``):
-    TD(lambda) targets from the target critic, ``critic_steps`` critic steps, one actor step; only the
-    advantage differs: the TD error of the online critic, ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t``.
+    TD(lambda) targets from the target critic, ``critic_steps`` critic steps, one actor step. COMA's targets
+    and loss regress ``taken_values``, which is V here instead of Q(s_t, u_t); the advantage is the TD error of
+    the online critic, ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t``.
     """
 
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
@@ -45,37 +46,18 @@ class _ValueActorCritic(COMA):
         self.target_critic = make_target(self.critic)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
 
-    def values(self, rows: torch.Tensor, target: bool = False) -> torch.Tensor:
-        """V of every row: rows ``(M, N, D)`` -> ``(M, N)``."""
+    def taken_values(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], target: bool = False) -> torch.Tensor:
+        """What COMA's critic targets and loss regress: here V of every row at every index, ``(B, T+1, N)``, from
+        the critic or the target critic (a state value does not depend on the action taken)."""
         net = self.target_critic if target else self.critic
-        return net(rows.reshape(-1, rows.shape[-1])).reshape(rows.shape[:2])  # (M, N)
-
-    @torch.no_grad()
-    def critic_targets(self, rows: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """TD(lambda) targets ``(B, T, N)`` for V_t of every row, from the target critic (as COMA's)."""
-        c = self.config
-        B, T1, N = batch["actions"].shape
-        T = T1 - 1
-        v_target = self.values(rows, target=True).reshape(B, T1, N)  # (B, T+1, N)
-        rewards = self.row_rewards(batch).permute(0, 2, 1)  # (B, N, T)
-        dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
-        next_values = v_target[:, 1:].permute(0, 2, 1)  # (B, N, T): V'_{t+1}
-        return td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
-
-    def critic_loss(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
-        """Mean over real steps and rows of (V_t - y_t)^2: targets ``(B, T, N)``."""
-        B, T1, N = batch["actions"].shape
-        v = self.values(rows).reshape(B, T1, N)[:, :T1 - 1]  # (B, T, N)
-        step_mask = batch["step_mask"].unsqueeze(-1).expand_as(v)  # (B, T, N)
-        return (((v - targets) ** 2) * step_mask).sum() / step_mask.sum()
+        return net(rows.reshape(-1, rows.shape[-1])).reshape(batch["actions"].shape)  # (B, T+1, N)
 
     @torch.no_grad()
     def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:
         """The TD error ``delta_t = r_t + gamma (1 - d_t) V(x_{t+1}) - V(x_t)`` of every row, ``(B, T, N)``.
         It does not look at which action the agent took, so it cannot tell one agent's choice from the
         others' (``pi`` is unused)."""
-        B, T1, N = batch["actions"].shape
-        v = self.values(rows).reshape(B, T1, N)  # (B, T+1, N)
+        v = self.taken_values(rows, batch)  # (B, T+1, N)
         rewards = self.row_rewards(batch)  # (B, T, N)
         not_done = 1.0 - batch["dones"].unsqueeze(-1)  # (B, T, 1)
         return rewards + self.config.gamma * not_done * v[:, 1:] - v[:, :-1]  # (B, T, N)

@@ -218,15 +218,22 @@ class COMA:
         rows ``(B*(T+1), N, D)`` from ``critic_rows``, batch as in ``update``. Row a learns the team reward,
         or agent a's own with ``team_reward=False``."""
         c = self.config
-        actions = batch["actions"]  # (B, T+1, N)
-        B, T1, N = actions.shape
+        B, T1, N = batch["actions"].shape
         T = T1 - 1
-        q_target = self.target_critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)  # (B, T+1, N, A)
-        q_target_taken = q_target.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
         rewards = self.row_rewards(batch).permute(0, 2, 1)  # (B, N, T)
         dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
+        q_target_taken = self.taken_values(rows, batch, target=True)  # (B, T+1, N): Q'(s_t, u_t)
         next_values = q_target_taken[:, 1:].permute(0, 2, 1)  # (B, N, T): V_{t+1} = Q'(s_{t+1}, u_{t+1})
         return td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
+
+    def taken_values(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], target: bool = False) -> torch.Tensor:
+        """``Q(s_t, u_t)`` of every agent row at every index of the batch, ``(B, T+1, N)``, from the critic or
+        (``target=True``) the target critic: the Q-value of the joint action actually taken."""
+        actions = batch["actions"]  # (B, T+1, N)
+        B, T1, N = actions.shape
+        net = self.target_critic if target else self.critic
+        q = net(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)  # (B, T+1, N, A)
+        return q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
 
     def row_rewards(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """The reward each critic row learns, ``(B, T, N)``: the team reward r_t = sum_a r^a_t in every row
@@ -239,10 +246,7 @@ class COMA:
     def critic_loss(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
         """Mean over real steps and agent rows of (Q(s_t, u_t) - y_t)^2: rows ``(B*(T+1), N, D)`` from
         ``critic_rows``, targets ``(B, T, N)`` from ``critic_targets``."""
-        actions = batch["actions"]  # (B, T+1, N)
-        B, T1, N = actions.shape
-        q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T1 - 1]  # (B, T, N, A)
-        q_taken = q.gather(-1, actions[:, :T1 - 1].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
+        q_taken = self.taken_values(rows, batch)[:, :-1]  # (B, T, N): the end state's column has no target
         step_mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
         return (((q_taken - targets) ** 2) * step_mask).sum() / step_mask.sum()
 

@@ -53,6 +53,12 @@ def resolve_env_id(env_id: str) -> str:
     return name
 
 
+def _check_action_range(actions: np.ndarray, n_actions: int, meanings: list[str]) -> None:
+    """Int actions of any shape must lie in [0, n_actions - 1]; ValueError naming the actions otherwise."""
+    if actions.min() < 0 or actions.max() >= n_actions:
+        raise ValueError(f"actions must be in [0, {n_actions - 1}] ({', '.join(meanings)}), got {actions.tolist()}")
+
+
 class MultiAgentEnv:
     """One ma-gym environment with numpy arrays in and out, checked at the boundary.
 
@@ -109,9 +115,7 @@ class MultiAgentEnv:
             raise ValueError(f"actions: expected one integer action per agent, shape ({self.n_agents},), got "
                              f"{actions.shape}: one-hot actions? pass actions.argmax(-1)")
         check_shape(actions, (self.n_agents,), "actions", dtype="int")
-        if actions.min() < 0 or actions.max() >= self.n_actions:
-            raise ValueError(f"actions must be in [0, {self.n_actions - 1}] "
-                             f"({', '.join(self.action_meanings)}), got {actions.tolist()}")
+        _check_action_range(actions, self.n_actions, self.action_meanings)
         return self._advance(actions)
 
     def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -186,9 +190,7 @@ class VecEnv:
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
         actions = np.asarray(actions)
         check_shape(actions, (self.n_envs, self.n_agents), "actions", dtype="int")
-        if actions.min() < 0 or actions.max() >= self.n_actions:
-            raise ValueError(f"actions must be in [0, {self.n_actions - 1}] "
-                             f"({', '.join(self.action_meanings)}), got {actions.tolist()}")
+        _check_action_range(actions, self.n_actions, self.action_meanings)
         results = [env._advance(a) for env, a in zip(self.envs, actions)]  # (checked above, all at once)
         obs = np.stack([r[0] for r in results])  # (K, N, O)
         rewards = np.stack([r[1] for r in results])  # (K, N)
