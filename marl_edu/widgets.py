@@ -130,7 +130,10 @@ def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dic
             button.disabled = False
         image.value = _figure_png(plot_runs(reference, run, optimal, random))
         last = run["evaluations"][-1][1] if run["evaluations"] else float("nan")
-        status.value = (f"done: {len(run['episode_returns'])} episodes, last greedy team return <b>{last:.2f}</b>"
+        ran, asked = len(run["episode_returns"]), values.get("episodes")
+        rounded = (f" ({asked} asked for: the parallel env copies finish their episodes together)"
+                   if asked is not None and ran != asked else "")
+        status.value = (f"done: {ran} episodes{rounded}, last greedy team return <b>{last:.2f}</b>"
                         + (f" (optimum {optimal:.2f})" if optimal is not None else ""))
 
     button.on_click(on_click)
@@ -186,7 +189,7 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
     (``COMAConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
     """
     defaults = COMAConfig()
-    style = {"description_width": "90px"}
+    style = {"description_width": "105px"}  # wide enough for "episodes/batch" (seen in the browser test)
     controls = {
         "actor_lr": _learning_rate_slider(defaults.actor_lr, "actor lr", style),
         "critic_lr": _learning_rate_slider(defaults.critic_lr, "critic lr", style),
@@ -195,8 +198,8 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
                                              description="entropy", style=style),
         "n_envs": widgets.SelectionSlider(options=[4, 8, 16, 32, 64], value=defaults.n_envs,
                                           description="episodes/batch", style=style),
-        "recurrent": widgets.Checkbox(defaults.recurrent, description="GRU actors (off: feed-forward)",
-                                      style=style),
+        "recurrent": widgets.Checkbox(defaults.recurrent, description="GRU actors (off: feed-forward)", indent=False,
+                                      layout=widgets.Layout(width="340px")),
         "episodes": widgets.IntSlider(episodes, min=16, max=20000, step=16, description="episodes", style=style),
         "seed": widgets.IntSlider(seed, min=0, max=9, description="seed", style=style),
     }

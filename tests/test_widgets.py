@@ -65,6 +65,21 @@ def test_panel_button_trains_with_the_slider_values_and_redraws():
     assert panel.image.value != before and panel.image.value[:4] == b"\x89PNG"
 
 
+def test_panel_says_when_more_episodes_ran_than_asked_for():
+    # 16 env copies stepped together finish their 50-step episodes together: 100 asked -> 7 * 16 = 112 run
+    import ipywidgets as widgets
+
+    from marl_edu.widgets import training_panel
+
+    panel = training_panel({"episodes": widgets.IntSlider(100, max=200)}, lambda episodes: _fake_run(0.1, 112))
+    panel.button.click()
+    assert panel.status.value.startswith("done: 112 episodes (100 asked for: the parallel env copies finish "
+                                         "their episodes together), last greedy"), panel.status.value
+    exact = training_panel({"episodes": widgets.IntSlider(100, max=200)}, lambda episodes: _fake_run(0.1, 100))
+    exact.button.click()
+    assert exact.status.value.startswith("done: 100 episodes, last greedy"), exact.status.value
+
+
 def test_panel_reports_a_bad_setting_instead_of_raising():
     import ipywidgets as widgets
 
