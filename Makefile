@@ -3,6 +3,7 @@
 #   make lab        setup, then JupyterLab on notebooks/
 #   make test       setup, then unit tests and nbval on every notebook
 #   make notebooks  re-execute every notebook in place, top to bottom, in a fresh kernel
+#   make test-browser  setup, Debian's Chromium and Playwright, then every notebook run and used in JupyterLab
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -12,6 +13,8 @@ VPY := $(VENV)/bin/python
 WHEELHOUSE := .wheelhouse
 GYM_WHEEL := $(WHEELHOUSE)/gym-0.20.0-py3-none-any.whl
 STAMP := $(VENV)/.marl-edu-installed
+BROWSER_STAMP := $(VENV)/.marl-edu-browser-installed
+CHROMIUM ?= /usr/bin/chromium
 
 # A Python 3.11 interpreter: ma-gym 0.0.14 does not install on 3.12 and later.
 PYTHON ?= $(shell for p in python3.11 python3 python; do \
@@ -21,10 +24,10 @@ PYTHON ?= $(shell for p in python3.11 python3 python; do \
 # Pass --allow-root to JupyterLab only when we are root (containers, some cloud machines).
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup lab test notebooks wheelhouse clean check-python
+.PHONY: help setup lab test notebooks wheelhouse clean check-python chromium setup-browser test-browser
 
 help:
-	@sed -n '2,6p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,7p' Makefile | sed 's/^# \{0,1\}//'
 
 check-python:
 	@if [ -z "$(PYTHON)" ] || ! "$(PYTHON)" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then \
@@ -64,7 +67,25 @@ lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: setup
-	$(VPY) -m pytest tests notebooks --nbval --nbval-current-env -p no:randomly $(PYTEST_ARGS)
+	$(VPY) -m pytest tests notebooks --nbval --nbval-current-env -p no:randomly --ignore=tests/browser $(PYTEST_ARGS)
+
+# Browser tests: Debian's Chromium (no browser download at run time) driven by Playwright for Python.
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then echo "chromium: $$($(CHROMIUM) --version 2>/dev/null)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "no $(CHROMIUM) and no apt-get to install Debian's chromium"; exit 1; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	elif sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "no $(CHROMIUM), and installing Debian's chromium needs root or passwordless sudo"; exit 1; fi
+	@[ -x "$(CHROMIUM)" ] || { echo "apt-get ran but there is still no $(CHROMIUM)"; exit 1; }
+
+$(BROWSER_STAMP): pyproject.toml $(STAMP)
+	$(VPY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-binary gym -e ".[dev,browser]"
+	touch $(BROWSER_STAMP)
+
+setup-browser: chromium $(BROWSER_STAMP)
+
+test-browser: setup-browser
+	MARL_EDU_CHROMIUM=$(CHROMIUM) $(VPY) -m pytest tests/browser -p no:randomly $(PYTEST_ARGS)
 
 notebooks: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
