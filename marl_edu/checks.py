@@ -40,6 +40,15 @@ def _run_case(fn: Callable, case: str, *args) -> torch.Tensor | None:
     return out
 
 
+def _wrong_dtype(out: torch.Tensor, expected: torch.Tensor, case: str) -> bool:
+    """Print why and return True when ``out`` has another dtype than the reference (torch cannot compare them)."""
+    if out.dtype == expected.dtype:
+        return False
+    print(f"FAILED on {case}: expected dtype {expected.dtype} (like the inputs), got {out.dtype}.\n"
+          f"Hint: keep the inputs' dtype; no .double(), .long() or numpy round trip is needed.")
+    return True
+
+
 def _named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], fallback: str,
                    atol: float = 1e-5) -> str:
     """The hint of the first known mistake whose output ``out`` reproduces, else ``fallback``."""
@@ -72,9 +81,7 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         out = _run_case(fn, case, obs.clone(), actions.clone())
         if out is None:
             return
-        if out.dtype != expected.dtype:
-            print(f"FAILED on {case}: expected dtype {expected.dtype} (like the inputs), got {out.dtype}.\n"
-                  f"Hint: keep the inputs' dtype; no .double() or .long() is needed.")
+        if _wrong_dtype(out, expected, case):
             return
         if tuple(out.shape) != tuple(expected.shape):
             print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
@@ -119,6 +126,8 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
         expected = rewards + gamma * (1 - dones) * q_next.detach()
         out = _run_case(fn, case, rewards.clone(), dones.clone(), q_next, gamma)
         if out is None:
+            return
+        if _wrong_dtype(out, expected, case):
             return
         if tuple(out.shape) != tuple(expected.shape):
             hint = ("(B,) met (B, 1) somewhere and broadcast to (B, B): keep every tensor (B,)."
@@ -166,6 +175,8 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
         out = _run_case(fn, case, rewards.clone(), dones.clone(), next_values.clone(), gamma, lam)
         if out is None:
             return
+        if _wrong_dtype(out, expected, case):
+            return
         if tuple(out.shape) != tuple(expected.shape):
             print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"
                   f"Hint: G has the shape of rewards, (..., T); loop over the last axis only.")
@@ -209,6 +220,8 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
         expected = coma_advantage(q, pi, actions)
         out = _run_case(fn, case, q.clone(), pi.clone(), actions.clone())
         if out is None:
+            return
+        if _wrong_dtype(out, expected, case):
             return
         if tuple(out.shape) == ((*lead, lead[-1]) if lead else (1,)):  # (B, 1) - (B,) -> (B, B); () -> (1,)
             print(f"FAILED on {case}: expected shape {tuple(expected.shape)}, got {tuple(out.shape)}.\n"

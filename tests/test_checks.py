@@ -150,3 +150,22 @@ def test_coma_advantage_check(capsys):
 
     check_coma_advantage(unsqueezed)
     assert "squeeze it" in capsys.readouterr().out
+
+
+def test_every_checker_reports_a_wrong_dtype_instead_of_raising(capsys):
+    # float64 or int64 answers used to reach torch.allclose against float32 and raise "Double did not match Float"
+    from marl_edu.checks import check_coma_advantage, check_td_lambda_targets, check_td_target
+    from marl_edu.coma import coma_advantage
+    from marl_edu.targets import td_lambda_targets, td_target
+
+    answers = [
+        (check_td_target, lambda r, d, q, g: td_target(r, d, q, g).double()),
+        (check_td_lambda_targets, lambda r, d, v, g, lam: td_lambda_targets(r, d, v, g, lam).double()),
+        (check_coma_advantage, lambda q, pi, actions: coma_advantage(q, pi, actions).double()),
+        (check_coma_advantage, lambda q, pi, actions: coma_advantage(q, pi, actions).long()),
+    ]
+    for check, answer in answers:
+        assert check(answer) is None
+        out = capsys.readouterr().out
+        assert out.startswith("FAILED on ") and "expected dtype torch.float32 (like the inputs), got torch." in out
+        assert "Hint: keep the inputs' dtype" in out
