@@ -22,6 +22,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from marl_edu.envs import make_env, resolve_env_id
 
@@ -171,7 +172,8 @@ class PositionPolicyCensus:
         return max(self.probability)
 
 
-def position_policy_census(env_id: str = "Switch2-v0", threshold: float = 8.0) -> PositionPolicyCensus:
+def position_policy_census(env_id: str = "Switch2-v0", threshold: float = 8.0,
+                           progress: bool = True) -> PositionPolicyCensus:
     """Enumerate the deterministic policies pi_i(cell) of a Switch environment exactly (Switch2: seconds).
 
     From the fixed start such a policy only matters on the cells it visits, so the table is filled in
@@ -184,8 +186,11 @@ def position_policy_census(env_id: str = "Switch2-v0", threshold: float = 8.0) -
     N, A, H = env.n_agents, env.n_actions, env.max_steps
     probability: dict[int, float] = {}
     solutions: list[tuple[float, np.ndarray]] = []
+    bar = tqdm(total=1.0, desc=f"{env_id}: position-only tables", disable=not progress, leave=False,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}")  # share of all tables counted so far
 
     def record(total: int, mass: float, played: list) -> None:
+        bar.update(mass)
         probability[total] = probability.get(total, 0.0) + mass
         if total >= _tenths(threshold):
             solutions.append((total / 10, np.array(played, dtype=np.int64).reshape(-1, N)))
@@ -212,5 +217,6 @@ def position_policy_census(env_id: str = "Switch2-v0", threshold: float = 8.0) -
         visited.remove(pos)
 
     explore(tuple(starts.tolist()), 0, {}, 0, set(), 1.0, [])
+    bar.close()
     return PositionPolicyCensus(env_id=env_id, probability={k / 10: v for k, v in sorted(probability.items())},
                                 solutions=solutions)

@@ -257,6 +257,7 @@ def advantage_explorer(action_meanings: list[str], q: list[float] | None = None,
         ax.bar(x + 0.2, versus_v, width=0.4, color="0.6", label="state-value baseline: Q - V(s)")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(x, [f"{m}\npi={p:.2f}" for m, p in zip(action_meanings, probs)])
+        ax.set_xlabel("action k of agent a (and its probability pi(k))")
         ax.set_ylabel("advantage of action k")
         ax.set_title(f"counterfactual baseline b = {baseline:.2f}")
         ax.legend(fontsize=8)

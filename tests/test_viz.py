@@ -79,7 +79,9 @@ def test_seed_band_by_hand_and_comparison_plot():
     ax = plot_comparison({"coma-gru": rows, "coma-ff": rows}, optimal=8.3, title="t")
     assert ax.get_xlabel() == "training episode" and ax.get_ylabel() == "greedy team return"
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["coma-gru (mean of 2 seeds)", "coma-ff (mean of 2 seeds)", "exact optimum (8.3)"]
+    assert labels == ["coma-gru (mean of 2 seeds; band: min to max)", "coma-ff (mean of 2 seeds; band: min to max)",
+                      "exact optimum (8.3)"]
+    assert ax.get_lines()[0].get_linewidth() > ax.get_lines()[1].get_linewidth()  # a line under another still shows
     assert ax.get_lines()[1].get_linestyle() == "--"  # feed-forward variants are dashed
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [-10.0, 5.0])  # mean over seeds: (2 + 8) / 2
     with pytest.raises(ValueError, match="every run needs at least one evaluation"):
