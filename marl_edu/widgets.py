@@ -120,14 +120,17 @@ def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dic
         button.disabled = True
         status.value = "training ..."
         progress.clear_output()
-        try:
-            with progress:
+        error = None
+        with progress:  # in a kernel, Output shows and swallows any exception raised inside it: catch ours here
+            try:
                 run = train(**values)
-        except ValueError as error:
+            except ValueError as bad_setting:
+                error = bad_setting
+            finally:
+                button.disabled = False
+        if error is not None:
             status.value = f"<b>not trained:</b> {html.escape(str(error))}"
             return
-        finally:
-            button.disabled = False
         image.value = _figure_png(plot_runs(reference, run, optimal, random))
         last = run["evaluations"][-1][1] if run["evaluations"] else float("nan")
         ran, asked = len(run["episode_returns"]), values.get("episodes")

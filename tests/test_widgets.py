@@ -80,10 +80,20 @@ def test_panel_says_when_more_episodes_ran_than_asked_for():
     assert exact.status.value.startswith("done: 100 episodes, last greedy"), exact.status.value
 
 
-def test_panel_reports_a_bad_setting_instead_of_raising():
+@pytest.mark.parametrize("in_a_kernel", [False, True])
+def test_panel_reports_a_bad_setting_instead_of_raising(monkeypatch, in_a_kernel):
     import ipywidgets as widgets
 
+    import marl_edu.widgets
     from marl_edu.widgets import training_panel
+
+    class KernelOutput(widgets.Output):
+        def __exit__(self, etype, evalue, tb):  # what ipywidgets' Output does in a kernel: show the error, swallow it
+            super().__exit__(etype, evalue, tb)
+            return True
+
+    if in_a_kernel:
+        monkeypatch.setattr(marl_edu.widgets.widgets, "Output", KernelOutput)
 
     def train(gamma):
         raise ValueError(f"gamma must be a number in [0, 1], got {gamma}")
