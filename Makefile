@@ -27,7 +27,7 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 .PHONY: help setup lab test notebooks wheelhouse clean check-python chromium setup-browser test-browser
 
 help:
-	@sed -n '2,7p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,6p' Makefile | sed 's/^# \{0,1\}//'
 
 check-python:
 	@if [ -z "$(PYTHON)" ] || ! "$(PYTHON)" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then \
@@ -74,7 +74,7 @@ chromium:
 	@if [ -x "$(CHROMIUM)" ]; then echo "chromium: $$($(CHROMIUM) --version 2>/dev/null)"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then echo "no $(CHROMIUM) and no apt-get to install Debian's chromium"; exit 1; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	elif sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	elif sudo -n true 2>/dev/null; then sudo -n apt-get update -qq && sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "no $(CHROMIUM), and installing Debian's chromium needs root or passwordless sudo"; exit 1; fi
 	@[ -x "$(CHROMIUM)" ] || { echo "apt-get ran but there is still no $(CHROMIUM)"; exit 1; }
 
