@@ -57,7 +57,7 @@ $(STAMP): pyproject.toml $(GYM_WHEEL) | check-python
 	[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-binary gym -e ".[dev]"
-	$(VPY) -c "import torch, gym, ma_gym, marl_edu; print('torch', torch.__version__, '| gym', gym.__version__, '| marl_edu ok')"
+	$(VPY) -c "import torch, gym, ma_gym, mpe2, marl_edu; print('torch', torch.__version__, '| gym', gym.__version__, '| mpe2 ok | marl_edu ok')"
 	touch $(STAMP)
 
 setup: $(STAMP)
