@@ -116,7 +116,7 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
     for ax, (variant, title) in zip(axes, titles.items()):
         plot_comparison({m: rows for m, rows in results.items() if split(m)[1] == variant}, optimum, ax=ax,
                         title=f"{env_id}: {title}", colors=colors)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26))  # below the axes: the curves stay visible
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26))  # below: curves stay visible
     fig.tight_layout()
     path = media / f"compare_{env_id.lower().replace('-', '_')}.png"
     fig.savefig(path, dpi=90, bbox_inches="tight")

@@ -199,7 +199,8 @@ def _greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style:
         color, linestyle = optimum_style
         ax.axhline(optimal, color=color, linestyle=linestyle, label=f"exact optimum ({optimal:.1f})")
     ax.set_xlabel("training episode")
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], integer=True))  # 20000-episode axes stay readable when narrow
+    # at most 5 round ticks, so a narrow 20000-episode axis stays readable
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], integer=True))
     ax.set_ylabel("greedy team return")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
