@@ -52,7 +52,10 @@ def _check_ran_cleanly(path: pathlib.Path) -> nbformat.NotebookNode:
 
 
 def _screenshot_first_screen(page, name: str) -> None:
-    page.locator(f"{NOTEBOOK} .jp-WindowedPanel-outer").first.evaluate("element => element.scrollTo(0, 0)")
+    """The top of the notebook as shown (or whatever the page shows, when the notebook never opened)."""
+    scroller = page.locator(f"{NOTEBOOK} .jp-WindowedPanel-outer")
+    if scroller.count():
+        scroller.first.evaluate("element => element.scrollTo(0, 0)")
     page.screenshot(path=SCREENSHOTS / f"{pathlib.Path(name).stem}.png")
 
 
