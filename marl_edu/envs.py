@@ -198,6 +198,10 @@ class ParticleEnv:
         os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # mpe2 draws with pygame, whose import prints a banner
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        if env_id not in PARTICLE_ENVS:
+            close = difflib.get_close_matches(str(env_id), list(PARTICLE_ENVS), n=3, cutoff=0.5)
+            hint = f"did you mean {', '.join(map(repr, close))}?" if close else f"known: {', '.join(PARTICLE_ENVS)}"
+            raise ValueError(f"unknown particle environment {env_id!r}; {hint}")
         self.env_id, self.seed = env_id, int(seed)
         arguments = PARTICLE_ENVS[env_id]
         module = importlib.import_module(f"mpe2.{env_id}")
@@ -273,12 +277,8 @@ class ParticleEnv:
 def make_env(env_id: str, seed: int = 0) -> MultiAgentEnv | ParticleEnv:
     """Make one environment, e.g. ``make_env("Switch2-v0", seed=0)`` (ma-gym, :class:`MultiAgentEnv`) or
     ``make_env("simple_spread_v3", seed=0)`` (mpe2, continuous actions, :class:`ParticleEnv`)."""
-    if isinstance(env_id, str) and env_id in PARTICLE_ENVS:
+    if isinstance(env_id, str) and env_id.startswith("simple_"):  # mpe2's ids; ParticleEnv names a misspelt one
         return ParticleEnv(env_id, seed)
-    if isinstance(env_id, str) and env_id.startswith("simple_"):
-        close = difflib.get_close_matches(env_id, list(PARTICLE_ENVS), n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"known: {', '.join(PARTICLE_ENVS)}"
-        raise ValueError(f"unknown particle environment {env_id!r}; {hint}")
     return MultiAgentEnv(env_id, seed)
 
 

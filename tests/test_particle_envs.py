@@ -73,8 +73,12 @@ def test_bad_actions_raise_clear_errors():
 
 
 def test_unknown_particle_id_suggests_the_right_one():
+    from marl_edu.envs import ParticleEnv
+
     with pytest.raises(ValueError, match="did you mean 'simple_spread_v3'"):
         make_env("simple_spred_v3")
+    with pytest.raises(ValueError, match="unknown particle environment 'Switch2-v0'"):
+        ParticleEnv("Switch2-v0")  # the class checks the id itself, not only make_env
 
 
 def test_render_frame_is_headless_rgb():
