@@ -180,6 +180,15 @@ def to_mpe_action(actions: np.ndarray) -> np.ndarray:
     return np.stack([zero, np.maximum(-x, 0), np.maximum(x, 0), np.maximum(-y, 0), np.maximum(y, 0)], axis=1)
 
 
+def _check_force_range(actions: np.ndarray) -> None:
+    """Float forces of any shape must be finite and in [-1, 1]; ValueError naming the actions otherwise."""
+    if not np.isfinite(actions).all():
+        raise ValueError(f"actions must be finite, got {actions.tolist()}")
+    if actions.min() < -1 or actions.max() > 1:
+        raise ValueError(f"actions must be in [-1, 1] (a force (x, y) per agent), got min {actions.min():.3g}, "
+                         f"max {actions.max():.3g}: squash the actor's output with tanh")
+
+
 class ParticleEnv:
     """One mpe2 particle environment with continuous actions, numpy arrays in and out, checked at the boundary.
 
@@ -236,11 +245,11 @@ class ParticleEnv:
             raise ValueError("the episode is over (every agent is done); call reset() to start a new one")
         actions = np.asarray(actions)
         check_shape(actions, (self.n_agents, self.action_dim), "actions", dtype="float")
-        if not np.isfinite(actions).all():
-            raise ValueError(f"actions must be finite, got {actions.tolist()}")
-        if actions.min() < -1 or actions.max() > 1:
-            raise ValueError(f"actions must be in [-1, 1] (a force (x, y) per agent), got min {actions.min():.3g}, "
-                             f"max {actions.max():.3g}: squash the actor's output with tanh")
+        _check_force_range(actions)
+        return self._advance(actions)
+
+    def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``step`` after its checks (``VecEnv`` checks all K copies' forces at once, then calls this)."""
         mpe = to_mpe_action(actions.astype(np.float32))  # (N, 5)
         obs, rewards, terminations, truncations, _ = self._env.step(dict(zip(self._names, mpe)))
         self._step_count += 1
@@ -285,22 +294,27 @@ def make_env(env_id: str, seed: int = 0) -> MultiAgentEnv | ParticleEnv:
 class VecEnv:
     """K copies of one environment stepped in lock-step in this process.
 
-    ``reset()`` -> obs ``(K, N, O)``; ``step(actions (K, N))`` -> ``(obs (K, N, O), rewards (K, N),
-    dones (K, N), info)``. A copy whose episode ended (all its agents done) is reset at once, so
+    ``reset()`` -> obs ``(K, N, O)``; ``step(actions)`` -> ``(obs (K, N, O), rewards (K, N), dones (K, N), info)``
+    with int actions ``(K, N)`` for ma-gym or float forces ``(K, N, 2)`` in [-1, 1] for the particle envs
+    (``continuous`` says which). A copy whose episode ended (all its agents done) is reset at once, so
     ``obs[k]`` is already the first observation of its next episode; what the episode ended on is in
     ``info["final_obs"] (K, N, O)`` where ``info["episode_done"] (K,)`` is True. ``info`` also holds
     ``terminated`` and ``truncated`` ``(K, N)`` and ``episode_team_return`` ``(K,)`` (NaN where the
-    episode goes on).
+    episode goes on); for the particle envs also ``collisions`` ``(K,)``, the touching pairs after this step.
     """
 
     def __init__(self, env_id: str, n_envs: int, seed: int = 0):
-        if not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
+        if isinstance(n_envs, bool) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
-        self.envs = [MultiAgentEnv(env_id, seed + k) for k in range(n_envs)]  # copy k gets seed + k
+        self.envs = [make_env(env_id, seed + k) for k in range(n_envs)]  # copy k gets seed + k
         first = self.envs[0]
         self.env_id, self.n_envs = first.env_id, int(n_envs)
-        self.n_agents, self.obs_dim, self.n_actions = first.n_agents, first.obs_dim, first.n_actions
-        self.action_meanings, self.max_steps = first.action_meanings, first.max_steps
+        self.n_agents, self.obs_dim, self.max_steps = first.n_agents, first.obs_dim, first.max_steps
+        self.continuous = isinstance(first, ParticleEnv)
+        if self.continuous:
+            self.action_dim = first.action_dim
+        else:
+            self.n_actions, self.action_meanings = first.n_actions, first.action_meanings
         self._returns = np.zeros(self.n_envs, dtype=np.float64)
 
     def reset(self) -> np.ndarray:
@@ -309,8 +323,12 @@ class VecEnv:
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
         actions = np.asarray(actions)
-        check_shape(actions, (self.n_envs, self.n_agents), "actions", dtype="int")
-        _check_action_range(actions, self.n_actions, self.action_meanings)
+        if self.continuous:
+            check_shape(actions, (self.n_envs, self.n_agents, self.action_dim), "actions", dtype="float")
+            _check_force_range(actions)
+        else:
+            check_shape(actions, (self.n_envs, self.n_agents), "actions", dtype="int")
+            _check_action_range(actions, self.n_actions, self.action_meanings)
         results = [env._advance(a) for env, a in zip(self.envs, actions)]  # (checked above, all at once)
         obs = np.stack([r[0] for r in results])  # (K, N, O)
         rewards = np.stack([r[1] for r in results])  # (K, N)
@@ -324,6 +342,8 @@ class VecEnv:
             "final_obs": obs.copy(),  # (K, N, O)
             "episode_team_return": np.where(episode_done, self._returns, np.nan),  # (K,)
         }
+        if self.continuous:
+            info["collisions"] = np.array([r[3]["collisions"] for r in results])  # (K,) touching pairs
         for k in np.flatnonzero(episode_done):
             obs[k] = self.envs[k].reset()
             self._returns[k] = 0.0
@@ -335,5 +355,6 @@ class VecEnv:
 
 
 def make_vec_env(env_id: str, n_envs: int, seed: int = 0) -> VecEnv:
-    """K copies of ``env_id`` stepped together; copy k is seeded ``seed + k``. See :class:`VecEnv`."""
+    """K copies of ``env_id`` (ma-gym or particle) stepped together; copy k is seeded ``seed + k``. See
+    :class:`VecEnv`."""
     return VecEnv(env_id, n_envs, seed)

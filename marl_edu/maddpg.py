@@ -177,6 +177,12 @@ class MADDPG:
         """A policy for ``run_episode`` that samples from the actors (no epsilon)."""
         return lambda obs: self.act(obs[None])[0]
 
+    def target_actions(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """mu'(o'): every agent's next action from its target actor, a hard Gumbel-softmax sample (one-hot)
+        of its categorical policy. next_obs ``(B, N, O)`` -> ``(B, N, A)``."""
+        logits = self.logits(next_obs, target=True)  # (B, N, A)
+        return gumbel_softmax(logits, self.config.temperature, hard=True, generator=self.generator)  # (B, N, A)
+
     # -- the two losses -------------------------------------------------------------------------
     def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """What agent i's critic sees: everything, ``x = [o_1..o_N, a_1..a_N]``, ``(B, N*(O+A))`` (the
@@ -192,8 +198,7 @@ class MADDPG:
         batch: obs, next_obs ``(B, N, O)``; actions ``(B, N, A)`` one-hot; rewards, dones ``(B, N)``.
         """
         c = self.config
-        next_actions = gumbel_softmax(self.logits(batch["next_obs"], target=True), c.temperature,
-                                      hard=True, generator=self.generator)  # (B, N, A) from the target actors
+        next_actions = self.target_actions(batch["next_obs"])  # (B, N, A) from the target actors
         q_next = self.target_critics[i](self.critic_input(i, batch["next_obs"], next_actions))  # (B,)
         y = td_target(batch["rewards"][:, i], batch["dones"][:, i], q_next, c.gamma ** c.n_step)  # (B,)
         q = self.critics[i](self.critic_input(i, batch["obs"], batch["actions"]))  # (B,)

@@ -1,6 +1,7 @@
 """Run episodes with any policy and keep what happened as arrays shaped ``(T, N, .)``.
 
-A policy is any function ``policy(obs) -> actions`` from obs float32 ``(N, O)`` to int actions ``(N,)``.
+A policy is any function ``policy(obs) -> actions`` from obs float32 ``(N, O)`` to int actions ``(N,)`` (ma-gym)
+or float forces ``(N, 2)`` in [-1, 1] (the particle envs).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Callable
 import numpy as np
 from tqdm.auto import tqdm
 
-from marl_edu.envs import MultiAgentEnv
+from marl_edu.envs import MultiAgentEnv, ParticleEnv
 from marl_edu.shapes import check_shape
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -21,8 +22,10 @@ Policy = Callable[[np.ndarray], np.ndarray]
 class Episode:
     """One episode, T steps of N agents.
 
-    obs, next_obs: float32 ``(T, N, O)``; actions: int64 ``(T, N)``; rewards: float32 ``(T, N)``;
-    dones, terminated, truncated: bool ``(T, N)``; frames: T + 1 RGB frames when recorded, else None.
+    obs, next_obs: float32 ``(T, N, O)``; actions: int64 ``(T, N)`` (or float32 ``(T, N, 2)`` forces);
+    rewards: float32 ``(T, N)``; dones, terminated, truncated: bool ``(T, N)``; frames: T + 1 RGB frames when
+    recorded, else None; metrics: the env's other per-step ``info`` figures stacked over time, ``(T, ...)`` each
+    (the particle envs': ``landmark_distance`` ``(T,)``, ``agent_collisions`` ``(T, N)``, ``collisions`` ``(T,)``).
     """
 
     obs: np.ndarray
@@ -33,6 +36,7 @@ class Episode:
     terminated: np.ndarray
     truncated: np.ndarray
     frames: list[np.ndarray] | None = field(default=None, repr=False)
+    metrics: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def length(self) -> int:
@@ -65,7 +69,7 @@ def random_policy(n_agents: int, n_actions: int, rng: np.random.Generator) -> Po
     return policy
 
 
-def run_episode(env: MultiAgentEnv, policy: Policy, record_frames: bool = False) -> Episode:
+def run_episode(env: MultiAgentEnv | ParticleEnv, policy: Policy, record_frames: bool = False) -> Episode:
     """Reset ``env`` and run ``policy`` until every agent is done. Returns an :class:`Episode`."""
     if not callable(policy):
         raise ValueError(f"policy must be a function obs (N, O) -> actions (N,), got {type(policy).__name__}")
@@ -73,25 +77,31 @@ def run_episode(env: MultiAgentEnv, policy: Policy, record_frames: bool = False)
     frames = [env.render_frame()] if record_frames else None
     steps: dict[str, list[np.ndarray]] = {k: [] for k in
                                           ("obs", "actions", "rewards", "next_obs", "dones", "terminated", "truncated")}
+    metrics: dict[str, list] = {}
     dones = np.zeros(env.n_agents, dtype=bool)
     while not dones.all():
-        actions = np.asarray(policy(obs))  # (N,)
+        actions = np.asarray(policy(obs))  # (N,) or (N, 2)
         next_obs, rewards, dones, info = env.step(actions)
         for key, value in (("obs", obs), ("actions", actions), ("rewards", rewards), ("next_obs", next_obs),
                            ("dones", dones), ("terminated", info["terminated"]), ("truncated", info["truncated"])):
             steps[key].append(value)
+        for key in sorted(info.keys() - {"terminated", "truncated", "step"}):
+            if isinstance(info[key], (int, float, np.ndarray)):  # the figures, not ma-gym's other notes
+                metrics.setdefault(key, []).append(info[key])
         if frames is not None:
             frames.append(env.render_frame())
         obs = next_obs
+    action_dtype = np.float32 if isinstance(env, ParticleEnv) else np.int64
     return Episode(
         obs=np.stack(steps["obs"]),  # (T, N, O)
-        actions=np.stack(steps["actions"]).astype(np.int64),  # (T, N)
+        actions=np.stack(steps["actions"]).astype(action_dtype),  # (T, N) ints, or (T, N, 2) forces
         rewards=np.stack(steps["rewards"]),  # (T, N)
         next_obs=np.stack(steps["next_obs"]),  # (T, N, O)
         dones=np.stack(steps["dones"]),  # (T, N)
         terminated=np.stack(steps["terminated"]),  # (T, N)
         truncated=np.stack(steps["truncated"]),  # (T, N)
         frames=frames,
+        metrics={key: np.stack(values) for key, values in metrics.items()},  # each (T, ...)
     )
 
 

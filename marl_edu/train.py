@@ -3,7 +3,8 @@
 ``train_maddpg`` runs MADDPG on K lock-step copies of an environment (``make_vec_env``), with
 n-step returns of the **team reward** (Switch is cooperative: every critic learns the sum over agents).
 ``train_coma`` plays K whole episodes at a time with the current policy (on-policy) and makes one
-COMA update from them, also with the team reward.
+COMA update from them, also with the team reward. ``train_continuous`` runs MADDPG with continuous actions on
+the particle envs, where each critic learns its own agent's reward, as in the MADDPG paper.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from marl_edu.baselines import IACV, IDDPG, CentralV
 from marl_edu.buffers import ReplayBuffer
 from marl_edu.checkpoints import load_checkpoint, save_checkpoint
 from marl_edu.coma import COMA, COMAConfig
-from marl_edu.envs import VecEnv, make_env, make_vec_env
+from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.envs import ParticleEnv, VecEnv, make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.rollout import run_episode
 from marl_edu.shapes import one_hot
@@ -180,6 +182,104 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
             next_eval += eval_every
             if stop_at is not None and result.evaluations[-1][1] >= stop_at - 1e-6:
                 break
+    bar.close()
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# MADDPG with continuous actions on the particle environments
+# ----------------------------------------------------------------------------------------------
+
+PARTICLE_EVAL_SEED = 10_000  # evaluation episodes start from their own stream, never one training used
+
+
+@dataclass
+class ParticleScore:
+    """How a policy does on a particle env over ``episodes`` episodes (means over them): the team return (sum over
+    agents and steps), the landmark distance (sum over landmarks of the distance to the nearest agent) averaged over
+    the steps and at the last step, and the collisions (touching pairs) per step."""
+
+    team_return: float
+    landmark_distance: float
+    final_landmark_distance: float
+    collisions_per_step: float
+    episodes: int
+
+
+def evaluate_particle(policy, env_id: str = "simple_spread_v3", episodes: int = 100,
+                      seed: int = PARTICLE_EVAL_SEED, progress: bool = False) -> ParticleScore:
+    """Run ``policy`` (obs ``(N, O)`` -> forces ``(N, 2)``) for ``episodes`` episodes of a particle env from ``seed``:
+    the same start states for every policy given the same seed, so scores compare policies, not luck."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+    env = make_env(env_id, seed=seed)
+    if not isinstance(env, ParticleEnv):
+        raise ValueError(f"evaluate_particle needs a particle env (e.g. 'simple_spread_v3'), got {env_id!r}")
+    runs = [run_episode(env, policy) for _ in tqdm(range(episodes), desc="evaluating", disable=not progress,
+                                                   leave=False)]
+    return ParticleScore(
+        team_return=float(np.mean([run.team_return for run in runs])),
+        landmark_distance=float(np.mean([run.metrics["landmark_distance"].mean() for run in runs])),
+        final_landmark_distance=float(np.mean([run.metrics["landmark_distance"][-1] for run in runs])),
+        collisions_per_step=float(np.mean([run.metrics["collisions"].mean() for run in runs])),
+        episodes=episodes)
+
+
+def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
+                     config: ContinuousMADDPGConfig | None = None, seed: int = 0, eval_every: int = 100,
+                     eval_episodes: int = 10, progress: bool = True, device: str = "cpu",
+                     learner: type[ContinuousMADDPG] = ContinuousMADDPG) -> TrainResult:
+    """Train continuous MADDPG (or ``learner=ContinuousIDDPG``) on K lock-step copies of a particle env for
+    ``episodes`` episodes (summed over the copies). Every ``eval_every`` episodes the noise-free policy plays
+    ``eval_episodes`` episodes from the same start states (``evaluate_particle``); ``evaluations`` holds
+    ``(episode, mean team return)``. Each critic learns its own agent's reward r_i, as in the paper.
+    Deterministic for a seed."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
+        raise ValueError(f"eval_every must be a positive int, got {eval_every!r}")
+    config = (config or ContinuousMADDPGConfig()).validate()
+    np_rng = np.random.default_rng(seed)
+    venv = make_vec_env(env_id, config.n_envs, seed)
+    if not venv.continuous:
+        raise ValueError(f"train_continuous needs a particle env with continuous actions (e.g. 'simple_spread_v3'), "
+                         f"got {env_id!r}: train_maddpg trains on the discrete ma-gym envs")
+    N, O, A, K = venv.n_agents, venv.obs_dim, venv.action_dim, venv.n_envs
+    agent = learner(N, O, A, config, seed=seed, device=device)
+    buffer = ReplayBuffer(config.buffer_size, N, O, A)
+    result = TrainResult(agent=agent)
+    start = time.perf_counter()
+    obs = venv.reset()  # (K, N, O)
+    bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
+    next_eval = eval_every
+    while len(result.episode_returns) < episodes:
+        noise = config.noise_at(len(result.episode_returns) / episodes)  # sigma, decayed linearly
+        actions = agent.act(obs, noise)  # (K, N, A) forces in [-1, 1]
+        next_obs, rewards, dones, info = venv.step(actions)  # (K, N, O), (K, N), (K, N)
+        for k in range(K):
+            # a time-limit end is not terminal: store terminated (all False on spread), bootstrap through it
+            buffer.add(obs[k], actions[k], rewards[k], info["final_obs"][k], info["terminated"][k])
+            if info["episode_done"][k]:
+                result.episode_returns.append(float(info["episode_team_return"][k]))
+                bar.update(1)
+        obs = next_obs
+        result.env_steps += K
+        if len(buffer) >= max(config.warmup_steps, config.batch_size):
+            tic = time.perf_counter()
+            for _ in range(config.updates_per_step):
+                agent.update(buffer.sample(config.batch_size, np_rng))
+                result.updates += 1
+            result.update_seconds += time.perf_counter() - tic
+        if len(result.episode_returns) >= next_eval:
+            score = evaluate_particle(agent.greedy_policy(), env_id, eval_episodes)
+            result.evaluations.append((len(result.episode_returns), score.team_return))
+            result.eval_seconds.append(time.perf_counter() - start)
+            if score.team_return >= result.best_return:
+                result.best_return = score.team_return
+                result.best_state = copy.deepcopy(agent.state_dict())
+            bar.set_postfix(eval=f"{score.team_return:.1f}", noise=f"{noise:.2f}")
+            next_eval += eval_every
     bar.close()
     result.seconds = time.perf_counter() - start
     return result

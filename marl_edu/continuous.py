@@ -1,0 +1,139 @@
+"""MADDPG with continuous actions: a tanh actor, Gaussian exploration noise, and the deterministic policy gradient
+through the centralised critic (the MADDPG paper's particle environments; the seed notes' actions in [-1, 1]).
+
+Everything the discrete learner does with a critic stays: Q_i(x, a_1, ..., a_N) sees every observation and every
+action, its target is y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1(o'_1), ..., mu'_N(o'_N)). What changes is the actor:
+
+    mu_i(o_i) = tanh(f_i(o_i))                                     a force (x, y) in [-1, 1]^2, no sampling
+    grad_theta_i J = E_batch[ grad_theta_i mu_i(o_i) * grad_a_i Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) ]
+
+and, since the policy is deterministic, exploration is noise added to the action while acting:
+a_i = clip(mu_i(o_i) + sigma * eps, -1, 1), eps ~ N(0, I), sigma decayed linearly during training.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from marl_edu.baselines import IDDPG
+from marl_edu.maddpg import MADDPG
+from marl_edu.shapes import check_shape
+
+
+@dataclass
+class ContinuousMADDPGConfig:
+    """Hyperparameters of MADDPG with continuous actions. Every value is checked by ``validate``."""
+
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.95
+    tau: float = 0.01             # soft target update per gradient step
+    batch_size: int = 512
+    buffer_size: int = 200_000
+    hidden: int = 64
+    n_step: int = 1               # one-step targets, as in the paper (train_continuous stores one-step transitions)
+    noise_start: float = 0.5      # exploration: Gaussian noise of standard deviation sigma on every action entry,
+    noise_end: float = 0.05       # decayed linearly from noise_start to noise_end over the first
+    noise_fraction: float = 0.7   # `noise_fraction` of training
+    grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
+    action_reg: float = 1e-3      # + action_reg * mean(f_i(o_i)^2): keeps the tanh out of saturation
+    n_envs: int = 16              # environment copies stepped in lock-step
+    warmup_steps: int = 2_000     # transitions collected (with noise_start) before the first update
+    updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
+
+    def validate(self) -> ContinuousMADDPGConfig:
+        for name in ("actor_lr", "critic_lr", "grad_clip"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < math.inf:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")  # (NaN and inf too)
+        for name in ("gamma", "tau", "noise_fraction"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+                raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+        for name in ("noise_start", "noise_end", "action_reg"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        for name in ("batch_size", "buffer_size", "hidden", "n_step", "n_envs", "updates_per_step"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.n_step != 1:
+            raise ValueError(f"n_step must be 1 for continuous MADDPG (one-step targets, as in the paper), "
+                             f"got {self.n_step}")
+        if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be a non-negative int, got {self.warmup_steps!r}")
+        return self
+
+    def noise_at(self, fraction_done: float) -> float:
+        """sigma after ``fraction_done`` (in [0, 1]) of training: linear from noise_start to noise_end."""
+        progress = 1.0 if self.noise_fraction == 0 else min(1.0, fraction_done / self.noise_fraction)
+        return self.noise_start + (self.noise_end - self.noise_start) * progress
+
+
+class ContinuousMADDPG(MADDPG):
+    """MADDPG for forces in [-1, 1]: N tanh actors mu_i(o_i), N centralised critics Q_i(o_1..o_N, a_1..a_N), and
+    their targets (4N networks). The critic's loss and target are the discrete learner's (``MADDPG.critic_loss``);
+    only how actions are made and the actor's loss differ.
+
+    Args: n_agents N, obs_dim O, action_dim A (2 for the particle envs' forces), config, seed, device.
+    """
+
+    def __init__(self, n_agents: int, obs_dim: int, action_dim: int, config: ContinuousMADDPGConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        super().__init__(n_agents, obs_dim, action_dim, config or ContinuousMADDPGConfig(), seed, device)
+        self.action_dim = action_dim
+
+    # -- acting ---------------------------------------------------------------------------------
+    def actions(self, obs: torch.Tensor, target: bool = False) -> torch.Tensor:
+        """mu(o): every agent's deterministic action, obs ``(B, N, O)`` -> ``(B, N, A)`` in [-1, 1]."""
+        return torch.tanh(self.logits(obs, target))  # (B, N, A); logits() runs actor i on o_i for every i
+
+    def target_actions(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """mu'(o'): every agent's next action from its target actor (deterministic, no noise). ``(B, N, A)``."""
+        return self.actions(next_obs, target=True)  # (B, N, A)
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, noise: float = 0.0) -> np.ndarray:
+        """Forces for K env copies: obs ``(K, N, O)`` -> float32 ``(K, N, A)``, ``clip(mu(o) + noise * eps, -1, 1)``
+        with eps ~ N(0, I) from the learner's generator; ``noise=0`` is the trained policy itself."""
+        if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
+            raise ValueError(f"noise must be a non-negative number (a standard deviation), got {noise!r}")
+        obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
+        mu = self.actions(obs_t)  # (K, N, A)
+        eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (K, N, A)
+        return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (K, N, A)
+
+    def greedy_policy(self):
+        """A policy for ``run_episode``: obs ``(N, O)`` -> every agent's force mu_i(o_i), ``(N, A)``, no noise."""
+        return lambda obs: self.act(obs[None])[0]
+
+    def noisy_policy(self, noise: float):
+        """A policy for ``run_episode`` that explores as in training with standard deviation ``noise``."""
+        return lambda obs: self.act(obs[None], noise)[0]
+
+    sampled_policy = greedy_policy  # a deterministic policy has nothing to sample
+
+    # -- the actor's loss -----------------------------------------------------------------------
+    def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Agent i's actor loss  L(theta_i) = -mean_b Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) + action_reg * mean f_i^2.
+
+        The other agents' actions come from the batch; only agent i's action is recomputed, so the gradient reaches
+        theta_i through a_i = tanh(f_i(o_i)) alone (the deterministic policy gradient).
+        batch: obs ``(B, N, O)``; actions ``(B, N, A)``.
+        """
+        check_shape(batch["actions"], ("B", self.n_agents, self.action_dim), "batch['actions']", dtype="float")
+        pre_i = self.actors[i](batch["obs"][:, i])  # (B, A) before the tanh
+        actions = batch["actions"].clone()  # (B, N, A)
+        actions[:, i] = torch.tanh(pre_i)  # (B, A): only agent i's action carries a gradient
+        q = self.critics[i](self.critic_input(i, batch["obs"], actions))  # (B,)
+        return -q.mean() + self.config.action_reg * (pre_i ** 2).mean()
+
+
+class ContinuousIDDPG(IDDPG, ContinuousMADDPG):
+    """Independent DDPG with continuous actions: the same tanh actors, noise and update as :class:`ContinuousMADDPG`,
+    but agent i's critic sees only its own ``[o_i, a_i]`` (``IDDPG.critic_input``), ``(B, O + A)``."""
