@@ -246,3 +246,62 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
               f"got      {[round(v, 3) for v in out.detach().flatten()[:4].tolist()]}\nHint: {hint}")
         return
     print(f"PASSED: the counterfactual advantage on all {len(cases)} cases (one agent, (B,), (B, N), (B, T, N)).")
+
+
+def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(critic, actor, obs (B, N, O), actions (B, N, A), i) -> loss`` (a scalar) against continuous MADDPG's
+    actor loss without its regulariser, ``-mean_b Q_i(x, a_1, .., a_i = tanh(actor(o_i)), .., a_N)``: its value, its
+    gradient on the actor's weights, and that the batch's actions are left untouched. Cases: B = 1, N = 2 and 3,
+    every i.
+    """
+    from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+
+    generator = torch.Generator().manual_seed(0)
+    cases = [(4, 2, 3, 2, 0), (4, 2, 3, 2, 1), (1, 3, 4, 2, 2), (6, 3, 2, 1, 1)]  # (B, N, O, A, i)
+    for B, N, O, A, i in cases:
+        case = f"B={B}, N={N}, O={O}, A={A}, i={i}"
+        agent = ContinuousMADDPG(N, O, A, ContinuousMADDPGConfig(hidden=8, action_reg=0.0), seed=B + N + i)
+        obs = torch.randn(B, N, O, generator=generator)  # (B, N, O)
+        actions = torch.rand(B, N, A, generator=generator) * 2 - 1  # (B, N, A) forces in [-1, 1]
+        expected = agent.actor_loss(i, {"obs": obs, "actions": actions})  # the reference, action_reg = 0
+        expected_grad = torch.autograd.grad(expected, list(agent.actors[i].parameters()))
+        given = actions.clone()
+        out = _run_case(fn, case, agent.critics[i], agent.actors[i], obs.clone(), given, i)
+        if out is None:
+            return
+        if out.dim() != 0:
+            print(f"FAILED on {case}: expected one number (a 0-d tensor), got shape {tuple(out.shape)}.\n"
+                  f"Hint: the loss is the mean over the batch: -q.mean().")
+            return
+        if not torch.equal(given, actions):
+            print(f"FAILED on {case}: your function changed the batch's actions in place.\n"
+                  f"Hint: actions = actions.clone() before writing agent i's new action into it; the batch is "
+                  f"shared with the critic's update and the other agents' actor updates.")
+            return
+        if not torch.allclose(out, expected, atol=1e-5):
+            with torch.no_grad():
+                raw = actions.clone()
+                raw[:, i] = agent.actors[i](obs[:, i])  # the pre-activation, not squashed
+                no_tanh = -agent.critics[i](agent.critic_input(i, obs, raw)).mean()
+                from_batch = -agent.critics[i](agent.critic_input(i, obs, actions)).mean()
+            hint = _named_mistake(out.detach(), [
+                (-expected.detach(), "the sign is flipped: the actor climbs Q, so its loss is -Q.mean()."),
+                (no_tanh, "agent i's action is tanh(actor(o_i)): without the tanh it leaves [-1, 1]."),
+                (from_batch, "this is the critic's value of the batch's actions: agent i's action must be "
+                             "recomputed by its actor, a_i = tanh(actor(obs[:, i])), or no gradient reaches it."),
+            ], "loss = -critic(flatten_for_critic(obs, actions with actions[:, i] = tanh(actor(obs[:, i])))).mean()")
+            print(f"FAILED on {case}: expected {expected.item():.4f}, got {out.item():.4f}.\nHint: {hint}")
+            return
+        grads = (torch.autograd.grad(out, list(agent.actors[i].parameters()), allow_unused=True)
+                 if out.requires_grad else [None])
+        if all(g is None for g in grads):
+            print(f"FAILED on {case}: the value is right but no gradient flows back to the actor.\n"
+                  f"Hint: no .detach(), .item() or torch.no_grad() on agent i's action: the deterministic policy "
+                  f"gradient is dQ/da_i times da_i/dtheta_i.")
+            return
+        if any(g is None or not torch.allclose(g, e, atol=1e-5) for g, e in zip(grads, expected_grad)):
+            print(f"FAILED on {case}: the value is right but the actor's gradient is not.\n"
+                  f"Hint: the gradient must reach the actor through a_i = tanh(actor(obs[:, i])) only.")
+            return
+    print(f"PASSED: the deterministic policy gradient's actor loss on all {len(cases)} cases (value, gradient on "
+          f"the actor, the batch left untouched; B = 1, N = 2 and 3, every i).")

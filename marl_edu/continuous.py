@@ -120,7 +120,9 @@ class ContinuousMADDPG(MADDPG):
 
     # -- the actor's loss -----------------------------------------------------------------------
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Agent i's actor loss  L(theta_i) = -mean_b Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) + action_reg * mean f_i^2.
+        """Agent i's actor loss:
+
+            L(theta_i) = -mean_b Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) + action_reg * mean_b f_i(o_i)^2
 
         The other agents' actions come from the batch; only agent i's action is recomputed, so the gradient reaches
         theta_i through a_i = tanh(f_i(o_i)) alone (the deterministic policy gradient).

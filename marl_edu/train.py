@@ -25,7 +25,7 @@ from marl_edu.baselines import IACV, IDDPG, CentralV
 from marl_edu.buffers import ReplayBuffer
 from marl_edu.checkpoints import load_checkpoint, save_checkpoint
 from marl_edu.coma import COMA, COMAConfig
-from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.envs import ParticleEnv, VecEnv, make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.rollout import run_episode
@@ -66,18 +66,26 @@ ALGORITHMS = {"maddpg": MADDPG, "iddpg": IDDPG, "coma": COMA, "central_v": Centr
 ON_POLICY = ("coma", "central_v", "iac")  # whole-episode batches, COMAConfig; the others: replay, MADDPGConfig
 
 
+# the particle envs' learners (forces in [-1, 1]), trained by ``train_continuous`` (benchmarks/particle.py)
+CONTINUOUS_ALGORITHMS = {"maddpg_continuous": ContinuousMADDPG, "iddpg_continuous": ContinuousIDDPG}
+_ALL_LEARNERS = {**ALGORITHMS, **CONTINUOUS_ALGORITHMS}
+
+
 def algo_name(agent) -> str:
-    """The name a learner is known by in ``ALGORITHMS`` (and in its checkpoints)."""
-    for name, learner in ALGORITHMS.items():
+    """The name a learner is known by in ``ALGORITHMS`` or ``CONTINUOUS_ALGORITHMS`` (and in its checkpoints)."""
+    for name, learner in _ALL_LEARNERS.items():
         if type(agent) is learner:
             return name
-    raise ValueError(f"not one of the learners {sorted(ALGORITHMS)}: {type(agent).__name__}")
+    raise ValueError(f"not one of the learners {sorted(_ALL_LEARNERS)}: {type(agent).__name__}")
 
 
 def config_class(algo: str):
-    """``COMAConfig`` for the on-policy learners, ``MADDPGConfig`` for the others."""
-    if algo not in ALGORITHMS:
-        raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(ALGORITHMS)}")
+    """``COMAConfig`` for the on-policy learners, ``ContinuousMADDPGConfig`` for the continuous ones,
+    ``MADDPGConfig`` for the others."""
+    if algo not in _ALL_LEARNERS:
+        raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(_ALL_LEARNERS)}")
+    if algo in CONTINUOUS_ALGORITHMS:
+        return ContinuousMADDPGConfig
     return COMAConfig if algo in ON_POLICY else MADDPGConfig
 
 
@@ -95,11 +103,11 @@ def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str |
     """The learner saved by ``save_policy``, its actors holding the checkpoint's weights (critics untrained).
     ``algo`` and ``env_id``, if given, must match the checkpoint's (ValueError otherwise)."""
     payload = load_checkpoint(path, algo=algo, env_id=env_id)
-    if payload["algo"] not in ALGORITHMS:
-        raise ValueError(f"{path} holds a {payload['algo']!r} checkpoint, not one of {sorted(ALGORITHMS)}")
+    if payload["algo"] not in _ALL_LEARNERS:
+        raise ValueError(f"{path} holds a {payload['algo']!r} checkpoint, not one of {sorted(_ALL_LEARNERS)}")
     header = dict(payload["config"])
-    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]
-    agent = ALGORITHMS[payload["algo"]](*dims, config_class(payload["algo"])(**header))
+    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]  # (n_actions: A, the action width)
+    agent = _ALL_LEARNERS[payload["algo"]](*dims, config_class(payload["algo"])(**header))
     if payload["algo"] in ON_POLICY:
         agent.actor.load_state_dict(payload["state"]["actor"])
     else:

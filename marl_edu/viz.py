@@ -70,6 +70,15 @@ def upscale(frame: np.ndarray, scale: int) -> np.ndarray:
     return np.kron(frame, np.ones((scale, scale, 1), dtype=np.uint8))
 
 
+def downscale(frame: np.ndarray, factor: int) -> np.ndarray:
+    """Average each ``factor x factor`` block of ``(H, W, 3)`` uint8 into one pixel: ``(H // factor, W // factor, 3)``
+    (the particle envs render 700 x 700; a quarter of that keeps their GIFs small)."""
+    check_shape(frame, ("H", "W", 3), "frame")
+    if isinstance(factor, bool) or not isinstance(factor, int) or not 1 <= factor <= min(frame.shape[:2]):
+        raise ValueError(f"factor must be an int in [1, {min(frame.shape[:2])}], got {factor!r}")
+    return np.asarray(Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8)).reduce(factor))
+
+
 def _check_frames(frames: Sequence[np.ndarray]) -> None:
     if len(frames) == 0:
         raise ValueError("frames is empty: record an episode with run_episode(..., record_frames=True)")

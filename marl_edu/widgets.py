@@ -16,9 +16,10 @@ import torch
 from PIL import Image
 
 from marl_edu.coma import COMAConfig, counterfactual_baseline
+from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.rollout import Episode
-from marl_edu.train import train_coma, train_maddpg
+from marl_edu.train import train_coma, train_continuous, train_maddpg
 from marl_edu.viz import plot_learning_curve, upscale
 
 
@@ -215,6 +216,44 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
                 "label": f"your run (seed {seed})"}
 
     return training_panel(controls, train, reference, optimal, random)
+
+
+def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple_spread_v3", episodes: int = 160,
+                            seed: int = 0) -> widgets.VBox:
+    """The continuous MADDPG panel: learning rates, starting exploration noise, tau, batch size, a centralised or
+    independent critic, episodes and seed.
+
+    The button trains ``train.train_continuous`` (``ContinuousMADDPG``, or ``ContinuousIDDPG`` with the box off) with
+    the other hyperparameters at their defaults (``ContinuousMADDPGConfig``); the dots are the noise-free policy's
+    mean team return on 5 evaluation episodes, drawn over ``reference`` (a run dict, see ``plot_runs``).
+    """
+    defaults = ContinuousMADDPGConfig()
+    style = {"description_width": "90px"}
+    controls = {
+        "actor_lr": _learning_rate_slider(defaults.actor_lr, "actor lr", style),
+        "critic_lr": _learning_rate_slider(defaults.critic_lr, "critic lr", style),
+        "noise_start": widgets.FloatSlider(defaults.noise_start, min=0.0, max=2.0, step=0.05, description="noise",
+                                           style=style),
+        "tau": widgets.FloatLogSlider(defaults.tau, base=10, min=-4, max=0, step=0.25, description="tau",
+                                      readout_format=".4f", style=style),
+        "batch_size": widgets.SelectionSlider(options=[32, 64, 128, 256, 512, 1024], value=defaults.batch_size,
+                                              description="batch size", style=style),
+        "centralised": widgets.Checkbox(True, description="centralised critics (off: independent DDPG)",
+                                        indent=False, layout=widgets.Layout(width="340px")),
+        "episodes": widgets.IntSlider(episodes, min=96, max=4000, step=16, description="episodes", style=style),
+        "seed": widgets.IntSlider(seed, min=0, max=9, description="seed", style=style),
+    }
+
+    def train(actor_lr, critic_lr, noise_start, tau, batch_size, centralised, episodes, seed) -> dict:
+        config = dataclasses.replace(defaults, actor_lr=actor_lr, critic_lr=critic_lr, noise_start=noise_start,
+                                     tau=tau, batch_size=batch_size)
+        learner = ContinuousMADDPG if centralised else ContinuousIDDPG
+        run = train_continuous(env_id, episodes, config, seed=seed, eval_every=max(episodes // 8, 16),
+                               eval_episodes=5, learner=learner)
+        return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "label": f"your {'MADDPG' if centralised else 'independent DDPG'} (seed {seed})"}
+
+    return training_panel(controls, train, reference)
 
 
 # ----------------------------------------------------------------------------------------------

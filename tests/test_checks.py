@@ -169,3 +169,48 @@ def test_every_checker_reports_a_wrong_dtype_instead_of_raising(capsys):
         out = capsys.readouterr().out
         assert out.startswith("FAILED on ") and "expected dtype torch.float32 (like the inputs), got torch." in out
         assert "Hint: keep the inputs' dtype" in out
+
+
+# -- check_continuous_actor_loss: the deterministic policy gradient's actor loss (notebook 09) ------------------------
+
+def _actor_loss(sign=-1.0, squash=True, recompute=True, detach=False, in_place=False):
+    """A learner's answer with one knob per known mistake; the defaults are the right answer."""
+    from marl_edu.maddpg import flatten_for_critic
+
+    def fn(critic, actor, obs, actions, i):
+        acts = actions if in_place else actions.clone()  # (B, N, A)
+        if recompute:
+            pre = actor(obs[:, i])  # (B, A)
+            a_i = torch.tanh(pre) if squash else pre
+            acts[:, i] = a_i.detach() if detach else a_i
+        return sign * critic(flatten_for_critic(obs, acts)).mean()
+    return fn
+
+
+def _verdict(fn, capsys):
+    from marl_edu.checks import check_continuous_actor_loss
+
+    assert check_continuous_actor_loss(fn) is None
+    return capsys.readouterr().out
+
+
+def test_continuous_actor_loss_reference_passes(capsys):
+    assert _verdict(_actor_loss(), capsys).startswith("PASSED")
+
+
+def test_continuous_actor_loss_mistakes_are_named(capsys):
+    assert "the sign is flipped" in _verdict(_actor_loss(sign=1.0), capsys)
+    assert "without the tanh" in _verdict(_actor_loss(squash=False), capsys)
+    assert "must be recomputed by its actor" in _verdict(_actor_loss(recompute=False), capsys)
+    assert "no gradient flows back to the actor" in _verdict(_actor_loss(detach=True), capsys)
+    assert "changed the batch's actions in place" in _verdict(_actor_loss(in_place=True), capsys)
+
+
+def test_continuous_actor_loss_stub_and_shape(capsys):
+    def stub(critic, actor, obs, actions, i):
+        raise NotImplementedError
+
+    assert _verdict(stub, capsys).startswith("NOT DONE YET")
+    out = _verdict(lambda critic, actor, obs, actions, i: -critic(torch.cat([obs.flatten(1), actions.flatten(1)], 1)),
+                   capsys)
+    assert out.startswith("FAILED") and "expected one number" in out

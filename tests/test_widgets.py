@@ -158,3 +158,27 @@ def test_advantage_explorer_by_hand():
         advantage_explorer(["D", "L", "U"], q=[1.0, 2.0])
     with pytest.raises(ValueError, match="pi weights must be in \\[0, 1\\]"):
         advantage_explorer(["D", "L", "U"], pi=[2.0, 1.0, 1.0])
+
+
+def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
+    import marl_edu.widgets
+    from marl_edu.continuous import ContinuousIDDPG
+    from marl_edu.widgets import continuous_maddpg_panel
+
+    learners = []
+
+    def spy(env_id, episodes, config, **kwargs):  # the real training, with its learner and config recorded
+        learners.append((kwargs["learner"], config))
+        return train_continuous(env_id, episodes, config, **kwargs)
+
+    train_continuous = marl_edu.widgets.train_continuous
+    monkeypatch.setattr(marl_edu.widgets, "train_continuous", spy)
+    panel = continuous_maddpg_panel(episodes=96, seed=1)
+    controls = panel.children[0].children
+    assert [c.description for c in controls] == ["actor lr", "critic lr", "noise", "tau", "batch size",
+                                                 "centralised critics (off: independent DDPG)", "episodes", "seed"]
+    controls[4].value, controls[5].value = 32, False  # a small batch, and independent critics
+    panel.button.click()
+    assert panel.status.value.startswith("done: 96 episodes, last greedy team return"), panel.status.value
+    learner, config = learners[0]
+    assert learner is ContinuousIDDPG and config.batch_size == 32
