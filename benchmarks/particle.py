@@ -5,14 +5,15 @@ actions, several seeds, the paper's metrics. Prints a row per run, a table and o
         [--out results/particle/simple_spread_v3]
 
 Both learners are ``train_continuous`` with the same config, seeds and budget; they differ only in what each
-critic sees (MADDPG: every agent's observation and action; independent DDPG: its own). Every run's final policy
+critic sees (MADDPG: every agent's observation and action; independent DDPG: its own). ``--methods inferred`` trains
+MADDPG whose critic targets use each agent's own approximations of the others' policies (``marl_edu.inference``). Every run's final policy
 (no noise) plays the same 100 evaluation episodes (``evaluate_particle``, start states from seed 10000), which also
 score two reference policies: uniform random forces and standing still.
 
 Figures per run: the mean team return (sum over the 3 agents and 25 steps), the landmark distance (sum over the 3
 landmarks of the distance to the nearest agent) averaged over the steps and at the last step, and the collisions
-(touching pairs) per step. With --out: summary.json (every run's figures and its evaluations during training),
-seed<S>-<method>.json.gz's curve in summary.json, <method>/policy.pt and <method>/greedy.gif for the first seed.
+(touching pairs) per step. With --out: summary.json (the table, the references, and every run's figures, config and
+evaluations during training) and, for the first seed, <method>/policy.pt (its final actors) and <method>/greedy.gif.
 """
 
 from __future__ import annotations
@@ -29,17 +30,17 @@ import numpy as np
 import torch
 
 ENV_ID = "simple_spread_v3"
-METHODS = {"maddpg": "maddpg_continuous", "iddpg": "iddpg_continuous"}  # short name -> CONTINUOUS_ALGORITHMS key
+METHODS = {"maddpg": "maddpg_continuous", "iddpg": "iddpg_continuous",  # short name -> CONTINUOUS_ALGORITHMS key
+           "inferred": "maddpg_inferred"}  # MADDPG whose critics bootstrap from inferred policies (paper 4.2)
 EVAL_EPISODES = 100
 
 
 def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
     """Train one learner for one seed (one torch thread) and score its final policy; save its policy and a GIF."""
     torch.set_num_threads(1)
-    from marl_edu.continuous import ContinuousMADDPGConfig
-    from marl_edu.train import CONTINUOUS_ALGORITHMS, evaluate_particle, save_policy, train_continuous
+    from marl_edu.train import CONTINUOUS_ALGORITHMS, config_class, evaluate_particle, save_policy, train_continuous
 
-    config = ContinuousMADDPGConfig()
+    config = config_class(METHODS[method])()  # the defaults; the inferred learner's adds approx_lr and entropy_coef
     run = train_continuous(ENV_ID, episodes, config, seed=seed, eval_every=200, eval_episodes=10, progress=False,
                            learner=CONTINUOUS_ALGORITHMS[METHODS[method]])
     score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES)
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=4000, help="training episodes per run (default: 4000)")
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=["maddpg", "iddpg"])
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
     parser.add_argument("--out", type=pathlib.Path, default=None, help="write summary.json, policies and GIFs here")
     args = parser.parse_args(argv)

@@ -93,8 +93,9 @@ class ContinuousMADDPG(MADDPG):
         """mu(o): every agent's deterministic action, obs ``(B, N, O)`` -> ``(B, N, A)`` in [-1, 1]."""
         return torch.tanh(self.logits(obs, target))  # (B, N, A); logits() runs actor i on o_i for every i
 
-    def target_actions(self, next_obs: torch.Tensor) -> torch.Tensor:
-        """mu'(o'): every agent's next action from its target actor (deterministic, no noise). ``(B, N, A)``."""
+    def target_actions(self, next_obs: torch.Tensor, i: int) -> torch.Tensor:
+        """mu'(o'): every agent's next action from its target actor (deterministic, no noise), for any critic i.
+        next_obs ``(B, N, O)`` -> ``(B, N, A)``."""
         return self.actions(next_obs, target=True)  # (B, N, A)
 
     @torch.no_grad()

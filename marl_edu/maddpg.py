@@ -177,9 +177,10 @@ class MADDPG:
         """A policy for ``run_episode`` that samples from the actors (no epsilon)."""
         return lambda obs: self.act(obs[None])[0]
 
-    def target_actions(self, next_obs: torch.Tensor) -> torch.Tensor:
-        """mu'(o'): every agent's next action from its target actor, a hard Gumbel-softmax sample (one-hot)
-        of its categorical policy. next_obs ``(B, N, O)`` -> ``(B, N, A)``."""
+    def target_actions(self, next_obs: torch.Tensor, i: int) -> torch.Tensor:
+        """mu'(o'), the next actions critic i's target plugs in: every agent's from its target actor, a hard
+        Gumbel-softmax sample (one-hot) of its categorical policy (the same for every i here; the ``inference``
+        learner gives critic i its own guesses). next_obs ``(B, N, O)`` -> ``(B, N, A)``."""
         logits = self.logits(next_obs, target=True)  # (B, N, A)
         return gumbel_softmax(logits, self.config.temperature, hard=True, generator=self.generator)  # (B, N, A)
 
@@ -198,7 +199,7 @@ class MADDPG:
         batch: obs, next_obs ``(B, N, O)``; actions ``(B, N, A)`` one-hot; rewards, dones ``(B, N)``.
         """
         c = self.config
-        next_actions = self.target_actions(batch["next_obs"])  # (B, N, A) from the target actors
+        next_actions = self.target_actions(batch["next_obs"], i)  # (B, N, A) from the target actors
         q_next = self.target_critics[i](self.critic_input(i, batch["next_obs"], next_actions))  # (B,)
         y = td_target(batch["rewards"][:, i], batch["dones"][:, i], q_next, c.gamma ** c.n_step)  # (B,)
         q = self.critics[i](self.critic_input(i, batch["obs"], batch["actions"]))  # (B,)

@@ -27,6 +27,7 @@ from marl_edu.checkpoints import load_checkpoint, save_checkpoint
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.envs import ParticleEnv, VecEnv, make_env, make_vec_env
+from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.rollout import run_episode
 from marl_edu.shapes import one_hot
@@ -67,7 +68,8 @@ ON_POLICY = ("coma", "central_v", "iac")  # whole-episode batches, COMAConfig; t
 
 
 # the particle envs' learners (forces in [-1, 1]), trained by ``train_continuous`` (benchmarks/particle.py)
-CONTINUOUS_ALGORITHMS = {"maddpg_continuous": ContinuousMADDPG, "iddpg_continuous": ContinuousIDDPG}
+CONTINUOUS_ALGORITHMS = {"maddpg_continuous": ContinuousMADDPG, "iddpg_continuous": ContinuousIDDPG,
+                         "maddpg_inferred": InferringMADDPG}
 _ALL_LEARNERS = {**ALGORITHMS, **CONTINUOUS_ALGORITHMS}
 
 
@@ -80,12 +82,12 @@ def algo_name(agent) -> str:
 
 
 def config_class(algo: str):
-    """``COMAConfig`` for the on-policy learners, ``ContinuousMADDPGConfig`` for the continuous ones,
-    ``MADDPGConfig`` for the others."""
+    """``COMAConfig`` for the on-policy learners, ``ContinuousMADDPGConfig`` for the continuous ones (``InferenceConfig``
+    for the one that infers the others' policies), ``MADDPGConfig`` for the others."""
     if algo not in _ALL_LEARNERS:
         raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(_ALL_LEARNERS)}")
     if algo in CONTINUOUS_ALGORITHMS:
-        return ContinuousMADDPGConfig
+        return InferenceConfig if algo == "maddpg_inferred" else ContinuousMADDPGConfig
     return COMAConfig if algo in ON_POLICY else MADDPGConfig
 
 
@@ -247,7 +249,9 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
         raise ValueError(f"episodes must be a positive int, got {episodes!r}")
     if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
         raise ValueError(f"eval_every must be a positive int, got {eval_every!r}")
-    config = (config or ContinuousMADDPGConfig()).validate()
+    if config is None:
+        config = InferenceConfig() if issubclass(learner, InferringMADDPG) else ContinuousMADDPGConfig()
+    config = config.validate()
     np_rng = np.random.default_rng(seed)
     venv = make_vec_env(env_id, config.n_envs, seed)
     if not venv.continuous:
