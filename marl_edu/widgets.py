@@ -81,7 +81,7 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
               window: int = 50):
     """Learning curves of a reference run and a new run on one set of axes; returns the figure.
 
-    Each run is a dict with ``episode_returns`` (E,) (team return of every training episode) and
+    Each run is a dict with ``episode_returns`` (E,) (team return of every training episode; may be empty) and
     ``evaluations``, a list of ``(episode, greedy team return)``; ``label`` names it in the legend.
     """
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -89,9 +89,10 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
     for name, data, color in (("reference", reference, "0.55"), ("your run", run, "C0")):
         if not data:
             continue
-        plot_learning_curve(data["episode_returns"], optimal=lines.pop("optimal", None),
-                            random=lines.pop("random", None), label=data.get("label", name), window=window,
-                            ax=ax, color=color)
+        if data["episode_returns"]:  # (a reference may keep its evaluations only)
+            plot_learning_curve(data["episode_returns"], optimal=lines.pop("optimal", None),
+                                random=lines.pop("random", None), label=data.get("label", name), window=window,
+                                ax=ax, color=color)
         if data["evaluations"]:
             episodes, greedy = zip(*data["evaluations"])
             ax.plot(episodes, greedy, "o", color=color, markersize=3.5, label=f"{data.get('label', name)}: greedy")

@@ -11,7 +11,8 @@ from marl_edu.train import greedy_return, load_policy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
-CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in RESULTS.glob("**/policy.pt"))
+CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in RESULTS.glob("**/policy.pt")
+                     if not path.is_relative_to(RESULTS / "particle"))  # Switch's; the particle ones are below
 
 
 def _record(folder: pathlib.Path) -> dict:
@@ -52,11 +53,16 @@ def test_committed_feed_forward_coma_policy_still_deadlocks():
     assert greedy_return(agent, record["env"]).team_return < 8.0
 
 
-def _compare_module():
-    spec = importlib.util.spec_from_file_location("compare", ROOT / "benchmarks" / "compare.py")
+def _module(name: str):
+    """A script of benchmarks/ imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _compare_module():
+    return _module("compare")
 
 
 @pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2"])
@@ -70,3 +76,32 @@ def test_readme_table_is_what_compare_printed(env_id):
                 for s in summary["seeds"]]
         assert compare.table_row(env_id, row["method"], rows, row["optimal"], row["episodes"]) == row
         assert compare.format_row(row) in readme
+
+
+# -- the particle environments (benchmarks/particle.py): continuous MADDPG and independent DDPG ------------------------
+
+PARTICLE = RESULTS / "particle" / "simple_spread_v3"
+
+
+@pytest.mark.parametrize("method", ["maddpg", "iddpg"])
+def test_committed_particle_policy_replays_its_recorded_score(method):
+    from marl_edu.train import evaluate_particle
+
+    evaluated = _module("particle").EVAL_EPISODES  # every final policy plays the same 100 evaluation episodes
+    summary = json.loads((PARTICLE / "summary.json").read_text())
+    record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == 0)
+    agent = load_policy(PARTICLE / method / "policy.pt", algo=f"{method}_continuous", env_id="simple_spread_v3")
+    assert (PARTICLE / method / "policy.pt").stat().st_size < 150_000
+    score = evaluate_particle(agent.greedy_policy(), "simple_spread_v3", episodes=evaluated)
+    assert score.team_return == pytest.approx(record["team_return"], rel=1e-4)
+    assert score.collisions_per_step == pytest.approx(record["collisions_per_step"], abs=1e-4)
+    # trained: far better than standing still, the better of the two reference policies
+    assert score.team_return > summary["references"]["still"]["team_return"] + 10
+
+
+def test_readme_particle_table_is_what_the_benchmark_printed():
+    particle = _module("particle")
+    summary = json.loads((PARTICLE / "summary.json").read_text())
+    assert particle.table(summary["runs"], summary["references"]) == summary["table"]
+    readme = (ROOT / "README.md").read_text()
+    assert all(line in readme for line in summary["table"])

@@ -182,3 +182,13 @@ def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
     assert panel.status.value.startswith("done: 96 episodes, last greedy team return"), panel.status.value
     learner, config = learners[0]
     assert learner is ContinuousIDDPG and config.batch_size == 32
+
+
+def test_plot_runs_draws_a_reference_that_kept_only_its_evaluations():
+    from marl_edu.widgets import plot_runs
+
+    fig = plot_runs({"episode_returns": [], "evaluations": [(200, -60.0), (400, -50.0)], "label": "ref"},
+                    {"episode_returns": [-70.0] * 32, "evaluations": [(32, -65.0)], "label": "mine"}, window=16)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "ref: greedy" in labels and not any(label.startswith("ref (") for label in labels)  # no empty curve
+    assert any(label.startswith("mine") and "greedy" not in label for label in labels)  # the run's own curve

@@ -137,7 +137,7 @@ def _advantage_explorer(page):
 
 
 def _training_panel(episodes: int, screenshot: str):
-    """04 and 07: type an episode count, move the seed, press train; a progress bar shows, the status line says
+    """04, 07 and 09: type an episode count, move the seed, press train; a progress bar shows, the status line says
     done with at least that many episodes, and the curve is redrawn."""
     def use(page):
         episodes_slider = slider(page, "episodes")
@@ -166,6 +166,7 @@ INTERACTIONS = {
     "04_maddpg_training.ipynb": _training_panel(episodes=100, screenshot="04_maddpg_panel.png"),
     "06_coma_advantage.ipynb": _advantage_explorer,
     "07_coma_training.ipynb": _training_panel(episodes=320, screenshot="07_coma_panel.png"),
+    "09_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="09_continuous_maddpg_panel.png"),
 }
 
 
