@@ -82,8 +82,8 @@ def algo_name(agent) -> str:
 
 
 def config_class(algo: str):
-    """``COMAConfig`` for the on-policy learners, ``ContinuousMADDPGConfig`` for the continuous ones (``InferenceConfig``
-    for the one that infers the others' policies), ``MADDPGConfig`` for the others."""
+    """``COMAConfig`` for the on-policy learners, ``ContinuousMADDPGConfig`` for the continuous ones
+    (``InferenceConfig`` for the one that infers the others' policies), ``MADDPGConfig`` for the others."""
     if algo not in _ALL_LEARNERS:
         raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(_ALL_LEARNERS)}")
     if algo in CONTINUOUS_ALGORITHMS:
@@ -140,6 +140,28 @@ def _n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, term
     return out
 
 
+def _update_from_replay(agent, buffer: ReplayBuffer, config, rng: np.random.Generator, result: TrainResult) -> None:
+    """Once the buffer holds the warm-up (and a batch): ``updates_per_step`` gradient steps on batches sampled from
+    ``buffer``, counted and timed in ``result``."""
+    if len(buffer) < max(config.warmup_steps, config.batch_size):
+        return
+    tic = time.perf_counter()
+    for _ in range(config.updates_per_step):
+        agent.update(buffer.sample(config.batch_size, rng))
+        result.updates += 1
+    result.update_seconds += time.perf_counter() - tic
+
+
+def _record_evaluation(result: TrainResult, value: float, start: float) -> None:
+    """Append a periodic evaluation ``(episodes so far, value)``; keep the learner's weights if it is the best so far
+    (the latest wins ties)."""
+    result.evaluations.append((len(result.episode_returns), value))
+    result.eval_seconds.append(time.perf_counter() - start)
+    if value >= result.best_return:
+        result.best_return = value
+        result.best_state = copy.deepcopy(result.agent.state_dict())
+
+
 def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDPGConfig | None = None,
                  seed: int = 0, eval_every: int = 100, progress: bool = True, device: str = "cpu",
                  learner: type[MADDPG] = MADDPG, stop_at: float | None = None) -> TrainResult:
@@ -176,18 +198,9 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
                 bar.update(1)
         obs = next_obs
         result.env_steps += K
-        if len(buffer) >= max(config.warmup_steps, config.batch_size):
-            tic = time.perf_counter()
-            for _ in range(config.updates_per_step):
-                agent.update(buffer.sample(config.batch_size, np_rng))
-                result.updates += 1
-            result.update_seconds += time.perf_counter() - tic
+        _update_from_replay(agent, buffer, config, np_rng, result)
         if len(result.episode_returns) >= next_eval:
-            result.evaluations.append((len(result.episode_returns), greedy_return(agent, env_id).team_return))
-            result.eval_seconds.append(time.perf_counter() - start)
-            if result.evaluations[-1][1] >= result.best_return:
-                result.best_return = result.evaluations[-1][1]
-                result.best_state = copy.deepcopy(agent.state_dict())
+            _record_evaluation(result, greedy_return(agent, env_id).team_return, start)
             bar.set_postfix(greedy=f"{result.evaluations[-1][1]:.1f}", eps=f"{epsilon:.2f}")
             next_eval += eval_every
             if stop_at is not None and result.evaluations[-1][1] >= stop_at - 1e-6:
@@ -277,19 +290,10 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
                 bar.update(1)
         obs = next_obs
         result.env_steps += K
-        if len(buffer) >= max(config.warmup_steps, config.batch_size):
-            tic = time.perf_counter()
-            for _ in range(config.updates_per_step):
-                agent.update(buffer.sample(config.batch_size, np_rng))
-                result.updates += 1
-            result.update_seconds += time.perf_counter() - tic
+        _update_from_replay(agent, buffer, config, np_rng, result)
         if len(result.episode_returns) >= next_eval:
             score = evaluate_particle(agent.greedy_policy(), env_id, eval_episodes)
-            result.evaluations.append((len(result.episode_returns), score.team_return))
-            result.eval_seconds.append(time.perf_counter() - start)
-            if score.team_return >= result.best_return:
-                result.best_return = score.team_return
-                result.best_state = copy.deepcopy(agent.state_dict())
+            _record_evaluation(result, score.team_return, start)
             bar.set_postfix(eval=f"{score.team_return:.1f}", noise=f"{noise:.2f}")
             next_eval += eval_every
     bar.close()
