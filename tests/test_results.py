@@ -81,17 +81,19 @@ def test_readme_table_is_what_compare_printed(env_id):
 # -- the particle environments (benchmarks/particle.py): continuous MADDPG and independent DDPG ------------------------
 
 PARTICLE = RESULTS / "particle" / "simple_spread_v3"
+INFERRED = RESULTS / "particle" / "simple_spread_v3-inferred"  # particle.py --methods inferred
 
 
-@pytest.mark.parametrize("method", ["maddpg", "iddpg"])
-def test_committed_particle_policy_replays_its_recorded_score(method):
+@pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred")])
+def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     from marl_edu.train import evaluate_particle
 
-    evaluated = _module("particle").EVAL_EPISODES  # every final policy plays the same 100 evaluation episodes
-    summary = json.loads((PARTICLE / "summary.json").read_text())
+    particle = _module("particle")
+    evaluated = particle.EVAL_EPISODES  # every final policy plays the same 100 evaluation episodes
+    summary = json.loads((folder / "summary.json").read_text())
     record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == 0)
-    agent = load_policy(PARTICLE / method / "policy.pt", algo=f"{method}_continuous", env_id="simple_spread_v3")
-    assert (PARTICLE / method / "policy.pt").stat().st_size < 150_000
+    agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method], env_id="simple_spread_v3")
+    assert (folder / method / "policy.pt").stat().st_size < 150_000
     score = evaluate_particle(agent.greedy_policy(), "simple_spread_v3", episodes=evaluated)
     assert score.team_return == pytest.approx(record["team_return"], rel=1e-4)
     assert score.collisions_per_step == pytest.approx(record["collisions_per_step"], abs=1e-4)
@@ -99,9 +101,10 @@ def test_committed_particle_policy_replays_its_recorded_score(method):
     assert score.team_return > summary["references"]["still"]["team_return"] + 10
 
 
-def test_readme_particle_table_is_what_the_benchmark_printed():
+@pytest.mark.parametrize("folder", [PARTICLE, INFERRED])
+def test_readme_particle_table_is_what_the_benchmark_printed(folder):
     particle = _module("particle")
-    summary = json.loads((PARTICLE / "summary.json").read_text())
+    summary = json.loads((folder / "summary.json").read_text())
     assert particle.table(summary["runs"], summary["references"]) == summary["table"]
     readme = (ROOT / "README.md").read_text()
     assert all(line in readme for line in summary["table"])
