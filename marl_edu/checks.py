@@ -251,13 +251,13 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
 def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
     """Check ``fn(critic, actor, obs (B, N, O), actions (B, N, A), i) -> loss`` (a scalar) against continuous MADDPG's
     actor loss without its regulariser, ``-mean_b Q_i(x, a_1, .., a_i = tanh(actor(o_i)), .., a_N)``: its value, its
-    gradient on the actor's weights, and that the batch's actions are left untouched. Cases: B = 1, N = 2 and 3,
-    every i.
+    gradient on the actor's weights, and that the batch's actions are left untouched. Cases: B from 1 to 6, N = 2
+    and 3, every agent i of each N.
     """
     from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 
     generator = torch.Generator().manual_seed(0)
-    cases = [(4, 2, 3, 2, 0), (4, 2, 3, 2, 1), (1, 3, 4, 2, 2), (6, 3, 2, 1, 1)]  # (B, N, O, A, i)
+    cases = [(4, 2, 3, 2, 0), (4, 2, 3, 2, 1), (1, 3, 4, 2, 2), (6, 3, 2, 1, 1), (5, 3, 4, 2, 0)]  # (B, N, O, A, i)
     for B, N, O, A, i in cases:
         case = f"B={B}, N={N}, O={O}, A={A}, i={i}"
         agent = ContinuousMADDPG(N, O, A, ContinuousMADDPGConfig(hidden=8, action_reg=0.0), seed=B + N + i)
@@ -304,4 +304,4 @@ def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
                   f"Hint: the gradient must reach the actor through a_i = tanh(actor(obs[:, i])) only.")
             return
     print(f"PASSED: the deterministic policy gradient's actor loss on all {len(cases)} cases (value, gradient on "
-          f"the actor, the batch left untouched; B = 1, N = 2 and 3, every i).")
+          f"the actor, the batch left untouched; B from 1 to 6, N = 2 and 3, every agent i of each N).")

@@ -101,11 +101,14 @@ class ContinuousMADDPG(MADDPG):
     @torch.no_grad()
     def act(self, obs: np.ndarray, noise: float = 0.0) -> np.ndarray:
         """Forces for K env copies: obs ``(K, N, O)`` -> float32 ``(K, N, A)``, ``clip(mu(o) + noise * eps, -1, 1)``
-        with eps ~ N(0, I) from the learner's generator; ``noise=0`` is the trained policy itself."""
+        with eps ~ N(0, I) from the learner's generator; ``noise=0`` is the trained policy itself, and draws nothing
+        (so evaluating the policy never shifts the exploration noise of the training that follows)."""
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
             raise ValueError(f"noise must be a non-negative number (a standard deviation), got {noise!r}")
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
-        mu = self.actions(obs_t)  # (K, N, A)
+        mu = self.actions(obs_t)  # (K, N, A) in [-1, 1]
+        if noise == 0:
+            return mu.cpu().numpy()  # (K, N, A)
         eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (K, N, A)
         return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (K, N, A)
 
@@ -123,7 +126,9 @@ class ContinuousMADDPG(MADDPG):
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Agent i's actor loss:
 
-            L(theta_i) = -mean_b Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) + action_reg * mean_b f_i(o_i)^2
+            L(theta_i) = -mean_b Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) + action_reg * mean_{b,k} f_i(o_i)_k^2
+
+        (the penalty averages the squared pre-activations over the batch and the A action entries).
 
         The other agents' actions come from the batch; only agent i's action is recomputed, so the gradient reaches
         theta_i through a_i = tanh(f_i(o_i)) alone (the deterministic policy gradient).

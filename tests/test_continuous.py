@@ -78,7 +78,9 @@ def test_act_is_the_tanh_policy_plus_clipped_noise():
     noisy = agent.act(obs, noise=10.0)
     assert noisy.min() >= -1 and noisy.max() <= 1 and np.isin(noisy, [-1.0, 1.0]).mean() > 0.8  # clipped
     again = ContinuousMADDPG(3, 4, 2, seed=0)
-    again.act(obs)
+    state = again.generator.get_state()
+    again.act(obs)  # the policy itself draws no noise: evaluating never shifts the exploration stream
+    assert torch.equal(again.generator.get_state(), state)
     np.testing.assert_array_equal(again.act(obs, noise=10.0), noisy)  # the learner's generator: same seed, same
     for bad in (-0.1, float("nan"), True):
         with pytest.raises(ValueError, match="noise must be a non-negative number"):
