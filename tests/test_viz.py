@@ -86,3 +86,20 @@ def test_seed_band_by_hand_and_comparison_plot():
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [-10.0, 5.0])  # mean over seeds: (2 + 8) / 2
     with pytest.raises(ValueError, match="every run needs at least one evaluation"):
         seed_band([{"evaluations": []}])
+
+
+def test_downscale_averages_blocks_by_hand():
+    import numpy as np
+    import pytest
+
+    from marl_edu.viz import downscale
+
+    frame = np.zeros((4, 4, 3), dtype=np.uint8)  # (H, W, 3)
+    frame[:2, :2] = 100  # the top-left 2x2 block: one pixel of 100
+    frame[0, 2:] = 200  # the top-right block: two pixels of 200, two of 0 -> (200 + 200 + 0 + 0) / 4 = 100
+    small = downscale(frame, 2)  # (2, 2, 3)
+    assert small.shape == (2, 2, 3) and small.dtype == np.uint8
+    assert small[..., 0].tolist() == [[100, 100], [0, 0]]
+    for bad in (0, 5, 1.5, True):
+        with pytest.raises(ValueError, match=r"factor must be an int in \[1, 4\]"):
+            downscale(frame, bad)
