@@ -44,6 +44,7 @@ class ContinuousMADDPGConfig:
     n_envs: int = 16              # environment copies stepped in lock-step
     warmup_steps: int = 2_000     # transitions collected (with noise_start) before the first update
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
+    team_reward: bool = False     # every critic learns the team reward sum_j r_j instead of its own agent's r_i
 
     def validate(self) -> ContinuousMADDPGConfig:
         for name in ("actor_lr", "critic_lr", "grad_clip"):
@@ -67,6 +68,8 @@ class ContinuousMADDPGConfig:
                              f"got {self.n_step}")
         if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be a non-negative int, got {self.warmup_steps!r}")
+        if not isinstance(self.team_reward, bool):
+            raise ValueError(f"team_reward must be True or False, got {self.team_reward!r}")
         return self
 
     def noise_at(self, fraction_done: float) -> float:

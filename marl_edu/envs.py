@@ -165,7 +165,10 @@ class MultiAgentEnv:
 # The multi-agent particle environments (mpe2, PettingZoo's parallel API), continuous actions
 # ----------------------------------------------------------------------------------------------
 
-PARTICLE_ENVS = {"simple_spread_v3": dict(N=3, local_ratio=0.5, max_cycles=25)}  # id -> mpe2 arguments (defaults)
+PARTICLE_ENVS = {  # id -> mpe2 arguments (mpe2's defaults)
+    "simple_spread_v3": dict(N=3, local_ratio=0.5, max_cycles=25),  # cooperative navigation: 3 agents, 3 landmarks
+    "simple_adversary_v3": dict(N=2, max_cycles=25),  # physical deception: 1 adversary, 2 good agents, 2 landmarks
+}
 
 
 def to_mpe_action(actions: np.ndarray) -> np.ndarray:
@@ -193,11 +196,17 @@ class ParticleEnv:
     """One mpe2 particle environment with continuous actions, numpy arrays in and out, checked at the boundary.
 
     ``reset()`` -> obs float32 ``(N, O)``; ``step(actions float (N, 2) in [-1, 1])`` -> ``(obs (N, O), rewards (N,),
-    dones (N,), info)`` as for ma-gym (``terminated``, ``truncated``, ``step``), plus, for the paper's metrics:
-    ``landmark_distance`` (sum over landmarks of the distance to the nearest agent), ``agent_collisions`` int
-    ``(N,)`` (other agents each one touches) and ``collisions`` (touching pairs), all after this step.
+    dones (N,), info)`` as for ma-gym (``terminated``, ``truncated``, ``step``), plus the paper's metrics after this
+    step. Cooperative navigation (``simple_spread_v3``): ``landmark_distance`` (sum over landmarks of the distance to
+    the nearest agent), ``agent_collisions`` int ``(N,)`` (other agents each one touches) and ``collisions``
+    (touching pairs). Physical deception (``simple_adversary_v3``): ``goal_distance`` ``(N,)``, each agent's distance
+    to the goal landmark (which the adversary, agent 0, is not told).
 
-    Attributes: env_id, n_agents (N), obs_dim (O), action_dim (2), max_steps.
+    When the agents' observations differ in length (the adversary sees 8 numbers, the good agents 10), each is padded
+    with zeros at the end to the longest, O; ``obs_dims`` keeps the true lengths.
+
+    Attributes: env_id, n_agents (N), obs_dim (O), obs_dims (N ints), teams (N names, e.g. "adversary", "agent"),
+    action_dim (2), max_steps.
     """
 
     def __init__(self, env_id: str, seed: int = 0):
@@ -217,15 +226,25 @@ class ParticleEnv:
         self._env = module.parallel_env(**arguments, continuous_actions=True, render_mode="rgb_array")
         self._names = list(self._env.possible_agents)
         self.n_agents = len(self._names)
-        self.obs_dim = int(self._env.observation_space(self._names[0]).shape[0])
+        self.teams = [name.rsplit("_", 1)[0] for name in self._names]  # "adversary_0" -> "adversary"
+        self.obs_dims = [int(self._env.observation_space(name).shape[0]) for name in self._names]
+        self.obs_dim = max(self.obs_dims)
         self.action_dim = 2
         self.max_steps = int(arguments["max_cycles"])
         self._step_count: int | None = None
         self._episodes = 0
 
     def __repr__(self) -> str:
-        return (f"ParticleEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents, O={self.obs_dim} obs dims, "
-                f"actions (N, 2) in [-1, 1], max_steps={self.max_steps})")
+        teams = "" if len(set(self.teams)) == 1 else f" ({', '.join(self.teams)})"
+        return (f"ParticleEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents{teams}, O={self.obs_dim} "
+                f"obs dims, actions (N, 2) in [-1, 1], max_steps={self.max_steps})")
+
+    def _stack_obs(self, obs: dict) -> np.ndarray:
+        """mpe2's per-agent observations -> float32 ``(N, O)``, each zero-padded at the end to O."""
+        stacked = np.zeros((self.n_agents, self.obs_dim), dtype=np.float32)  # (N, O)
+        for i, name in enumerate(self._names):
+            stacked[i, :self.obs_dims[i]] = obs[name]
+        return stacked
 
     def reset(self) -> np.ndarray:
         """Start an episode (the first one from ``seed``, the next ones continue its random stream). Returns obs
@@ -233,7 +252,7 @@ class ParticleEnv:
         obs, _ = self._env.reset(seed=self.seed if self._episodes == 0 else None)
         self._episodes += 1
         self._step_count = 0
-        obs = np.stack([obs[name] for name in self._names]).astype(np.float32)  # (N, O)
+        obs = self._stack_obs(obs)  # (N, O)
         check_shape(obs, (self.n_agents, self.obs_dim), "obs")
         return obs
 
@@ -253,7 +272,7 @@ class ParticleEnv:
         mpe = to_mpe_action(actions.astype(np.float32))  # (N, 5)
         obs, rewards, terminations, truncations, _ = self._env.step(dict(zip(self._names, mpe)))
         self._step_count += 1
-        obs = np.stack([obs[name] for name in self._names]).astype(np.float32)  # (N, O)
+        obs = self._stack_obs(obs)  # (N, O)
         rewards = np.array([rewards[name] for name in self._names], dtype=np.float32)  # (N,)
         terminated = np.array([terminations[name] for name in self._names], dtype=bool)  # (N,)
         truncated = np.array([truncations[name] for name in self._names], dtype=bool) & ~terminated  # (N,)
@@ -261,10 +280,13 @@ class ParticleEnv:
         return obs, rewards, terminated | truncated, info
 
     def _metrics(self) -> dict:
-        """The MADDPG paper's cooperative-navigation figures for the current positions."""
+        """The MADDPG paper's figures for the current positions (cooperative navigation or physical deception)."""
         world, scenario = self._env.unwrapped.world, self._env.unwrapped.scenario
         agents = world.agents
         positions = np.array([agent.state.p_pos for agent in agents])  # (N, 2)
+        if self.env_id == "simple_adversary_v3":
+            goal = agents[0].goal_a.state.p_pos  # (2,) the same goal landmark for every agent
+            return {"goal_distance": np.linalg.norm(positions - goal, axis=1)}  # (N,)
         landmarks = np.array([landmark.state.p_pos for landmark in world.landmarks])  # (L, 2)
         distances = np.linalg.norm(landmarks[:, None, :] - positions[None, :, :], axis=-1)  # (L, N)
         touching = np.array([[i != j and scenario.is_collision(a, b) for j, b in enumerate(agents)]
@@ -300,7 +322,7 @@ class VecEnv:
     ``obs[k]`` is already the first observation of its next episode; what the episode ended on is in
     ``info["final_obs"] (K, N, O)`` where ``info["episode_done"] (K,)`` is True. ``info`` also holds
     ``terminated`` and ``truncated`` ``(K, N)`` and ``episode_team_return`` ``(K,)`` (NaN where the
-    episode goes on); for the particle envs also ``collisions`` ``(K,)``, the touching pairs after this step.
+    episode goes on); for cooperative navigation also ``collisions`` ``(K,)``, the touching pairs after this step.
     """
 
     def __init__(self, env_id: str, n_envs: int, seed: int = 0):
@@ -342,7 +364,7 @@ class VecEnv:
             "final_obs": obs.copy(),  # (K, N, O)
             "episode_team_return": np.where(episode_done, self._returns, np.nan),  # (K,)
         }
-        if self.continuous:
+        if self.continuous and "collisions" in results[0][3]:  # cooperative navigation
             info["collisions"] = np.array([r[3]["collisions"] for r in results])  # (K,) touching pairs
         for k in np.flatnonzero(episode_done):
             obs[k] = self.envs[k].reset()

@@ -26,11 +26,12 @@ from marl_edu.buffers import ReplayBuffer
 from marl_edu.checkpoints import load_checkpoint, save_checkpoint
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG, SubpolicyReplayBuffer
 from marl_edu.envs import ParticleEnv, VecEnv, make_env, make_vec_env
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.rollout import run_episode
-from marl_edu.shapes import one_hot
+from marl_edu.shapes import check_shape, one_hot
 
 
 @dataclass
@@ -69,25 +70,31 @@ ON_POLICY = ("coma", "central_v", "iac")  # whole-episode batches, COMAConfig; t
 
 # the particle envs' learners (forces in [-1, 1]), trained by ``train_continuous`` (benchmarks/particle.py)
 CONTINUOUS_ALGORITHMS = {"maddpg_continuous": ContinuousMADDPG, "iddpg_continuous": ContinuousIDDPG,
-                         "maddpg_inferred": InferringMADDPG}
+                         "maddpg_inferred": InferringMADDPG, "maddpg_ensemble": EnsembleMADDPG}
 _ALL_LEARNERS = {**ALGORITHMS, **CONTINUOUS_ALGORITHMS}
+
+
+def algo_name_of_class(learner: type) -> str:
+    """The name a learner class is known by in ``ALGORITHMS`` or ``CONTINUOUS_ALGORITHMS``."""
+    for name, known in _ALL_LEARNERS.items():
+        if learner is known:
+            return name
+    raise ValueError(f"not one of the learners {sorted(_ALL_LEARNERS)}: {getattr(learner, '__name__', learner)}")
 
 
 def algo_name(agent) -> str:
     """The name a learner is known by in ``ALGORITHMS`` or ``CONTINUOUS_ALGORITHMS`` (and in its checkpoints)."""
-    for name, learner in _ALL_LEARNERS.items():
-        if type(agent) is learner:
-            return name
-    raise ValueError(f"not one of the learners {sorted(_ALL_LEARNERS)}: {type(agent).__name__}")
+    return algo_name_of_class(type(agent))
 
 
 def config_class(algo: str):
     """``COMAConfig`` for the on-policy learners, ``ContinuousMADDPGConfig`` for the continuous ones
-    (``InferenceConfig`` for the one that infers the others' policies), ``MADDPGConfig`` for the others."""
+    (``InferenceConfig`` for the one that infers the others' policies, ``EnsembleConfig`` for ensembles),
+    ``MADDPGConfig`` for the others."""
     if algo not in _ALL_LEARNERS:
         raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(_ALL_LEARNERS)}")
     if algo in CONTINUOUS_ALGORITHMS:
-        return InferenceConfig if algo == "maddpg_inferred" else ContinuousMADDPGConfig
+        return {"maddpg_inferred": InferenceConfig, "maddpg_ensemble": EnsembleConfig}.get(algo, ContinuousMADDPGConfig)
     return COMAConfig if algo in ON_POLICY else MADDPGConfig
 
 
@@ -147,7 +154,10 @@ def _update_from_replay(agent, buffer: ReplayBuffer, config, rng: np.random.Gene
         return
     tic = time.perf_counter()
     for _ in range(config.updates_per_step):
-        agent.update(buffer.sample(config.batch_size, rng))
+        if isinstance(agent, EnsembleMADDPG):  # the critics learn from everything, sub-policy k of agent i from D_i^(k)
+            agent.update(buffer.sample(config.batch_size, rng), buffer.sample_slices(config.batch_size, rng))
+        else:
+            agent.update(buffer.sample(config.batch_size, rng))
         result.updates += 1
     result.update_seconds += time.perf_counter() - tic
 
@@ -220,14 +230,16 @@ PARTICLE_EVAL_SEED = 10_000  # evaluation episodes start from their own stream, 
 @dataclass
 class ParticleScore:
     """How a policy does on a particle env over ``episodes`` episodes (means over them): the team return (sum over
-    agents and steps), the landmark distance (sum over landmarks of the distance to the nearest agent) averaged over
-    the steps and at the last step, and the collisions (touching pairs) per step."""
+    agents and steps) and each agent's return ``agent_returns`` (N,); on cooperative navigation also the landmark
+    distance (sum over landmarks of the distance to the nearest agent) averaged over the steps and at the last step,
+    and the collisions (touching pairs) per step (NaN on the other envs, which do not report them)."""
 
     team_return: float
     landmark_distance: float
     final_landmark_distance: float
     collisions_per_step: float
     episodes: int
+    agent_returns: list[float] = field(default_factory=list)
 
 
 def evaluate_particle(policy, env_id: str = "simple_spread_v3", episodes: int = 100,
@@ -241,12 +253,28 @@ def evaluate_particle(policy, env_id: str = "simple_spread_v3", episodes: int = 
         raise ValueError(f"evaluate_particle needs a particle env (e.g. 'simple_spread_v3'), got {env_id!r}")
     runs = [run_episode(env, policy) for _ in tqdm(range(episodes), desc="evaluating", disable=not progress,
                                                    leave=False)]
+
+    def mean(key: str, last: bool = False) -> float:  # a navigation figure, averaged over steps (or the last one)
+        if key not in runs[0].metrics:
+            return float("nan")
+        return float(np.mean([run.metrics[key][-1] if last else run.metrics[key].mean() for run in runs]))
+
     return ParticleScore(
         team_return=float(np.mean([run.team_return for run in runs])),
-        landmark_distance=float(np.mean([run.metrics["landmark_distance"].mean() for run in runs])),
-        final_landmark_distance=float(np.mean([run.metrics["landmark_distance"][-1] for run in runs])),
-        collisions_per_step=float(np.mean([run.metrics["collisions"].mean() for run in runs])),
-        episodes=episodes)
+        landmark_distance=mean("landmark_distance"),
+        final_landmark_distance=mean("landmark_distance", last=True),
+        collisions_per_step=mean("collisions"),
+        episodes=episodes,
+        agent_returns=np.mean([run.agent_returns for run in runs], axis=0).round(6).tolist())  # (N,)
+
+
+def critic_rewards(rewards: np.ndarray, team_reward: bool) -> np.ndarray:
+    """What each critic learns from one lock-step, rewards ``(K, N)`` -> ``(K, N)``: agent i's own r_i, or with
+    ``team_reward`` the team's sum_j r_j in every agent's column."""
+    check_shape(rewards, ("K", "N"), "rewards", dtype="float")
+    if not team_reward:
+        return rewards
+    return np.repeat(rewards.sum(axis=1, keepdims=True), rewards.shape[1], axis=1)  # (K, N) N copies of each sum
 
 
 def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
@@ -256,14 +284,14 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
     """Train continuous MADDPG (or ``learner=ContinuousIDDPG``) on K lock-step copies of a particle env for
     ``episodes`` episodes (summed over the copies). Every ``eval_every`` episodes the noise-free policy plays
     ``eval_episodes`` episodes from the same start states (``evaluate_particle``); ``evaluations`` holds
-    ``(episode, mean team return)``. Each critic learns its own agent's reward r_i, as in the paper.
-    Deterministic for a seed."""
+    ``(episode, mean team return)``. Each critic learns its own agent's reward r_i, as in the paper (or, with
+    ``config.team_reward``, the team's sum_j r_j). Deterministic for a seed."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive int, got {episodes!r}")
     if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
         raise ValueError(f"eval_every must be a positive int, got {eval_every!r}")
     if config is None:
-        config = InferenceConfig() if issubclass(learner, InferringMADDPG) else ContinuousMADDPGConfig()
+        config = config_class(algo_name_of_class(learner))()
     config = config.validate()
     np_rng = np.random.default_rng(seed)
     venv = make_vec_env(env_id, config.n_envs, seed)
@@ -272,7 +300,12 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
                          f"got {env_id!r}: train_maddpg trains on the discrete ma-gym envs")
     N, O, A, K = venv.n_agents, venv.obs_dim, venv.action_dim, venv.n_envs
     agent = learner(N, O, A, config, seed=seed, device=device)
-    buffer = ReplayBuffer(config.buffer_size, N, O, A)
+    ensemble = isinstance(agent, EnsembleMADDPG)
+    if ensemble:  # each agent plays one of its K sub-policies per episode; the buffer records which
+        buffer = SubpolicyReplayBuffer(config.buffer_size, N, O, A, config.n_subpolicies)
+        playing = agent.draw_subpolicies(K)  # (K, N) the sub-policy of every agent in every copy's episode
+    else:
+        buffer, playing = ReplayBuffer(config.buffer_size, N, O, A), None
     result = TrainResult(agent=agent)
     start = time.perf_counter()
     obs = venv.reset()  # (K, N, O)
@@ -280,19 +313,27 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
         noise = config.noise_at(len(result.episode_returns) / episodes)  # sigma, decayed linearly
-        actions = agent.act(obs, noise)  # (K, N, A) forces in [-1, 1]
+        actions = agent.act(obs, noise, playing) if ensemble else agent.act(obs, noise)  # (K, N, A) in [-1, 1]
         next_obs, rewards, dones, info = venv.step(actions)  # (K, N, O), (K, N), (K, N)
+        rewards = critic_rewards(rewards, config.team_reward)  # (K, N) what each critic learns
         for k in range(K):
             # a time-limit end is not terminal: store terminated (all False on spread), bootstrap through it
-            buffer.add(obs[k], actions[k], rewards[k], info["final_obs"][k], info["terminated"][k])
+            transition = (obs[k], actions[k], rewards[k], info["final_obs"][k], info["terminated"][k])
+            if ensemble:
+                buffer.add(*transition, subpolicies=playing[k])
+            else:
+                buffer.add(*transition)
             if info["episode_done"][k]:
                 result.episode_returns.append(float(info["episode_team_return"][k]))
                 bar.update(1)
+                if ensemble:
+                    playing[k] = agent.draw_subpolicies(1)[0]  # (N,) new sub-policies for the next episode
         obs = next_obs
         result.env_steps += K
         _update_from_replay(agent, buffer, config, np_rng, result)
         if len(result.episode_returns) >= next_eval:
-            score = evaluate_particle(agent.greedy_policy(), env_id, eval_episodes)
+            score = evaluate_particle(agent.greedy_policy(), env_id, eval_episodes) if not ensemble else \
+                evaluate_particle(agent.policy(agent.draw_subpolicies(1)[0]), env_id, eval_episodes)
             _record_evaluation(result, score.team_return, start)
             bar.set_postfix(eval=f"{score.team_return:.1f}", noise=f"{noise:.2f}")
             next_eval += eval_every

@@ -86,3 +86,27 @@ def test_render_frame_is_headless_rgb():
     env.reset()
     frame = env.render_frame()
     assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
+
+
+def test_physical_deception_pads_the_adversarys_observation():
+    env = make_env("simple_adversary_v3", seed=0)
+    assert (env.n_agents, env.obs_dim, env.obs_dims, env.teams) == (3, 10, [8, 10, 10], ["adversary", "agent", "agent"])
+    obs = env.reset()  # (N, O) = (3, 10)
+    assert obs.shape == (3, 10) and obs.dtype == np.float32
+    # the adversary sees 2 landmarks and 2 other agents (8 numbers, padded with 2 zeros), not which landmark is the goal
+    assert obs[0, 8:].tolist() == [0.0, 0.0] and np.abs(obs[0, :8]).min() > 0
+    assert np.abs(obs[1:]).min() > 0  # the good agents' 10 numbers: goal, 2 landmarks, 2 other agents
+
+
+def test_physical_deception_rewards_by_hand():
+    # adversary (agent 0): r_0 = -d_0; good agents: r_1 = r_2 = -min(d_1, d_2) + d_0, with d_i = |p_i - goal|
+    env = make_env("simple_adversary_v3", seed=1)
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        _, rewards, dones, info = env.step(rng.uniform(-1, 1, size=(3, 2)).astype(np.float32))
+        d = info["goal_distance"]  # (N,)
+        np.testing.assert_allclose(rewards, [-d[0], -min(d[1], d[2]) + d[0], -min(d[1], d[2]) + d[0]], rtol=1e-5)
+    assert dones.all() and not info["terminated"].any()  # 25 steps, a time limit
+    # summed over the team, the adversary's distance counts twice for the good agents and once against it
+    np.testing.assert_allclose(rewards.sum(), -2 * min(d[1], d[2]) + d[0], rtol=1e-5)

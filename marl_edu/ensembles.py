@@ -1,0 +1,244 @@
+"""Policy ensembles (the MADDPG paper, section 4.3), for continuous actions.
+
+In a competitive game each agent's policy is trained against its opponents' current policies, and can overfit to
+them: a strategy that beats today's adversary may fail against tomorrow's. An ensemble makes agent i a mixture of K
+sub-policies mu_i^(1), .., mu_i^(K): at the start of every episode agent i draws k uniformly and plays mu_i^(k) for the
+whole episode, so its opponents must learn to do well against all K at once. The ensemble's objective
+
+    J_e(mu_i) = E_{k ~ unif(1, K), s ~ p^mu, a ~ mu_i^(k)}[ R_i(s, a) ]
+
+gives sub-policy k the deterministic policy gradient on the episodes it played, its own slice D_i^(k) of the replay:
+
+    grad_theta_i^(k) J_e = 1/K E_{x, a ~ D_i^(k)}[ grad mu_i^(k)(o_i) grad_{a_i} Q_i(x, a_1, .., a_N) |a_i = mu_i^(k)(o_i) ]
+
+(the 1/K only rescales the step; Adam undoes it, so it is left out). Agent i's critic Q_i is one network shared by its
+K sub-policies, learned from every transition, and its target plugs in, for every agent j, the target sub-policy j
+played in that episode:
+
+    y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1^(k_1)(o'_1), .., mu'_N^(k_N)(o'_N)).
+
+Networks for N agents: N*K actors and N critics, and their targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from marl_edu.buffers import ReplayBuffer, _positive_int
+from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.nets import Actor
+from marl_edu.shapes import check_shape
+from marl_edu.targets import make_target, soft_update, td_target
+
+
+class SubpolicyReplayBuffer(ReplayBuffer):
+    """A ``ReplayBuffer`` whose transitions also record which sub-policy each agent played, int ``(capacity, N)``.
+
+    The slice D_i^(k) is every transition in which agent i played sub-policy k; ``sample_slice(i, k, ...)`` draws from
+    it alone. One ring buffer holds all the slices, so each keeps about capacity / K of the most recent transitions.
+    """
+
+    KEYS = ReplayBuffer.KEYS + ("subpolicies",)
+
+    def __init__(self, capacity: int, n_agents: int, obs_dim: int, act_dim: int, n_subpolicies: int):
+        super().__init__(capacity, n_agents, obs_dim, act_dim)
+        self.n_subpolicies = _positive_int(n_subpolicies, "n_subpolicies")
+        self.subpolicies = np.zeros((self.capacity, self.n_agents), dtype=np.int64)  # (capacity, N)
+
+    def add(self, obs, actions, rewards, next_obs, dones, subpolicies=None) -> None:
+        """Store one joint transition (see ``ReplayBuffer.add``) and ``subpolicies`` int ``(N,)``, the sub-policy
+        each agent played, in [0, K)."""
+        if subpolicies is None:
+            raise ValueError("SubpolicyReplayBuffer.add needs subpolicies, int (N,): the sub-policy each agent played")
+        subpolicies = np.asarray(subpolicies)
+        check_shape(subpolicies, (self.n_agents,), "subpolicies", dtype="int")
+        if subpolicies.min() < 0 or subpolicies.max() >= self.n_subpolicies:
+            raise ValueError(f"subpolicies must be in [0, {self.n_subpolicies - 1}], got {subpolicies.tolist()}")
+        self.subpolicies[self._next] = subpolicies  # (the slot super().add fills next)
+        super().add(obs, actions, rewards, next_obs, dones)
+
+    def sample_slice(self, i: int, k: int, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """B transitions drawn uniformly (with replacement) from D_i^(k), the ones where agent i played sub-policy
+        k: a dict like ``sample``'s, plus subpolicies ``(B, N)``."""
+        if not (0 <= i < self.n_agents and 0 <= k < self.n_subpolicies):
+            raise ValueError(f"agent i must be in [0, {self.n_agents - 1}] and sub-policy k in "
+                             f"[0, {self.n_subpolicies - 1}], got i={i}, k={k}")
+        in_slice = np.flatnonzero(self.subpolicies[:len(self), i] == k)  # the slice's indices
+        if in_slice.size == 0:
+            raise ValueError(f"agent {i} has not played sub-policy {k} yet: its slice is empty")
+        batch_size = _positive_int(batch_size, "batch_size")
+        return self.get(in_slice[rng.integers(0, in_slice.size, size=batch_size)])
+
+    def sample_slices(self, batch_size: int, rng: np.random.Generator) -> list[list[dict[str, np.ndarray] | None]]:
+        """``sample_slice(i, k)`` for every agent i and sub-policy k: N lists of K batches, None for an empty slice."""
+        stored = self.subpolicies[:len(self)]  # (size, N)
+        return [[self.sample_slice(i, k, batch_size, rng) if (stored[:, i] == k).any() else None
+                 for k in range(self.n_subpolicies)] for i in range(self.n_agents)]
+
+
+@dataclass
+class EnsembleConfig(ContinuousMADDPGConfig):
+    """``ContinuousMADDPGConfig`` plus the number of sub-policies per agent, K (K = 1 is plain MADDPG)."""
+
+    n_subpolicies: int = 3
+
+    def validate(self) -> EnsembleConfig:
+        super().validate()
+        if isinstance(self.n_subpolicies, bool) or not isinstance(self.n_subpolicies, int) or self.n_subpolicies < 1:
+            raise ValueError(f"n_subpolicies must be a positive int (K sub-policies per agent), "
+                             f"got {self.n_subpolicies!r}")
+        return self
+
+
+class EnsembleMADDPG(ContinuousMADDPG):
+    """Continuous MADDPG where every agent is an ensemble of K tanh sub-policies; ``actors[i * K + k]`` is
+    mu_i^(k). Acting and the critic targets take ``subpolicies`` int ``(B, N)``, the sub-policy each agent plays.
+
+    Args: n_agents N, obs_dim O, action_dim A, config (an ``EnsembleConfig``), seed, device.
+    """
+
+    def __init__(self, n_agents: int, obs_dim: int, action_dim: int, config: EnsembleConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        if config is not None and not isinstance(config, EnsembleConfig):
+            raise ValueError(f"EnsembleMADDPG needs an EnsembleConfig (ContinuousMADDPGConfig plus n_subpolicies), "
+                             f"got {type(config).__name__}")
+        super().__init__(n_agents, obs_dim, action_dim, config or EnsembleConfig(), seed, device)
+        self.n_subpolicies = K = self.config.n_subpolicies
+        hidden = (self.config.hidden, self.config.hidden)
+        # MADDPG built N actors; an ensemble needs N*K, built afresh here
+        self.actors = nn.ModuleList([Actor(obs_dim, action_dim, hidden)
+                                     for _ in range(n_agents * K)]).to(self.device)
+        self.target_actors = make_target(self.actors)
+        self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
+
+    def actor(self, i: int, k: int, target: bool = False) -> nn.Module:
+        """mu_i^(k), agent i's sub-policy k (before its tanh), or its target."""
+        return (self.target_actors if target else self.actors)[i * self.n_subpolicies + k]
+
+    def draw_subpolicies(self, n: int) -> np.ndarray:
+        """Every agent's sub-policy for ``n`` new episodes, uniform in [0, K) from the learner's generator:
+        int ``(n, N)``."""
+        draws = torch.randint(0, self.n_subpolicies, (n, self.n_agents), generator=self.generator,
+                              device=self.device)  # (n, N)
+        return draws.cpu().numpy()
+
+    # -- acting ---------------------------------------------------------------------------------
+    def ensemble_actions(self, obs: torch.Tensor, subpolicies: torch.Tensor, target: bool = False) -> torch.Tensor:
+        """Every agent's action from the sub-policy it plays: obs ``(B, N, O)``, subpolicies int ``(B, N)`` ->
+        ``(B, N, A)`` in [-1, 1], row b agent i = tanh(mu_i^(k)(o_i)) with k = subpolicies[b, i]."""
+        dims = check_shape(obs, ("B", self.n_agents, self.obs_dim), "obs", dtype="float")
+        check_shape(subpolicies, (dims["B"], self.n_agents), "subpolicies", dtype="int")
+        K = self.n_subpolicies
+        per_agent = []
+        for i in range(self.n_agents):
+            every = torch.stack([self.actor(i, k, target)(obs[:, i]) for k in range(K)], dim=1)  # (B, K, A)
+            pick = subpolicies[:, i].long().view(-1, 1, 1).expand(-1, 1, every.shape[-1])  # (B, 1, A)
+            per_agent.append(every.gather(1, pick).squeeze(1))  # (B, A) the chosen sub-policy's output
+        return torch.tanh(torch.stack(per_agent, dim=1))  # (B, N, A)
+
+    def actions(self, obs: torch.Tensor, target: bool = False) -> torch.Tensor:
+        raise ValueError("an ensemble acts with the sub-policy each agent plays: use ensemble_actions(obs, "
+                         "subpolicies) or act(obs, noise, subpolicies)")
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, noise: float = 0.0, subpolicies: np.ndarray | None = None) -> np.ndarray:
+        """Forces for K env copies: obs ``(E, N, O)``, subpolicies int ``(E, N)`` -> float32 ``(E, N, A)``,
+        ``clip(mu_i^(k)(o_i) + noise * eps, -1, 1)`` (no draw when ``noise=0``, as ``ContinuousMADDPG.act``)."""
+        if subpolicies is None:
+            raise ValueError("EnsembleMADDPG.act needs subpolicies, int (E, N): the sub-policy each agent plays "
+                             "(draw_subpolicies(E) at the start of every episode)")
+        if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < float("inf"):
+            raise ValueError(f"noise must be a non-negative number (a standard deviation), got {noise!r}")
+        obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (E, N, O)
+        mu = self.ensemble_actions(obs_t, torch.as_tensor(np.asarray(subpolicies), device=self.device))  # (E, N, A)
+        if noise == 0:
+            return mu.cpu().numpy()  # (E, N, A)
+        eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (E, N, A)
+        return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (E, N, A)
+
+    def policy(self, subpolicies) -> callable:
+        """A policy for ``run_episode`` playing fixed sub-policies (int ``(N,)``), no noise: obs ``(N, O)`` ->
+        ``(N, A)``."""
+        subpolicies = np.asarray(subpolicies)
+        check_shape(subpolicies, (self.n_agents,), "subpolicies", dtype="int")
+        if subpolicies.min() < 0 or subpolicies.max() >= self.n_subpolicies:
+            raise ValueError(f"subpolicies must be in [0, {self.n_subpolicies - 1}], got {subpolicies.tolist()}")
+        return lambda obs: self.act(obs[None], 0.0, subpolicies[None])[0]
+
+    def greedy_policy(self):
+        raise ValueError("an ensemble has K policies per agent: draw_subpolicies(1)[0] for one episode, then "
+                         "policy(subpolicies)")
+
+    noisy_policy = sampled_policy = greedy_policy
+
+    # -- the losses -----------------------------------------------------------------------------
+    def target_actions(self, next_obs: torch.Tensor, i: int, subpolicies: torch.Tensor | None = None) -> torch.Tensor:
+        """mu'(o'): every agent j's next action from the target of the sub-policy it played in that episode,
+        subpolicies int ``(B, N)``. next_obs ``(B, N, O)`` -> ``(B, N, A)``."""
+        if subpolicies is None:
+            raise ValueError("an ensemble's critic target needs the batch's subpolicies (B, N)")
+        return self.ensemble_actions(next_obs, subpolicies, target=True)  # (B, N, A)
+
+    def critic_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Agent i's critic loss  L = mean_b (Q_i(x, a_1..a_N) - y_i)^2  with the sub-policies played in the target:
+
+            y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1^(k_1)(o'_1), .., mu'_N^(k_N)(o'_N))
+
+        batch: obs, next_obs ``(B, N, O)``; actions ``(B, N, A)``; rewards, dones ``(B, N)``; subpolicies ``(B, N)``.
+        """
+        next_actions = self.target_actions(batch["next_obs"], i, batch["subpolicies"])  # (B, N, A)
+        q_next = self.target_critics[i](self.critic_input(i, batch["next_obs"], next_actions))  # (B,)
+        y = td_target(batch["rewards"][:, i], batch["dones"][:, i], q_next, self.config.gamma)  # (B,)
+        q = self.critics[i](self.critic_input(i, batch["obs"], batch["actions"]))  # (B,)
+        return ((q - y) ** 2).mean()
+
+    def subpolicy_loss(self, i: int, k: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Sub-policy k of agent i, on a batch from its slice D_i^(k):
+
+            L(theta_i^(k)) = -mean_b Q_i(x, a_1, .., a_i = mu_i^(k)(o_i), .., a_N) + action_reg * mean_{b,j} f(o_i)_j^2
+
+        batch: obs ``(B, N, O)``; actions ``(B, N, A)``."""
+        check_shape(batch["actions"], ("B", self.n_agents, self.action_dim), "batch['actions']", dtype="float")
+        pre_i = self.actor(i, k)(batch["obs"][:, i])  # (B, A) before the tanh
+        actions = batch["actions"].clone()  # (B, N, A)
+        actions[:, i] = torch.tanh(pre_i)  # (B, A): only agent i's action carries a gradient
+        q = self.critics[i](self.critic_input(i, batch["obs"], actions))  # (B,)
+        return -q.mean() + self.config.action_reg * (pre_i ** 2).mean()
+
+    def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        raise ValueError("an ensemble has K actor losses per agent: subpolicy_loss(i, k, batch)")
+
+    def update(self, batch: dict[str, np.ndarray], slices: list[list[dict[str, np.ndarray] | None]]) -> dict:
+        """One gradient step on every critic (``batch``, drawn from the whole buffer), then on every sub-policy k of
+        every agent i (``slices[i][k]``, drawn from its slice D_i^(k); None skips a sub-policy whose slice is still
+        empty), then a soft update of all targets. Arrays as ``SubpolicyReplayBuffer.sample``'s."""
+        if len(slices) != self.n_agents or any(len(row) != self.n_subpolicies for row in slices):
+            raise ValueError(f"slices must be N={self.n_agents} lists of K={self.n_subpolicies} batches (or None)")
+
+        def tensors(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+            return {key: torch.as_tensor(value, device=self.device,
+                                         dtype=torch.long if key == "subpolicies" else torch.float32)
+                    for key, value in arrays.items()}
+
+        b = tensors(batch)
+        stats = {"critic_loss": 0.0, "actor_loss": 0.0}
+        for i in range(self.n_agents):
+            loss = self._gradient_step(self.critic_optimizers[i], self.critics[i], self.critic_loss(i, b))
+            stats["critic_loss"] += loss / self.n_agents
+        stepped = 0
+        for i in range(self.n_agents):
+            for k in range(self.n_subpolicies):
+                if slices[i][k] is None:
+                    continue
+                index = i * self.n_subpolicies + k
+                stats["actor_loss"] += self._gradient_step(self.actor_optimizers[index], self.actors[index],
+                                                           self.subpolicy_loss(i, k, tensors(slices[i][k])))
+                stepped += 1
+        stats["actor_loss"] /= max(stepped, 1)
+        soft_update(self.target_actors, self.actors, self.config.tau)
+        soft_update(self.target_critics, self.critics, self.config.tau)
+        return stats
