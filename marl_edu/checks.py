@@ -305,3 +305,104 @@ def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
             return
     print(f"PASSED: the deterministic policy gradient's actor loss on all {len(cases)} cases (value, gradient on "
           f"the actor, the batch left untouched; B from 1 to 6, N = 2 and 3, every agent i of each N).")
+
+
+def check_approximation_loss(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(mean (B, A), log_std (A,), actions (B, A), entropy_coef) -> loss`` (a scalar) against the
+    inferred policy's loss, ``-mean_b log N(actions_b; mean_b, diag(exp(log_std)^2)) - entropy_coef * H``, with the
+    log-density summed over the A action entries and H the Gaussian's entropy, ``sum_a (log_std_a + 1/2 log(2 pi
+    e))``: its value and its gradients on the mean and on log_std. Cases: B from 1 to 5, A = 1 to 3, entropy_coef
+    0, 0.01 and 0.5.
+    """
+    import math
+
+    generator = torch.Generator().manual_seed(0)
+    cases = [(4, 2, 0.0), (1, 2, 0.01), (5, 3, 0.5), (3, 1, 0.01)]  # (B, A, entropy_coef)
+    for B, A, coef in cases:
+        case = f"B={B}, A={A}, entropy_coef={coef}"
+        mean = (torch.rand(B, A, generator=generator) * 2 - 1).requires_grad_()  # (B, A)
+        log_std = (torch.rand(A, generator=generator) - 0.5).requires_grad_()  # (A,)
+        actions = torch.rand(B, A, generator=generator) * 2 - 1  # (B, A)
+        z = (actions - mean) / log_std.exp()  # (B, A)
+        log_prob = (-0.5 * z ** 2 - log_std - 0.5 * math.log(2 * math.pi)).sum(dim=1)  # (B,)
+        entropy = (log_std + 0.5 * math.log(2 * math.pi * math.e)).sum()
+        expected = -log_prob.mean() - coef * entropy
+        expected_grads = torch.autograd.grad(expected, [mean, log_std])
+        out = _run_case(fn, case, mean, log_std, actions, coef)
+        if out is None:
+            return
+        if out.dim() != 0:
+            print(f"FAILED on {case}: expected one number (a 0-d tensor), got shape {tuple(out.shape)}.\n"
+                  f"Hint: sum the log-density over the A action entries, then average over the batch.")
+            return
+        if not torch.allclose(out, expected, atol=1e-5):
+            with torch.no_grad():
+                per_entry = (-0.5 * z ** 2 - log_std - 0.5 * math.log(2 * math.pi)).mean()  # averaged over A too
+                no_norm = (-0.5 * z ** 2).sum(dim=1).mean()  # only the squared error
+                variance_as_std = (-0.5 * ((actions - mean) / log_std.exp().pow(2)) ** 2 - log_std
+                                   - 0.5 * math.log(2 * math.pi)).sum(dim=1).mean()
+            hint = _named_mistake(out.detach(), [
+                (-per_entry - coef * entropy.detach(), "the log-density of a vector is the SUM of its A entries' "
+                                                       "log-densities (independent Gaussians); average over the "
+                                                       "batch only: log_prob.sum(dim=1).mean()."),
+                (-log_prob.detach().mean() + coef * entropy.detach(),
+                 "the entropy term's sign: the loss SUBTRACTS entropy_coef * H (more entropy, lower loss), "
+                 "which keeps the approximation from collapsing onto the actions it has seen."),
+                (log_prob.detach().mean() - coef * entropy.detach(), "the sign of the likelihood: minimise MINUS "
+                                                                    "the log-likelihood."),
+                (-no_norm - coef * entropy.detach(), "the log-density also has -log_std - 1/2 log(2 pi) per entry: "
+                                                    "without -log_std, nothing stops the std from growing forever."),
+                (-variance_as_std - coef * entropy.detach(), "z = (a - mean) / std with std = exp(log_std), not "
+                                                             "divided by the variance."),
+            ], "loss = -(sum over A of [-z^2/2 - log_std - log(2 pi)/2]).mean() - entropy_coef * "
+               "sum over A of [log_std + log(2 pi e)/2], with z = (actions - mean) / exp(log_std)")
+            print(f"FAILED on {case}: expected {expected.item():.4f}, got {out.item():.4f}.\nHint: {hint}")
+            return
+        grads = torch.autograd.grad(out, [mean, log_std], allow_unused=True) if out.requires_grad else [None, None]
+        for grad, wanted, name in zip(grads, expected_grads, ("mean", "log_std")):
+            if grad is None or not torch.allclose(grad, wanted, atol=1e-5):
+                print(f"FAILED on {case}: the value is right but the gradient on {name} is not.\n"
+                      f"Hint: compute everything from the tensors given, with no .detach(), .item() or numpy.")
+                return
+    print(f"PASSED: the inferred policy's loss on all {len(cases)} cases (value and gradients on the mean and "
+          f"log_std; B from 1 to 5, A = 1 to 3, entropy_coef 0 to 0.5).")
+
+
+def check_subpolicy_actions(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Check ``fn(every (B, N, K, A), subpolicies int (B, N)) -> (B, N, A)``, each agent's action from the sub-policy
+    it plays: ``out[b, i] = every[b, i, subpolicies[b, i]]``. Cases: B from 1 to 5, N = 2 and 3, K = 2 to 4 (one
+    case with N = K, where swapped axes keep the shape)."""
+    generator = torch.Generator().manual_seed(0)
+    cases = [(4, 2, 3, 2), (1, 3, 2, 2), (5, 3, 3, 1), (3, 2, 4, 2)]  # (B, N, K, A)
+    for B, N, K, A in cases:
+        case = f"B={B}, N={N}, K={K}, A={A}"
+        every = torch.randn(B, N, K, A, generator=generator)  # (B, N, K, A)
+        subpolicies = torch.randint(0, K, (B, N), generator=generator)  # (B, N)
+        subpolicies[0] = torch.arange(N) % K  # row 0: the agents play different sub-policies
+        expected = every.gather(2, subpolicies[:, :, None, None].expand(B, N, 1, A)).squeeze(2)  # (B, N, A)
+        out = _run_case(fn, case, every.clone(), subpolicies.clone())
+        if out is None:
+            return
+        if tuple(out.shape) != (B, N, A):
+            print(f"FAILED on {case}: expected shape (B, N, A) = {(B, N, A)}, got {tuple(out.shape)}.\n"
+                  f"Hint: every[:, :, subpolicies] indexes with the whole (B, N) table at once and builds "
+                  f"(B, N, B, N, A); pick ONE sub-policy per (b, i): gather on the K axis with the index "
+                  f"subpolicies[:, :, None, None].expand(B, N, 1, A), then squeeze the K axis.")
+            return
+        if _wrong_dtype(out, expected, case):
+            return
+        if not torch.allclose(out, expected):
+            first = every[:, :, 0]  # (B, N, A) always sub-policy 0
+            same_k = every.gather(2, subpolicies[:, :1, None, None].expand(B, N, 1, A)).squeeze(2)  # agent 0's k
+            mistakes = [(first, "this is every agent's sub-policy 0: use subpolicies[b, i] for row b, agent i."),
+                        (same_k, "every agent here plays agent 0's sub-policy: each agent i has its own "
+                                 "subpolicies[:, i].")]
+            if N == K:
+                swapped = every.transpose(1, 2).gather(2, subpolicies[:, :, None, None].expand(B, N, 1, A))
+                mistakes.append((swapped.squeeze(2), "the N and K axes are swapped: every is (B, N, K, A), agents "
+                                                     "before sub-policies; gather on dim 2."))
+            hint = _named_mistake(out, mistakes, "out[b, i] must be every[b, i, subpolicies[b, i]] for every b, i.")
+            print(f"FAILED on {case}: wrong values.\nHint: {hint}")
+            return
+    print(f"PASSED: each agent's action from the sub-policy it plays, on all {len(cases)} cases (B from 1 to 5, "
+          f"N = 2 and 3, K = 2 to 4).")

@@ -214,3 +214,89 @@ def test_continuous_actor_loss_stub_and_shape(capsys):
     out = _verdict(lambda critic, actor, obs, actions, i: -critic(torch.cat([obs.flatten(1), actions.flatten(1)], 1)),
                    capsys)
     assert out.startswith("FAILED") and "expected one number" in out
+
+
+# -- check_approximation_loss: the inferred policy's loss (notebook 10) -------------------------------------------
+
+def _approx_loss(sum_entries=True, entropy_sign=-1.0, nll_sign=-1.0, norm=True, detach=False):
+    """A learner's answer with one knob per known mistake; the defaults are the right answer."""
+    import math
+
+    def fn(mean, log_std, actions, entropy_coef):
+        z = (actions - (mean.detach() if detach else mean)) / log_std.exp()  # (B, A)
+        per_entry = -0.5 * z ** 2 + ((-log_std - 0.5 * math.log(2 * math.pi)) if norm else 0.0)  # (B, A)
+        log_prob = per_entry.sum(dim=1).mean() if sum_entries else per_entry.mean()
+        entropy = (log_std + 0.5 * math.log(2 * math.pi * math.e)).sum()
+        return nll_sign * log_prob + entropy_sign * entropy_coef * entropy
+    return fn
+
+
+def _approx_verdict(fn, capsys):
+    from marl_edu.checks import check_approximation_loss
+
+    assert check_approximation_loss(fn) is None
+    return capsys.readouterr().out
+
+
+def test_approximation_loss_reference_passes(capsys):
+    assert _approx_verdict(_approx_loss(), capsys).startswith("PASSED")
+
+
+def test_approximation_loss_mistakes_are_named(capsys):
+    named = {"the SUM of its A entries": _approx_loss(sum_entries=False),
+             "the entropy term's sign": _approx_loss(entropy_sign=+1.0),
+             "the sign of the likelihood": _approx_loss(nll_sign=+1.0),
+             "without -log_std": _approx_loss(norm=False),
+             "the gradient on mean is not": _approx_loss(detach=True)}
+    for phrase, answer in named.items():
+        out = _approx_verdict(answer, capsys)
+        assert out.startswith("FAILED") and phrase in out, (phrase, out)
+
+
+def test_approximation_loss_stub_and_shape(capsys):
+    def stub(mean, log_std, actions, entropy_coef):
+        raise NotImplementedError
+
+    assert _approx_verdict(stub, capsys).startswith("NOT DONE YET")
+    out = _approx_verdict(lambda mean, log_std, actions, c: -(actions - mean) ** 2, capsys)
+    assert out.startswith("FAILED") and "expected one number" in out
+
+
+# -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 10) ------------------------
+
+def _subpolicy_verdict(fn, capsys):
+    from marl_edu.checks import check_subpolicy_actions
+
+    assert check_subpolicy_actions(fn) is None
+    return capsys.readouterr().out
+
+
+def test_subpolicy_actions_reference_passes(capsys):
+    def gather(every, subpolicies):  # every (B, N, K, A), subpolicies (B, N)
+        B, N, K, A = every.shape
+        return every.gather(2, subpolicies[:, :, None, None].expand(B, N, 1, A)).squeeze(2)  # (B, N, A)
+
+    def loops(every, subpolicies):
+        return torch.stack([torch.stack([every[b, i, subpolicies[b, i]] for i in range(every.shape[1])])
+                            for b in range(every.shape[0])])
+
+    assert _subpolicy_verdict(gather, capsys).startswith("PASSED")
+    assert _subpolicy_verdict(loops, capsys).startswith("PASSED")
+
+
+def test_subpolicy_actions_mistakes_are_named(capsys):
+    B_N_A = lambda every: every.shape[:2] + every.shape[3:]  # noqa: E731
+    named = {
+        "builds (B, N, B, N, A)": lambda every, k: every[:, :, k],
+        "every agent's sub-policy 0": lambda every, k: every[:, :, 0],
+        "agent 0's sub-policy": lambda every, k: every.gather(
+            2, k[:, :1, None, None].expand(*B_N_A(every)[:2], 1, every.shape[3])).squeeze(2),
+        "expected dtype": lambda every, k: every[:, :, 0].double(),
+    }
+    for phrase, answer in named.items():
+        out = _subpolicy_verdict(answer, capsys)
+        assert out.startswith("FAILED") and phrase in out, (phrase, out)
+    swapped = lambda every, k: every.transpose(1, 2).gather(  # noqa: E731
+        2, k[:, :, None, None].expand(k.shape[0], k.shape[1], 1, every.shape[3])).squeeze(2)
+    out = _subpolicy_verdict(swapped, capsys)  # wrong shape where N != K; named where N == K
+    assert out.startswith("FAILED")
