@@ -6,7 +6,9 @@ actions, several seeds, the paper's metrics. Prints a row per run, a table and o
 
 Both learners are ``train_continuous`` with the same config, seeds and budget; they differ only in what each
 critic sees (MADDPG: every agent's observation and action; independent DDPG: its own). ``--methods inferred`` trains
-MADDPG whose critic targets use each agent's own approximations of the others' policies (``marl_edu.inference``). Every run's final policy
+MADDPG whose critic targets use each agent's own approximations of the others' policies (``marl_edu.inference``);
+``--methods team`` MADDPG whose every critic learns the team reward (the sum over agents) instead of its own agent's.
+Every run's final policy
 (no noise) plays the same 100 evaluation episodes (``evaluate_particle``, start states from seed 10000), which also
 score two reference policies: uniform random forces and standing still.
 
@@ -30,8 +32,11 @@ import numpy as np
 import torch
 
 ENV_ID = "simple_spread_v3"
-METHODS = {"maddpg": "maddpg_continuous", "iddpg": "iddpg_continuous",  # short name -> CONTINUOUS_ALGORITHMS key
-           "inferred": "maddpg_inferred"}  # MADDPG whose critics bootstrap from inferred policies (paper 4.2)
+METHODS = {  # short name -> (CONTINUOUS_ALGORITHMS key, config values other than the defaults)
+    "maddpg": ("maddpg_continuous", {}), "iddpg": ("iddpg_continuous", {}),
+    "inferred": ("maddpg_inferred", {}),  # MADDPG whose critics bootstrap from inferred policies (paper 4.2)
+    "team": ("maddpg_continuous", {"team_reward": True}),  # MADDPG whose every critic learns the team's summed reward
+}
 EVAL_EPISODES = 100
 
 
@@ -40,9 +45,10 @@ def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: 
     torch.set_num_threads(1)
     from marl_edu.train import CONTINUOUS_ALGORITHMS, config_class, evaluate_particle, save_policy, train_continuous
 
-    config = config_class(METHODS[method])()  # the defaults; the inferred learner's adds approx_lr and entropy_coef
+    algo, overrides = METHODS[method]
+    config = config_class(algo)(**overrides)  # the defaults; the inferred learner's adds approx_lr and entropy_coef
     run = train_continuous(ENV_ID, episodes, config, seed=seed, eval_every=200, eval_episodes=10, progress=False,
-                           learner=CONTINUOUS_ALGORITHMS[METHODS[method]])
+                           learner=CONTINUOUS_ALGORITHMS[algo])
     score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES)
     if out and first_seed:
         from marl_edu.envs import make_env

@@ -406,3 +406,40 @@ def check_subpolicy_actions(fn: Callable[[torch.Tensor, torch.Tensor], torch.Ten
             return
     print(f"PASSED: each agent's action from the sub-policy it plays, on all {len(cases)} cases (B from 1 to 5, "
           f"N = 2 and 3, K = 2 to 4).")
+
+
+def check_team_rewards(fn: Callable) -> None:
+    """Check ``fn(rewards (K, N), teams list of N str) -> (K, N)``: every agent's entry is the sum of the rewards of
+    the agents on its own team, ``out[k, i] = sum_{j: teams[j] == teams[i]} rewards[k, j]``. Cases: physical deception
+    (one adversary, two good agents), cooperative navigation (one team: every entry the row's sum), a 3-against-1
+    predator-prey layout, and a team listed out of order."""
+    generator = torch.Generator().manual_seed(0)
+    cases = [["adversary", "agent", "agent"], ["agent", "agent", "agent"], ["adversary"] * 3 + ["agent"],
+             ["agent", "adversary", "agent", "adversary"]]
+    for teams in cases:
+        K, N = 3, len(teams)
+        case = f"teams={teams}"
+        rewards = torch.randn(K, N, generator=generator)  # (K, N)
+        same = torch.tensor([[float(a == b) for b in teams] for a in teams])  # (N, N) 1 where i and j share a team
+        expected = rewards @ same  # (K, N): out[k, i] = sum_j rewards[k, j] * same[j, i]
+        out = _run_case(fn, case, rewards.clone(), list(teams))
+        if out is None:
+            return
+        if tuple(out.shape) != (K, N):
+            print(f"FAILED on {case}: expected shape (K, N) = {(K, N)}, got {tuple(out.shape)}.\n"
+                  f"Hint: every agent keeps its own column; sum over the agents of its team, keepdim-style, "
+                  f"then place the sum in each team member's column.")
+            return
+        if _wrong_dtype(out, expected, case):
+            return
+        if not torch.allclose(out, expected, atol=1e-6):
+            everyone = rewards.sum(dim=1, keepdim=True).expand(K, N)  # the whole team's sum for everyone
+            hint = _named_mistake(out, [
+                (rewards, "this is every agent's own reward: add up the rewards of its whole team."),
+                (everyone, "this sums over ALL agents, opponents included: in a competitive game that pays each "
+                           "side for the other's success. Sum over the agents with teams[j] == teams[i] only."),
+            ], "out[k, i] = sum over j with teams[j] == teams[i] of rewards[k, j].")
+            print(f"FAILED on {case}: wrong values.\nHint: {hint}")
+            return
+    print(f"PASSED: per-team reward sums on all {len(cases)} cases (deception, one cooperative team, 3 against 1, "
+          f"teams out of order).")

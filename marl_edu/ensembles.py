@@ -146,7 +146,7 @@ class EnsembleMADDPG(ContinuousMADDPG):
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, noise: float = 0.0, subpolicies: np.ndarray | None = None) -> np.ndarray:
-        """Forces for K env copies: obs ``(E, N, O)``, subpolicies int ``(E, N)`` -> float32 ``(E, N, A)``,
+        """Forces for E env copies: obs ``(E, N, O)``, subpolicies int ``(E, N)`` -> float32 ``(E, N, A)``,
         ``clip(mu_i^(k)(o_i) + noise * eps, -1, 1)`` (no draw when ``noise=0``, as ``ContinuousMADDPG.act``)."""
         if subpolicies is None:
             raise ValueError("EnsembleMADDPG.act needs subpolicies, int (E, N): the sub-policy each agent plays "
@@ -160,7 +160,7 @@ class EnsembleMADDPG(ContinuousMADDPG):
         eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (E, N, A)
         return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (E, N, A)
 
-    def policy(self, subpolicies) -> callable:
+    def policy(self, subpolicies):
         """A policy for ``run_episode`` playing fixed sub-policies (int ``(N,)``), no noise: obs ``(N, O)`` ->
         ``(N, A)``."""
         subpolicies = np.asarray(subpolicies)

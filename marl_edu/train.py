@@ -332,8 +332,11 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
         result.env_steps += K
         _update_from_replay(agent, buffer, config, np_rng, result)
         if len(result.episode_returns) >= next_eval:
-            score = evaluate_particle(agent.greedy_policy(), env_id, eval_episodes) if not ensemble else \
-                evaluate_particle(agent.policy(agent.draw_subpolicies(1)[0]), env_id, eval_episodes)
+            if ensemble:  # evaluation e plays every agent's sub-policy e mod K (no draw: training's stream stays)
+                policy = agent.policy(np.full(N, len(result.evaluations) % config.n_subpolicies))
+            else:
+                policy = agent.greedy_policy()
+            score = evaluate_particle(policy, env_id, eval_episodes)
             _record_evaluation(result, score.team_return, start)
             bar.set_postfix(eval=f"{score.team_return:.1f}", noise=f"{noise:.2f}")
             next_eval += eval_every

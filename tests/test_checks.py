@@ -300,3 +300,37 @@ def test_subpolicy_actions_mistakes_are_named(capsys):
         2, k[:, :, None, None].expand(k.shape[0], k.shape[1], 1, every.shape[3])).squeeze(2)
     out = _subpolicy_verdict(swapped, capsys)  # wrong shape where N != K; named where N == K
     assert out.startswith("FAILED")
+
+
+# -- check_team_rewards: each agent paid its own team's summed reward (notebook 11) ---------------------------------
+
+def _team_verdict(fn, capsys):
+    from marl_edu.checks import check_team_rewards
+
+    assert check_team_rewards(fn) is None
+    return capsys.readouterr().out
+
+
+def test_team_rewards_reference_passes(capsys):
+    def by_loops(rewards, teams):  # (K, N), N names
+        return torch.stack([sum(rewards[:, j] for j in range(len(teams)) if teams[j] == teams[i])
+                            for i in range(len(teams))], dim=1)
+
+    assert _team_verdict(by_loops, capsys).startswith("PASSED")
+    # by hand, deception: rewards (-2, 1.5, 1.5) -> adversary alone -2; the good agents 1.5 + 1.5 = 3 each
+    assert by_loops(torch.tensor([[-2.0, 1.5, 1.5]]), ["adversary", "agent", "agent"]).tolist() == [[-2.0, 3.0, 3.0]]
+
+
+def test_team_rewards_mistakes_are_named(capsys):
+    named = {"every agent's own reward": lambda rewards, teams: rewards,
+             "sums over ALL agents": lambda rewards, teams: rewards.sum(dim=1, keepdim=True).expand_as(rewards),
+             "expected shape (K, N)": lambda rewards, teams: rewards.sum(dim=1),
+             "expected dtype": lambda rewards, teams: rewards.double()}
+    for phrase, answer in named.items():
+        out = _team_verdict(answer, capsys)
+        assert out.startswith("FAILED") and phrase in out, (phrase, out)
+
+    def stub(rewards, teams):
+        raise NotImplementedError
+
+    assert _team_verdict(stub, capsys).startswith("NOT DONE YET")

@@ -92,7 +92,7 @@ def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     evaluated = particle.EVAL_EPISODES  # every final policy plays the same 100 evaluation episodes
     summary = json.loads((folder / "summary.json").read_text())
     record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == 0)
-    agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method], env_id="simple_spread_v3")
+    agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method][0], env_id="simple_spread_v3")
     assert (folder / method / "policy.pt").stat().st_size < 150_000
     score = evaluate_particle(agent.greedy_policy(), "simple_spread_v3", episodes=evaluated)
     assert score.team_return == pytest.approx(record["team_return"], rel=1e-4)
@@ -108,3 +108,34 @@ def test_readme_particle_table_is_what_the_benchmark_printed(folder):
     assert particle.table(summary["runs"], summary["references"]) == summary["table"]
     readme = (ROOT / "README.md").read_text()
     assert all(line in readme for line in summary["table"])
+
+
+# -- physical deception (benchmarks/competition.py): own rewards, ensembles, the team reward ---------------------------
+
+COMPETITION = RESULTS / "competition" / "simple_adversary_v3"
+
+
+@pytest.mark.parametrize("method", ["maddpg", "ensemble", "team"])
+def test_committed_deception_policy_replays_its_recorded_selfplay(method):
+    from marl_edu.competition import play_matchup
+
+    competition = _module("competition")
+    summary = json.loads((COMPETITION / "summary.json").read_text())
+    record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == 0)
+    agent = load_policy(COMPETITION / method / "policy.pt", algo=competition.METHODS[method][0],
+                        env_id="simple_adversary_v3")
+    assert (COMPETITION / method / "policy.pt").stat().st_size < 250_000
+    score = play_matchup(agent, agent, "simple_adversary_v3", competition.MATCHUP_EPISODES)
+    for key in ("adversary_return", "good_return", "adversary_distance", "good_distance"):
+        assert getattr(score, key) == pytest.approx(record[key], rel=1e-4, abs=1e-4), key
+
+
+def test_readme_competition_tables_are_what_the_benchmark_printed():
+    competition = _module("competition")
+    summary = json.loads((COMPETITION / "summary.json").read_text())
+    runs, games = summary["runs"], summary["matchups"]
+    assert competition.selfplay_table(runs) + [""] + competition.crossplay_table(games) == summary["table"]
+    # every cross-play game pairs two different seeds' runs, 4 opponents for each of 5 seeds, per role and method
+    assert all(game["adversary"][1] != game["good"][1] for game in games)
+    readme = (ROOT / "README.md").read_text()
+    assert all(line in readme for line in summary["table"] if line)

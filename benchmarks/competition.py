@@ -1,0 +1,179 @@
+"""Competition on the MADDPG paper's physical deception (mpe2 simple_adversary_v3: 1 adversary, 2 good agents),
+continuous actions, several seeds. Prints a row per run, the matchup tables and SUMMARY lines.
+
+    .venv/bin/python benchmarks/competition.py [--seeds 0 1 2 3 4] [--episodes 4000] [--jobs 2]
+        [--methods maddpg ensemble team] [--out results/competition/simple_adversary_v3]
+
+Methods (every one ``train_continuous`` with the same budget; all play themselves during training):
+  maddpg    continuous MADDPG, each critic learns its own agent's reward (the env's: adversary -d_0, good agents
+            -min(d_1, d_2) + d_0, d_i the distance of agent i to the goal landmark)
+  ensemble  the same with policy ensembles (``marl_edu.ensembles``, K=3 sub-policies per agent, paper section 4.3)
+  team      MADDPG whose every critic learns the team reward, the sum over all three agents
+
+Scores (``play_matchup``, 50 episodes from seed 20000, no noise, the env's own per-agent rewards):
+  self-play: each run's adversary against its own good agents;
+  cross-play against opponents never trained with: each maddpg or ensemble run's adversary against the good agents
+  of every OTHER seed's maddpg run, and each maddpg or ensemble run's good agents against every other seed's maddpg
+  adversary. The paper's question: does an ensemble do better than a single policy against opponents that changed?
+With --out: summary.json (the tables, every run's self-play score, config and evaluations, every matchup) and for
+the first seed <method>/policy.pt and <method>/selfplay.gif.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+import torch
+
+ENV_ID = "simple_adversary_v3"
+METHODS = {"maddpg": ("maddpg_continuous", {}), "ensemble": ("maddpg_ensemble", {"n_subpolicies": 3}),
+           "team": ("maddpg_continuous", {"team_reward": True})}  # name -> (CONTINUOUS_ALGORITHMS key, config)
+MATCHUP_EPISODES = 50
+
+
+def make_config(method: str):
+    from marl_edu.train import config_class
+
+    algo, overrides = METHODS[method]
+    return config_class(algo)(**overrides)
+
+
+def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
+    """Train one learner for one seed (one torch thread); return its actors' weights and figures."""
+    torch.set_num_threads(1)
+    from marl_edu.competition import play_matchup
+    from marl_edu.train import CONTINUOUS_ALGORITHMS, save_policy, train_continuous
+
+    config = make_config(method)
+    run = train_continuous(ENV_ID, episodes, config, seed=seed, eval_every=200, eval_episodes=10, progress=False,
+                           learner=CONTINUOUS_ALGORITHMS[METHODS[method][0]])
+    score = play_matchup(run.agent, run.agent, ENV_ID, MATCHUP_EPISODES)
+    if out and first_seed:
+        from marl_edu.competition import episode_policy
+        from marl_edu.envs import make_env
+        from marl_edu.rollout import run_episode
+        from marl_edu.viz import downscale, save_gif
+
+        folder = pathlib.Path(out) / method
+        save_policy(run.agent, ENV_ID, folder / "policy.pt")
+        policy = episode_policy(run.agent, np.random.default_rng(0))
+        frames = run_episode(make_env(ENV_ID, seed=0), policy, record_frames=True).frames
+        save_gif([downscale(f, 4) for f in frames], folder / "selfplay.gif", fps=8, scale=1)
+    return {"method": method, "seed": seed, **dataclasses.asdict(score), "episodes": len(run.episode_returns),
+            "env_steps": run.env_steps, "updates": run.updates, "wall_s": round(run.seconds, 1),
+            "config": dataclasses.asdict(config), "actors": run.agent.actors.state_dict(),
+            "evaluations": [(episode, round(ret, 2)) for episode, ret in run.evaluations]}
+
+
+def rebuild(row: dict):
+    """The trained learner of one row, from its config and actors' weights."""
+    from marl_edu.train import CONTINUOUS_ALGORITHMS
+
+    algo, _ = METHODS[row["method"]]
+    config = type(make_config(row["method"]))(**row["config"])
+    agent = CONTINUOUS_ALGORITHMS[algo](3, 10, 2, config)  # simple_adversary_v3: N=3, O=10 (padded), A=2
+    agent.actors.load_state_dict(row["actors"])
+    return agent
+
+
+def matchup(adversary_row: dict, good_row: dict) -> dict:
+    torch.set_num_threads(1)
+    from marl_edu.competition import play_matchup
+
+    score = play_matchup(rebuild(adversary_row), rebuild(good_row), ENV_ID, MATCHUP_EPISODES)
+    return {"adversary": [adversary_row["method"], adversary_row["seed"]],
+            "good": [good_row["method"], good_row["seed"]], **dataclasses.asdict(score)}
+
+
+def mean_range(values, digits: int = 1) -> str:
+    values = np.asarray(values)
+    return f"{values.mean():.{digits}f} ({values.min():.{digits}f} to {values.max():.{digits}f})"
+
+
+def selfplay_table(rows: list[dict]) -> list[str]:
+    lines = ["| method | adversary return | good agents' return | adversary's final distance to goal | "
+             "nearest good agent's | seeds |", "|---|---|---|---|---|---|"]
+    for method in METHODS:
+        mine = [row for row in rows if row["method"] == method]
+        if mine:
+            lines.append(f"| {method} | {mean_range([r['adversary_return'] for r in mine])} | "
+                         f"{mean_range([r['good_return'] for r in mine])} | "
+                         f"{mean_range([r['adversary_distance'] for r in mine], 3)} | "
+                         f"{mean_range([r['good_distance'] for r in mine], 3)} | {len(mine)} |")
+    return lines
+
+
+def crossplay_table(games: list[dict]) -> list[str]:
+    """Per role and method, the mean over its cross-play games (each an average over seeds s != s')."""
+    lines = ["| who plays | against | games | adversary return | good agents' return | adversary's final distance |",
+             "|---|---|---|---|---|---|"]
+    for method in ("maddpg", "ensemble"):
+        as_adversary = [g for g in games if g["adversary"][0] == method and g["good"][0] == "maddpg"
+                        and g["adversary"][1] != g["good"][1]]
+        as_good = [g for g in games if g["good"][0] == method and g["adversary"][0] == "maddpg"
+                   and g["adversary"][1] != g["good"][1]]
+        for role, mine, other in (("adversary", as_adversary, "other seeds' maddpg good agents"),
+                                  ("good agents", as_good, "other seeds' maddpg adversaries")):
+            if mine:
+                lines.append(f"| {method} {role} | {other} | {len(mine)} | "
+                             f"{np.mean([g['adversary_return'] for g in mine]):.1f} | "
+                             f"{np.mean([g['good_return'] for g in mine]):.1f} | "
+                             f"{np.mean([g['adversary_distance'] for g in mine]):.3f} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--episodes", type=int, default=4000, help="training episodes per run (default: 4000)")
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
+    parser.add_argument("--out", type=pathlib.Path, default=None, help="write summary.json, policies and GIFs here")
+    args = parser.parse_args(argv)
+    if args.episodes < 1 or args.jobs < 1 or len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
+        parser.error("--episodes and --jobs must be positive, --seeds distinct non-negative ints")
+    start = time.perf_counter()
+    print(f"{'method':>8} {'seed':>4} {'adv ret':>8} {'good ret':>8} {'adv dist':>8} {'good dist':>9} {'wall_s':>7}")
+    rows = []
+    # the slow ensembles first, so the two workers finish together
+    jobs = [(method, seed) for method in sorted(args.methods, key=lambda m: m != "ensemble") for seed in args.seeds]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(train_one, method, seed, args.episodes, str(args.out) if args.out else None,
+                               seed == args.seeds[0]) for method, seed in jobs]
+        for future in concurrent.futures.as_completed(futures):
+            row = future.result()
+            rows.append(row)
+            print(f"{row['method']:>8} {row['seed']:>4} {row['adversary_return']:8.1f} {row['good_return']:8.1f} "
+                  f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} {row['wall_s']:7.1f}", flush=True)
+        rows.sort(key=lambda row: (list(METHODS).index(row["method"]), row["seed"]))
+        baseline = [row for row in rows if row["method"] == "maddpg"]
+        pairs = [(a, g) for a in rows for g in baseline if a["method"] in ("maddpg", "ensemble") and a["seed"] != g["seed"]]
+        pairs += [(a, g) for g in rows for a in baseline if g["method"] == "ensemble" and a["seed"] != g["seed"]]
+        games = list(pool.map(matchup, *zip(*pairs))) if pairs else []
+    lines = selfplay_table(rows) + [""] + crossplay_table(games)
+    print("\n".join(lines))
+    for method in args.methods:
+        mine = [row for row in rows if row["method"] == method]
+        print(f"SUMMARY method={method} env={ENV_ID} seeds={len(mine)} episodes={args.episodes} "
+              f"selfplay_adversary_return={np.mean([r['adversary_return'] for r in mine]):.1f} "
+              f"selfplay_adversary_distance={np.mean([r['adversary_distance'] for r in mine]):.3f}")
+    print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        command = "benchmarks/competition.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        runs = [{key: value for key, value in row.items() if key != "actors"} for row in rows]
+        (args.out / "summary.json").write_text(json.dumps({"command": command, "env": ENV_ID,
+                                                           "episodes": args.episodes, "table": lines, "runs": runs,
+                                                           "matchups": games}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
