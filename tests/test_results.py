@@ -11,8 +11,9 @@ from marl_edu.train import greedy_return, load_policy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
+REPLAYED_BELOW = (RESULTS / "particle", RESULTS / "competition")  # continuous-action policies, scored differently
 CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in RESULTS.glob("**/policy.pt")
-                     if not path.is_relative_to(RESULTS / "particle"))  # Switch's; the particle ones are below
+                     if not any(path.is_relative_to(folder) for folder in REPLAYED_BELOW))  # Switch's
 
 
 def _record(folder: pathlib.Path) -> dict:
