@@ -83,9 +83,11 @@ def test_readme_table_is_what_compare_printed(env_id):
 
 PARTICLE = RESULTS / "particle" / "simple_spread_v3"
 INFERRED = RESULTS / "particle" / "simple_spread_v3-inferred"  # particle.py --methods inferred
+TEAM = RESULTS / "particle" / "simple_spread_v3-team"  # particle.py --methods team
 
 
-@pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred")])
+@pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred"),
+                                            (TEAM, "team")])
 def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     from marl_edu.train import evaluate_particle
 
@@ -102,7 +104,7 @@ def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     assert score.team_return > summary["references"]["still"]["team_return"] + 10
 
 
-@pytest.mark.parametrize("folder", [PARTICLE, INFERRED])
+@pytest.mark.parametrize("folder", [PARTICLE, INFERRED, TEAM])
 def test_readme_particle_table_is_what_the_benchmark_printed(folder):
     particle = _module("particle")
     summary = json.loads((folder / "summary.json").read_text())
