@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} {row['wall_s']:7.1f}", flush=True)
         rows.sort(key=lambda row: (list(METHODS).index(row["method"]), row["seed"]))
         baseline = [row for row in rows if row["method"] == "maddpg"]
-        pairs = [(a, g) for a in rows for g in baseline if a["method"] in ("maddpg", "ensemble") and a["seed"] != g["seed"]]
+        pairs = [(a, g) for a in rows for g in baseline
+                 if a["method"] in ("maddpg", "ensemble") and a["seed"] != g["seed"]]
         pairs += [(a, g) for g in rows for a in baseline if g["method"] == "ensemble" and a["seed"] != g["seed"]]
         games = list(pool.map(matchup, *zip(*pairs))) if pairs else []
     lines = selfplay_table(rows) + [""] + crossplay_table(games)

@@ -9,7 +9,8 @@ whole episode, so its opponents must learn to do well against all K at once. The
 
 gives sub-policy k the deterministic policy gradient on the episodes it played, its own slice D_i^(k) of the replay:
 
-    grad_theta_i^(k) J_e = 1/K E_{x, a ~ D_i^(k)}[ grad mu_i^(k)(o_i) grad_{a_i} Q_i(x, a_1, .., a_N) |a_i = mu_i^(k)(o_i) ]
+    grad_theta_i^(k) J_e = 1/K E_{x, a ~ D_i^(k)}[ grad mu_i^(k)(o_i) grad_{a_i} Q_i(x, a_1, .., a_N) ]
+                           with a_i = mu_i^(k)(o_i)
 
 (the 1/K only rescales the step; Adam undoes it, so it is left out). Agent i's critic Q_i is one network shared by its
 K sub-policies, learned from every transition, and its target plugs in, for every agent j, the target sub-policy j

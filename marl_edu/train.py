@@ -94,7 +94,8 @@ def config_class(algo: str):
     if algo not in _ALL_LEARNERS:
         raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(_ALL_LEARNERS)}")
     if algo in CONTINUOUS_ALGORITHMS:
-        return {"maddpg_inferred": InferenceConfig, "maddpg_ensemble": EnsembleConfig}.get(algo, ContinuousMADDPGConfig)
+        special = {"maddpg_inferred": InferenceConfig, "maddpg_ensemble": EnsembleConfig}
+        return special.get(algo, ContinuousMADDPGConfig)
     return COMAConfig if algo in ON_POLICY else MADDPGConfig
 
 

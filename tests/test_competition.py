@@ -54,7 +54,8 @@ def test_an_ensemble_plays_one_sub_policy_per_episode():
     for _ in range(6):
         k = rng.integers(0, 2, size=3)  # the adversary learner's draw (its agent 0 plays k[0]) ...
         force = 0.5 if k[0] == 0 else -0.5
-        returns.append(run_episode(env, lambda obs: np.array([[force, 0.0], [0, 0], [0, 0]], np.float32)).agent_returns[0])
+        forces = np.array([[force, 0.0], [0, 0], [0, 0]], np.float32)  # (N, 2)
+        returns.append(run_episode(env, lambda obs: forces).agent_returns[0])
     assert score.adversary_return == pytest.approx(np.mean(returns), rel=1e-5)
 
 
