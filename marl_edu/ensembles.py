@@ -68,17 +68,26 @@ class SubpolicyReplayBuffer(ReplayBuffer):
         if not (0 <= i < self.n_agents and 0 <= k < self.n_subpolicies):
             raise ValueError(f"agent i must be in [0, {self.n_agents - 1}] and sub-policy k in "
                              f"[0, {self.n_subpolicies - 1}], got i={i}, k={k}")
-        in_slice = np.flatnonzero(self.subpolicies[:len(self), i] == k)  # the slice's indices
+        in_slice = self._slice(i, k)
         if in_slice.size == 0:
             raise ValueError(f"agent {i} has not played sub-policy {k} yet: its slice is empty")
-        batch_size = _positive_int(batch_size, "batch_size")
-        return self.get(in_slice[rng.integers(0, in_slice.size, size=batch_size)])
+        return self._draw(in_slice, _positive_int(batch_size, "batch_size"), rng)
 
     def sample_slices(self, batch_size: int, rng: np.random.Generator) -> list[list[dict[str, np.ndarray] | None]]:
-        """``sample_slice(i, k)`` for every agent i and sub-policy k: N lists of K batches, None for an empty slice."""
-        stored = self.subpolicies[:len(self)]  # (size, N)
-        return [[self.sample_slice(i, k, batch_size, rng) if (stored[:, i] == k).any() else None
-                 for k in range(self.n_subpolicies)] for i in range(self.n_agents)]
+        """``sample_slice(i, k)`` for every agent i and sub-policy k: N lists of K batches, None for an empty slice
+        (each slice is found once: this runs every update)."""
+        batch_size = _positive_int(batch_size, "batch_size")
+        slices = [[self._slice(i, k) for k in range(self.n_subpolicies)] for i in range(self.n_agents)]
+        return [[self._draw(in_slice, batch_size, rng) if in_slice.size else None for in_slice in row]
+                for row in slices]
+
+    def _slice(self, i: int, k: int) -> np.ndarray:
+        """The stored indices of D_i^(k), int ``(size of the slice,)``."""
+        return np.flatnonzero(self.subpolicies[:len(self), i] == k)
+
+    def _draw(self, in_slice: np.ndarray, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """B transitions drawn uniformly, with replacement, from the indices ``in_slice``."""
+        return self.get(in_slice[rng.integers(0, in_slice.size, size=batch_size)])
 
 
 @dataclass
