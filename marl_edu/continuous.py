@@ -20,6 +20,7 @@ import torch
 
 from marl_edu.baselines import IDDPG, use_independent_critics
 from marl_edu.maddpg import MADDPG
+from marl_edu.schedules import linear
 from marl_edu.shapes import check_shape
 from marl_edu.validate import boolean, non_negative_int, non_negative_number, positive_int, positive_number, unit_interval
 
@@ -64,8 +65,7 @@ class ContinuousMADDPGConfig:
 
     def noise_at(self, fraction_done: float) -> float:
         """sigma after ``fraction_done`` (in [0, 1]) of training: linear from noise_start to noise_end."""
-        progress = 1.0 if self.noise_fraction == 0 else min(1.0, fraction_done / self.noise_fraction)
-        return self.noise_start + (self.noise_end - self.noise_start) * progress
+        return linear(self.noise_start, self.noise_end, fraction_done, self.noise_fraction)
 
 
 class ContinuousMADDPG(MADDPG):

@@ -26,6 +26,7 @@ from marl_edu.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
 from marl_edu.envs import ParticleEnv, make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.rollout import collect_episodes, run_episode
+from marl_edu.schedules import linear
 from marl_edu.shapes import one_hot
 from marl_edu.targets import critic_rewards
 from marl_edu.validate import positive_int
@@ -104,8 +105,8 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
     bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
-        fraction = len(result.episode_returns) / max(config.epsilon_fraction * episodes, 1e-9)  # 0 -> no decay phase
-        epsilon = config.epsilon_end + (config.epsilon_start - config.epsilon_end) * max(0.0, 1.0 - fraction)
+        epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns),
+                         config.epsilon_fraction * episodes)  # decayed over the first epsilon_fraction of training
         actions = agent.act(obs, epsilon)  # collect: (K, N)
         next_obs, rewards, dones, info = venv.step(actions)  # (K, N, O), (K, N), (K, N)
         team_rewards = critic_rewards(rewards, team_reward=True)[:, 0]  # (K,) the cooperative objective
@@ -261,9 +262,9 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
     bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
-        fraction = min(1.0, len(result.episode_returns) / max(config.anneal_fraction * episodes, 1e-9))
-        epsilon = config.epsilon_start + (config.epsilon_end - config.epsilon_start) * fraction
-        entropy_coef = config.entropy_start * (1.0 - fraction)
+        anneal = config.anneal_fraction * episodes  # both decay over the first anneal_fraction of training
+        epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns), anneal)
+        entropy_coef = linear(config.entropy_start, 0.0, len(result.episode_returns), anneal)
         batch, returns, steps = collect_episodes(agent, venv, epsilon)  # collect K whole episodes (no store:
         tic = time.perf_counter()                                        # on-policy, the batch is used once)
         agent.update(batch, epsilon, entropy_coef)  # update
