@@ -24,9 +24,7 @@ from __future__ import annotations
 import torch
 
 from marl_edu.coma import COMA, COMAConfig
-from marl_edu.maddpg import MADDPG, MADDPGConfig
-from marl_edu.nets import MLP, Critic
-from marl_edu.targets import make_target
+from marl_edu.maddpg import MADDPG
 
 
 class _ValueActorCritic(COMA):
@@ -38,13 +36,11 @@ class _ValueActorCritic(COMA):
     the online critic, ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t``.
     """
 
-    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
-                 seed: int = 0, device: str | torch.device = "cpu"):
-        super().__init__(n_agents, obs_dim, n_actions, config, seed, device)  # the actor is COMA's, same seed
-        c = self.config
-        self.critic = MLP(self.critic_dim, 1, (c.hidden, c.hidden)).to(self.device)  # V: (B, D) -> (B, 1)
-        self.target_critic = make_target(self.critic)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
+    @property
+    def critic_outputs(self) -> int:
+        """V has one output: (B, D) -> (B, 1). (COMA's constructor draws the actor first, then this critic, so the
+        actor starts as COMA's does for the same seed.)"""
+        return 1
 
     def taken_values(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], target: bool = False) -> torch.Tensor:
         """What COMA's critic targets and loss regress: here V of every row at every index, ``(B, T+1, N)``, from
@@ -102,25 +98,14 @@ class IACV(_ValueActorCritic):
         return torch.cat([obs.reshape(B * T, N, O), ids], dim=-1)  # (B*T, N, O+N)
 
 
-def use_independent_critics(learner: MADDPG, obs_dim: int, action_dim: int) -> None:
-    """Give a MADDPG-family learner independent critics: agent i's critic sees ``[o_i, a_i]``, ``O + A`` inputs,
-    with their targets and optimisers. Called right after MADDPG's constructor, so the actors (and the random
-    stream they were drawn from) are exactly MADDPG's for the same seed: the comparison changes only the critics."""
-    hidden = (learner.config.hidden, learner.config.hidden)
-    learner.critics = torch.nn.ModuleList([Critic(obs_dim + action_dim, hidden) for _ in range(learner.n_agents)])
-    learner.critics = learner.critics.to(learner.device)
-    learner.target_critics = make_target(learner.critics)
-    learner.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=learner.config.critic_lr)
-                                 for c in learner.critics]
-
-
 class IDDPG(MADDPG):
-    """Independent DDPG: MADDPG's actors and update, but agent i's critic sees only ``[o_i, a_i]``."""
+    """Independent DDPG: MADDPG's actors and update, but agent i's critic sees only ``[o_i, a_i]``. The actors are
+    drawn first from the seed's random stream, so they start exactly as MADDPG's do for the same seed."""
 
-    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig | None = None,
-                 seed: int = 0, device: str | torch.device = "cpu"):
-        super().__init__(n_agents, obs_dim, n_actions, config, seed, device)  # the actors are MADDPG's
-        use_independent_critics(self, obs_dim, n_actions)
+    @property
+    def critic_input_dim(self) -> int:
+        """The width of a critic's input: O + A, agent i's own observation and action."""
+        return self.obs_dim + self.n_actions  # O + A
 
     def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Agent i's own observation and action: obs ``(B, N, O)``, actions ``(B, N, A)`` -> ``(B, O + A)``."""

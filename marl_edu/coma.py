@@ -134,13 +134,22 @@ class COMA:
         self.last_action_dim = n_actions if c.recurrent else 0
         self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
                                     c.recurrent).to(self.device)
-        state_dim = n_agents * obs_dim  # Switch has no global state: s = [o_1, ..., o_N]
-        critic_in = state_dim + obs_dim + n_agents * n_actions + n_agents  # S + O + N*A + N
-        self.critic = MLP(critic_in, n_actions, (c.hidden, c.hidden)).to(self.device)
+        self.critic = MLP(self.critic_dim, self.critic_outputs, (c.hidden, c.hidden)).to(self.device)
         self.target_critic = make_target(self.critic)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=c.actor_lr)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
         self.updates = 0
+
+    @property
+    def critic_dim(self) -> int:
+        """The width of one critic row (``build_critic_input``): S + O + N*A + N, where Switch has no global
+        state and s = [o_1, ..., o_N], S = N*O."""
+        return self.n_agents * self.obs_dim + self.obs_dim + self.n_agents * self.n_actions + self.n_agents
+
+    @property
+    def critic_outputs(self) -> int:
+        """Q(s, u^{-a}, .) has one output per own action: A."""
+        return self.n_actions
 
     # -- acting ---------------------------------------------------------------------------------
     def actor_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:

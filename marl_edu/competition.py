@@ -35,7 +35,7 @@ class MatchupScore:
     episodes: int
 
 
-def episode_policy(learner: ContinuousMADDPG, rng: np.random.Generator):
+def episode_policy(learner: ContinuousMADDPG | EnsembleMADDPG, rng: np.random.Generator):
     """The noise-free policy ``learner`` plays for one episode, obs ``(N, O)`` -> forces ``(N, 2)``: an ensemble
     draws each agent's sub-policy uniformly from ``rng``, once for the whole episode."""
     if isinstance(learner, EnsembleMADDPG):
@@ -43,8 +43,8 @@ def episode_policy(learner: ContinuousMADDPG, rng: np.random.Generator):
     return learner.greedy_policy()
 
 
-def play_matchup(adversary: ContinuousMADDPG, good: ContinuousMADDPG, env_id: str = DECEPTION,
-                 episodes: int = 50, seed: int = MATCHUP_SEED) -> MatchupScore:
+def play_matchup(adversary: ContinuousMADDPG | EnsembleMADDPG, good: ContinuousMADDPG | EnsembleMADDPG,
+                 env_id: str = DECEPTION, episodes: int = 50, seed: int = MATCHUP_SEED) -> MatchupScore:
     """``adversary``'s actor for agent 0 against ``good``'s actors for agents 1..N-1 (the same learner for both
     is self-play) over ``episodes`` episodes from ``seed``: the same start states for every pairing."""
     positive_int(episodes, "episodes")
@@ -53,7 +53,7 @@ def play_matchup(adversary: ContinuousMADDPG, good: ContinuousMADDPG, env_id: st
         raise ValueError(f"play_matchup needs one adversary (agent 0) against good agents, as {DECEPTION!r}; "
                          f"got {env_id!r}")
     for learner, role in ((adversary, "adversary"), (good, "good")):
-        if not isinstance(learner, ContinuousMADDPG):
+        if not isinstance(learner, (ContinuousMADDPG, EnsembleMADDPG)):
             raise ValueError(f"a matchup needs continuous MADDPG learners (or ensembles); the {role} learner is a "
                              f"{type(learner).__name__}")
         if (learner.n_agents, learner.obs_dim) != (env.n_agents, env.obs_dim):

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import nn
 
-from marl_edu.baselines import IDDPG, use_independent_critics
+from marl_edu.baselines import IDDPG
 from marl_edu.maddpg import MADDPG
 from marl_edu.schedules import linear
 from marl_edu.shapes import check_shape
@@ -116,31 +117,40 @@ class ContinuousMADDPG(MADDPG):
 
     # -- the actor's loss -----------------------------------------------------------------------
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Agent i's actor loss:
-
-            L(theta_i) = -mean_b Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) + action_reg * mean_{b,k} f_i(o_i)_k^2
-
-        (the penalty averages the squared pre-activations over the batch and the A action entries).
-
-        The other agents' actions come from the batch; only agent i's action is recomputed, so the gradient reaches
-        theta_i through a_i = tanh(f_i(o_i)) alone (the deterministic policy gradient).
-        batch: obs ``(B, N, O)``; actions ``(B, N, A)``.
-        """
+        """Agent i's actor loss, ``deterministic_actor_loss`` with its actor mu_i and critic Q_i.
+        batch: obs ``(B, N, O)``; actions ``(B, N, A)``."""
         check_shape(batch["actions"], ("B", self.n_agents, self.action_dim), "batch['actions']", dtype="float")
-        pre_i = self.actors[i](batch["obs"][:, i])  # (B, A) before the tanh
-        actions = batch["actions"].clone()  # (B, N, A)
-        actions[:, i] = torch.tanh(pre_i)  # (B, A): only agent i's action carries a gradient
-        q = self.critics[i](self.critic_input(i, batch["obs"], actions))  # (B,)
-        return -q.mean() + self.config.action_reg * (pre_i ** 2).mean()
+        return deterministic_actor_loss(self.actors[i], self.critics[i], self.critic_input, i, batch,
+                                        self.config.action_reg)
+
+
+def deterministic_actor_loss(actor: nn.Module, critic: nn.Module, critic_input, i: int,
+                             batch: dict[str, torch.Tensor], action_reg: float) -> torch.Tensor:
+    """Agent i's actor loss with a tanh actor mu_i = tanh(f_i) and its critic Q_i:
+
+        L(theta_i) = -mean_b Q_i(x, a_1, .., a_i = mu_i(o_i), .., a_N) + action_reg * mean_{b,k} f_i(o_i)_k^2
+
+    (the penalty averages the squared pre-activations over the batch and the A action entries).
+
+    The other agents' actions come from the batch; only agent i's action is recomputed, so the gradient reaches
+    theta_i through a_i = tanh(f_i(o_i)) alone (the deterministic policy gradient).
+
+    Args:
+        actor: f_i, ``(B, O) -> (B, A)`` before the tanh; critic: Q_i, ``(B, D) -> (B,)``.
+        critic_input: ``(i, obs, actions) -> (B, D)``, what critic i sees.
+        batch: obs ``(B, N, O)``; actions ``(B, N, A)``.
+    """
+    pre_i = actor(batch["obs"][:, i])  # (B, A) before the tanh
+    actions = batch["actions"].clone()  # (B, N, A)
+    actions[:, i] = torch.tanh(pre_i)  # (B, A): only agent i's action carries a gradient
+    q = critic(critic_input(i, batch["obs"], actions))  # (B,)
+    return -q.mean() + action_reg * (pre_i ** 2).mean()
 
 
 class ContinuousIDDPG(ContinuousMADDPG):
     """Independent DDPG with continuous actions: the same tanh actors, noise and update as :class:`ContinuousMADDPG`,
-    but agent i's critic sees only its own ``[o_i, a_i]``, ``(B, O + A)``, as in :class:`IDDPG`."""
+    but agent i's critic sees only its own ``[o_i, a_i]``, ``(B, O + A)``, as in :class:`IDDPG` (whose two
+    functions it uses). The actors start as ContinuousMADDPG's do for the same seed."""
 
-    def __init__(self, n_agents: int, obs_dim: int, action_dim: int, config: ContinuousMADDPGConfig | None = None,
-                 seed: int = 0, device: str | torch.device = "cpu"):
-        super().__init__(n_agents, obs_dim, action_dim, config, seed, device)  # the actors are ContinuousMADDPG's
-        use_independent_critics(self, obs_dim, action_dim)
-
-    critic_input = IDDPG.critic_input  # one function, the discrete IDDPG's: [o_i, a_i]
+    critic_input_dim = IDDPG.critic_input_dim  # O + A
+    critic_input = IDDPG.critic_input  # [o_i, a_i]

@@ -30,10 +30,11 @@ import torch
 from torch import nn
 
 from marl_edu.buffers import ReplayBuffer
-from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.nets import Actor, gradient_step
+from marl_edu.continuous import ContinuousMADDPGConfig, deterministic_actor_loss
+from marl_edu.maddpg import flatten_for_critic, td_loss
+from marl_edu.nets import Actor, Critic, gradient_step
 from marl_edu.shapes import check_shape
-from marl_edu.targets import make_target, soft_update, td_target
+from marl_edu.targets import make_target, soft_update
 from marl_edu.validate import non_negative_number, positive_int
 
 
@@ -111,9 +112,11 @@ class EnsembleConfig(ContinuousMADDPGConfig):
         return self
 
 
-class EnsembleMADDPG(ContinuousMADDPG):
+class EnsembleMADDPG:
     """Continuous MADDPG where every agent is an ensemble of K tanh sub-policies; ``actors[i * K + k]`` is
     mu_i^(k). Acting and the critic targets take ``subpolicies`` int ``(B, N)``, the sub-policy each agent plays.
+    A sibling of :class:`ContinuousMADDPG`: the critics, their loss (``maddpg.td_loss``) and the actor's loss
+    (``continuous.deterministic_actor_loss``) are the same; only acting and the targets' next actions differ.
 
     Args: n_agents N, obs_dim O, action_dim A, config (an ``EnsembleConfig``), seed, device.
     """
@@ -123,14 +126,22 @@ class EnsembleMADDPG(ContinuousMADDPG):
         if config is not None and not isinstance(config, EnsembleConfig):
             raise ValueError(f"EnsembleMADDPG needs an EnsembleConfig (ContinuousMADDPGConfig plus n_subpolicies), "
                              f"got {type(config).__name__}")
-        super().__init__(n_agents, obs_dim, action_dim, config or EnsembleConfig(), seed, device)
+        self.config = (config or EnsembleConfig()).validate()
+        self.n_agents, self.obs_dim, self.action_dim = n_agents, obs_dim, action_dim
+        self.n_actions = action_dim  # (the name policy files use for A)
         self.n_subpolicies = K = self.config.n_subpolicies
+        self.device = torch.device(device)
+        torch.manual_seed(seed)  # the networks' initial weights depend on the seed only
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
         hidden = (self.config.hidden, self.config.hidden)
-        # MADDPG built N actors; an ensemble needs N*K, built afresh here
         self.actors = nn.ModuleList([Actor(obs_dim, action_dim, hidden)
-                                     for _ in range(n_agents * K)]).to(self.device)
+                                     for _ in range(n_agents * K)]).to(self.device)  # N*K sub-policies
+        self.critics = nn.ModuleList([Critic(n_agents * (obs_dim + action_dim), hidden)
+                                      for _ in range(n_agents)]).to(self.device)  # N centralised critics
         self.target_actors = make_target(self.actors)
+        self.target_critics = make_target(self.critics)
         self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
+        self.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=self.config.critic_lr) for c in self.critics]
 
     def actor(self, i: int, k: int, target: bool = False) -> nn.Module:
         """mu_i^(k), agent i's sub-policy k (before its tanh), or its target."""
@@ -157,10 +168,6 @@ class EnsembleMADDPG(ContinuousMADDPG):
             per_agent.append(every.gather(1, pick).squeeze(1))  # (B, A) the chosen sub-policy's output
         return torch.tanh(torch.stack(per_agent, dim=1))  # (B, N, A)
 
-    def actions(self, obs: torch.Tensor, target: bool = False) -> torch.Tensor:
-        raise ValueError("an ensemble acts with the sub-policy each agent plays: use ensemble_actions(obs, "
-                         "subpolicies) or act(obs, noise, subpolicies)")
-
     @torch.no_grad()
     def act(self, obs: np.ndarray, noise: float = 0.0, subpolicies: np.ndarray | None = None) -> np.ndarray:
         """Forces for E env copies: obs ``(E, N, O)``, subpolicies int ``(E, N)`` -> float32 ``(E, N, A)``,
@@ -185,48 +192,34 @@ class EnsembleMADDPG(ContinuousMADDPG):
             raise ValueError(f"subpolicies must be in [0, {self.n_subpolicies - 1}], got {subpolicies.tolist()}")
         return lambda obs: self.act(obs[None], 0.0, subpolicies[None])[0]
 
-    def greedy_policy(self):
-        raise ValueError("an ensemble has K policies per agent: draw_subpolicies(1)[0] for one episode, then "
-                         "policy(subpolicies)")
-
-    noisy_policy = sampled_policy = greedy_policy
-
     # -- the losses -----------------------------------------------------------------------------
-    def target_actions(self, next_obs: torch.Tensor, i: int, subpolicies: torch.Tensor | None = None) -> torch.Tensor:
-        """mu'(o'): every agent j's next action from the target of the sub-policy it played in that episode,
-        subpolicies int ``(B, N)``. next_obs ``(B, N, O)`` -> ``(B, N, A)``."""
-        if subpolicies is None:
-            raise ValueError("an ensemble's critic target needs the batch's subpolicies (B, N)")
-        return self.ensemble_actions(next_obs, subpolicies, target=True)  # (B, N, A)
+    def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """What every critic sees: ``x = [o_1..o_N, a_1..a_N]``, ``(B, N*(O+A))`` (``i`` is unused)."""
+        return flatten_for_critic(obs, actions)  # (B, N*(O+A))
 
     def critic_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Agent i's critic loss  L = mean_b (Q_i(x, a_1..a_N) - y_i)^2  with the sub-policies played in the target:
+        """Agent i's critic loss  L = mean_b (Q_i(x, a_1..a_N) - y_i)^2  (``td_loss``) with the sub-policies played
+        in the target:
 
             y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1^(k_1)(o'_1), .., mu'_N^(k_N)(o'_N))
 
         batch: obs, next_obs ``(B, N, O)``; actions ``(B, N, A)``; rewards, dones ``(B, N)``; subpolicies ``(B, N)``.
         """
-        next_actions = self.target_actions(batch["next_obs"], i, batch["subpolicies"])  # (B, N, A)
-        q_next = self.target_critics[i](self.critic_input(i, batch["next_obs"], next_actions))  # (B,)
-        y = td_target(batch["rewards"][:, i], batch["dones"][:, i], q_next, self.config.gamma)  # (B,)
-        q = self.critics[i](self.critic_input(i, batch["obs"], batch["actions"]))  # (B,)
-        return ((q - y) ** 2).mean()
+        next_actions = self.ensemble_actions(batch["next_obs"], batch["subpolicies"], target=True)  # (B, N, A)
+        return td_loss(self.critics[i], self.target_critics[i],
+                       self.critic_input(i, batch["obs"], batch["actions"]),  # x: (B, D)
+                       self.critic_input(i, batch["next_obs"], next_actions),  # x': (B, D)
+                       batch["rewards"][:, i], batch["dones"][:, i], self.config.gamma)
 
     def subpolicy_loss(self, i: int, k: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Sub-policy k of agent i, on a batch from its slice D_i^(k):
+        """Sub-policy k of agent i, on a batch from its slice D_i^(k): ``deterministic_actor_loss`` with mu_i^(k),
 
             L(theta_i^(k)) = -mean_b Q_i(x, a_1, .., a_i = mu_i^(k)(o_i), .., a_N) + action_reg * mean_{b,j} f(o_i)_j^2
 
         batch: obs ``(B, N, O)``; actions ``(B, N, A)``."""
         check_shape(batch["actions"], ("B", self.n_agents, self.action_dim), "batch['actions']", dtype="float")
-        pre_i = self.actor(i, k)(batch["obs"][:, i])  # (B, A) before the tanh
-        actions = batch["actions"].clone()  # (B, N, A)
-        actions[:, i] = torch.tanh(pre_i)  # (B, A): only agent i's action carries a gradient
-        q = self.critics[i](self.critic_input(i, batch["obs"], actions))  # (B,)
-        return -q.mean() + self.config.action_reg * (pre_i ** 2).mean()
-
-    def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        raise ValueError("an ensemble has K actor losses per agent: subpolicy_loss(i, k, batch)")
+        return deterministic_actor_loss(self.actor(i, k), self.critics[i], self.critic_input, i, batch,
+                                        self.config.action_reg)
 
     def update(self, batch: dict) -> dict:
         """One gradient step on every critic (the batch's arrays, drawn from the whole buffer), then on every

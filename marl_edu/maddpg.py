@@ -73,6 +73,27 @@ def gumbel_softmax(logits: torch.Tensor, temperature: float = 1.0, hard: bool = 
 
 
 # ----------------------------------------------------------------------------------------------
+# The critic's loss, shared by every MADDPG-family learner
+# ----------------------------------------------------------------------------------------------
+
+def td_loss(critic: nn.Module, target_critic: nn.Module, x: torch.Tensor, next_x: torch.Tensor,
+            rewards: torch.Tensor, dones: torch.Tensor, discount: float) -> torch.Tensor:
+    """One critic's loss  L = mean_b (Q(x) - y)^2  with the TD target  y = r + discount (1 - d) Q'(x').
+
+    Args:
+        critic, target_critic: Q and its target Q', ``(B, D) -> (B,)``.
+        x: ``(B, D)`` the critic's input with the actions taken; next_x: ``(B, D)`` the next observations with the
+            actions the target policies choose there.
+        rewards, dones: ``(B,)`` what this critic learns, and 1 where s' is a real terminal state.
+        discount: gamma, or gamma^n for n-step rewards.
+    """
+    q_next = target_critic(next_x)  # (B,)
+    y = td_target(rewards, dones, q_next, discount)  # (B,) no gradient through Q'
+    q = critic(x)  # (B,)
+    return ((q - y) ** 2).mean()
+
+
+# ----------------------------------------------------------------------------------------------
 # The MADDPG learner (discrete actions)
 # ----------------------------------------------------------------------------------------------
 
@@ -128,9 +149,9 @@ class MADDPG:
         torch.manual_seed(seed)  # the networks' initial weights depend on the seed only
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         hidden = (self.config.hidden, self.config.hidden)
-        critic_in = n_agents * (obs_dim + n_actions)  # N*(O+A)
         self.actors = nn.ModuleList([Actor(obs_dim, n_actions, hidden) for _ in range(n_agents)]).to(self.device)
-        self.critics = nn.ModuleList([Critic(critic_in, hidden) for _ in range(n_agents)]).to(self.device)
+        self.critics = nn.ModuleList([Critic(self.critic_input_dim, hidden)
+                                      for _ in range(n_agents)]).to(self.device)
         self.target_actors = make_target(self.actors)
         self.target_critics = make_target(self.critics)
         self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
@@ -177,6 +198,11 @@ class MADDPG:
         return gumbel_softmax(logits, self.config.temperature, hard=True, generator=self.generator)  # (B, N, A)
 
     # -- the two losses -------------------------------------------------------------------------
+    @property
+    def critic_input_dim(self) -> int:
+        """The width D of a critic's input: N*(O+A) for the centralised critic."""
+        return self.n_agents * (self.obs_dim + self.n_actions)  # N*(O+A)
+
     def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """What agent i's critic sees: everything, ``x = [o_1..o_N, a_1..a_N]``, ``(B, N*(O+A))`` (the
         centralised critic; ``i`` is unused here, independent DDPG overrides this with agent i's own part)."""
@@ -192,10 +218,10 @@ class MADDPG:
         """
         c = self.config
         next_actions = self.target_actions(batch["next_obs"], i)  # (B, N, A) from the target actors
-        q_next = self.target_critics[i](self.critic_input(i, batch["next_obs"], next_actions))  # (B,)
-        y = td_target(batch["rewards"][:, i], batch["dones"][:, i], q_next, c.gamma ** c.n_step)  # (B,)
-        q = self.critics[i](self.critic_input(i, batch["obs"], batch["actions"]))  # (B,)
-        return ((q - y) ** 2).mean()
+        return td_loss(self.critics[i], self.target_critics[i],
+                       self.critic_input(i, batch["obs"], batch["actions"]),  # x: (B, D)
+                       self.critic_input(i, batch["next_obs"], next_actions),  # x': (B, D)
+                       batch["rewards"][:, i], batch["dones"][:, i], c.gamma ** c.n_step)
 
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Agent i's actor loss: minus its critic's value of agent i's recomputed action, + a logits penalty.

@@ -68,6 +68,16 @@ def test_independent_critic_sees_only_its_own_agent():
     assert agent.actor_loss(0, _batch([0.0])).item() == pytest.approx(-0.961867, abs=1e-5)
 
 
+def test_independent_ddpg_starts_from_maddpgs_actors_and_builds_each_critic_once():
+    maddpg, iddpg = ContinuousMADDPG(3, 4, 2, seed=5), ContinuousIDDPG(3, 4, 2, seed=5)
+    for p, q in zip(maddpg.actors.parameters(), iddpg.actors.parameters()):
+        assert torch.equal(p, q)
+    assert [c.mlp.in_dim for c in iddpg.critics] == [4 + 2] * 3  # O + A, built so: nothing was replaced
+    assert [c.mlp.in_dim for c in iddpg.target_critics] == [4 + 2] * 3
+    optimised = {id(p) for opt in iddpg.critic_optimizers for group in opt.param_groups for p in group["params"]}
+    assert optimised == {id(p) for p in iddpg.critics.parameters()}  # the optimisers move these very critics
+
+
 def test_act_is_the_tanh_policy_plus_clipped_noise():
     agent = ContinuousMADDPG(3, 4, 2, seed=0)
     obs = np.random.default_rng(0).normal(size=(5, 3, 4)).astype(np.float32)  # (K=5, N=3, O=4)

@@ -149,8 +149,6 @@ def test_an_ensemble_refuses_to_act_without_its_sub_policies():
         agent.act(obs, 0.1)
     with pytest.raises(ValueError, match=r"subpolicies must be in \[0, 1\]"):
         agent.policy([0, 2])
-    with pytest.raises(ValueError, match="draw_subpolicies"):
-        agent.greedy_policy()
     with pytest.raises(ValueError, match="EnsembleConfig"):
         EnsembleMADDPG(2, 1, 1, config=object())
     assert math.isclose(agent.act(obs, 0.0, np.array([[1, 1]]))[0, 0, 0], 0.0)  # tanh(8 * 0) = 0
