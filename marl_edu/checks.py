@@ -71,6 +71,20 @@ def _named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], 
     return fallback
 
 
+def _values_differ(case: str, expected: torch.Tensor, out: torch.Tensor, hint: str, shown: int) -> None:
+    """Print FAILED with the first ``shown`` expected and returned values (rounded) and the hint."""
+    print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:shown].tolist()]}\n"
+          f"got      {[round(v, 3) for v in out.detach().flatten()[:shown].tolist()]}\nHint: {hint}")
+
+
+def _not_one_number(out: torch.Tensor, case: str, hint: str) -> bool:
+    """Unless ``out`` is one number (a 0-d tensor): print FAILED with the hint and return True."""
+    if out.dim() == 0:
+        return False
+    print(f"FAILED on {case}: expected one number (a 0-d tensor), got shape {tuple(out.shape)}.\nHint: {hint}")
+    return True
+
+
 def _shape_hint(got: tuple, B: int, N: int, O: int, A: int) -> str:
     if got == (B, N, O + A):
         return "you concatenated per agent but did not merge the agent axis into the feature axis."
@@ -198,8 +212,7 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
             (swapped, "lam and (1 - lam) are swapped: (1 - lam) weighs V_{t+1}, lam weighs G_{t+1}."),
             (no_mask, "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."),
         ], "go backwards from t = T-1; keep G_{t+1} from the previous iteration.")
-        print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:5].tolist()]}\n"
-              f"got      {[round(v, 3) for v in out.detach().flatten()[:5].tolist()]}\nHint: {hint}")
+        _values_differ(case, expected, out, hint, shown=5)
         return
     print(f"PASSED: TD(lambda) targets on all {len(cases)} cases (lam 0, 0.5 and 1, a time-limit end, "
           f"padding after a terminal step, a (B, N, T) batch).")
@@ -233,8 +246,7 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
             (-expected, "the sign is flipped: advantage = Q(s, u) - baseline."),
             (q_taken - q.max(-1).values, "the baseline is the policy's expected Q, not the best Q."),
         ], "advantage = q[..., taken action] - (pi * q).sum(-1).")
-        print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:4].tolist()]}\n"
-              f"got      {[round(v, 3) for v in out.detach().flatten()[:4].tolist()]}\nHint: {hint}")
+        _values_differ(case, expected, out, hint, shown=4)
         return
     print(f"PASSED: the counterfactual advantage on all {len(cases)} cases (one agent, (B,), (B, N), (B, T, N)).")
 
@@ -258,11 +270,7 @@ def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
         expected_grad = torch.autograd.grad(expected, list(agent.actors[i].parameters()))
         given = actions.clone()
         out = _run_case(fn, case, agent.critics[i], agent.actors[i], obs.clone(), given, i)
-        if out is None:
-            return
-        if out.dim() != 0:
-            print(f"FAILED on {case}: expected one number (a 0-d tensor), got shape {tuple(out.shape)}.\n"
-                  f"Hint: the loss is the mean over the batch: -q.mean().")
+        if out is None or _not_one_number(out, case, "the loss is the mean over the batch: -q.mean()."):
             return
         if not torch.equal(given, actions):
             print(f"FAILED on {case}: your function changed the batch's actions in place.\n"
@@ -320,11 +328,8 @@ def check_approximation_loss(fn: Callable[..., torch.Tensor]) -> None:
         expected = -log_prob.mean() - coef * entropy
         expected_grads = torch.autograd.grad(expected, [mean, log_std])
         out = _run_case(fn, case, mean, log_std, actions, coef)
-        if out is None:
-            return
-        if out.dim() != 0:
-            print(f"FAILED on {case}: expected one number (a 0-d tensor), got shape {tuple(out.shape)}.\n"
-                  f"Hint: sum the log-density over the A action entries, then average over the batch.")
+        if out is None or _not_one_number(out, case, "sum the log-density over the A action entries, then average "
+                                                     "over the batch."):
             return
         if not torch.allclose(out, expected, atol=1e-5):
             with torch.no_grad():

@@ -45,6 +45,7 @@ class TrainResult:
     updates: int = 0
     seconds: float = 0.0
     update_seconds: float = 0.0  # of which spent in the learner's update (the rest: acting, stepping, evaluating)
+    started: float = field(default_factory=time.perf_counter, repr=False)  # time.perf_counter() at the start
 
 
 def greedy_return(agent, env_id: str, record_frames: bool = False):
@@ -71,17 +72,24 @@ def _update_from_replay(agent, buffer: ReplayBuffer, config, rng: np.random.Gene
     result.update_seconds += time.perf_counter() - tic
 
 
-def _record_evaluation(result: TrainResult, value: float, start: float) -> None:
-    """Append a periodic evaluation ``(episodes so far, value)`` and the wall-clock time since ``start``."""
+def _record_evaluation(result: TrainResult, value: float) -> None:
+    """Append a periodic evaluation ``(episodes so far, value)`` and the wall-clock time since the run started."""
     result.evaluations.append((len(result.episode_returns), value))
-    result.eval_seconds.append(time.perf_counter() - start)
+    result.eval_seconds.append(time.perf_counter() - result.started)
 
 
-def _greedy_evaluation(result: TrainResult, env_id: str, start: float, bar, stop_at: float | None, **shown) -> bool:
+def _finish(result: TrainResult, bar) -> TrainResult:
+    """Close a loop's progress bar and record its wall-clock."""
+    bar.close()
+    result.seconds = time.perf_counter() - result.started
+    return result
+
+
+def _greedy_evaluation(result: TrainResult, env_id: str, bar, stop_at: float | None, **shown) -> bool:
     """Play the greedy policy once (exact: Switch is deterministic), record ``(episodes so far, team return)`` and
     the time, show it on the progress bar; True when it reached ``stop_at``."""
     value = greedy_return(result.agent, env_id).team_return
-    _record_evaluation(result, value, start)
+    _record_evaluation(result, value)
     bar.set_postfix(greedy=f"{value:.1f}", **shown)
     return stop_at is not None and value >= stop_at - 1e-6
 
@@ -100,7 +108,6 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
     buffer = ReplayBuffer(config.buffer_size, N, O, A)
     pending = [deque(maxlen=config.n_step) for _ in range(K)]
     result = TrainResult(agent=agent)
-    start = time.perf_counter()
     obs = venv.reset()  # (K, N, O)
     bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
@@ -124,11 +131,9 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
         _update_from_replay(agent, buffer, config, np_rng, result)  # update
         if len(result.episode_returns) >= next_eval:  # evaluate
             next_eval += eval_every
-            if _greedy_evaluation(result, env_id, start, bar, stop_at, eps=f"{epsilon:.2f}"):
+            if _greedy_evaluation(result, env_id, bar, stop_at, eps=f"{epsilon:.2f}"):
                 break
-    bar.close()
-    result.seconds = time.perf_counter() - start
-    return result
+    return _finish(result, bar)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,7 +211,6 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
     else:
         buffer, playing = ReplayBuffer(config.buffer_size, N, O, A), None
     result = TrainResult(agent=agent)
-    start = time.perf_counter()
     obs = venv.reset()  # (K, N, O)
     bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
@@ -236,12 +240,10 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
             else:
                 policy = agent.greedy_policy()
             score = evaluate_particle(policy, env_id, eval_episodes)
-            _record_evaluation(result, score.team_return, start)
+            _record_evaluation(result, score.team_return)
             bar.set_postfix(eval=f"{score.team_return:.1f}", noise=f"{noise:.2f}")
             next_eval += eval_every
-    bar.close()
-    result.seconds = time.perf_counter() - start
-    return result
+    return _finish(result, bar)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -258,7 +260,6 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
     venv = make_vec_env(env_id, config.n_envs, seed)
     agent = learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
     result = TrainResult(agent=agent)
-    start = time.perf_counter()
     bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
@@ -275,11 +276,9 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
         bar.update(len(returns))
         if len(result.episode_returns) >= next_eval:  # evaluate
             next_eval += eval_every
-            if _greedy_evaluation(result, env_id, start, bar, stop_at, eps=f"{epsilon:.2f}"):
+            if _greedy_evaluation(result, env_id, bar, stop_at, eps=f"{epsilon:.2f}"):
                 break
-    bar.close()
-    result.seconds = time.perf_counter() - start
-    return result
+    return _finish(result, bar)
 
 
 # ----------------------------------------------------------------------------------------------
