@@ -29,41 +29,28 @@ import time
 
 import numpy as np
 
+# the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
+from marl_edu.cli import METHODS, method_config, rounded, run_seed, save_artifacts, solved_threshold, split
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "compare"
-METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp"]
-
-
-def split(method: str) -> tuple[str, str]:
-    """``"central_v-gru"`` -> ``("central_v", "gru")``."""
-    algo, variant = method.rsplit("-", 1)
-    return algo, variant
-
-
-def method_config(method: str):
-    """The default config of a method's learner, with a GRU (``-gru``) or feed-forward (``-ff``) actor for the
-    on-policy learners; ``-mlp`` learners have feed-forward actors only."""
-    from marl_edu.checkpoints import config_class
-
-    algo, variant = split(method)
-    return config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
 
 
 def run_one(job: tuple[str, str, int, int | None, pathlib.Path, bool]) -> dict:
-    """Train one method on one env with one seed (in a worker process, one torch thread) and record it."""
+    """Train one method on one env with one seed (in a worker process, one torch thread) and record it: the row
+    returned, in ``seed<S>.json``, and for the first seed the policy and its greedy GIF."""
     import torch
 
-    from marl_edu.cli import save_artifacts, summarize
     from marl_edu.planning import optimal_team_return
-    from marl_edu.train import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, train
+    from marl_edu.train import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY
 
     env_id, method, seed, episodes, out, keep_artifacts = job
     torch.set_num_threads(1)
-    algo, config = split(method)[0], method_config(method)
+    algo, config = method_config(method)
     budget = episodes or DEFAULT_EPISODES[algo]
     eval_every = min(DEFAULT_EVAL_EVERY[algo], budget)  # (the default unless --episodes is tiny)
-    run = train(algo, env_id, budget, config, seed=seed, eval_every=eval_every, progress=False)
-    row = {"env": env_id, "method": method, **summarize(run, env_id, seed, optimal_team_return(env_id))}
+    run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, optimal_team_return(env_id))
+    row = {"env": env_id, "method": method, **rounded(figures)}
     folder = out / env_id / method
     if keep_artifacts:
         save_artifacts(run, env_id, folder)
@@ -78,8 +65,6 @@ def finished(path: pathlib.Path, budget: int, n_envs: int = 16) -> bool:
 
 
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
-    from marl_edu.cli import solved_threshold
-
     """Median and min final greedy return over seeds, how many solved, the medians of episodes and seconds
     to solve over the seeds that solved, and the median env steps per second. ``budget``: episodes per run
     (a run may overshoot it by less than one lock-step of its 16 env copies)."""

@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 from marl_edu.checkpoints import save_policy
+from marl_edu.cli import run_seed
 from marl_edu.coma import COMAConfig
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.planning import optimal_team_return
-from marl_edu.train import greedy_return, sampled_returns, train_coma, train_maddpg
 
 SOLVED = 8.0
 
@@ -60,27 +60,25 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # one core per run, as the target says
     optimum = optimal_team_return(args.env)
     if args.algo == "maddpg":
-        config, train = MADDPGConfig(actor_gradient=args.actor_gradient), train_maddpg
+        config = MADDPGConfig(actor_gradient=args.actor_gradient)
     else:
         config = COMAConfig(recurrent=not args.feed_forward, team_reward=not args.per_agent_reward)
-        train = train_coma
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
     rows = []
     for seed in args.seeds:
-        run = train(args.env, args.episodes, config, seed=seed, eval_every=50 if args.algo == "maddpg" else 400,
-                    progress=False)
-        greedy = greedy_return(run.agent, args.env).team_return
-        sampled = float(sampled_returns(run.agent, args.env, n_episodes=100, seed=seed).mean())
-        rate = run.env_steps / run.seconds
-        rows.append({"seed": seed, "greedy": greedy, "sampled": sampled, "episodes": len(run.episode_returns),
-                     "env_steps": run.env_steps, "wall_s": run.seconds, "steps_per_s": rate,
-                     "evaluations": _rounded(run)["evaluations"]})
-        print(f"{seed:>4} {greedy:7.2f} {sampled:8.2f} {len(run.episode_returns):>8} {run.env_steps:>9} "
-              f"{run.seconds:7.1f} {rate:8.0f}", flush=True)
+        run, figures = run_seed(args.algo, args.env, args.episodes, config, seed,
+                                eval_every=50 if args.algo == "maddpg" else 400)
+        # this script's rows keep the exact figures (the command line and compare.py round them), no updates
+        row = {key: figures[key] for key in ("seed", "greedy", "sampled", "episodes", "env_steps", "wall_s",
+                                             "steps_per_s")}
+        row["evaluations"] = _rounded(run)["evaluations"]
+        rows.append(row)
+        print(f"{seed:>4} {row['greedy']:7.2f} {row['sampled']:8.2f} {row['episodes']:>8} {row['env_steps']:>9} "
+              f"{row['wall_s']:7.1f} {row['steps_per_s']:8.0f}", flush=True)
         if args.out and seed == args.seeds[0]:
             args.out.mkdir(parents=True, exist_ok=True)
             save_policy(run.agent, args.env, args.out / "policy.pt")
-            reference = {"algo": args.algo, "env": args.env, "seed": seed, "greedy": greedy,
+            reference = {"algo": args.algo, "env": args.env, "seed": seed, "greedy": row["greedy"],
                          "config": dataclasses.asdict(config), **_rounded(run)}
             (args.out / "run.json").write_text(json.dumps(reference) + "\n")
     greedy = np.array([row["greedy"] for row in rows])

@@ -41,15 +41,17 @@ EVAL_EPISODES = 100
 
 
 def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
-    """Train one learner for one seed (one torch thread) and score its final policy; save its policy and a GIF."""
+    """Train one learner for one seed (one torch thread, ``marl_edu.cli.run_seed``) and score its final policy
+    (``evaluate_particle``); for the first seed with ``out``, save its policy and a GIF. Returns its row of
+    summary.json's runs: method, seed, the score's fields, counts, speed, config and evaluations during training."""
     torch.set_num_threads(1)
-    from marl_edu.checkpoints import CONTINUOUS_ALGORITHMS, config_class, save_policy
-    from marl_edu.train import evaluate_particle, train_continuous
+    from marl_edu.checkpoints import config_class, save_policy
+    from marl_edu.cli import rounded, run_seed
+    from marl_edu.train import evaluate_particle
 
     algo, overrides = METHODS[method]
     config = config_class(algo)(**overrides)  # the defaults; the inferred learner's adds approx_lr and entropy_coef
-    run = train_continuous(ENV_ID, episodes, config, seed=seed, eval_every=200, eval_episodes=10, progress=False,
-                           learner=CONTINUOUS_ALGORITHMS[algo])
+    run, figures = run_seed(algo, ENV_ID, episodes, config, seed, eval_every=200)  # evaluations: 10 episodes each
     score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES)
     if out and first_seed:
         from marl_edu.envs import make_env
@@ -60,10 +62,10 @@ def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: 
         save_policy(run.agent, ENV_ID, folder / "policy.pt")
         frames = run_episode(make_env(ENV_ID, seed=0), run.agent.greedy_policy(), record_frames=True).frames
         save_gif([downscale(f, 4) for f in frames], folder / "greedy.gif", fps=8, scale=1)
-    return {"method": method, "seed": seed, **dataclasses.asdict(score), "episodes": len(run.episode_returns),
-            "env_steps": run.env_steps, "updates": run.updates, "wall_s": round(run.seconds, 1),
-            "steps_per_s": round(run.env_steps / run.seconds), "config": dataclasses.asdict(config),
-            "evaluations": [(episode, round(ret, 2)) for episode, ret in run.evaluations]}
+    row = rounded(figures)
+    return {"method": method, "seed": seed, **dataclasses.asdict(score),
+            **{key: row[key] for key in ("episodes", "env_steps", "updates", "wall_s", "steps_per_s")},
+            "config": dataclasses.asdict(config), "evaluations": row["evaluations"]}
 
 
 def reference_scores() -> dict[str, dict]:

@@ -20,7 +20,9 @@ import time
 
 import numpy as np
 import torch
-from compare import METHODS, method_config, split  # benchmarks/compare.py: the method names and their configs
+
+# the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
+from marl_edu.cli import METHODS, method_config, run_seed, solved_threshold
 
 DEFAULT = ["coma-gru", "central_v-gru", "iac-gru", "maddpg-mlp", "iddpg-mlp"]  # one per learner
 
@@ -44,9 +46,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--methods", nargs="+", default=DEFAULT, choices=METHODS)
     args = parser.parse_args(argv)
-    from marl_edu import train as training
-    from marl_edu.cli import solved_threshold
     from marl_edu.planning import optimal_team_return
+    from marl_edu.train import DEFAULT_EPISODES
 
     torch.set_num_threads(1)
     target = solved_threshold(optimal_team_return(args.env))
@@ -56,10 +57,9 @@ def main(argv=None) -> int:
     print(f"\n{'method':<14} {'steps/s':>8} {'ratio':>6} {'update share':>12} {'to reach':>9} {'episodes':>9} "
           f"{'wall_s':>7}")
     for method in args.methods:
-        algo = split(method)[0]
-        run = training.train(algo, args.env, training.DEFAULT_EPISODES[algo], method_config(method), seed=args.seed,
-                             progress=False, stop_at=target)
-        rate = run.env_steps / run.seconds
+        algo, config = method_config(method)
+        run, figures = run_seed(algo, args.env, DEFAULT_EPISODES[algo], config, args.seed, stop_at=target)
+        rate = figures["steps_per_s"]
         reached = bool(run.evaluations) and run.evaluations[-1][1] >= target - 1e-6
         to_reach = f"{run.eval_seconds[-1]:.0f} s" if reached else "never"
         print(f"{method:<14} {rate:8.0f} {rate / raw_vec:6.2f} {run.update_seconds / run.seconds:12.0%} "

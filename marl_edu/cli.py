@@ -2,8 +2,11 @@
 
 Any of the five discrete learners (``checkpoints.ALGORITHMS``) on any ma-gym env, with every figure saved in
 ``--out``: ``runs.json`` (each seed's figures and periodic greedy evaluations, the config, the command),
-``returns.csv``, ``curve.png``, and per seed ``policy.pt`` and ``greedy.gif``. ``summarize``, ``save_artifacts`` and
-``solved_threshold`` also serve ``benchmarks/compare.py``.
+``returns.csv``, ``curve.png``, and per seed ``policy.pt`` and ``greedy.gif``.
+
+``run_seed`` trains and measures one seed, for the command line and for every script of ``benchmarks/`` (each adds
+only its own figures and files); ``rounded`` gives its figures as the files record them. ``METHODS`` and
+``method_config`` name the variants ``benchmarks/compare.py`` and ``benchmarks/speed.py`` train.
 """
 
 from __future__ import annotations
@@ -15,31 +18,90 @@ import pathlib
 import numpy as np
 import torch
 
-from marl_edu.checkpoints import ALGORITHMS, ON_POLICY, config_class, save_policy
+from marl_edu.checkpoints import ALGORITHMS, CONTINUOUS_ALGORITHMS, ON_POLICY, config_class, save_policy
 from marl_edu.envs import make_env
-from marl_edu.train import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, TrainResult, greedy_return, sampled_returns, train
+from marl_edu.train import (DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, TrainResult, greedy_return, sampled_returns, train,
+                            train_continuous)
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
+
+# "<algo>-<variant>": an on-policy learner with the GRU actor over the agent's history ("gru") or a feed-forward
+# actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp")
+METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp"]
 
 
 def solved_threshold(optimum: float) -> float:
     return round(optimum - SOLVED_MARGIN, 6)
 
 
-def summarize(run: TrainResult, env_id: str, seed: int, optimum: float | None) -> dict:
-    """One run's figures: the final policy's greedy return (one episode: exact on Switch, which is deterministic)
-    and mean sampled return (100 episodes), counts, speed, and when a periodic greedy evaluation first reached
-    ``solved_threshold(optimum)`` (None if never, or if the optimum is not known)."""
+def split(method: str) -> tuple[str, str]:
+    """``"central_v-gru"`` -> ``("central_v", "gru")``."""
+    algo, variant = method.rsplit("-", 1)
+    return algo, variant
+
+
+def method_config(method: str):
+    """A method of ``METHODS`` -> ``(algo, config)``: its learner's name and default config, with a GRU (``-gru``,
+    ``recurrent=True``) or feed-forward (``-ff``, ``recurrent=False``) actor for the on-policy learners; ``-mlp``
+    learners keep the default config. ValueError names a method not in ``METHODS``."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    algo, variant = split(method)
+    return algo, config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
+
+
+def _counts(run: TrainResult) -> dict:
+    """Every run's counts and speed: ``episodes``, ``env_steps``, ``wall_s``, ``steps_per_s``, ``updates``."""
+    return {"episodes": len(run.episode_returns), "env_steps": run.env_steps, "wall_s": run.seconds,
+            "steps_per_s": run.env_steps / run.seconds, "updates": run.updates}
+
+
+def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
+             optimum: float | None = None, stop_at: float | None = None, progress: bool = False,
+             device: str = "cpu") -> tuple[TrainResult, dict]:
+    """Train one seed of ``algo``: a discrete learner (``ALGORITHMS``) with ``train``, which stops early when a
+    periodic greedy evaluation reaches ``stop_at``, or a continuous one (``CONTINUOUS_ALGORITHMS``) with
+    ``train_continuous``, whose evaluations are the mean team return of 10 noise-free episodes. ``config``: None for
+    the learner's defaults; ``eval_every``: None for ``DEFAULT_EVAL_EVERY`` (discrete learners only).
+
+    Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
+    record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return,
+    one episode: exact on Switch, which is deterministic) and ``sampled`` (mean team return of 100 episodes with
+    sampled actions, env seeded with ``seed``); ``episodes``, ``env_steps``, ``wall_s`` (training's wall-clock),
+    ``steps_per_s``, ``updates``; for a discrete learner ``episodes_to_solve`` and ``seconds_to_solve`` (when a
+    periodic greedy evaluation first reached ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None);
+    ``evaluations``, the periodic ``(episode, value)`` of ``run.evaluations``.
+    """
+    if algo in CONTINUOUS_ALGORITHMS:
+        if stop_at is not None:
+            raise ValueError(f"stop_at applies to the discrete learners only, not {algo}")
+        run = train_continuous(env_id, episodes, config, seed=seed, eval_every=eval_every, progress=progress,
+                               device=device, learner=CONTINUOUS_ALGORITHMS[algo])
+        return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
+    run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at)
     greedy = greedy_return(run.agent, env_id).team_return
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=100, seed=seed).mean())
     target = float("inf") if optimum is None else solved_threshold(optimum) - 1e-6
     first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= target), None)
-    return {"seed": seed, "greedy": round(greedy, 2), "sampled": round(sampled, 3),
-            "episodes": len(run.episode_returns), "env_steps": run.env_steps, "wall_s": round(run.seconds, 1),
-            "steps_per_s": round(run.env_steps / run.seconds), "updates": run.updates,
-            "episodes_to_solve": None if first is None else run.evaluations[first][0],
-            "seconds_to_solve": None if first is None else round(run.eval_seconds[first], 1),
-            "evaluations": [(episode, round(g, 2)) for episode, g in run.evaluations]}
+    return run, {"seed": seed, "greedy": greedy, "sampled": sampled, **_counts(run),
+                 "episodes_to_solve": None if first is None else run.evaluations[first][0],
+                 "seconds_to_solve": None if first is None else run.eval_seconds[first],
+                 "evaluations": list(run.evaluations)}
+
+
+DIGITS = {"greedy": 2, "sampled": 3, "wall_s": 1, "steps_per_s": None, "seconds_to_solve": 1}  # None: a whole int
+
+
+def rounded(figures: dict) -> dict:
+    """``run_seed``'s figures as the files record them, with the same keys in the same order: ``greedy`` and every
+    evaluation to 0.01 (every Switch reward is a multiple of 0.1), ``sampled`` to 0.001, ``wall_s`` and
+    ``seconds_to_solve`` to 0.1 s, ``steps_per_s`` to a whole int; the others (and Nones) as they are."""
+    row = dict(figures)
+    for key, digits in DIGITS.items():
+        if row.get(key) is not None:
+            row[key] = round(row[key], digits)
+    row["evaluations"] = [(episode, round(value, 2)) for episode, value in figures["evaluations"]]
+    return row
 
 
 def save_artifacts(run: TrainResult, env_id: str, folder: pathlib.Path) -> None:
@@ -187,11 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'solved at':>10} {'wall_s':>7} {'steps/s':>8}")
     rows, csv_lines = [], ["seed,episode,team_return"]
     for seed in args.seeds:
-        run = train(args.algo, env_id, episodes, config, seed, eval_every, not args.no_progress, device)
+        run, figures = run_seed(args.algo, env_id, episodes, config, seed, eval_every, optimum,
+                                progress=not args.no_progress, device=device)
         if run.updates == 0 and args.algo not in ON_POLICY:
             print(f"warning: seed {seed} made no update ({run.env_steps} env steps, fewer than the warm-up "
                   f"{config.warmup_steps} or a batch of {config.batch_size}): the policy is untrained")
-        row = summarize(run, env_id, seed, optimum)
+        row = rounded(figures)
         rows.append(row)
         csv_lines += [f"{seed},{k + 1},{r:.2f}" for k, r in enumerate(run.episode_returns)]
         save_artifacts(run, env_id, out / f"seed{seed}")
