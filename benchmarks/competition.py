@@ -7,7 +7,7 @@ continuous actions, several seeds. Prints a row per run, the matchup tables and 
 Methods (every one ``train_continuous`` with the same budget; all play themselves during training):
   maddpg    continuous MADDPG, each critic learns its own agent's reward (the env's: adversary -d_0, good agents
             -min(d_1, d_2) + d_0, d_i the distance of agent i to the goal landmark)
-  ensemble  the same with policy ensembles (``marl_edu.ensembles``, K=3 sub-policies per agent, paper section 4.3)
+  ensemble  the same with policy ensembles (``marl_edu.ensembles``, M=3 sub-policies per agent, paper section 4.3)
   team      MADDPG whose every critic learns the team reward, the sum over all three agents
 
 Scores (``play_matchup``, 50 episodes from seed 20000, no noise, the env's own per-agent rewards):
@@ -46,15 +46,17 @@ def make_config(method: str):
 
 
 def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
-    """Train one learner for one seed (one torch thread); return its actors' weights and figures."""
+    """Train one learner for one seed (one torch thread, ``marl_edu.cli.run_seed``) and score it in self-play
+    (``play_matchup``); for the first seed with ``out``, save its policy and a GIF. Returns its row: method, seed, the
+    score's fields, counts, config, its actors' weights (for the cross-play matchups) and evaluations during
+    training."""
     torch.set_num_threads(1)
-    from marl_edu.checkpoints import CONTINUOUS_ALGORITHMS, save_policy
+    from marl_edu.checkpoints import save_policy
+    from marl_edu.cli import rounded, run_seed
     from marl_edu.competition import play_matchup
-    from marl_edu.train import train_continuous
 
     config = make_config(method)
-    run = train_continuous(ENV_ID, episodes, config, seed=seed, eval_every=200, eval_episodes=10, progress=False,
-                           learner=CONTINUOUS_ALGORITHMS[METHODS[method][0]])
+    run, figures = run_seed(METHODS[method][0], ENV_ID, episodes, config, seed, eval_every=200)
     score = play_matchup(run.agent, run.agent, ENV_ID, MATCHUP_EPISODES)
     if out and first_seed:
         from marl_edu.competition import episode_policy
@@ -67,10 +69,11 @@ def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed
         policy = episode_policy(run.agent, np.random.default_rng(0))
         frames = run_episode(make_env(ENV_ID, seed=0), policy, record_frames=True).frames
         save_gif([downscale(f, 4) for f in frames], folder / "selfplay.gif", fps=8, scale=1)
-    return {"method": method, "seed": seed, **dataclasses.asdict(score), "episodes": len(run.episode_returns),
-            "env_steps": run.env_steps, "updates": run.updates, "wall_s": round(run.seconds, 1),
+    row = rounded(figures)
+    return {"method": method, "seed": seed, **dataclasses.asdict(score),
+            **{key: row[key] for key in ("episodes", "env_steps", "updates", "wall_s")},
             "config": dataclasses.asdict(config), "actors": run.agent.actors.state_dict(),
-            "evaluations": [(episode, round(ret, 2)) for episode, ret in run.evaluations]}
+            "evaluations": row["evaluations"]}
 
 
 def rebuild(row: dict):

@@ -5,7 +5,7 @@ critic, so a difference in the results is a difference the critic made:
 
 | learner   | critic sees                          | the actor is pushed by                                    |
 |-----------|--------------------------------------|-----------------------------------------------------------|
-| COMA      | s and the other agents' actions      | A^a = Q(s, u) - sum_k pi^a(k) Q(s, (u^{-a}, k))           |
+| COMA      | s and the other agents' actions      | Adv^a = Q(s, u) - sum_k pi^a(k) Q(s, (u^{-a}, k))         |
 | CentralV  | s (every agent's observation)        | delta = r + gamma V(s') - V(s), the same for every agent  |
 | IACV      | o^a only (and the agent's id)        | delta^a = r + gamma V(o^a') - V(o^a)                      |
 | MADDPG    | o_1..o_N and a_1..a_N                | grad of sum_k pi_i(k) Q_i(x, a_1, .., k, .., a_N)         |

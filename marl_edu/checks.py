@@ -365,16 +365,16 @@ def check_approximation_loss(fn: Callable[..., torch.Tensor]) -> None:
 
 
 def check_subpolicy_actions(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Check ``fn(every (B, N, K, A), subpolicies int (B, N)) -> (B, N, A)``, each agent's action from the sub-policy
-    it plays: ``out[b, i] = every[b, i, subpolicies[b, i]]``. Cases: B from 1 to 5, N = 2 and 3, K = 2 to 4 (one
-    case with N = K, where swapped axes keep the shape)."""
+    """Check ``fn(every (B, N, M, A), subpolicies int (B, N)) -> (B, N, A)``, each agent's action from the sub-policy
+    it plays: ``out[b, i] = every[b, i, subpolicies[b, i]]``. Cases: B from 1 to 5, N = 2 and 3, M = 2 to 4 (one
+    case with N = M, where swapped axes keep the shape)."""
     generator = torch.Generator().manual_seed(0)
-    cases = [(4, 2, 3, 2), (1, 3, 2, 2), (5, 3, 3, 1), (3, 2, 4, 2)]  # (B, N, K, A)
-    for B, N, K, A in cases:
-        case = f"B={B}, N={N}, K={K}, A={A}"
-        every = torch.randn(B, N, K, A, generator=generator)  # (B, N, K, A)
-        subpolicies = torch.randint(0, K, (B, N), generator=generator)  # (B, N)
-        subpolicies[0] = torch.arange(N) % K  # row 0: the agents play different sub-policies
+    cases = [(4, 2, 3, 2), (1, 3, 2, 2), (5, 3, 3, 1), (3, 2, 4, 2)]  # (B, N, M, A)
+    for B, N, M, A in cases:
+        case = f"B={B}, N={N}, M={M}, A={A}"
+        every = torch.randn(B, N, M, A, generator=generator)  # (B, N, M, A)
+        subpolicies = torch.randint(0, M, (B, N), generator=generator)  # (B, N)
+        subpolicies[0] = torch.arange(N) % M  # row 0: the agents play different sub-policies
         expected = every.gather(2, subpolicies[:, :, None, None].expand(B, N, 1, A)).squeeze(2)  # (B, N, A)
         out = _run_case(fn, case, every.clone(), subpolicies.clone())
         if out is None:
@@ -382,26 +382,26 @@ def check_subpolicy_actions(fn: Callable[[torch.Tensor, torch.Tensor], torch.Ten
         if tuple(out.shape) != (B, N, A):
             print(f"FAILED on {case}: expected shape (B, N, A) = {(B, N, A)}, got {tuple(out.shape)}.\n"
                   f"Hint: every[:, :, subpolicies] indexes with the whole (B, N) table at once and builds "
-                  f"(B, N, B, N, A); pick ONE sub-policy per (b, i): gather on the K axis with the index "
-                  f"subpolicies[:, :, None, None].expand(B, N, 1, A), then squeeze the K axis.")
+                  f"(B, N, B, N, A); pick ONE sub-policy per (b, i): gather on the M axis with the index "
+                  f"subpolicies[:, :, None, None].expand(B, N, 1, A), then squeeze the M axis.")
             return
         if _wrong_dtype(out, expected, case):
             return
         if not torch.allclose(out, expected):
             first = every[:, :, 0]  # (B, N, A) always sub-policy 0
-            same_k = every.gather(2, subpolicies[:, :1, None, None].expand(B, N, 1, A)).squeeze(2)  # agent 0's k
+            same_m = every.gather(2, subpolicies[:, :1, None, None].expand(B, N, 1, A)).squeeze(2)  # agent 0's m
             mistakes = [(first, "this is every agent's sub-policy 0: use subpolicies[b, i] for row b, agent i."),
-                        (same_k, "every agent here plays agent 0's sub-policy: each agent i has its own "
+                        (same_m, "every agent here plays agent 0's sub-policy: each agent i has its own "
                                  "subpolicies[:, i].")]
-            if N == K:
+            if N == M:
                 swapped = every.transpose(1, 2).gather(2, subpolicies[:, :, None, None].expand(B, N, 1, A))
-                mistakes.append((swapped.squeeze(2), "the N and K axes are swapped: every is (B, N, K, A), agents "
+                mistakes.append((swapped.squeeze(2), "the N and M axes are swapped: every is (B, N, M, A), agents "
                                                      "before sub-policies; gather on dim 2."))
             hint = _named_mistake(out, mistakes, "out[b, i] must be every[b, i, subpolicies[b, i]] for every b, i.")
             print(f"FAILED on {case}: wrong values.\nHint: {hint}")
             return
     print(f"PASSED: each agent's action from the sub-policy it plays, on all {len(cases)} cases (B from 1 to 5, "
-          f"N = 2 and 3, K = 2 to 4).")
+          f"N = 2 and 3, M = 2 to 4).")
 
 
 def check_team_rewards(fn: Callable) -> None:

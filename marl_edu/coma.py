@@ -4,7 +4,7 @@ COMA's critic answers, for agent a: "what is the team's return if every other ag
 u^{-a}, and agent a does action k?", for every k at once: Q(s, u^{-a}, k), a row of A numbers. The
 counterfactual baseline averages that row over agent a's own policy, so the advantage
 
-    A^a(s, u) = Q(s, u) - sum_k pi^a(k | tau^a) Q(s, (u^{-a}, k))
+    Adv^a(s, u) = Q(s, u) - sum_k pi^a(k | tau^a) Q(s, (u^{-a}, k))
 
 credits agent a only with what its own choice changed.
 """
@@ -64,7 +64,7 @@ def counterfactual_baseline(q: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
 
 
 def coma_advantage(q: torch.Tensor, pi: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """``A = Q(s, u) - b``: q and pi ``(..., A)``, actions int ``(...)`` (agent a's action taken) -> ``(...)``."""
+    """``Adv = Q(s, u) - b``: q and pi ``(..., A)``, actions int ``(...)`` (agent a's action taken) -> ``(...)``."""
     _check_policy(q, pi)
     if not isinstance(actions, torch.Tensor) or actions.dtype.is_floating_point or actions.shape != q.shape[:-1]:
         raise ValueError(f"actions must be an int tensor of shape {tuple(q.shape[:-1])}, got "
@@ -247,7 +247,7 @@ class COMA:
 
     @torch.no_grad()
     def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:
-        """The counterfactual advantage ``A^a_t = Q(s_t, u_t) - sum_k pi^a(k | tau^a_t) Q(s_t, (u^{-a}_t, k))``
+        """The counterfactual advantage ``Adv^a_t = Q(s_t, u_t) - sum_k pi^a(k | tau^a_t) Q(s_t, (u^{-a}_t, k))``
         of every agent's taken action, ``(B, T, N)``: rows ``(B*(T+1), N, D)`` from ``critic_rows``, pi
         ``(B, T, N, A)`` the behaviour policy."""
         actions = batch["actions"]  # (B, T+1, N)

@@ -1,24 +1,24 @@
 """Policy ensembles (the MADDPG paper, section 4.3), for continuous actions.
 
 In a competitive game each agent's policy is trained against its opponents' current policies, and can overfit to
-them: a strategy that beats today's adversary may fail against tomorrow's. An ensemble makes agent i a mixture of K
-sub-policies mu_i^(1), .., mu_i^(K): at the start of every episode agent i draws k uniformly and plays mu_i^(k) for the
-whole episode, so its opponents must learn to do well against all K at once. The ensemble's objective
+them: a strategy that beats today's adversary may fail against tomorrow's. An ensemble makes agent i a mixture of M
+sub-policies mu_i^(1), .., mu_i^(M): at the start of every episode agent i draws m uniformly and plays mu_i^(m) for the
+whole episode, so its opponents must learn to do well against all M at once. The ensemble's objective
 
-    J_e(mu_i) = E_{k ~ unif(1, K), s ~ p^mu, a ~ mu_i^(k)}[ R_i(s, a) ]
+    J_e(mu_i) = E_{m ~ unif(1, M), s ~ p^mu, a ~ mu_i^(m)}[ R_i(s, a) ]
 
-gives sub-policy k the deterministic policy gradient on the episodes it played, its own slice D_i^(k) of the replay:
+gives sub-policy m the deterministic policy gradient on the episodes it played, its own slice D_i^(m) of the replay:
 
-    grad_theta_i^(k) J_e = 1/K E_{x, a ~ D_i^(k)}[ grad mu_i^(k)(o_i) grad_{a_i} Q_i(x, a_1, .., a_N) ]
-                           with a_i = mu_i^(k)(o_i)
+    grad_theta_i^(m) J_e = 1/M E_{x, a ~ D_i^(m)}[ grad mu_i^(m)(o_i) grad_{a_i} Q_i(x, a_1, .., a_N) ]
+                           with a_i = mu_i^(m)(o_i)
 
-(the 1/K only rescales the step; Adam undoes it, so it is left out). Agent i's critic Q_i is one network shared by its
-K sub-policies, learned from every transition, and its target plugs in, for every agent j, the target sub-policy j
+(the 1/M only rescales the step; Adam undoes it, so it is left out). Agent i's critic Q_i is one network shared by its
+M sub-policies, learned from every transition, and its target plugs in, for every agent j, the target sub-policy j
 played in that episode:
 
-    y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1^(k_1)(o'_1), .., mu'_N^(k_N)(o'_N)).
+    y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1^(m_1)(o'_1), .., mu'_N^(m_N)(o'_N)).
 
-Networks for N agents: N*K actors and N critics, and their targets.
+Networks for N agents: N*M actors and N critics, and their targets.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from marl_edu.validate import non_negative_number, positive_int
 class SubpolicyReplayBuffer(ReplayBuffer):
     """A ``ReplayBuffer`` whose transitions also record which sub-policy each agent played, int ``(capacity, N)``.
 
-    The slice D_i^(k) is every transition in which agent i played sub-policy k; ``sample_slice(i, k, ...)`` draws from
-    it alone. One ring buffer holds all the slices, so each keeps about capacity / K of the most recent transitions.
+    The slice D_i^(m) is every transition in which agent i played sub-policy m; ``sample_slice(i, m, ...)`` draws from
+    it alone. One ring buffer holds all the slices, so each keeps about capacity / M of the most recent transitions.
     """
 
     KEYS = ReplayBuffer.KEYS + ("subpolicies",)
@@ -54,7 +54,7 @@ class SubpolicyReplayBuffer(ReplayBuffer):
 
     def add(self, obs, actions, rewards, next_obs, dones, subpolicies=None) -> None:
         """Store one joint transition (see ``ReplayBuffer.add``) and ``subpolicies`` int ``(N,)``, the sub-policy
-        each agent played, in [0, K)."""
+        each agent played, in [0, M)."""
         if subpolicies is None:
             raise ValueError("SubpolicyReplayBuffer.add needs subpolicies, int (N,): the sub-policy each agent played")
         subpolicies = np.asarray(subpolicies)
@@ -67,33 +67,33 @@ class SubpolicyReplayBuffer(ReplayBuffer):
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict:
         """What ``EnsembleMADDPG.update`` learns from: B transitions drawn from the whole buffer (``ReplayBuffer``'s
         arrays plus subpolicies ``(B, N)``), for the critics, and under ``"slices"`` a batch from every slice
-        D_i^(k) (``sample_slices``), for the sub-policies."""
+        D_i^(m) (``sample_slices``), for the sub-policies."""
         batch = super().sample(batch_size, rng)
         batch["slices"] = self.sample_slices(batch_size, rng)
         return batch
 
-    def sample_slice(self, i: int, k: int, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """B transitions drawn uniformly (with replacement) from D_i^(k), the ones where agent i played sub-policy
-        k: ``ReplayBuffer.sample``'s arrays plus subpolicies ``(B, N)``."""
-        if not (0 <= i < self.n_agents and 0 <= k < self.n_subpolicies):
-            raise ValueError(f"agent i must be in [0, {self.n_agents - 1}] and sub-policy k in "
-                             f"[0, {self.n_subpolicies - 1}], got i={i}, k={k}")
-        in_slice = self._slice(i, k)
+    def sample_slice(self, i: int, m: int, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """B transitions drawn uniformly (with replacement) from D_i^(m), the ones where agent i played sub-policy
+        m: ``ReplayBuffer.sample``'s arrays plus subpolicies ``(B, N)``."""
+        if not (0 <= i < self.n_agents and 0 <= m < self.n_subpolicies):
+            raise ValueError(f"agent i must be in [0, {self.n_agents - 1}] and sub-policy m in "
+                             f"[0, {self.n_subpolicies - 1}], got i={i}, m={m}")
+        in_slice = self._slice(i, m)
         if in_slice.size == 0:
-            raise ValueError(f"agent {i} has not played sub-policy {k} yet: its slice is empty")
+            raise ValueError(f"agent {i} has not played sub-policy {m} yet: its slice is empty")
         return self._draw(in_slice, positive_int(batch_size, "batch_size"), rng)
 
     def sample_slices(self, batch_size: int, rng: np.random.Generator) -> list[list[dict[str, np.ndarray] | None]]:
-        """``sample_slice(i, k)`` for every agent i and sub-policy k: N lists of K batches, None for an empty slice
+        """``sample_slice(i, m)`` for every agent i and sub-policy m: N lists of M batches, None for an empty slice
         (each slice is found once: this runs every update)."""
         batch_size = positive_int(batch_size, "batch_size")
-        slices = [[self._slice(i, k) for k in range(self.n_subpolicies)] for i in range(self.n_agents)]
+        slices = [[self._slice(i, m) for m in range(self.n_subpolicies)] for i in range(self.n_agents)]
         return [[self._draw(in_slice, batch_size, rng) if in_slice.size else None for in_slice in row]
                 for row in slices]
 
-    def _slice(self, i: int, k: int) -> np.ndarray:
-        """The stored indices of D_i^(k), int ``(size of the slice,)``."""
-        return np.flatnonzero(self.subpolicies[:len(self), i] == k)
+    def _slice(self, i: int, m: int) -> np.ndarray:
+        """The stored indices of D_i^(m), int ``(size of the slice,)``."""
+        return np.flatnonzero(self.subpolicies[:len(self), i] == m)
 
     def _draw(self, in_slice: np.ndarray, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """B transitions drawn uniformly, with replacement, from the indices ``in_slice``."""
@@ -102,19 +102,19 @@ class SubpolicyReplayBuffer(ReplayBuffer):
 
 @dataclass
 class EnsembleConfig(ContinuousMADDPGConfig):
-    """``ContinuousMADDPGConfig`` plus the number of sub-policies per agent, K (K = 1 is plain MADDPG)."""
+    """``ContinuousMADDPGConfig`` plus the number of sub-policies per agent, M (M = 1 is plain MADDPG)."""
 
     n_subpolicies: int = 3
 
     def validate(self) -> EnsembleConfig:
         super().validate()
-        self.n_subpolicies = positive_int(self.n_subpolicies, "n_subpolicies")  # K sub-policies per agent
+        self.n_subpolicies = positive_int(self.n_subpolicies, "n_subpolicies")  # M sub-policies per agent
         return self
 
 
 class EnsembleMADDPG:
-    """Continuous MADDPG where every agent is an ensemble of K tanh sub-policies; ``actors[i * K + k]`` is
-    mu_i^(k). Acting and the critic targets take ``subpolicies`` int ``(B, N)``, the sub-policy each agent plays.
+    """Continuous MADDPG where every agent is an ensemble of M tanh sub-policies; ``actors[i * M + m]`` is
+    mu_i^(m). Acting and the critic targets take ``subpolicies`` int ``(B, N)``, the sub-policy each agent plays.
     A sibling of :class:`ContinuousMADDPG`: the critics, their loss (``maddpg.td_loss``) and the actor's loss
     (``continuous.deterministic_actor_loss``) are the same; only acting and the targets' next actions differ.
 
@@ -129,13 +129,13 @@ class EnsembleMADDPG:
         self.config = (config or EnsembleConfig()).validate()
         self.n_agents, self.obs_dim, self.action_dim = n_agents, obs_dim, action_dim
         self.n_actions = action_dim  # (the name policy files use for A)
-        self.n_subpolicies = K = self.config.n_subpolicies
+        self.n_subpolicies = M = self.config.n_subpolicies
         self.device = torch.device(device)
         torch.manual_seed(seed)  # the networks' initial weights depend on the seed only
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         hidden = (self.config.hidden, self.config.hidden)
         self.actors = nn.ModuleList([Actor(obs_dim, action_dim, hidden)
-                                     for _ in range(n_agents * K)]).to(self.device)  # N*K sub-policies
+                                     for _ in range(n_agents * M)]).to(self.device)  # N*M sub-policies
         self.critics = nn.ModuleList([Critic(n_agents * (obs_dim + action_dim), hidden)
                                       for _ in range(n_agents)]).to(self.device)  # N centralised critics
         self.target_actors = make_target(self.actors)
@@ -143,12 +143,12 @@ class EnsembleMADDPG:
         self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
         self.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=self.config.critic_lr) for c in self.critics]
 
-    def actor(self, i: int, k: int, target: bool = False) -> nn.Module:
-        """mu_i^(k), agent i's sub-policy k (before its tanh), or its target."""
-        return (self.target_actors if target else self.actors)[i * self.n_subpolicies + k]
+    def actor(self, i: int, m: int, target: bool = False) -> nn.Module:
+        """mu_i^(m), agent i's sub-policy m (before its tanh), or its target."""
+        return (self.target_actors if target else self.actors)[i * self.n_subpolicies + m]
 
     def draw_subpolicies(self, n: int) -> np.ndarray:
-        """Every agent's sub-policy for ``n`` new episodes, uniform in [0, K) from the learner's generator:
+        """Every agent's sub-policy for ``n`` new episodes, uniform in [0, M) from the learner's generator:
         int ``(n, N)``."""
         draws = torch.randint(0, self.n_subpolicies, (n, self.n_agents), generator=self.generator,
                               device=self.device)  # (n, N)
@@ -157,31 +157,31 @@ class EnsembleMADDPG:
     # -- acting ---------------------------------------------------------------------------------
     def ensemble_actions(self, obs: torch.Tensor, subpolicies: torch.Tensor, target: bool = False) -> torch.Tensor:
         """Every agent's action from the sub-policy it plays: obs ``(B, N, O)``, subpolicies int ``(B, N)`` ->
-        ``(B, N, A)`` in [-1, 1], row b agent i = tanh(mu_i^(k)(o_i)) with k = subpolicies[b, i]."""
+        ``(B, N, A)`` in [-1, 1], row b agent i = tanh(mu_i^(m)(o_i)) with m = subpolicies[b, i]."""
         dims = check_shape(obs, ("B", self.n_agents, self.obs_dim), "obs", dtype="float")
         check_shape(subpolicies, (dims["B"], self.n_agents), "subpolicies", dtype="int")
-        K = self.n_subpolicies
+        M = self.n_subpolicies
         per_agent = []
         for i in range(self.n_agents):
-            every = torch.stack([self.actor(i, k, target)(obs[:, i]) for k in range(K)], dim=1)  # (B, K, A)
+            every = torch.stack([self.actor(i, m, target)(obs[:, i]) for m in range(M)], dim=1)  # (B, M, A)
             pick = subpolicies[:, i].long().view(-1, 1, 1).expand(-1, 1, every.shape[-1])  # (B, 1, A)
             per_agent.append(every.gather(1, pick).squeeze(1))  # (B, A) the chosen sub-policy's output
         return torch.tanh(torch.stack(per_agent, dim=1))  # (B, N, A)
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, noise: float = 0.0, subpolicies: np.ndarray | None = None) -> np.ndarray:
-        """Forces for E env copies: obs ``(E, N, O)``, subpolicies int ``(E, N)`` -> float32 ``(E, N, A)``,
-        ``clip(mu_i^(k)(o_i) + noise * eps, -1, 1)`` (no draw when ``noise=0``, as ``ContinuousMADDPG.act``)."""
+        """Forces for K env copies: obs ``(K, N, O)``, subpolicies int ``(K, N)`` -> float32 ``(K, N, A)``,
+        ``clip(mu_i^(m)(o_i) + noise * eps, -1, 1)`` (no draw when ``noise=0``, as ``ContinuousMADDPG.act``)."""
         if subpolicies is None:
-            raise ValueError("EnsembleMADDPG.act needs subpolicies, int (E, N): the sub-policy each agent plays "
-                             "(draw_subpolicies(E) at the start of every episode)")
+            raise ValueError("EnsembleMADDPG.act needs subpolicies, int (K, N): the sub-policy each agent plays "
+                             "(draw_subpolicies(K) at the start of every episode)")
         non_negative_number(noise, "noise")  # a standard deviation
-        obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (E, N, O)
-        mu = self.ensemble_actions(obs_t, torch.as_tensor(np.asarray(subpolicies), device=self.device))  # (E, N, A)
+        obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
+        mu = self.ensemble_actions(obs_t, torch.as_tensor(np.asarray(subpolicies), device=self.device))  # (K, N, A)
         if noise == 0:
-            return mu.cpu().numpy()  # (E, N, A)
-        eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (E, N, A)
-        return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (E, N, A)
+            return mu.cpu().numpy()  # (K, N, A)
+        eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (K, N, A)
+        return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (K, N, A)
 
     def policy(self, subpolicies):
         """A policy for ``run_episode`` playing fixed sub-policies (int ``(N,)``), no noise: obs ``(N, O)`` ->
@@ -201,7 +201,7 @@ class EnsembleMADDPG:
         """Agent i's critic loss  L = mean_b (Q_i(x, a_1..a_N) - y_i)^2  (``td_loss``) with the sub-policies played
         in the target:
 
-            y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1^(k_1)(o'_1), .., mu'_N^(k_N)(o'_N))
+            y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'_1^(m_1)(o'_1), .., mu'_N^(m_N)(o'_N))
 
         batch: obs, next_obs ``(B, N, O)``; actions ``(B, N, A)``; rewards, dones ``(B, N)``; subpolicies ``(B, N)``.
         """
@@ -211,28 +211,28 @@ class EnsembleMADDPG:
                        self.critic_input(i, batch["next_obs"], next_actions),  # x': (B, D)
                        batch["rewards"][:, i], batch["dones"][:, i], self.config.gamma)
 
-    def subpolicy_loss(self, i: int, k: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Sub-policy k of agent i, on a batch from its slice D_i^(k): ``deterministic_actor_loss`` with mu_i^(k),
+    def subpolicy_loss(self, i: int, m: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Sub-policy m of agent i, on a batch from its slice D_i^(m): ``deterministic_actor_loss`` with mu_i^(m),
 
-            L(theta_i^(k)) = -mean_b Q_i(x, a_1, .., a_i = mu_i^(k)(o_i), .., a_N) + action_reg * mean_{b,j} f(o_i)_j^2
+            L(theta_i^(m)) = -mean_b Q_i(x, a_1, .., a_i = mu_i^(m)(o_i), .., a_N) + action_reg * mean_{b,j} f(o_i)_j^2
 
         batch: obs ``(B, N, O)``; actions ``(B, N, A)``."""
         check_shape(batch["actions"], ("B", self.n_agents, self.action_dim), "batch['actions']", dtype="float")
-        return deterministic_actor_loss(self.actor(i, k), self.critics[i], self.critic_input, i, batch,
+        return deterministic_actor_loss(self.actor(i, m), self.critics[i], self.critic_input, i, batch,
                                         self.config.action_reg)
 
     def update(self, batch: dict) -> dict:
         """One gradient step on every critic (the batch's arrays, drawn from the whole buffer), then on every
-        sub-policy k of every agent i (``batch["slices"][i][k]``, drawn from its slice D_i^(k); None skips a
+        sub-policy m of every agent i (``batch["slices"][i][m]``, drawn from its slice D_i^(m); None skips a
         sub-policy whose slice is still empty), then a soft update of all targets. The batch is
         ``SubpolicyReplayBuffer.sample``'s: the same ``update(batch)`` as every other learner."""
         if "slices" not in batch:
-            raise ValueError("an ensemble's batch needs 'slices', a batch from every slice D_i^(k): "
+            raise ValueError("an ensemble's batch needs 'slices', a batch from every slice D_i^(m): "
                              "SubpolicyReplayBuffer.sample draws them")
         slices = batch["slices"]
         batch = {key: value for key, value in batch.items() if key != "slices"}
         if len(slices) != self.n_agents or any(len(row) != self.n_subpolicies for row in slices):
-            raise ValueError(f"slices must be N={self.n_agents} lists of K={self.n_subpolicies} batches (or None)")
+            raise ValueError(f"slices must be N={self.n_agents} lists of M={self.n_subpolicies} batches (or None)")
 
         def tensors(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
             return {key: torch.as_tensor(value, device=self.device,
@@ -246,12 +246,12 @@ class EnsembleMADDPG:
             stats["critic_loss"] += loss / self.n_agents
         stepped = 0
         for i in range(self.n_agents):
-            for k in range(self.n_subpolicies):
-                if slices[i][k] is None:
+            for m in range(self.n_subpolicies):
+                if slices[i][m] is None:
                     continue
-                index = i * self.n_subpolicies + k
+                index = i * self.n_subpolicies + m
                 stats["actor_loss"] += gradient_step(self.actor_optimizers[index], self.actors[index],
-                                                     self.subpolicy_loss(i, k, tensors(slices[i][k])),
+                                                     self.subpolicy_loss(i, m, tensors(slices[i][m])),
                                                      self.config.grad_clip)
                 stepped += 1
         stats["actor_loss"] /= max(stepped, 1)

@@ -77,15 +77,15 @@ def _switch_model(env_id: str):
 
 def _step(pos: np.ndarray, actions: np.ndarray, move_to: np.ndarray, goals: np.ndarray,
           step_cost: int, arrival: int) -> tuple[np.ndarray, np.ndarray]:
-    """ma-gym's Switch rules for M joint states at once: positions ``(M, N)`` and one joint action ``(N,)``
-    -> next positions ``(M, N)`` and each agent's reward in tenths ``(M, N)``."""
-    pos = pos.copy()  # (M, N)
-    rewards = np.zeros(pos.shape, dtype=np.int64)  # (M, N)
+    """ma-gym's Switch rules for P joint states at once: positions ``(P, N)`` and one joint action ``(N,)``
+    -> next positions ``(P, N)`` and each agent's reward in tenths ``(P, N)``."""
+    pos = pos.copy()  # (P, N)
+    rewards = np.zeros(pos.shape, dtype=np.int64)  # (P, N)
     for i in range(pos.shape[1]):  # agents move one after another, in index order
-        done = pos[:, i] == goals[i]  # (M,) a done agent stays on its goal
-        target = move_to[pos[:, i], actions[i]]  # (M,)
-        others = np.delete(pos, i, axis=1)  # (M, N-1) where the others stand right now
-        vacant = (target >= 0) & ~(others == target[:, None]).any(axis=1)  # (M,)
+        done = pos[:, i] == goals[i]  # (P,) a done agent stays on its goal
+        target = move_to[pos[:, i], actions[i]]  # (P,)
+        others = np.delete(pos, i, axis=1)  # (P, N-1) where the others stand right now
+        vacant = (target >= 0) & ~(others == target[:, None]).any(axis=1)  # (P,)
         moves = ~done & vacant
         pos[moves, i] = target[moves]
         arrived = ~done & (pos[:, i] == goals[i])
@@ -100,27 +100,27 @@ def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
     env, move_to, starts, goals, step_cost, arrival = _switch_model(env_id)
     N, A, H, C = env.n_agents, env.n_actions, env.max_steps, move_to.shape[0]
 
-    # Every joint state: N distinct cells, (M, N). Encoded as base-C numbers for lookup.
-    states = np.array(list(itertools.permutations(range(C), N)), dtype=np.int64)  # (M, N)
+    # Every joint state: N distinct cells, (P, N). Encoded as base-C numbers for lookup.
+    states = np.array(list(itertools.permutations(range(C), N)), dtype=np.int64)  # (P, N)
     powers = C ** np.arange(N)  # (N,)
     lookup = np.full(C**N, -1, dtype=np.int64)
     lookup[states @ powers] = np.arange(len(states))
     joint = np.array(list(itertools.product(range(A), repeat=N)), dtype=np.int64)  # (A^N, N), agent 0 first
 
     # One step of the env's rules for every (state, joint action) pair.
-    next_state = np.empty((len(states), len(joint)), dtype=np.int64)  # (M, A^N)
-    reward = np.empty((len(states), len(joint)), dtype=np.int64)  # (M, A^N) team reward in tenths
+    next_state = np.empty((len(states), len(joint)), dtype=np.int64)  # (P, A^N)
+    reward = np.empty((len(states), len(joint)), dtype=np.int64)  # (P, A^N) team reward in tenths
     for u, actions in enumerate(joint):
-        pos, rewards = _step(states, actions, move_to, goals, step_cost, arrival)  # (M, N), (M, N)
+        pos, rewards = _step(states, actions, move_to, goals, step_cost, arrival)  # (P, N), (P, N)
         next_state[:, u] = lookup[pos @ powers]
         reward[:, u] = rewards.sum(axis=1)
 
     # Finite-horizon dynamic programming, backwards from the time limit.
-    value = np.zeros(len(states), dtype=np.int64)  # V_H = 0, (M,)
-    best = np.empty((H, len(states)), dtype=np.int64)  # (H, M) an optimal joint action per step
+    value = np.zeros(len(states), dtype=np.int64)  # V_H = 0, (P,)
+    best = np.empty((H, len(states)), dtype=np.int64)  # (H, P) an optimal joint action per step
     n_noops = (joint == _NOOP).sum(axis=1)  # (A^N,) among equally good joint actions, prefer waiting
     for t in reversed(range(H)):
-        q = reward + value[next_state]  # (M, A^N)
+        q = reward + value[next_state]  # (P, A^N)
         # q is an integer (tenths) and n_noops <= N < N + 1, so scaling q by N + 1 before adding the
         # NOOP count keeps every strict order of q and only breaks ties, in favour of waiting.
         best[t] = (q * (N + 1) + n_noops).argmax(axis=1)

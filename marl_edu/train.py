@@ -205,7 +205,7 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
     N, O, A, K = venv.n_agents, venv.obs_dim, venv.action_dim, venv.n_envs
     agent = learner(N, O, A, config, seed=seed, device=device)
     ensemble = isinstance(agent, EnsembleMADDPG)
-    if ensemble:  # each agent plays one of its K sub-policies per episode; the buffer records which
+    if ensemble:  # each agent plays one of its M sub-policies per episode; the buffer records which
         buffer = SubpolicyReplayBuffer(config.buffer_size, N, O, A, config.n_subpolicies)
         playing = agent.draw_subpolicies(K)  # (K, N) the sub-policy of every agent in every copy's episode
     else:
@@ -235,7 +235,7 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
         result.env_steps += K
         _update_from_replay(agent, buffer, config, np_rng, result)
         if len(result.episode_returns) >= next_eval:
-            if ensemble:  # evaluation e plays every agent's sub-policy e mod K (no draw: training's stream stays)
+            if ensemble:  # evaluation e plays every agent's sub-policy e mod M (no draw: training's stream stays)
                 policy = agent.policy(np.full(N, len(result.evaluations) % config.n_subpolicies))
             else:
                 policy = agent.greedy_policy()
@@ -282,7 +282,7 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
 
 
 # ----------------------------------------------------------------------------------------------
-# Any of the five discrete learners by name (the command line, marl_edu.cli, and benchmarks/compare.py)
+# Any of the five discrete learners by name (marl_edu.cli.run_seed: the command line and the benchmarks)
 # ----------------------------------------------------------------------------------------------
 
 DEFAULT_EPISODES = {"maddpg": 3000, "iddpg": 3000, "coma": 20000, "central_v": 20000, "iac": 20000}

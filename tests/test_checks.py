@@ -272,8 +272,8 @@ def _subpolicy_verdict(fn, capsys):
 
 
 def test_subpolicy_actions_reference_passes(capsys):
-    def gather(every, subpolicies):  # every (B, N, K, A), subpolicies (B, N)
-        B, N, K, A = every.shape
+    def gather(every, subpolicies):  # every (B, N, M, A), subpolicies (B, N)
+        B, N, M, A = every.shape
         return every.gather(2, subpolicies[:, :, None, None].expand(B, N, 1, A)).squeeze(2)  # (B, N, A)
 
     def loops(every, subpolicies):
@@ -287,18 +287,18 @@ def test_subpolicy_actions_reference_passes(capsys):
 def test_subpolicy_actions_mistakes_are_named(capsys):
     B_N_A = lambda every: every.shape[:2] + every.shape[3:]  # noqa: E731
     named = {
-        "builds (B, N, B, N, A)": lambda every, k: every[:, :, k],
-        "every agent's sub-policy 0": lambda every, k: every[:, :, 0],
-        "agent 0's sub-policy": lambda every, k: every.gather(
-            2, k[:, :1, None, None].expand(*B_N_A(every)[:2], 1, every.shape[3])).squeeze(2),
-        "expected dtype": lambda every, k: every[:, :, 0].double(),
+        "builds (B, N, B, N, A)": lambda every, m: every[:, :, m],
+        "every agent's sub-policy 0": lambda every, m: every[:, :, 0],
+        "agent 0's sub-policy": lambda every, m: every.gather(
+            2, m[:, :1, None, None].expand(*B_N_A(every)[:2], 1, every.shape[3])).squeeze(2),
+        "expected dtype": lambda every, m: every[:, :, 0].double(),
     }
     for phrase, answer in named.items():
         out = _subpolicy_verdict(answer, capsys)
         assert out.startswith("FAILED") and phrase in out, (phrase, out)
-    swapped = lambda every, k: every.transpose(1, 2).gather(  # noqa: E731
-        2, k[:, :, None, None].expand(k.shape[0], k.shape[1], 1, every.shape[3])).squeeze(2)
-    out = _subpolicy_verdict(swapped, capsys)  # wrong shape where N != K; named where N == K
+    swapped = lambda every, m: every.transpose(1, 2).gather(  # noqa: E731
+        2, m[:, :, None, None].expand(m.shape[0], m.shape[1], 1, every.shape[3])).squeeze(2)
+    out = _subpolicy_verdict(swapped, capsys)  # wrong shape where N != M; named where N == M
     assert out.startswith("FAILED")
 
 

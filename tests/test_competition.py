@@ -42,7 +42,7 @@ def test_the_adversary_comes_from_one_learner_and_the_good_agents_from_the_other
 def test_an_ensemble_plays_one_sub_policy_per_episode():
     ensemble = EnsembleMADDPG(3, 10, 2, EnsembleConfig(n_subpolicies=2), seed=0)
     with torch.no_grad():
-        for index, actor in enumerate(ensemble.actors):  # actors[i * K + k]: sub-policy k pushes right or left
+        for index, actor in enumerate(ensemble.actors):  # actors[i * M + m]: sub-policy m pushes right or left
             for p in actor.parameters():
                 p.zero_()
             actor.mlp.net[-1].bias.copy_(torch.atanh(torch.tensor([0.5 if index % 2 == 0 else -0.5, 0.0])))

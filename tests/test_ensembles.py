@@ -1,4 +1,4 @@
-"""Policy ensembles (MADDPG paper, section 4.3): K sub-policies per agent, one per episode, each learning from its
+"""Policy ensembles (MADDPG paper, section 4.3): M sub-policies per agent, one per episode, each learning from its
 own slice of the replay. Expected values by hand."""
 
 import math
@@ -13,19 +13,19 @@ from marl_edu.train import train_continuous
 
 
 def _fixed_ensemble(gamma=0.9) -> EnsembleMADDPG:
-    """N=2, O=1, A=1, K=2, one hidden unit everywhere, biases 0. Critics and their targets: every weight 1, so
-    Q(x) = sum of the inputs when they are >= 0. Sub-policy k of agent i (and its target): every weight w = k + 1, so
-    its pre-activation is w^3 o_i (three layers) for o_i >= 0: k=0 -> o_i, k=1 -> 8 o_i."""
+    """N=2, O=1, A=1, M=2, one hidden unit everywhere, biases 0. Critics and their targets: every weight 1, so
+    Q(x) = sum of the inputs when they are >= 0. Sub-policy m of agent i (and its target): every weight w = m + 1, so
+    its pre-activation is w^3 o_i (three layers) for o_i >= 0: m=0 -> o_i, m=1 -> 8 o_i."""
     agent = EnsembleMADDPG(2, 1, 1, EnsembleConfig(hidden=1, gamma=gamma, n_subpolicies=2, action_reg=1e-3), seed=0)
     with torch.no_grad():
         for module in (agent.critics, agent.target_critics):
             for name, p in module.named_parameters():
                 p.fill_(1.0 if name.endswith("weight") else 0.0)
         for i in range(2):
-            for k in range(2):
+            for m in range(2):
                 for target in (False, True):
-                    for name, p in agent.actor(i, k, target).named_parameters():
-                        p.fill_(float(k + 1) if name.endswith("weight") else 0.0)
+                    for name, p in agent.actor(i, m, target).named_parameters():
+                        p.fill_(float(m + 1) if name.endswith("weight") else 0.0)
     return agent
 
 
@@ -43,8 +43,8 @@ def _batch(subpolicies) -> dict[str, torch.Tensor]:
 
 def test_each_agent_acts_with_the_sub_policy_it_plays():
     agent = _fixed_ensemble()
-    obs = np.full((3, 2, 1), 0.1, dtype=np.float32)  # (E=3, N=2, O=1)
-    playing = np.array([[0, 0], [1, 0], [1, 1]])  # (E, N)
+    obs = np.full((3, 2, 1), 0.1, dtype=np.float32)  # (K=3, N=2, O=1)
+    playing = np.array([[0, 0], [1, 0], [1, 1]])  # (K, N)
     # sub-policy 0: tanh(0.1) = 0.099668;  sub-policy 1: tanh(8 * 0.1) = tanh(0.8) = 0.664037
     expected = [[0.099668, 0.099668], [0.664037, 0.099668], [0.664037, 0.664037]]
     np.testing.assert_allclose(agent.act(obs, 0.0, playing)[..., 0], expected, atol=1e-5)
@@ -75,7 +75,7 @@ def test_sub_policy_loss_and_its_gradient_by_hand():
     loss.backward()
     # dL/d(last bias) = -(1 - tanh(4)^2) + 2e-3 * 4 = -(1 - 0.998659) + 0.008 = -0.001341 + 0.008 = 0.006659
     assert agent.actor(0, 1).mlp.net[-1].bias.grad.item() == pytest.approx(0.006659, abs=1e-5)
-    others = [agent.actor(i, k) for i, k in ((0, 0), (1, 0), (1, 1))]
+    others = [agent.actor(i, m) for i, m in ((0, 0), (1, 0), (1, 1))]
     assert all(p.grad is None for actor in others for p in actor.parameters())  # only mu_0^(1) moves
 
 
@@ -85,9 +85,9 @@ def test_update_steps_only_the_sub_policies_with_a_batch():
     before = [[p.clone() for p in agent.actors[index].parameters()] for index in range(4)]
     agent.update(batch | {"slices": [[batch, None], [None, batch]]})  # mu_0^(0), mu_1^(1) have data, not the others
     moved = [any(not torch.equal(a, b) for a, b in zip(before[index], agent.actors[index].parameters()))
-             for index in range(4)]  # actors[i * K + k]
+             for index in range(4)]  # actors[i * M + m]
     assert moved == [True, False, False, True]
-    with pytest.raises(ValueError, match="N=2 lists of K=2"):
+    with pytest.raises(ValueError, match="N=2 lists of M=2"):
         agent.update(batch | {"slices": [[batch, None]]})
     with pytest.raises(ValueError, match="needs 'slices'"):
         agent.update(batch)
@@ -104,7 +104,7 @@ def test_slices_hold_only_the_episodes_a_sub_policy_played():
     assert set(buffer.sample_slice(1, 2, 50, rng)["rewards"][:, 0]) == {0.0, 1.0}
     sample = buffer.sample_slice(0, 2, 5, rng)
     assert sample["rewards"][:, 0].tolist() == [3.0] * 5 and sample["subpolicies"].tolist() == [[2, 1]] * 5
-    slices = buffer.sample_slices(4, rng)  # N=2 lists of K=3
+    slices = buffer.sample_slices(4, rng)  # N=2 lists of M=3
     assert [[s is None for s in row] for row in slices] == [[False, False, False], [False, False, False]]
     batch = buffer.sample(6, rng)  # the whole buffer's B = 6 for the critics, and every slice for the sub-policies
     assert batch["rewards"].shape == (6, 2) and batch["subpolicies"].shape == (6, 2)
@@ -133,7 +133,7 @@ def test_draws_are_uniform_and_seeded():
     assert np.abs(np.bincount(draws.ravel()) - 3000).max() < 5 * 44.7
     again = EnsembleMADDPG(3, 4, 2, EnsembleConfig(n_subpolicies=3), seed=5)
     np.testing.assert_array_equal(again.draw_subpolicies(3000), draws)
-    assert len(agent.actors) == 3 * 3 and len(agent.critics) == 3  # N*K actors, one critic per agent
+    assert len(agent.actors) == 3 * 3 and len(agent.critics) == 3  # N*M actors, one critic per agent
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, True, "3"])
@@ -166,6 +166,6 @@ def test_training_an_ensemble_is_deterministic_and_saves_every_sub_policy(tmp_pa
     assert first.evaluations == second.evaluations
     path = save_policy(first.agent, "simple_adversary_v3", tmp_path / "ensemble.pt")
     loaded = load_policy(path, algo="maddpg_ensemble")
-    obs = np.random.default_rng(0).normal(size=(2, 3, 10)).astype(np.float32)  # (E, N, O)
+    obs = np.random.default_rng(0).normal(size=(2, 3, 10)).astype(np.float32)  # (K, N, O)
     playing = np.array([[0, 1, 1], [1, 0, 1]])
     np.testing.assert_array_equal(loaded.act(obs, 0.0, playing), first.agent.act(obs, 0.0, playing))
