@@ -58,11 +58,12 @@ def _counts(run: TrainResult) -> dict:
 
 def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
              optimum: float | None = None, stop_at: float | None = None, progress: bool = False,
-             device: str = "cpu") -> tuple[TrainResult, dict]:
+             device: str = "cpu", env_backend: str = "batched") -> tuple[TrainResult, dict]:
     """Train one seed of ``algo``: a discrete learner (``ALGORITHMS``) with ``train``, which stops early when a
     periodic greedy evaluation reaches ``stop_at``, or a continuous one (``CONTINUOUS_ALGORITHMS``) with
     ``train_continuous``, whose evaluations are the mean team return of 10 noise-free episodes. ``config``: None for
-    the learner's defaults; ``eval_every``: None for ``DEFAULT_EVAL_EVERY`` (discrete learners only).
+    the learner's defaults; ``eval_every``: None for ``DEFAULT_EVAL_EVERY`` (discrete learners only);
+    ``env_backend``: how a discrete learner's env copies are stepped (``envs.make_vec_env``; the same transitions).
 
     Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
     record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return,
@@ -78,7 +79,7 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
         run = train_continuous(env_id, episodes, config, seed=seed, eval_every=eval_every, progress=progress,
                                device=device, learner=CONTINUOUS_ALGORITHMS[algo])
         return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
-    run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at)
+    run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend)
     greedy = greedy_return(run.agent, env_id).team_return
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=100, seed=seed).mean())
     target = float("inf") if optimum is None else solved_threshold(optimum) - 1e-6

@@ -96,13 +96,15 @@ def _greedy_evaluation(result: TrainResult, env_id: str, bar, stop_at: float | N
 
 def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDPGConfig | None = None,
                  seed: int = 0, eval_every: int = 100, progress: bool = True, device: str = "cpu",
-                 learner: type[MADDPG] = MADDPG, stop_at: float | None = None) -> TrainResult:
+                 learner: type[MADDPG] = MADDPG, stop_at: float | None = None,
+                 env_backend: str = "batched") -> TrainResult:
     """Train MADDPG (or ``learner=IDDPG``) for ``episodes`` episodes (summed over the K env copies), or until
-    a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed."""
+    a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
+    ``env_backend`` (``make_vec_env``'s)."""
     positive_int(episodes, "episodes")
     config = (config or MADDPGConfig()).validate()
     np_rng = np.random.default_rng(seed)
-    venv = make_vec_env(env_id, config.n_envs, seed)
+    venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
     N, O, A, K = venv.n_agents, venv.obs_dim, venv.n_actions, venv.n_envs
     agent = learner(N, O, A, config, seed=seed, device=device)
     buffer = ReplayBuffer(config.buffer_size, N, O, A)
@@ -252,12 +254,14 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
 
 def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMAConfig | None = None, seed: int = 0,
                eval_every: int = 100, progress: bool = True, device: str = "cpu",
-               learner: type[COMA] = COMA, stop_at: float | None = None) -> TrainResult:
+               learner: type[COMA] = COMA, stop_at: float | None = None,
+               env_backend: str = "batched") -> TrainResult:
     """Train COMA (or ``learner=CentralV`` or ``IACV``) for ``episodes`` episodes, K at a time (one batch),
-    or until a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed."""
+    or until a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
+    ``env_backend`` (``make_vec_env``'s)."""
     positive_int(episodes, "episodes")
     config = (config or COMAConfig()).validate()
-    venv = make_vec_env(env_id, config.n_envs, seed)
+    venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
     agent = learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
     result = TrainResult(agent=agent)
     bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
@@ -290,12 +294,13 @@ DEFAULT_EVAL_EVERY = {"maddpg": 50, "iddpg": 50, "coma": 200, "central_v": 200, 
 
 
 def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
-          progress: bool = True, device: str = "cpu", stop_at: float | None = None) -> TrainResult:
+          progress: bool = True, device: str = "cpu", stop_at: float | None = None,
+          env_backend: str = "batched") -> TrainResult:
     """Train one of ``ALGORITHMS`` with its training loop (whole-episode batches or a replay buffer)."""
     loop = train_coma if algo in ON_POLICY else train_maddpg
     config = config or config_class(algo)()
     return loop(env_id, episodes, config, seed=seed, eval_every=eval_every or DEFAULT_EVAL_EVERY[algo],
-                progress=progress, device=device, learner=ALGORITHMS[algo], stop_at=stop_at)
+                progress=progress, device=device, learner=ALGORITHMS[algo], stop_at=stop_at, env_backend=env_backend)
 
 
 if __name__ == "__main__":  # python -m marl_edu.train: the command line, which lives in marl_edu.cli
