@@ -100,6 +100,8 @@ class COMAConfig:
     grad_clip: float = 10.0
     team_reward: bool = True       # every critic row learns the team reward; False: row a learns agent a's
                                    # own reward (the seed design, for the experiment of notebook 07)
+    fused_unroll: bool = False     # the update replays the actor over whole episodes in one call instead of step by
+                                   # step (the same values up to float32 rounding)
 
     def validate(self) -> COMAConfig:
         for name in ("actor_lr", "critic_lr", "grad_clip"):
@@ -109,7 +111,7 @@ class COMAConfig:
         for name in ("hidden", "n_envs", "critic_steps", "target_update_every"):
             setattr(self, name, positive_int(getattr(self, name), name))
         self.entropy_start = non_negative_number(self.entropy_start, "entropy_start")
-        for name in ("recurrent", "team_reward"):
+        for name in ("recurrent", "team_reward", "fused_unroll"):
             setattr(self, name, boolean(getattr(self, name), name))
         return self
 
@@ -170,6 +172,27 @@ class COMA:
         logits, h = self.actor(self.actor_input(obs, last_actions), h)  # (B*N, A), (B*N, H)
         pi = torch.softmax(logits, dim=-1).reshape(obs.shape[0], self.n_agents, self.n_actions)  # (B, N, A)
         return (1.0 - epsilon) * pi + epsilon / self.n_actions, h
+
+    def replay_policy(self, obs: torch.Tensor, actions: torch.Tensor, epsilon: float) -> torch.Tensor:
+        """The behaviour policy at every step of a batch of episodes, replayed from each episode's start: obs
+        ``(B, T, N, O)`` and the actions taken, int ``(B, T, N)`` -> probabilities ``(B, T, N, A)`` (step t sees
+        u_{t-1}, nothing at t = 0). Step by step with ``policy_step``, or, with ``config.fused_unroll``, all steps in
+        one ``RecurrentActor.unroll`` call (the same values up to float32 rounding)."""
+        B, T, N, O = obs.shape
+        no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
+        last_actions = torch.cat([no_action, actions[:, :T - 1]], dim=1)  # (B, T, N): u_{t-1}, none at t=0
+        h = self.actor.initial_hidden(B * N, self.device)  # (B*N, H)
+        if not self.config.fused_unroll:
+            probs = []
+            for t in range(T):
+                p_t, h = self.policy_step(obs[:, t], last_actions[:, t], h, epsilon)  # (B, N, A)
+                probs.append(p_t)
+            return torch.stack(probs, dim=1)  # (B, T, N, A)
+        x = self.actor_input(obs.transpose(0, 1).reshape(T * B, N, O),
+                             last_actions.transpose(0, 1).reshape(T * B, N))  # (T*B*N, D), rows (t, b, a)
+        logits = self.actor.unroll(x.reshape(T, B * N, -1), h)  # (T, B*N, A)
+        pi = torch.softmax(logits, dim=-1).reshape(T, B, N, self.n_actions).transpose(0, 1)  # (B, T, N, A)
+        return (1.0 - epsilon) * pi + epsilon / self.n_actions
 
     def sample(self, probs: torch.Tensor) -> torch.Tensor:
         """Sample actions: probabilities ``(B, N, A)`` -> int ``(B, N)``."""
@@ -281,14 +304,7 @@ class COMA:
             gradient_step(self.critic_optimizer, self.critic, critic_loss, c.grad_clip)
 
         # actor: the counterfactual advantage of each agent's own action, under the behaviour policy
-        h = self.actor.initial_hidden(B * N, self.device)  # (B*N, H)
-        no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
-        last_actions = torch.cat([no_action, actions[:, :T - 1]], dim=1)  # (B, T, N): u_{t-1}, none at t=0
-        probs = []
-        for t in range(T):
-            p_t, h = self.policy_step(obs[:, t], last_actions[:, t], h, epsilon)  # (B, N, A)
-            probs.append(p_t)
-        pi = torch.stack(probs, dim=1)  # (B, T, N, A)
+        pi = self.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
         advantage = self.advantage(rows, batch, pi.detach())  # (B, T, N)
         log_pi_taken = torch.log(pi.gather(-1, actions[:, :T].unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
         entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)

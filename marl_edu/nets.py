@@ -81,6 +81,22 @@ class RecurrentActor(nn.Module):
         h_new = self.memory(z, h) if self.recurrent else torch.relu(self.memory(z))  # (B, H)
         return self.head(h_new), h_new  # (B, A), (B, H)
 
+    def unroll(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """Every step of whole sequences in one call: inputs ``(T, B, D)`` and the first hidden ``(B, H)`` -> logits
+        ``(T, B, A)``, the values ``forward`` gives step by step. The GRU runs as one fused sequence op with the
+        ``GRUCell``'s own weights, and the linear layers take all T*B rows at once, so sums run in another order than
+        the step-by-step loop's: values and gradients agree up to float32 rounding, not always to the bit."""
+        dims = check_shape(x, ("T", "B", self.in_dim), "x", dtype="float")
+        check_shape(h, (dims["B"], self.hidden), "h", dtype="float")
+        z = torch.relu(self.encode(x))  # (T, B, H)
+        if not self.recurrent:
+            return self.head(torch.relu(self.memory(z)))  # (T, B, A)
+        cell = self.memory
+        weights = [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh]  # what nn.GRU's one layer holds
+        h_all, _ = torch.gru(z, h.unsqueeze(0), weights, True, 1, 0.0, self.training, False, False)  # (T, B, H)
+        # (arguments: has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        return self.head(h_all)  # (T, B, A)
+
 
 def gradient_step(optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor, grad_clip: float) -> float:
     """One step of every learner: zero the gradients, backpropagate ``loss`` (a 0-d tensor), clip the gradient

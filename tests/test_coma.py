@@ -144,3 +144,19 @@ def test_critic_targets_team_and_per_agent_rewards_by_hand():
     own_learner = COMA(2, 2, 5, COMAConfig(hidden=8, gamma=0.5, lam=1.0, team_reward=False), seed=0)
     own = own_learner.critic_targets(rows, batch)  # (B, T, N); the rows do not depend on the networks
     assert torch.allclose(own[0], torch.tensor([[2.4, 1.1], [5.0, 2.4], [0.0, 5.0]]))
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_fused_unroll_replays_the_same_policy_and_makes_nearly_the_same_update(recurrent):
+    from marl_edu.envs import make_vec_env
+    from marl_edu.rollout import collect_episodes
+
+    plain, fused = (COMA(2, 2, 5, COMAConfig(recurrent=recurrent, fused_unroll=f), seed=4) for f in (False, True))
+    batch, _, _ = collect_episodes(plain, make_vec_env("Switch2-v0", 4, 0), 0.1)
+    T = batch["rewards"].shape[1]
+    pis = [learner.replay_policy(batch["obs"][:, :T], batch["actions"][:, :T], 0.1) for learner in (plain, fused)]
+    assert pis[0].shape == (4, T, 2, 5) and torch.allclose(pis[0], pis[1], atol=1e-6)  # the same probabilities
+    for learner in (plain, fused):
+        learner.update(batch, 0.1, 0.05)
+    for p, q in zip(plain.actor.parameters(), fused.actor.parameters()):
+        assert torch.allclose(p, q, rtol=1e-4, atol=1e-6)  # one step apart only in the last bits

@@ -59,3 +59,29 @@ def test_gradient_step_by_hand():
     # a second step starts from zeroed gradients: w = 2.5, gradient 5, clipped to 0.5 again -> 2.0 (not 1.5)
     gradient_step(optimizer, net, (net.weight ** 2).sum(), grad_clip=0.5)
     assert net.weight.item() == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_unroll_gives_the_step_by_step_values_and_nearly_the_same_gradients(recurrent):
+    torch.manual_seed(0)
+    actor = RecurrentActor(5, 4, hidden=8, recurrent=recurrent)
+    x, h0 = torch.randn(7, 3, 5), torch.randn(3, 8)  # (T, B, D), (B, H)
+    h, stepped = h0, []
+    for t in range(7):
+        logits, h = actor(x[t], h)
+        stepped.append(logits)
+    stepped = torch.stack(stepped)  # (T, B, A)
+    unrolled = actor.unroll(x, h0)
+    assert unrolled.shape == (7, 3, 4) and torch.allclose(unrolled, stepped, atol=1e-6)  # the same up to rounding
+    grads = [torch.autograd.grad((out * torch.arange(4.0)).sum(), list(actor.parameters()))
+             for out in (stepped, unrolled)]
+    for g_step, g_unrolled in zip(*grads):
+        assert torch.allclose(g_step, g_unrolled, rtol=1e-5, atol=1e-6)  # summed in another order
+
+
+def test_unroll_checks_its_inputs():
+    actor = RecurrentActor(5, 4, hidden=8)
+    with pytest.raises(ValueError, match="x"):
+        actor.unroll(torch.zeros(3, 5), torch.zeros(3, 8))  # one step, not (T, B, D)
+    with pytest.raises(ValueError, match="h"):
+        actor.unroll(torch.zeros(7, 3, 5), torch.zeros(2, 8))
