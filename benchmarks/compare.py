@@ -42,7 +42,7 @@ def run_one(job: tuple[str, str, int, int | None, pathlib.Path, bool]) -> dict:
     import torch
 
     from marl_edu.planning import optimal_team_return
-    from marl_edu.train import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY
+    from marl_edu.cli import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY
 
     env_id, method, seed, episodes, out, keep_artifacts = job
     torch.set_num_threads(1)
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
         parser.error("--seeds must be distinct and --jobs positive")
     args.out = args.out.resolve()
     from marl_edu.planning import optimal_team_return
-    from marl_edu.train import DEFAULT_EPISODES
+    from marl_edu.cli import DEFAULT_EPISODES
 
     optima = {env_id: optimal_team_return(env_id) for env_id in args.envs}  # also checks the ids
     # seed by seed, so that an interrupted comparison has every method on its first seeds

@@ -72,7 +72,7 @@ def main(argv=None) -> int:
                         help="how the 16 env copies are stepped (make_vec_env's backend); default: both")
     args = parser.parse_args(argv)
     from marl_edu.planning import optimal_team_return
-    from marl_edu.train import DEFAULT_EPISODES
+    from marl_edu.cli import DEFAULT_EPISODES
 
     torch.set_num_threads(1)
     target = solved_threshold(optimal_team_return(args.env))

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from marl_edu.envs import _check_action_range, resolve_env_id
+from marl_edu.envs import resolve_env_id
 from marl_edu.shapes import check_shape
-from marl_edu.validate import non_negative_int, positive_int
+from marl_edu.validate import index_range, non_negative_int, positive_int
 
 ROWS, COLS = 3, 7
 START = [(0, 1), (0, COLS - 2), (2, 1), (2, COLS - 2)]  # agent i's first cell (row, col)
@@ -151,7 +151,7 @@ class BatchedSwitch:
             raise ValueError("call reset() before step()")
         actions = np.asarray(actions)
         check_shape(actions, (self.n_envs, self.n_agents), "actions", dtype="int")
-        _check_action_range(actions, self.n_actions, self.action_meanings)
+        index_range(actions, self.n_actions, "actions", self.action_meanings)
         K, N = self.n_envs, self.n_agents
         copies = np.arange(K)  # (K,)
         rewards = np.zeros((K, N), dtype=np.float32)  # (K, N): 0 for an agent that had arrived already

@@ -20,7 +20,7 @@ from collections import deque
 import numpy as np
 
 from marl_edu.shapes import check_shape
-from marl_edu.validate import positive_int
+from marl_edu.validate import generator, index_range, positive_int
 
 
 def n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, terminal: bool, flush: bool) -> list:
@@ -116,8 +116,7 @@ class ReplayBuffer:
     def sample_indices(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
         """B indices drawn uniformly (with replacement) from the stored transitions, int ``(B,)``."""
         batch_size = positive_int(batch_size, "batch_size")
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+        generator(rng, "rng")
         if self._size == 0:
             raise ValueError("cannot sample from an empty ReplayBuffer; add transitions first")
         return rng.integers(0, self._size, size=batch_size)  # (B,)
@@ -126,8 +125,7 @@ class ReplayBuffer:
         """The transitions at ``indices`` (B,), for every agent: a dict of arrays ``(B, N, .)``."""
         indices = np.asarray(indices)
         check_shape(indices, ("B",), "indices", dtype="int")
-        if indices.size and (indices.min() < 0 or indices.max() >= self._size):
-            raise ValueError(f"indices must be in [0, {self._size - 1}], got {indices.min()}..{indices.max()}")
+        index_range(indices, self._size, "indices")  # only stored transitions
         return {key: getattr(self, key)[indices] for key in self.KEYS}  # each (B, N, .)
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

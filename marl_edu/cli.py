@@ -20,14 +20,29 @@ import torch
 
 from marl_edu.checkpoints import ALGORITHMS, CONTINUOUS_ALGORITHMS, ON_POLICY, config_class, save_policy
 from marl_edu.envs import make_env
-from marl_edu.train import (DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, TrainResult, greedy_return, sampled_returns, train,
-                            train_continuous)
+from marl_edu.train import TrainResult, greedy_return, sampled_returns, train_coma, train_continuous, train_maddpg
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
 
 # "<algo>-<variant>": an on-policy learner with the GRU actor over the agent's history ("gru") or a feed-forward
 # actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp")
 METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp"]
+
+
+# the discrete learners' budgets (the committed results') and how often their greedy policy is evaluated
+DEFAULT_EPISODES = {"maddpg": 3000, "iddpg": 3000, "coma": 20000, "central_v": 20000, "iac": 20000}
+DEFAULT_EVAL_EVERY = {"maddpg": 50, "iddpg": 50, "coma": 200, "central_v": 200, "iac": 200}
+
+
+def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
+          progress: bool = True, device: str = "cpu", stop_at: float | None = None,
+          env_backend: str = "batched") -> TrainResult:
+    """Train one of the discrete ``ALGORITHMS`` by name with its training loop: ``train_coma`` (whole-episode
+    batches) for the on-policy learners, ``train_maddpg`` (a replay buffer) for the others."""
+    loop = train_coma if algo in ON_POLICY else train_maddpg
+    config = config or config_class(algo)()
+    return loop(env_id, episodes, config, seed=seed, eval_every=eval_every or DEFAULT_EVAL_EVERY[algo],
+                progress=progress, device=device, learner=ALGORITHMS[algo], stop_at=stop_at, env_backend=env_backend)
 
 
 def solved_threshold(optimum: float) -> float:

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from marl_edu.nets import MLP, RecurrentActor, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards, hard_update, make_target, td_lambda_targets
-from marl_edu.validate import boolean, non_negative_number, positive_int, positive_number, unit_interval
+from marl_edu.validate import boolean, index_range, non_negative_number, positive_int, positive_number, unit_interval
 
 
 def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: torch.Tensor) -> torch.Tensor:
@@ -69,9 +69,7 @@ def coma_advantage(q: torch.Tensor, pi: torch.Tensor, actions: torch.Tensor) -> 
     if not isinstance(actions, torch.Tensor) or actions.dtype.is_floating_point or actions.shape != q.shape[:-1]:
         raise ValueError(f"actions must be an int tensor of shape {tuple(q.shape[:-1])}, got "
                          f"{getattr(actions, 'dtype', type(actions))} {tuple(getattr(actions, 'shape', ()))}")
-    n_actions = q.shape[-1]
-    if actions.numel() and (actions.min() < 0 or actions.max() >= n_actions):
-        raise ValueError(f"actions must be in [0, {n_actions - 1}], got {actions.min().item()}..{actions.max().item()}")
+    index_range(actions, q.shape[-1], "actions")  # A = q.shape[-1] actions
     q_taken = q.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)  # (...)
     return q_taken - counterfactual_baseline(q, pi)  # (...)
 

@@ -35,7 +35,7 @@ from marl_edu.maddpg import flatten_for_critic, td_loss
 from marl_edu.nets import Actor, Critic, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update
-from marl_edu.validate import non_negative_number, positive_int
+from marl_edu.validate import index_range, non_negative_number, positive_int
 
 
 class SubpolicyReplayBuffer(ReplayBuffer):
@@ -59,8 +59,7 @@ class SubpolicyReplayBuffer(ReplayBuffer):
             raise ValueError("SubpolicyReplayBuffer.add needs subpolicies, int (N,): the sub-policy each agent played")
         subpolicies = np.asarray(subpolicies)
         check_shape(subpolicies, (self.n_agents,), "subpolicies", dtype="int")
-        if subpolicies.min() < 0 or subpolicies.max() >= self.n_subpolicies:
-            raise ValueError(f"subpolicies must be in [0, {self.n_subpolicies - 1}], got {subpolicies.tolist()}")
+        index_range(subpolicies, self.n_subpolicies, "subpolicies")
         self.subpolicies[self._next] = subpolicies  # (the slot super().add fills next)
         super().add(obs, actions, rewards, next_obs, dones)
 
@@ -188,8 +187,7 @@ class EnsembleMADDPG:
         ``(N, A)``."""
         subpolicies = np.asarray(subpolicies)
         check_shape(subpolicies, (self.n_agents,), "subpolicies", dtype="int")
-        if subpolicies.min() < 0 or subpolicies.max() >= self.n_subpolicies:
-            raise ValueError(f"subpolicies must be in [0, {self.n_subpolicies - 1}], got {subpolicies.tolist()}")
+        index_range(subpolicies, self.n_subpolicies, "subpolicies")
         return lambda obs: self.act(obs[None], 0.0, subpolicies[None])[0]
 
     # -- the losses -----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from marl_edu.shapes import check_shape
-from marl_edu.validate import non_negative_int, positive_int
+from marl_edu.validate import index_range, non_negative_int, positive_int
 
 
 def _registry_ids() -> list[str]:
@@ -56,12 +56,6 @@ def resolve_env_id(env_id: str) -> str:
         hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"known ids: {', '.join(known)}"
         raise ValueError(f"unknown ma-gym environment {env_id!r}; {hint}")
     return name
-
-
-def _check_action_range(actions: np.ndarray, n_actions: int, meanings: list[str]) -> None:
-    """Int actions of any shape must lie in [0, n_actions - 1]; ValueError naming the actions otherwise."""
-    if actions.min() < 0 or actions.max() >= n_actions:
-        raise ValueError(f"actions must be in [0, {n_actions - 1}] ({', '.join(meanings)}), got {actions.tolist()}")
 
 
 class MultiAgentEnv:
@@ -119,7 +113,7 @@ class MultiAgentEnv:
             raise ValueError(f"actions: expected one integer action per agent, shape ({self.n_agents},), got "
                              f"{actions.shape}: one-hot actions? pass actions.argmax(-1)")
         check_shape(actions, (self.n_agents,), "actions", dtype="int")
-        _check_action_range(actions, self.n_actions, self.action_meanings)
+        index_range(actions, self.n_actions, "actions", self.action_meanings)
         return self._advance(actions)
 
     def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -348,7 +342,7 @@ class VecEnv:
             _check_force_range(actions)
         else:
             check_shape(actions, (self.n_envs, self.n_agents), "actions", dtype="int")
-            _check_action_range(actions, self.n_actions, self.action_meanings)
+            index_range(actions, self.n_actions, "actions", self.action_meanings)
         results = [env._advance(a) for env, a in zip(self.envs, actions)]  # (checked above, all at once)
         obs = np.stack([r[0] for r in results])  # (K, N, O)
         rewards = np.stack([r[1] for r in results])  # (K, N)

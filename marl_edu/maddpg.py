@@ -171,8 +171,7 @@ class MADDPG:
         greedy: argmax of the logits. Otherwise a sample of the actor's categorical distribution,
         replaced by a uniformly random action with probability ``epsilon``.
         """
-        if not 0 <= epsilon <= 1:
-            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+        unit_interval(epsilon, "epsilon")  # a probability
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
         logits = self.logits(obs_t)  # (K, N, A)
         if greedy:

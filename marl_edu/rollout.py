@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from marl_edu.envs import MultiAgentEnv, ParticleEnv, VecEnv
 from marl_edu.shapes import check_shape
-from marl_edu.validate import positive_int
+from marl_edu.validate import generator, positive_int
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -64,8 +64,7 @@ def random_policy(n_agents: int, n_actions: int, rng: np.random.Generator) -> Po
     """A policy that picks each agent's action uniformly at random from ``rng``."""
     for value, name in ((n_agents, "n_agents"), (n_actions, "n_actions")):
         positive_int(value, name)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    generator(rng, "rng")
 
     def policy(obs: np.ndarray) -> np.ndarray:
         check_shape(obs, (n_agents, "O"), "obs")

@@ -6,7 +6,8 @@ n-step returns of the **team reward** (Switch is cooperative: every critic learn
 COMA update from them, also with the team reward. ``train_continuous`` runs MADDPG with continuous actions on
 the particle envs, where each critic learns its own agent's reward, as in the MADDPG paper.
 
-Policy files are in ``checkpoints``; the command line (``python -m marl_edu.train``) is ``cli``.
+Policy files are in ``checkpoints``; the command line (``python -m marl_edu.train``), training a discrete learner by
+name (``cli.train``) and the per-seed runner the benchmarks share (``cli.run_seed``) are in ``cli``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from marl_edu.buffers import ReplayBuffer, n_step_transitions
-from marl_edu.checkpoints import ALGORITHMS, ON_POLICY, algo_name_of_class, config_class
+from marl_edu.checkpoints import algo_name_of_class, config_class
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
@@ -283,24 +284,6 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
             if _greedy_evaluation(result, env_id, bar, stop_at, eps=f"{epsilon:.2f}"):
                 break
     return _finish(result, bar)
-
-
-# ----------------------------------------------------------------------------------------------
-# Any of the five discrete learners by name (marl_edu.cli.run_seed: the command line and the benchmarks)
-# ----------------------------------------------------------------------------------------------
-
-DEFAULT_EPISODES = {"maddpg": 3000, "iddpg": 3000, "coma": 20000, "central_v": 20000, "iac": 20000}
-DEFAULT_EVAL_EVERY = {"maddpg": 50, "iddpg": 50, "coma": 200, "central_v": 200, "iac": 200}
-
-
-def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
-          progress: bool = True, device: str = "cpu", stop_at: float | None = None,
-          env_backend: str = "batched") -> TrainResult:
-    """Train one of ``ALGORITHMS`` with its training loop (whole-episode batches or a replay buffer)."""
-    loop = train_coma if algo in ON_POLICY else train_maddpg
-    config = config or config_class(algo)()
-    return loop(env_id, episodes, config, seed=seed, eval_every=eval_every or DEFAULT_EVAL_EVERY[algo],
-                progress=progress, device=device, learner=ALGORITHMS[algo], stop_at=stop_at, env_backend=env_backend)
 
 
 if __name__ == "__main__":  # python -m marl_edu.train: the command line, which lives in marl_edu.cli

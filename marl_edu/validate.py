@@ -1,4 +1,5 @@
-"""Checks of scalar arguments (counts, rates, probabilities, switches): one idiom and one message for each kind.
+"""Checks of arguments (counts, rates, probabilities, switches, index arrays, random generators): one idiom and one
+message for each kind.
 
 Every config's ``validate`` and the public functions that take counts and rates use these, so a learner's slip
 reads the same way everywhere, ``ValueError: <name> must be <kind>, got <value>``. A bool is never a number here
@@ -62,3 +63,24 @@ def boolean(value, name: str):
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return value
+
+
+def index_range(values, n: int, name: str, meanings: list[str] | None = None) -> None:
+    """Integer entries (a numpy array or tensor of any shape) that each index one of ``n`` things, in [0, n - 1]:
+    actions (``meanings`` names them in the message), sub-policies, stored transitions. Checks the range only
+    (the dtype and shape are ``shapes.check_shape``'s); a long array is reported by its extremes."""
+    size = values.numel() if hasattr(values, "numel") else np.size(values)  # a tensor's or an array's entries
+    if size == 0:
+        return
+    low, high = values.min().item(), values.max().item()
+    if low < 0 or high >= n:
+        named = f" ({', '.join(meanings)})" if meanings else ""
+        got = values.tolist() if size <= 20 else f"min {low}, max {high}"
+        raise ValueError(f"{name} must be in [0, {n - 1}]{named}, got {got}")
+
+
+def generator(rng, name: str = "rng"):
+    """A numpy ``Generator`` (``np.random.default_rng(seed)``), the only source of randomness sampling takes."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"{name} must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    return rng

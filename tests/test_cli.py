@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from marl_edu.checkpoints import ALGORITHMS, load_policy, save_policy
-from marl_edu.cli import METHODS, main, method_config, rounded, run_seed
+from marl_edu.cli import METHODS, main, method_config, rounded, run_seed, train
 from marl_edu.coma import COMAConfig
 from marl_edu.continuous import ContinuousMADDPGConfig
 from marl_edu.maddpg import MADDPGConfig
-from marl_edu.train import greedy_return, sampled_returns, train, train_continuous
+from marl_edu.train import greedy_return, sampled_returns, train_continuous
 
 TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4", "--no-progress"]
 

@@ -42,7 +42,7 @@ def test_baseline_and_advantage_by_hand():
 
 def test_bad_inputs():
     q, pi = torch.zeros(2, 3), torch.full((2, 3), 1 / 3)
-    with pytest.raises(ValueError, match="actions must be in \\[0, 2\\], got 0..3"):
+    with pytest.raises(ValueError, match="actions must be in \\[0, 2\\], got \\[0, 3\\]"):
         coma_advantage(q, pi, torch.tensor([0, 3]))
     with pytest.raises(ValueError, match="actions must be an int tensor of shape \\(2,\\)"):
         coma_advantage(q, pi, torch.tensor([0.0, 1.0]))

@@ -115,7 +115,7 @@ def test_act_shapes_determinism_and_bad_inputs():
     a1 = MADDPG(2, 3, 5, seed=1).act(obs, epsilon=0.3)
     a2 = MADDPG(2, 3, 5, seed=1).act(obs, epsilon=0.3)
     assert a1.shape == (4, 2) and (a1 == a2).all()  # same seed, same actions
-    with pytest.raises(ValueError, match=r"epsilon must be in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"epsilon must be a number in \[0, 1\]"):
         MADDPG(2, 3, 5).act(obs, epsilon=2.0)
     with pytest.raises(ValueError, match=r"obs: expected shape \(B, 2, 3\)"):
         MADDPG(2, 3, 5).act(np.zeros((4, 3, 3), dtype=np.float32))

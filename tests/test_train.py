@@ -45,12 +45,14 @@ def test_training_is_the_same_on_either_env_backend(algo):
     # the batched Switch steps the same transitions as ma-gym, so a seed trains to the same returns and weights
     import torch
 
-    from marl_edu.checkpoints import config_class
-    from marl_edu.train import train
+    from marl_edu.coma import COMAConfig
+    from marl_edu.maddpg import MADDPGConfig
+    from marl_edu.train import train_coma, train_maddpg
 
-    small = dict(n_envs=4, warmup_steps=100, batch_size=32) if algo == "maddpg" else dict(n_envs=4)
-    runs = [train(algo, "Switch2-v2", 24, config_class(algo)(**small), seed=3, eval_every=12, progress=False,
-                  env_backend=backend) for backend in ("ma-gym", "batched")]
+    loop, config = ((train_maddpg, MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32)) if algo == "maddpg"
+                    else (train_coma, COMAConfig(n_envs=4)))
+    runs = [loop("Switch2-v2", 24, config, seed=3, eval_every=12, progress=False, env_backend=backend)
+            for backend in ("ma-gym", "batched")]
     assert runs[0].episode_returns == runs[1].episode_returns and runs[0].evaluations == runs[1].evaluations
     assert runs[0].updates == runs[1].updates > 0
     nets = [run.agent.actors if algo == "maddpg" else run.agent.actor for run in runs]
