@@ -139,6 +139,7 @@ class COMA:
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=c.actor_lr)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
         self.updates = 0
+        self.entropy_coef = c.entropy_start  # beta, the entropy bonus's weight now: the training loop decays it
 
     @property
     def critic_dim(self) -> int:
@@ -276,20 +277,25 @@ class COMA:
         q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T1 - 1]  # (B, T, N, A)
         return coma_advantage(q, pi, actions[:, :T1 - 1])  # (B, T, N)
 
-    def update(self, batch: dict[str, torch.Tensor], epsilon: float, entropy_coef: float) -> dict[str, float]:
-        """One COMA update from a batch of whole episodes.
+    def update(self, batch: dict) -> dict[str, float]:
+        """One COMA update from a batch of whole episodes (``rollout.collect_episodes``'s).
 
         batch: obs ``(B, T+1, N, O)`` (index t = the observation before step t; the last valid index
         is the state the episode ended in), actions int ``(B, T+1, N)`` (at the end state: an action
         sampled from the policy, used only to bootstrap a time-limit end), per-agent rewards ``(B, T, N)``,
         dones ``(B, T)`` (1 at a real terminal step and on padding), step_mask ``(B, T)`` (real steps),
-        agent_mask ``(B, T, N)`` (steps at which agent a still acts).
+        agent_mask ``(B, T, N)`` (steps at which agent a still acts), and epsilon (a float: the behaviour
+        policy (1 - eps) pi + eps / A the episodes were played with, which the actor's loss replays).
 
         Departures from the paper's algorithm: the critic makes ``critic_steps`` passes over the whole batch
-        before the actor's one step (the paper steps the critic along the episode, one time step at a time), and
-        the target critic is copied every ``target_update_every`` batches (counted in updates, not env steps).
+        before the actor's one step (the paper steps the critic along the episode, one time step at a time); the
+        target critic is copied every ``target_update_every`` batches (counted in updates, not env steps); every
+        critic row learns the team reward (``team_reward``); and the actor's loss adds an entropy bonus
+        beta * H(pi) weighted by ``self.entropy_coef``, which the training loop decays (the paper explores with
+        epsilon alone; the README's COMA results say why).
         """
         c = self.config
+        epsilon, entropy_coef = float(batch["epsilon"]), self.entropy_coef
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
         B, T1, N, _ = obs.shape
         T = T1 - 1

@@ -223,7 +223,11 @@ class EnsembleMADDPG:
         """One gradient step on every critic (the batch's arrays, drawn from the whole buffer), then on every
         sub-policy m of every agent i (``batch["slices"][i][m]``, drawn from its slice D_i^(m); None skips a
         sub-policy whose slice is still empty), then a soft update of all targets. The batch is
-        ``SubpolicyReplayBuffer.sample``'s: the same ``update(batch)`` as every other learner."""
+        ``SubpolicyReplayBuffer.sample``'s: the same ``update(batch)`` as every other learner.
+
+        Departures from the paper's section 4.3: the critic batch and the M slice batches are drawn afresh every
+        update from one shared ring buffer (the paper keeps a replay buffer per sub-policy), the 1/M in the
+        gradient is left out (Adam undoes a constant scale), and the rest are ``ContinuousMADDPG``'s."""
         if "slices" not in batch:
             raise ValueError("an ensemble's batch needs 'slices', a batch from every slice D_i^(m): "
                              "SubpolicyReplayBuffer.sample draws them")

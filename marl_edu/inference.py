@@ -137,7 +137,11 @@ class InferringMADDPG(ContinuousMADDPG):
 
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """Fit the approximations to the batch's actions, then MADDPG's update (whose critic targets use them),
-        then a soft update of the approximations' targets."""
+        then a soft update of the approximations' targets.
+
+        Departures from the paper's section 4.2: the approximations' one gradient step before the critics' uses
+        the same minibatch as the critics and actors (the paper takes each agent's latest samples from the replay
+        buffer), and their targets are soft-updated with the critics' tau; the rest are ``ContinuousMADDPG``'s."""
         b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
         stats = self.approximation_step(b)
         stats.update(super().update(batch))

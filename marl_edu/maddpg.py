@@ -266,8 +266,16 @@ class MADDPG:
         """One gradient step on every critic, then every actor, then a soft update of all targets.
 
         batch: ``ReplayBuffer.sample``'s arrays, obs and next_obs ``(B, N, O)``, actions ``(B, N, A)``, rewards and
-        dones ``(B, N)``. Departure from the paper's algorithm, which samples a minibatch for each agent: one
-        minibatch, one set of indices, serves every agent's critic and actor step.
+        dones ``(B, N)``.
+
+        Departures from the paper's algorithm (the README's MADDPG results say what each one bought):
+        - one minibatch, one set of indices, serves every agent's critic and actor step (the paper samples a
+          minibatch for each agent);
+        - the actor's gradient is by default the exact expectation over agent i's own actions
+          (``actor_gradient="expected"``; the paper's Gumbel-softmax sample is ``"gumbel"``);
+        - the rewards may be n-step returns, the target then discounted by gamma^n (``n_step``, 3 by default;
+          ``train_maddpg`` stores the team reward's, which every critic learns);
+        - the actor's loss adds ``logits_reg * mean(logits^2)``, as the authors' code does.
         """
         c = self.config
         b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}

@@ -136,7 +136,8 @@ def collect_episodes(agent, venv: VecEnv, epsilon: float) -> tuple[dict[str, tor
           critics learn from them);
         - ``dones`` float32 ``(B, L)``: 1 where the team is done for good (every agent arrived) and on padding;
         - ``step_mask`` float32 ``(B, L)``: 1 on real steps; ``agent_mask`` float32 ``(B, L, N)``: 1 while agent a
-          has not arrived yet.
+          has not arrived yet;
+        - ``epsilon``, a float: the behaviour policy's exploration (the update replays that policy).
 
         Copies that finish early keep stepping (lock-step) but are not recorded.
     """
@@ -181,4 +182,5 @@ def collect_episodes(agent, venv: VecEnv, epsilon: float) -> tuple[dict[str, tor
     batch = {"obs": obs_seq[:, :L + 1], "actions": act_seq[:, :L + 1], "rewards": rewards[:, :L],
              "dones": dones[:, :L], "step_mask": step_mask[:, :L], "agent_mask": agent_mask[:, :L]}
     batch = {key: torch.as_tensor(value, device=agent.device) for key, value in batch.items()}
+    batch["epsilon"] = float(epsilon)
     return batch, returns.tolist(), int(step_mask.sum())

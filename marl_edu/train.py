@@ -270,10 +270,10 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
     while len(result.episode_returns) < episodes:
         anneal = config.anneal_fraction * episodes  # both decay over the first anneal_fraction of training
         epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns), anneal)
-        entropy_coef = linear(config.entropy_start, 0.0, len(result.episode_returns), anneal)
+        agent.entropy_coef = linear(config.entropy_start, 0.0, len(result.episode_returns), anneal)
         batch, returns, steps = collect_episodes(agent, venv, epsilon)  # collect K whole episodes (no store:
         tic = time.perf_counter()                                        # on-policy, the batch is used once)
-        agent.update(batch, epsilon, entropy_coef)  # update
+        agent.update(batch)  # update
         result.update_seconds += time.perf_counter() - tic
         result.episode_returns.extend(returns)
         result.env_steps += steps

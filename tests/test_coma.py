@@ -64,11 +64,12 @@ def test_update_changes_the_networks_and_keeps_the_target_until_its_turn():
     target_before = [p.clone() for p in agent.target_critic.parameters()]
     actor_before = [p.clone() for p in agent.actor.parameters()]
     batch, _, _ = collect_episodes(agent, venv, epsilon=0.5)
-    stats = agent.update(batch, epsilon=0.5, entropy_coef=0.01)
+    agent.entropy_coef = 0.01
+    stats = agent.update(batch)  # batch['epsilon'] = 0.5, what collect_episodes played
     assert np.isfinite(stats["critic_loss"]) and np.isfinite(stats["actor_loss"])
     assert any(not torch.equal(a, b) for a, b in zip(actor_before, agent.actor.parameters()))
     assert all(torch.equal(a, b) for a, b in zip(target_before, agent.target_critic.parameters()))
-    agent.update(batch, epsilon=0.5, entropy_coef=0.01)  # the 2nd update copies the critic into the target
+    agent.update(batch)  # the 2nd update copies the critic into the target
     assert all(torch.equal(a, b) for a, b in zip(agent.critic.parameters(), agent.target_critic.parameters()))
 
 
@@ -157,6 +158,7 @@ def test_fused_unroll_replays_the_same_policy_and_makes_nearly_the_same_update(r
     pis = [learner.replay_policy(batch["obs"][:, :T], batch["actions"][:, :T], 0.1) for learner in (plain, fused)]
     assert pis[0].shape == (4, T, 2, 5) and torch.allclose(pis[0], pis[1], atol=1e-6)  # the same probabilities
     for learner in (plain, fused):
-        learner.update(batch, 0.1, 0.05)
+        learner.entropy_coef = 0.05
+        learner.update(batch)
     for p, q in zip(plain.actor.parameters(), fused.actor.parameters()):
         assert torch.allclose(p, q, rtol=1e-4, atol=1e-6)  # one step apart only in the last bits
