@@ -105,6 +105,9 @@ class ContinuousMADDPG(MADDPG):
         eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (K, N, A)
         return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (K, N, A)
 
+    def end_episode(self, k: int) -> None:
+        """Env copy k's episode ended: nothing to renew (a policy ensemble draws its next sub-policies here)."""
+
     def greedy_policy(self):
         """A policy for ``run_episode``: obs ``(N, O)`` -> every agent's force mu_i(o_i), ``(N, A)``, no noise."""
         return lambda obs: self.act(obs[None])[0]

@@ -113,7 +113,8 @@ class EnsembleConfig(ContinuousMADDPGConfig):
 
 class EnsembleMADDPG:
     """Continuous MADDPG where every agent is an ensemble of M tanh sub-policies; ``actors[i * M + m]`` is
-    mu_i^(m). Acting and the critic targets take ``subpolicies`` int ``(B, N)``, the sub-policy each agent plays.
+    mu_i^(m). Acting and the critic targets take ``subpolicies`` int ``(B, N)``, the sub-policy each agent plays;
+    while training, ``playing`` holds each env copy's current draw (``act`` draws it, ``end_episode`` renews it).
     A sibling of :class:`ContinuousMADDPG`: the critics, their loss (``maddpg.td_loss``) and the actor's loss
     (``continuous.deterministic_actor_loss``) are the same; only acting and the targets' next actions differ.
 
@@ -141,6 +142,7 @@ class EnsembleMADDPG:
         self.target_critics = make_target(self.critics)
         self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
         self.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=self.config.critic_lr) for c in self.critics]
+        self.playing: np.ndarray | None = None  # int (K, N): every agent's sub-policy in each env copy's episode
 
     def actor(self, i: int, m: int, target: bool = False) -> nn.Module:
         """mu_i^(m), agent i's sub-policy m (before its tanh), or its target."""
@@ -170,10 +172,18 @@ class EnsembleMADDPG:
     @torch.no_grad()
     def act(self, obs: np.ndarray, noise: float = 0.0, subpolicies: np.ndarray | None = None) -> np.ndarray:
         """Forces for K env copies: obs ``(K, N, O)``, subpolicies int ``(K, N)`` -> float32 ``(K, N, A)``,
-        ``clip(mu_i^(m)(o_i) + noise * eps, -1, 1)`` (no draw when ``noise=0``, as ``ContinuousMADDPG.act``)."""
+        ``clip(mu_i^(m)(o_i) + noise * eps, -1, 1)`` (no draw when ``noise=0``, as ``ContinuousMADDPG.act``).
+
+        Without ``subpolicies`` every agent plays its sub-policy of each copy's current episode, ``playing``: drawn
+        for the K copies at the first such call, renewed for copy k by ``end_episode(k)`` (so a training loop calls
+        ``act(obs, noise)`` as it would for ``ContinuousMADDPG``)."""
         if subpolicies is None:
-            raise ValueError("EnsembleMADDPG.act needs subpolicies, int (K, N): the sub-policy each agent plays "
-                             "(draw_subpolicies(K) at the start of every episode)")
+            if self.playing is None:
+                self.playing = self.draw_subpolicies(len(obs))  # (K, N) the first episode of every copy
+            if len(self.playing) != len(obs):
+                raise ValueError(f"the ensemble plays sub-policies for K={len(self.playing)} env copies, got obs for "
+                                 f"{len(obs)}: pass subpolicies, int (K, N), to act on other copies")
+            subpolicies = self.playing
         non_negative_number(noise, "noise")  # a standard deviation
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
         mu = self.ensemble_actions(obs_t, torch.as_tensor(np.asarray(subpolicies), device=self.device))  # (K, N, A)
@@ -181,6 +191,11 @@ class EnsembleMADDPG:
             return mu.cpu().numpy()  # (K, N, A)
         eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (K, N, A)
         return (mu + noise * eps).clamp(-1.0, 1.0).cpu().numpy()  # (K, N, A)
+
+    def end_episode(self, k: int) -> None:
+        """Env copy k's episode ended: every agent draws the sub-policy it plays in that copy's next one,
+        ``playing[k]`` ``(N,)``, uniform in [0, M)."""
+        self.playing[k] = self.draw_subpolicies(1)[0]  # (N,)
 
     def policy(self, subpolicies):
         """A policy for ``run_episode`` playing fixed sub-policies (int ``(N,)``), no noise: obs ``(N, O)`` ->

@@ -207,37 +207,33 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
                          f"got {env_id!r}: train_maddpg trains on the discrete ma-gym envs")
     N, O, A, K = venv.n_agents, venv.obs_dim, venv.action_dim, venv.n_envs
     agent = learner(N, O, A, config, seed=seed, device=device)
-    ensemble = isinstance(agent, EnsembleMADDPG)
-    if ensemble:  # each agent plays one of its M sub-policies per episode; the buffer records which
-        buffer = SubpolicyReplayBuffer(config.buffer_size, N, O, A, config.n_subpolicies)
-        playing = agent.draw_subpolicies(K)  # (K, N) the sub-policy of every agent in every copy's episode
-    else:
-        buffer, playing = ReplayBuffer(config.buffer_size, N, O, A), None
+    ensemble = isinstance(agent, EnsembleMADDPG)  # its agents play one of M sub-policies per episode
+    buffer = (SubpolicyReplayBuffer(config.buffer_size, N, O, A, config.n_subpolicies) if ensemble
+              else ReplayBuffer(config.buffer_size, N, O, A))
     result = TrainResult(agent=agent)
     obs = venv.reset()  # (K, N, O)
     bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
     while len(result.episode_returns) < episodes:
         noise = config.noise_at(len(result.episode_returns) / episodes)  # sigma, decayed linearly
-        actions = agent.act(obs, noise, playing) if ensemble else agent.act(obs, noise)  # (K, N, A) in [-1, 1]
+        actions = agent.act(obs, noise)  # collect: (K, N, A) in [-1, 1] (an ensemble: agent.playing's sub-policies)
         next_obs, rewards, dones, info = venv.step(actions)  # (K, N, O), (K, N), (K, N)
         rewards = critic_rewards(rewards, config.team_reward)  # (K, N) what each critic learns
-        for k in range(K):
+        for k in range(K):  # store
             # a time-limit end is not terminal: store terminated (all False on spread), bootstrap through it
             transition = (obs[k], actions[k], rewards[k], info["final_obs"][k], info["terminated"][k])
-            if ensemble:
-                buffer.add(*transition, subpolicies=playing[k])
+            if ensemble:  # and which sub-policy each agent played, (N,): sub-policy m learns from its slice
+                buffer.add(*transition, subpolicies=agent.playing[k])
             else:
                 buffer.add(*transition)
             if info["episode_done"][k]:
                 result.episode_returns.append(float(info["episode_team_return"][k]))
                 bar.update(1)
-                if ensemble:
-                    playing[k] = agent.draw_subpolicies(1)[0]  # (N,) new sub-policies for the next episode
+                agent.end_episode(k)  # an ensemble draws copy k's sub-policies for its next episode
         obs = next_obs
         result.env_steps += K
-        _update_from_replay(agent, buffer, config, np_rng, result)
-        if len(result.episode_returns) >= next_eval:
+        _update_from_replay(agent, buffer, config, np_rng, result)  # update
+        if len(result.episode_returns) >= next_eval:  # evaluate
             if ensemble:  # evaluation e plays every agent's sub-policy e mod M (no draw: training's stream stays)
                 policy = agent.policy(np.full(N, len(result.evaluations) % config.n_subpolicies))
             else:

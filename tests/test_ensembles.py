@@ -142,11 +142,25 @@ def test_bad_ensemble_sizes_raise(value):
         EnsembleConfig(n_subpolicies=value).validate()
 
 
-def test_an_ensemble_refuses_to_act_without_its_sub_policies():
+def test_an_ensemble_plays_each_copys_draw_until_that_copys_episode_ends():
+    agent, again = _fixed_ensemble(), _fixed_ensemble()  # the same seed: the same draws
+    obs = np.full((3, 2, 1), 0.1, dtype=np.float32)  # (K=3, N=2, O=1)
+    first = again.draw_subpolicies(3)  # (K, N) what act draws for the 3 copies' first episodes
+    renewed = again.draw_subpolicies(1)[0]  # (N,) then what end_episode(1) draws for copy 1
+    # sub-policy 0: tanh(0.1) = 0.099668;  sub-policy 1: tanh(8 * 0.1) = tanh(0.8) = 0.664037
+    force = np.array([0.099668, 0.664037])
+    np.testing.assert_allclose(agent.act(obs, 0.0)[..., 0], force[first], atol=1e-5)
+    np.testing.assert_array_equal(agent.playing, first)
+    agent.end_episode(1)
+    np.testing.assert_array_equal(agent.playing, [first[0], renewed, first[2]])  # only copy 1 drew again
+    np.testing.assert_allclose(agent.act(obs, 0.0)[1, :, 0], force[renewed], atol=1e-5)
+    with pytest.raises(ValueError, match="plays sub-policies for K=3 env copies, got obs for 1"):
+        agent.act(obs[:1], 0.0)  # another number of copies needs its own subpolicies
+
+
+def test_bad_sub_policies_raise():
     agent = _fixed_ensemble()
     obs = np.zeros((1, 2, 1), dtype=np.float32)
-    with pytest.raises(ValueError, match="needs subpolicies"):
-        agent.act(obs, 0.1)
     with pytest.raises(ValueError, match=r"subpolicies must be in \[0, 1\]"):
         agent.policy([0, 2])
     with pytest.raises(ValueError, match="EnsembleConfig"):
