@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from marl_edu.coma import COMA, COMAConfig
-from marl_edu.maddpg import MADDPG
+from marl_edu.maddpg import MADDPG, own_critic_input
 
 
 class _ValueActorCritic(COMA):
@@ -109,4 +109,4 @@ class IDDPG(MADDPG):
 
     def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Agent i's own observation and action: obs ``(B, N, O)``, actions ``(B, N, A)`` -> ``(B, O + A)``."""
-        return torch.cat([obs[:, i], actions[:, i]], dim=-1)  # (B, O+A)
+        return own_critic_input(i, obs, actions)  # (B, O+A)

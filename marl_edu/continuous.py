@@ -19,8 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.baselines import IDDPG
-from marl_edu.maddpg import MADDPG
+from marl_edu.maddpg import MADDPG, own_critic_input
 from marl_edu.schedules import linear
 from marl_edu.shapes import check_shape
 from marl_edu.validate import boolean, non_negative_int, non_negative_number, positive_int, positive_number, unit_interval
@@ -152,8 +151,14 @@ def deterministic_actor_loss(actor: nn.Module, critic: nn.Module, critic_input, 
 
 class ContinuousIDDPG(ContinuousMADDPG):
     """Independent DDPG with continuous actions: the same tanh actors, noise and update as :class:`ContinuousMADDPG`,
-    but agent i's critic sees only its own ``[o_i, a_i]``, ``(B, O + A)``, as in :class:`IDDPG` (whose two
-    functions it uses). The actors start as ContinuousMADDPG's do for the same seed."""
+    but agent i's critic sees only its own ``[o_i, a_i]``, ``(B, O + A)``, as in the discrete ``IDDPG``. The
+    actors start as ContinuousMADDPG's do for the same seed."""
 
-    critic_input_dim = IDDPG.critic_input_dim  # O + A
-    critic_input = IDDPG.critic_input  # [o_i, a_i]
+    @property
+    def critic_input_dim(self) -> int:
+        """The width of a critic's input: O + A, agent i's own observation and action."""
+        return self.obs_dim + self.n_actions  # O + A (n_actions: MADDPG's name for A, set before the critics)
+
+    def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Agent i's own observation and action: obs ``(B, N, O)``, actions ``(B, N, A)`` -> ``(B, O + A)``."""
+        return own_critic_input(i, obs, actions)  # (B, O+A)

@@ -42,6 +42,12 @@ def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor
     return torch.cat([x_obs, x_act], dim=1)  # (B, N*(O+A))
 
 
+def own_critic_input(i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """What an independent critic sees instead (independent DDPG, discrete or continuous): agent i's own
+    observation and action only, obs ``(B, N, O)``, actions ``(B, N, A)`` -> ``(B, O + A)``."""
+    return torch.cat([obs[:, i], actions[:, i]], dim=-1)  # (B, O+A)
+
+
 # ----------------------------------------------------------------------------------------------
 # Gumbel-softmax: a differentiable stand-in for sampling a discrete action
 # ----------------------------------------------------------------------------------------------

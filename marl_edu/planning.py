@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from marl_edu.batched_switch import ARRIVAL_REWARD  # what ma-gym's Switch.step pays (not an attribute of the env)
 from marl_edu.envs import make_env, resolve_env_id
 
-ARRIVAL_REWARD = 5.0  # what ma-gym's Switch.step pays on arrival (not an attribute of the env)
 _MOVES = {0: (1, 0), 1: (0, -1), 2: (-1, 0), 3: (0, 1), 4: (0, 0)}  # DOWN, LEFT, UP, RIGHT, NOOP
 _NOOP = 4
 

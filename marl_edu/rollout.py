@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from marl_edu.batched_switch import BatchedSwitch
 from marl_edu.envs import MultiAgentEnv, ParticleEnv, VecEnv
 from marl_edu.shapes import check_shape
 from marl_edu.validate import generator, positive_int
@@ -116,12 +117,13 @@ def team_returns(env: MultiAgentEnv, policy: Policy, n_episodes: int, progress: 
     return np.array([run_episode(env, policy).team_return for _ in episodes])
 
 
-def collect_episodes(agent, venv: VecEnv, epsilon: float) -> tuple[dict[str, torch.Tensor], list[float], int]:
+def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
+                     epsilon: float) -> tuple[dict[str, torch.Tensor], list[float], int]:
     """Play one episode in each of the K lock-step env copies with an on-policy learner's behaviour policy.
 
     Args:
         agent: COMA, CentralV or IACV (its ``policy_step``, ``sample``, ``actor.initial_hidden`` and ``device``).
-        venv: ``make_vec_env``'s K copies of a ma-gym env with a time limit T.
+        venv: ``make_vec_env``'s K copies of a ma-gym env with a time limit T (either backend).
         epsilon: the behaviour policy's exploration, ``(1 - eps) pi + eps / A``.
 
     Returns:

@@ -4,7 +4,8 @@ Every public function of marl_edu checks its inputs with :func:`check_shape`, so
 mistake surfaces as one ValueError that names the tensor, the expected and the actual shape,
 never as a broadcast that silently builds a (B, B) matrix deep inside torch.
 
-Symbols: B batch, T time, N agents, O obs dim, S state dim, A number of actions, K env copies.
+Symbols: B batch, T time (L: a batch's longest episode), N agents, O obs dim, S state dim, A number of actions (or
+action dim), K env copies, M sub-policies per agent, D a critic's input width, H hidden units, P joint states.
 """
 
 from __future__ import annotations

@@ -103,6 +103,7 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
     a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
     ``env_backend`` (``make_vec_env``'s)."""
     positive_int(episodes, "episodes")
+    positive_int(eval_every, "eval_every")
     config = (config or MADDPGConfig()).validate()
     np_rng = np.random.default_rng(seed)
     venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
@@ -257,6 +258,7 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMACo
     or until a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
     ``env_backend`` (``make_vec_env``'s)."""
     positive_int(episodes, "episodes")
+    positive_int(eval_every, "eval_every")
     config = (config or COMAConfig()).validate()
     venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
     agent = learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)

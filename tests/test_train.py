@@ -17,6 +17,11 @@ def test_bad_arguments():
         train_maddpg("Switch2-v2", episodes=-1)
     with pytest.raises(ValueError, match="unknown ma-gym environment"):
         train_maddpg("Switch9-v2", episodes=1)
+    from marl_edu.train import train_coma, train_continuous
+
+    for loop in (train_maddpg, train_coma, train_continuous):  # every loop evaluates every eval_every >= 1 episodes
+        with pytest.raises(ValueError, match="eval_every must be a positive int, got 0"):
+            loop(episodes=1, eval_every=0)
 
 
 def test_no_epsilon_decay_phase_is_allowed():
