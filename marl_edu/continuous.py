@@ -27,25 +27,34 @@ from marl_edu.validate import boolean, non_negative_int, non_negative_number, po
 
 @dataclass
 class ContinuousMADDPGConfig:
-    """Hyperparameters of MADDPG with continuous actions. Every value is checked by ``validate``."""
+    """Hyperparameters of MADDPG with continuous actions, grouped by what they shape (as ``MADDPGConfig``'s; a
+    separate class, since the defaults differ). Every value is checked by ``validate``."""
 
+    # the critic's target y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'(o'))
+    gamma: float = 0.95
+    n_step: int = 1               # one-step targets, as in the paper (train_continuous stores one-step transitions)
+    tau: float = 0.01             # soft target update per gradient step
+    team_reward: bool = False     # every critic learns the team reward sum_j r_j instead of its own agent's r_i
+
+    # the gradient steps
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
-    gamma: float = 0.95
-    tau: float = 0.01             # soft target update per gradient step
-    batch_size: int = 512
-    buffer_size: int = 200_000
-    hidden: int = 64
-    n_step: int = 1               # one-step targets, as in the paper (train_continuous stores one-step transitions)
-    noise_start: float = 0.5      # exploration: Gaussian noise of standard deviation sigma on every action entry,
-    noise_end: float = 0.05       # decayed linearly from noise_start to noise_end over the first
-    noise_fraction: float = 0.7   # `noise_fraction` of training
-    grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
     action_reg: float = 1e-3      # + action_reg * mean(f_i(o_i)^2): keeps the tanh out of saturation
+    grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
+    hidden: int = 64              # units in each of the networks' two hidden layers
+
+    # exploration: Gaussian noise of standard deviation sigma on every action entry, decayed linearly from
+    # noise_start to noise_end over the first `noise_fraction` of training
+    noise_start: float = 0.5
+    noise_end: float = 0.05
+    noise_fraction: float = 0.7
+
+    # experience: collected from lock-step env copies, replayed in minibatches
     n_envs: int = 16              # environment copies stepped in lock-step
+    buffer_size: int = 200_000
+    batch_size: int = 512
     warmup_steps: int = 2_000     # transitions collected (with noise_start) before the first update
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
-    team_reward: bool = False     # every critic learns the team reward sum_j r_j instead of its own agent's r_i
 
     def validate(self) -> ContinuousMADDPGConfig:
         for name in ("actor_lr", "critic_lr", "grad_clip"):

@@ -105,25 +105,34 @@ def td_loss(critic: nn.Module, target_critic: nn.Module, x: torch.Tensor, next_x
 
 @dataclass
 class MADDPGConfig:
-    """Hyperparameters of MADDPG on a discrete-action task. Every value is checked by ``validate``."""
+    """Hyperparameters of MADDPG on a discrete-action task, grouped by what they shape. Every value is checked by
+    ``validate``."""
 
+    # the critic's target y_i = r_i + ... + gamma^n (1 - d) Q'_i(x', mu'(o'))
+    gamma: float = 0.95
+    n_step: int = 3               # n-step returns: r_t + g r_{t+1} + g^2 r_{t+2} + g^3 Q'(s_{t+3})
+    tau: float = 0.005            # soft target update per gradient step
+    temperature: float = 1.0      # Gumbel-softmax temperature (target actions; the "gumbel" actor update)
+
+    # the gradient steps
     actor_lr: float = 1e-3
     critic_lr: float = 5e-4
-    gamma: float = 0.95
-    tau: float = 0.005            # soft target update per gradient step
-    batch_size: int = 512
-    buffer_size: int = 100_000
-    hidden: int = 64
-    n_step: int = 3               # n-step returns: r_t + g r_{t+1} + g^2 r_{t+2} + g^3 Q'(s_{t+3})
     actor_gradient: str = "expected"  # "expected": exact E_{a_i ~ pi_i} Q_i over agent i's A actions;
                                       # "gumbel": a straight-through (hard) Gumbel-softmax sample of a_i
-    temperature: float = 1.0      # Gumbel-softmax temperature (target actions; the "gumbel" actor update)
-    epsilon_start: float = 0.5    # exploration: a uniformly random action with probability epsilon,
-    epsilon_end: float = 0.02     # decayed linearly over the first `epsilon_fraction` of training
-    epsilon_fraction: float = 0.6
-    grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
     logits_reg: float = 1e-3      # + logits_reg * mean(logits^2) in the actor loss, as in the reference
+    grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
+    hidden: int = 64              # units in each of the networks' two hidden layers
+
+    # exploration: a uniformly random action with probability epsilon, decayed linearly from epsilon_start to
+    # epsilon_end over the first `epsilon_fraction` of training
+    epsilon_start: float = 0.5
+    epsilon_end: float = 0.02
+    epsilon_fraction: float = 0.6
+
+    # experience: collected from lock-step env copies, replayed in minibatches
     n_envs: int = 16              # environment copies stepped in lock-step
+    buffer_size: int = 100_000
+    batch_size: int = 512
     warmup_steps: int = 1_000     # transitions collected before the first update
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
 
