@@ -55,3 +55,21 @@ def test_a_config_given_numpy_values_saves_and_loads(tmp_path):
     assert (type(config.hidden), type(config.gamma), type(config.n_envs)) == (int, float, int)
     path = save_policy(MADDPG(2, 2, 5, config), "Switch2-v2", tmp_path / "policy.pt")
     assert load_policy(path).config.hidden == 8
+
+
+def test_a_trained_policy_file_round_trips(tmp_path):
+    import numpy as np
+
+    from marl_edu.checkpoints import load_policy, save_policy
+    from marl_edu.maddpg import MADDPGConfig
+    from marl_edu.train import train_maddpg
+
+    config = MADDPGConfig(n_envs=2, warmup_steps=32, batch_size=16, hidden=8)
+    run = train_maddpg("Switch2-v2", episodes=2, config=config, seed=5, progress=False)
+    path = save_policy(run.agent, "Switch2-v2", tmp_path / "policy.pt")
+    loaded = load_policy(path, algo="maddpg", env_id="Switch2-v2")
+    assert loaded.config == run.agent.config and loaded.n_agents == 2 and loaded.obs_dim == 3
+    obs = np.random.default_rng(0).random((7, 2, 3), dtype=np.float32)  # (K, N, O) arbitrary observations
+    assert np.array_equal(loaded.act(obs, greedy=True), run.agent.act(obs, greedy=True))
+    with pytest.raises(ValueError, match="was trained on Switch2-v2, expected Switch2-v0"):
+        load_policy(path, env_id="Switch2-v0")

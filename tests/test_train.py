@@ -29,22 +29,6 @@ def test_no_epsilon_decay_phase_is_allowed():
     assert len(train_maddpg("Switch2-v2", episodes=2, config=config, progress=False).episode_returns) >= 2
 
 
-def test_policy_checkpoint_round_trip(tmp_path):
-    import numpy as np
-
-    from marl_edu.checkpoints import load_policy, save_policy
-
-    config = MADDPGConfig(n_envs=2, warmup_steps=32, batch_size=16, hidden=8)
-    run = train_maddpg("Switch2-v2", episodes=2, config=config, seed=5, progress=False)
-    path = save_policy(run.agent, "Switch2-v2", tmp_path / "policy.pt")
-    loaded = load_policy(path, algo="maddpg", env_id="Switch2-v2")
-    assert loaded.config == run.agent.config and loaded.n_agents == 2 and loaded.obs_dim == 3
-    obs = np.random.default_rng(0).random((7, 2, 3), dtype=np.float32)  # (K, N, O) arbitrary observations
-    assert np.array_equal(loaded.act(obs, greedy=True), run.agent.act(obs, greedy=True))
-    with pytest.raises(ValueError, match="was trained on Switch2-v2, expected Switch2-v0"):
-        load_policy(path, env_id="Switch2-v0")
-
-
 @pytest.mark.parametrize("algo", ["maddpg", "coma"])
 def test_training_is_the_same_on_either_env_backend(algo):
     # the batched Switch steps the same transitions as ma-gym, so a seed trains to the same returns and weights
