@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/learning.py --algo maddpg --env Switch2-v2 --seeds 0 1 2 3 4 [--episodes 3000]
         [--actor-gradient expected|gumbel] [--out results/maddpg/Switch2-v2]
-    .venv/bin/python benchmarks/learning.py --algo coma --env Switch2-v0 --seeds 0 1 2 3 4 [--episodes 20000]
+    .venv/bin/python benchmarks/learning.py --algo coma --env Switch2-v0 --seeds 0 1 2 3 4 [--episodes 6000]
         [--feed-forward] [--per-agent-reward] [--out results/coma/Switch2-v0]
 
 Each run trains for --episodes episodes (one core per run) and then evaluates its final policy: greedy
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from marl_edu.checkpoints import save_policy
-from marl_edu.cli import run_seed
+from marl_edu.cli import DEFAULT_EPISODES, run_seed
 from marl_edu.coma import COMAConfig
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.planning import optimal_team_return
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     parser.add_argument("--algo", choices=["maddpg", "coma"], default="maddpg")
     parser.add_argument("--env", default="Switch2-v2")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--episodes", type=int, default=None, help="default: 3000 (maddpg), 20000 (coma)")
+    parser.add_argument("--episodes", type=int, default=None, help="default: the command line's, 3000 (maddpg), 6000 (coma)")
     parser.add_argument("--actor-gradient", choices=["expected", "gumbel"], default="expected",
                         help="MADDPGConfig.actor_gradient: exact expectation over own actions, or Gumbel-softmax")
     parser.add_argument("--feed-forward", action="store_true", help="COMA with feed-forward instead of GRU actors")
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
                         help="write summary.json, run.json and policy.pt (first seed) to this folder")
     args = parser.parse_args(argv)
     if args.episodes is None:
-        args.episodes = 3000 if args.algo == "maddpg" else 20000
+        args.episodes = DEFAULT_EPISODES[args.algo]
     if args.episodes < 1:
         parser.error("--episodes must be positive")
     torch.set_num_threads(1)  # one core per run, as the target says

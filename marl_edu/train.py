@@ -250,7 +250,7 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
 # COMA: on-policy batches of whole episodes (rollout.collect_episodes)
 # ----------------------------------------------------------------------------------------------
 
-def train_coma(env_id: str = "Switch2-v0", episodes: int = 20000, config: COMAConfig | None = None, seed: int = 0,
+def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config: COMAConfig | None = None, seed: int = 0,
                eval_every: int = 100, progress: bool = True, device: str = "cpu",
                learner: type[COMA] = COMA, stop_at: float | None = None,
                env_backend: str = "batched") -> TrainResult:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from marl_edu.cli import DEFAULT_EPISODES
 from marl_edu.coma import COMAConfig, counterfactual_baseline
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.maddpg import MADDPGConfig
@@ -186,7 +187,8 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
 
 
 def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal: float | None = None,
-               random: float | None = None, episodes: int = 2000, seed: int = 0) -> widgets.VBox:
+               random: float | None = None, episodes: int = DEFAULT_EPISODES["coma"],
+               seed: int = 0) -> widgets.VBox:
     """The COMA hyperparameter panel: learning rates, lambda, entropy bonus, episodes per batch,
     recurrent or feed-forward actors, episodes and seed.
 

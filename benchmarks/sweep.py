@@ -1,0 +1,102 @@
+"""Hyperparameter sweeps on Switch: one config over several seeds, how fast and how surely it solves.
+
+    .venv/bin/python benchmarks/sweep.py --algo coma --env Switch2-v0 --episodes 3000 --seeds 10 11 12 13 14 \
+        --set actor_lr=3e-3 entropy_start=0.05 [--set critic_steps=2 ...] [--jobs 2]
+
+Every ``--set`` is one config (``key=value`` pairs on top of the learner's defaults; none: the defaults). Each config
+trains once per seed for ``--episodes`` episodes (the whole budget: the entropy and epsilon schedules are fractions
+of it), one torch thread per run, ``--jobs`` runs at a time, with a greedy evaluation every ``--eval-every``
+episodes. Per run it prints the first episode and wall-clock at which a greedy evaluation reached the solved line
+(within 0.3 of the exact optimum: 8.0 on Switch2) and the final greedy return; per config a SUMMARY line: the median
+seconds and episodes to solve (a seed that never solved counts as infinite), how many seeds solved at some point, and
+how many end solved. Run alone for wall-clock figures: two jobs on two cores slow each other down a little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing
+import statistics
+import sys
+
+import torch
+
+from marl_edu.checkpoints import config_class
+from marl_edu.cli import run_seed, solved_threshold
+from marl_edu.planning import optimal_team_return
+
+
+def parse_config(algo: str, pairs: list[str]):
+    """``["actor_lr=3e-3", "recurrent=False"]`` -> the learner's config with those fields replaced (typed as the
+    defaults are); ValueError names an unknown field or a value of the wrong type."""
+    config = config_class(algo)()
+    fields = {f.name: type(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    changes = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--set {pair!r}: expected field=value with a field of {type(config).__name__}")
+        kind = fields[name]
+        if kind is bool:
+            if text not in ("True", "False"):
+                raise ValueError(f"--set {pair!r}: {name} is True or False")
+            changes[name] = text == "True"
+        else:
+            changes[name] = kind(float(text)) if kind is int else kind(text)
+    return dataclasses.replace(config, **changes).validate()
+
+
+def one_run(job: tuple) -> dict:
+    algo, env_id, episodes, config, seed, eval_every, target = job
+    torch.set_num_threads(1)
+    run, figures = run_seed(algo, env_id, episodes, config, seed, eval_every, optimum=target)
+    return figures
+
+
+def median_or_never(values: list) -> str:
+    finite = [v if v is not None else float("inf") for v in values]
+    middle = statistics.median(finite)
+    return "never" if middle == float("inf") else f"{middle:.0f}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algo", default="coma", choices=["coma", "central_v", "iac", "maddpg", "iddpg"])
+    parser.add_argument("--env", default="Switch2-v0")
+    parser.add_argument("--episodes", type=int, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[10, 11, 12, 13, 14],
+                        help="default: 10-14, seeds the committed results never used")
+    parser.add_argument("--eval-every", type=int, default=None, help="default: the command line's for the learner")
+    parser.add_argument("--set", dest="configs", nargs="*", action="append", default=None,
+                        help="one config as field=value pairs; repeat --set for more configs")
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        configs = [(pairs, parse_config(args.algo, pairs)) for pairs in (args.configs or [[]])]
+    except ValueError as error:
+        parser.error(str(error))
+    optimum = optimal_team_return(args.env)
+    print(f"{args.algo} on {args.env}, {args.episodes} episodes, seeds {args.seeds}, solved at "
+          f">= {solved_threshold(optimum):.1f}", flush=True)
+    jobs = [(args.algo, args.env, args.episodes, config, seed, args.eval_every, optimum)
+            for _, config in configs for seed in args.seeds]
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+        results = pool.map(one_run, jobs, chunksize=1)
+    target = solved_threshold(optimum) - 1e-6
+    for index, (pairs, _) in enumerate(configs):
+        rows = results[index * len(args.seeds):(index + 1) * len(args.seeds)]
+        print(f"\n{' '.join(pairs) or '(defaults)'}")
+        for row in rows:
+            print(f"  seed {row['seed']:>3}: solved at {row['episodes_to_solve']} episodes / "
+                  f"{row['seconds_to_solve'] if row['seconds_to_solve'] is None else round(row['seconds_to_solve'], 1)}"
+                  f" s, final greedy {row['greedy']:.2f}, {row['steps_per_s']:.0f} steps/s, {row['wall_s']:.1f} s")
+        print(f"SUMMARY {' '.join(pairs) or '(defaults)'}: median {median_or_never([r['seconds_to_solve'] for r in rows])}"
+              f" s / {median_or_never([r['episodes_to_solve'] for r in rows])} episodes to solve, "
+              f"{sum(r['episodes_to_solve'] is not None for r in rows)}/{len(rows)} solved at some point, "
+              f"{sum(r['greedy'] >= target for r in rows)}/{len(rows)} end solved", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
