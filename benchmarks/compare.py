@@ -7,7 +7,7 @@
 Methods (``marl_edu.checkpoints.ALGORITHMS``), each on its family's budget:
 - on-policy, 6000 episodes (batches of 16 whole episodes): coma, central_v, iac, each with the GRU actor
   over the agent's history ("gru") and with a feed-forward actor on the current observation ("ff");
-- off-policy, 3000 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg.
+- off-policy, 1500 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg.
 Every run evaluates its greedy policy periodically (every 200 or 50 episodes) and at the end, where the
 final greedy team return (Switch is deterministic: one episode is exact) and the mean sampled return of 100
 episodes are recorded. "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reuse", action="store_true",
                         help="keep runs whose seed<S>.json exists (to finish an interrupted comparison)")
     parser.add_argument("--episodes", type=int, default=None,
-                        help="episodes per run for every method (default: 6000 on-policy, 3000 off-policy); "
+                        help="episodes per run for every method (default: 6000 on-policy, 1500 off-policy); "
                              "for a quick try, with --out elsewhere")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS,
                         help="results folder (default: results/compare; the figures go to media/ only then)")

@@ -1,6 +1,6 @@
 """The learning targets on Switch2: one run per seed, greedy and sampled evaluation, a SUMMARY line.
 
-    .venv/bin/python benchmarks/learning.py --algo maddpg --env Switch2-v2 --seeds 0 1 2 3 4 [--episodes 3000]
+    .venv/bin/python benchmarks/learning.py --algo maddpg --env Switch2-v2 --seeds 0 1 2 3 4 [--episodes 1500]
         [--actor-gradient expected|gumbel] [--out results/maddpg/Switch2-v2]
     .venv/bin/python benchmarks/learning.py --algo coma --env Switch2-v0 --seeds 0 1 2 3 4 [--episodes 6000]
         [--feed-forward] [--per-agent-reward] [--out results/coma/Switch2-v0]
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     parser.add_argument("--algo", choices=["maddpg", "coma"], default="maddpg")
     parser.add_argument("--env", default="Switch2-v2")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--episodes", type=int, default=None, help="default: the command line's, 3000 (maddpg), 6000 (coma)")
+    parser.add_argument("--episodes", type=int, default=None, help="default: the command line's, 1500 (maddpg), 6000 (coma)")
     parser.add_argument("--actor-gradient", choices=["expected", "gumbel"], default="expected",
                         help="MADDPGConfig.actor_gradient: exact expectation over own actions, or Gumbel-softmax")
     parser.add_argument("--feed-forward", action="store_true", help="COMA with feed-forward instead of GRU actors")

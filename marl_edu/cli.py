@@ -30,7 +30,7 @@ METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "i
 
 
 # the discrete learners' budgets (the committed results') and how often their greedy policy is evaluated
-DEFAULT_EPISODES = {"maddpg": 3000, "iddpg": 3000, "coma": 6000, "central_v": 6000, "iac": 6000}
+DEFAULT_EPISODES = {"maddpg": 1500, "iddpg": 1500, "coma": 6000, "central_v": 6000, "iac": 6000}
 DEFAULT_EVAL_EVERY = {"maddpg": 50, "iddpg": 50, "coma": 200, "central_v": 200, "iac": 200}
 
 
@@ -166,15 +166,15 @@ def _parser() -> argparse.ArgumentParser:
                                                        "adds the step count to every observation)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (default: 0)")
     p.add_argument("--episodes", type=int, default=None,
-                   help="training episodes per run (default: 3000 for maddpg/iddpg, 6000 for the others; "
+                   help="training episodes per run (default: 1500 for maddpg/iddpg, 6000 for the others; "
                         "on-policy runs round up to whole batches of --n-envs episodes)")
     p.add_argument("--out", type=pathlib.Path, default=None, help="output folder (default: results/tmp/ALGO-ENV)")
     p.add_argument("--gamma", type=float, default=None, help="discount in [0, 1] (default: 0.95 maddpg/iddpg, "
                                                              "0.99 others)")
     p.add_argument("--actor-lr", type=float, default=None,
-                   help="actor learning rate (default: 1e-3 maddpg/iddpg, 2e-3 others)")
+                   help="actor learning rate (default: 3e-3 maddpg/iddpg, 2e-3 others)")
     p.add_argument("--critic-lr", type=float, default=None,
-                   help="critic learning rate (default: 5e-4 maddpg/iddpg, 3e-3 others)")
+                   help="critic learning rate (default: 2e-3 maddpg/iddpg, 3e-3 others)")
     p.add_argument("--hidden", type=int, default=None, help="hidden units per layer (default: 64)")
     p.add_argument("--n-envs", type=int, default=None, help="environment copies stepped in lock-step (default: 16); "
                                                             "for the on-policy learners, episodes per update")

@@ -156,7 +156,8 @@ def _learning_rate_slider(value: float, description: str, style: dict) -> widget
 
 
 def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", optimal: float | None = None,
-                 random: float | None = None, episodes: int = 300, seed: int = 0) -> widgets.VBox:
+                 random: float | None = None, episodes: int = DEFAULT_EPISODES["maddpg"],
+                 seed: int = 0) -> widgets.VBox:
     """The MADDPG hyperparameter panel: learning rates, gamma, tau, batch size, episodes and seed.
 
     The button trains MADDPG (``train.train_maddpg``) with the other hyperparameters at their defaults
