@@ -149,10 +149,18 @@ def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dic
     return panel
 
 
-def _learning_rate_slider(value: float, description: str, style: dict) -> widgets.FloatLogSlider:
-    """A log-scale slider from 1e-5 to 1e-2, a quarter decade per step."""
-    return widgets.FloatLogSlider(value, base=10, min=-5, max=-2, step=0.25, description=description,
-                                  readout_format=".1e", style=style)
+def _log_slider(value: float, low: int, high: int, description: str, style: dict) -> widgets.SelectionSlider:
+    """A slider over 1, 2, 3 and 5 times each power of ten from 10**low to 10**high, starting at ``value`` (added to
+    the steps if it is not one of them). Unlike a FloatLogSlider, whose browser side snaps its value to the nearest
+    step (2e-3 becomes 1.8e-3), the value the learner sees is the value the panel trains with."""
+    steps = sorted({round(m * 10.0 ** e, 12) for e in range(low, high) for m in (1, 2, 3, 5)} | {10.0 ** high, value})
+    return widgets.SelectionSlider(options=[(f"{v:.0e}" if v < 0.1 else f"{v:g}", v) for v in steps], value=value,
+                                   description=description, style=style)
+
+
+def _learning_rate_slider(value: float, description: str, style: dict) -> widgets.SelectionSlider:
+    """A learning-rate slider from 1e-5 to 1e-2 (1, 2, 3 and 5 per decade)."""
+    return _log_slider(value, -5, -2, description, style)
 
 
 def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", optimal: float | None = None,
@@ -169,8 +177,7 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
         "actor_lr": _learning_rate_slider(defaults.actor_lr, "actor lr", style),
         "critic_lr": _learning_rate_slider(defaults.critic_lr, "critic lr", style),
         "gamma": widgets.FloatSlider(defaults.gamma, min=0.0, max=1.0, step=0.01, description="gamma", style=style),
-        "tau": widgets.FloatLogSlider(defaults.tau, base=10, min=-4, max=0, step=0.25, description="tau",
-                                      readout_format=".4f", style=style),
+        "tau": _log_slider(defaults.tau, -4, 0, "tau", style),
         "batch_size": widgets.SelectionSlider(options=[32, 64, 128, 256, 512, 1024], value=defaults.batch_size,
                                               description="batch size", style=style),
         "episodes": widgets.IntSlider(episodes, min=50, max=3000, step=50, description="episodes", style=style),
@@ -238,8 +245,7 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
         "critic_lr": _learning_rate_slider(defaults.critic_lr, "critic lr", style),
         "noise_start": widgets.FloatSlider(defaults.noise_start, min=0.0, max=2.0, step=0.05, description="noise",
                                            style=style),
-        "tau": widgets.FloatLogSlider(defaults.tau, base=10, min=-4, max=0, step=0.25, description="tau",
-                                      readout_format=".4f", style=style),
+        "tau": _log_slider(defaults.tau, -4, 0, "tau", style),
         "batch_size": widgets.SelectionSlider(options=[32, 64, 128, 256, 512, 1024], value=defaults.batch_size,
                                               description="batch size", style=style),
         "centralised": widgets.Checkbox(True, description="centralised critics (off: independent DDPG)",

@@ -192,3 +192,23 @@ def test_plot_runs_draws_a_reference_that_kept_only_its_evaluations():
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert "ref: greedy" in labels and not any(label.startswith("ref (") for label in labels)  # no empty curve
     assert any(label.startswith("mine") and "greedy" not in label for label in labels)  # the run's own curve
+
+
+def test_panels_start_at_the_defaults_exactly_and_default_to_the_command_lines_budget():
+    # a FloatLogSlider's browser side snaps 2e-3 to the nearest quarter decade, 10**-2.75 = 1.78e-3: the panels use
+    # sliders over 1, 2, 3 and 5 per decade that hold each default exactly
+    from marl_edu.cli import DEFAULT_EPISODES
+    from marl_edu.coma import COMAConfig
+    from marl_edu.continuous import ContinuousMADDPGConfig
+    from marl_edu.maddpg import MADDPGConfig
+    from marl_edu.widgets import coma_panel, continuous_maddpg_panel, maddpg_panel
+
+    for panel, defaults, budget in [(maddpg_panel(), MADDPGConfig(), DEFAULT_EPISODES["maddpg"]),
+                                    (coma_panel(), COMAConfig(), DEFAULT_EPISODES["coma"]),
+                                    (continuous_maddpg_panel(), ContinuousMADDPGConfig(), None)]:
+        controls = {child.description: child for child in panel.children[0].children}
+        assert controls["actor lr"].value == defaults.actor_lr and controls["critic lr"].value == defaults.critic_lr
+        assert "tau" not in controls or controls["tau"].value == defaults.tau
+        assert controls["actor lr"].options[0] == ("1e-05", 1e-05) and controls["actor lr"].options[-1][1] == 0.01
+        if budget is not None:
+            assert controls["episodes"].value == budget

@@ -161,8 +161,21 @@ def gif_frames_differ(data_url: str) -> bool:
     return False
 
 
+def longest_frame_seconds(data_url: str) -> float:
+    """How long a data:image/gif URL's longest frame is shown. Identical consecutive frames are stored as one frame
+    whose duration is their sum (a deadlocked episode holds one picture for 12 s or more), so a check that the GIF
+    animates must watch at least that long."""
+    gif = Image.open(io.BytesIO(base64.b64decode(data_url.split(",", 1)[1])))
+    durations = []
+    for index in range(getattr(gif, "n_frames", 1)):
+        gif.seek(index)
+        durations.append(gif.info.get("duration", 0))
+    return max(durations) / 1000
+
+
 def plays(image, seconds: float = 12.0) -> bool:
-    """Whether the displayed image changes on screen within ``seconds`` (a GIF that the browser animates)."""
+    """Whether the displayed image changes on screen within ``seconds`` (a GIF that the browser animates): pass at
+    least ``longest_frame_seconds`` of its data, or a screenshot taken at the start of a long frame sees no change."""
     image.scroll_into_view_if_needed()
     first = image.screenshot()
     deadline = time.monotonic() + seconds
