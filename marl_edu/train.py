@@ -26,6 +26,7 @@ from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
 from marl_edu.envs import ParticleEnv, make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.resume import RunCheckpoint
 from marl_edu.rollout import collect_episodes, run_episode
 from marl_edu.schedules import linear
 from marl_edu.shapes import one_hot
@@ -98,10 +99,11 @@ def _greedy_evaluation(result: TrainResult, env_id: str, bar, stop_at: float | N
 def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDPGConfig | None = None,
                  seed: int = 0, eval_every: int = 100, progress: bool = True, device: str = "cpu",
                  learner: type[MADDPG] = MADDPG, stop_at: float | None = None,
-                 env_backend: str = "batched") -> TrainResult:
+                 env_backend: str = "batched", checkpoint: RunCheckpoint | None = None) -> TrainResult:
     """Train MADDPG (or ``learner=IDDPG``) for ``episodes`` episodes (summed over the K env copies), or until
     a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
-    ``env_backend`` (``make_vec_env``'s)."""
+    ``env_backend`` (``make_vec_env``'s). With a ``checkpoint`` (``resume.RunCheckpoint``; batched Switch only) the
+    run in progress is saved at the end of an env step and continues from a saved state to the same bits."""
     positive_int(episodes, "episodes")
     positive_int(eval_every, "eval_every")
     config = (config or MADDPGConfig()).validate()
@@ -113,8 +115,15 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
     pending = [deque(maxlen=config.n_step) for _ in range(K)]
     result = TrainResult(agent=agent)
     obs = venv.reset()  # (K, N, O)
-    bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
+    if checkpoint is not None:  # the whole state of the run: resumed from it, saved at every step's end
+        parts = {"agent": agent, "buffer": buffer, "venv": _resumable(venv)}
+        loop = checkpoint.restore(result, parts,
+                                  {"rng": np_rng, "obs": obs, "pending": pending, "next_eval": next_eval})
+        obs, next_eval = loop["obs"], loop["next_eval"]
+        pending = [deque(steps, maxlen=config.n_step) for steps in loop["pending"]]
+    bar = tqdm(total=episodes, initial=len(result.episode_returns), desc=f"{learner.__name__} {env_id} seed {seed}",
+               disable=not progress, leave=False)
     while len(result.episode_returns) < episodes:
         epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns),
                          config.epsilon_fraction * episodes)  # decayed over the first epsilon_fraction of training
@@ -137,7 +146,19 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
             next_eval += eval_every
             if _greedy_evaluation(result, env_id, bar, stop_at, eps=f"{epsilon:.2f}"):
                 break
+        if checkpoint is not None:
+            checkpoint.save(result, parts, {"rng": np_rng, "obs": obs, "pending": pending, "next_eval": next_eval})
     return _finish(result, bar)
+
+
+def _resumable(venv):
+    """``venv`` if its state can be saved mid-episode (the batched Switch's arrays), else ValueError."""
+    from marl_edu.batched_switch import BatchedSwitch
+
+    if not isinstance(venv, BatchedSwitch):
+        raise ValueError(f"runs on {venv.env_id} cannot be checkpointed or resumed: only the batched Switch envs' "
+                         f"state can be saved (env_backend='batched' and a Switch id)")
+    return venv
 
 
 # ----------------------------------------------------------------------------------------------
@@ -253,18 +274,23 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
 def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config: COMAConfig | None = None, seed: int = 0,
                eval_every: int = 100, progress: bool = True, device: str = "cpu",
                learner: type[COMA] = COMA, stop_at: float | None = None,
-               env_backend: str = "batched") -> TrainResult:
+               env_backend: str = "batched", checkpoint: RunCheckpoint | None = None) -> TrainResult:
     """Train COMA (or ``learner=CentralV`` or ``IACV``) for ``episodes`` episodes, K at a time (one batch),
     or until a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
-    ``env_backend`` (``make_vec_env``'s)."""
+    ``env_backend`` (``make_vec_env``'s). With a ``checkpoint`` (``resume.RunCheckpoint``; batched Switch only) the
+    run in progress is saved after a batch's update and continues from a saved state to the same bits."""
     positive_int(episodes, "episodes")
     positive_int(eval_every, "eval_every")
     config = (config or COMAConfig()).validate()
     venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
     agent = learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
     result = TrainResult(agent=agent)
-    bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
     next_eval = eval_every
+    if checkpoint is not None:  # the whole state of the run: resumed from it, saved after every batch
+        parts = {"agent": agent, "venv": _resumable(venv)}
+        next_eval = checkpoint.restore(result, parts, {"next_eval": next_eval})["next_eval"]
+    bar = tqdm(total=episodes, initial=len(result.episode_returns), desc=f"{learner.__name__} {env_id} seed {seed}",
+               disable=not progress, leave=False)
     while len(result.episode_returns) < episodes:
         anneal = config.anneal_fraction * episodes  # both decay over the first anneal_fraction of training
         epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns), anneal)
@@ -281,6 +307,8 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config: COMACon
             next_eval += eval_every
             if _greedy_evaluation(result, env_id, bar, stop_at, eps=f"{epsilon:.2f}"):
                 break
+        if checkpoint is not None:
+            checkpoint.save(result, parts, {"next_eval": next_eval})
     return _finish(result, bar)
 
 

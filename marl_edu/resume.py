@@ -1,0 +1,206 @@
+"""Resuming training: what a run in progress saves so that it can continue bit for bit, when it saves, and Ctrl-C.
+
+A training loop given a ``RunCheckpoint`` calls ``checkpoint.save(...)`` at the end of every iteration (one env step of
+the K copies, or one on-policy batch). That saves, at most every ``every_seconds`` and always once a stop was
+requested, everything the rest of the run depends on:
+
+- the learner: every network, target network and optimiser (state dicts), its random generators and counters;
+- the replay buffer (off-policy) with its write position, and the env copies mid-episode (their arrays);
+- the loop's own state: the numpy generator that samples batches, the current observations, the n-step steps
+  waiting to be stored, when the next evaluation is due, the returns and evaluations so far;
+- torch's global random state.
+
+A stop requested with ``request_stop`` (the command line's Ctrl-C handler calls it) is honoured at the next iteration
+end: the state is saved and ``TrainingInterrupted`` raised, so nothing is lost halfway through an update. A loop that is
+given the loaded state (``RunCheckpoint(path, resume=load_run_state(path))``) rebuilds its learner, buffer and envs
+as usual and then ``restore``s them: the rest of the run is the same, to the bit, as if it had never stopped.
+
+The file is an ordinary checkpoint (``checkpoints.save_checkpoint``: a header and plain data, loaded with
+``weights_only=True``); numpy arrays are stored as tensors and turned back into arrays of the same dtype.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import time
+from collections import deque
+
+import numpy as np
+import torch
+
+KIND = "run-in-progress"  # the checkpoint header's "algo" field says what the file is; "config" names the learner
+
+
+class TrainingInterrupted(Exception):
+    """A stop was requested (Ctrl-C); the run's state is saved in ``path``, after ``episodes`` finished episodes."""
+
+    def __init__(self, path: pathlib.Path, episodes: int):
+        super().__init__(f"training interrupted after {episodes} episodes; state saved in {path}")
+        self.path, self.episodes = path, episodes
+
+
+def _encode(value):
+    """Plain data ``torch.load(weights_only=True)`` reads: arrays become tensors, deques lists, numpy scalars Python."""
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value.copy())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple, deque)):
+        return [_encode(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _encode(item) for key, item in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot save a {type(value).__name__} in a run checkpoint")
+
+
+def _decode(value):
+    """``_encode``'s inverse for loop data: tensors back to numpy arrays of the same dtype."""
+    if isinstance(value, torch.Tensor):
+        return value.numpy()
+    if isinstance(value, list):
+        return [_decode(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _decode(item) for key, item in value.items()}
+    return value
+
+
+def object_state(obj) -> dict:
+    """Every attribute of a learner, buffer or env copies as plain data: networks and optimisers by their state dicts
+    (lists of them too), torch and numpy generators by their states, arrays and numbers by value. Its config and
+    device are not saved (the resumed run rebuilds the object from the same ones). An attribute of any other type
+    raises TypeError, so nothing is silently left out."""
+    state = {}
+    for name, value in vars(obj).items():
+        if dataclasses.is_dataclass(value) or isinstance(value, torch.device):
+            continue
+        if isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
+            state[name] = value.state_dict()
+        elif isinstance(value, list) and value and isinstance(value[0], (torch.nn.Module, torch.optim.Optimizer)):
+            state[name] = [item.state_dict() for item in value]
+        elif isinstance(value, torch.Generator):
+            state[name] = value.get_state()
+        elif isinstance(value, np.random.Generator):
+            state[name] = value.bit_generator.state
+        else:
+            try:
+                state[name] = _encode(value)
+            except TypeError as error:
+                raise TypeError(f"{type(obj).__name__}.{name}: {error}") from None
+    return state
+
+
+def restore_object(obj, state: dict, what: str) -> None:
+    """Put ``object_state``'s ``state`` back into a freshly built ``obj`` of the same kind and sizes, in place.
+    ValueError names an attribute the file and the object do not share (a checkpoint of another version)."""
+    expected = set(object_state(obj))
+    if set(state) != expected:
+        raise ValueError(f"the saved {what} does not match this marl_edu's: attributes "
+                         f"{sorted(set(state) ^ expected)} differ")
+    for name, saved in state.items():
+        value = getattr(obj, name)
+        if isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
+            value.load_state_dict(saved)
+        elif isinstance(value, list) and value and isinstance(value[0], (torch.nn.Module, torch.optim.Optimizer)):
+            for item, item_state in zip(value, saved, strict=True):
+                item.load_state_dict(item_state)
+        elif isinstance(value, torch.Generator):
+            value.set_state(saved)
+        elif isinstance(value, np.random.Generator):
+            value.bit_generator.state = saved
+        else:
+            setattr(obj, name, _decode(saved))
+
+
+class RunCheckpoint:
+    """When and where a training loop saves its run in progress, and whether a stop was requested.
+
+    Args:
+        path: the checkpoint file (written atomically; the previous one stays until the new one is complete).
+        every_seconds: the least time between two periodic saves (``math.inf``: only when a stop is requested).
+        resume: the state of an interrupted run (``load_run_state``) for the loop to continue from, or None.
+        header: what the file's header records (the command line stores the run's arguments here).
+    """
+
+    def __init__(self, path: str | pathlib.Path, every_seconds: float = 60.0, resume: dict | None = None,
+                 header: dict | None = None):
+        if not every_seconds > 0:
+            raise ValueError(f"every_seconds must be positive (math.inf: only on a stop), got {every_seconds!r}")
+        self.path, self.every_seconds = pathlib.Path(path), every_seconds
+        self.resume, self.header = resume, dict(header or {})
+        self.stop_requested = False
+        self.saves = 0
+        self._last = time.monotonic()
+
+    def request_stop(self) -> None:
+        """Ask the loop to save and stop at the end of its current iteration (a signal handler may call this)."""
+        self.stop_requested = True
+
+    def save(self, result, parts: dict, loop: dict) -> None:
+        """At an iteration's end: save when a stop was requested or ``every_seconds`` passed, then raise
+        ``TrainingInterrupted`` if a stop was requested. ``result``: the loop's ``TrainResult``; ``parts``: the
+        objects whose attributes are the state (learner, buffer, env copies, ...); ``loop``: the loop's own values
+        (generators, arrays, numbers, lists and deques of them)."""
+        if not self.stop_requested and time.monotonic() - self._last < self.every_seconds:
+            return
+        from marl_edu.checkpoints import save_checkpoint
+
+        state = {"parts": {name: object_state(obj) for name, obj in parts.items()},
+                 "loop": {name: value.bit_generator.state if isinstance(value, np.random.Generator) else _encode(value)
+                          for name, value in loop.items()},
+                 "result": _result_state(result), "torch_rng": torch.get_rng_state()}
+        save_checkpoint(self.path, KIND, self.header.get("env", ""), self.header, state)
+        self.saves += 1
+        self._last = time.monotonic()
+        if self.stop_requested:
+            raise TrainingInterrupted(self.path, len(result.episode_returns))
+
+    def restore(self, result, parts: dict, loop: dict) -> dict:
+        """Continue from ``self.resume`` (if any): restore ``parts`` in place, fill ``result`` and torch's global
+        random state, and return the loop's values by name (generators in ``loop`` are restored in place, others
+        returned decoded; without a state to resume, ``loop`` itself comes back)."""
+        if self.resume is None:
+            return loop
+        saved = self.resume
+        if set(saved["parts"]) != set(parts) or set(saved["loop"]) != set(loop):
+            raise ValueError(f"{self.path} was saved by another training loop (parts {sorted(saved['parts'])}, "
+                             f"loop values {sorted(saved['loop'])})")
+        for name, obj in parts.items():
+            restore_object(obj, saved["parts"][name], name)
+        values = {}
+        for name, value in loop.items():
+            if isinstance(value, np.random.Generator):
+                value.bit_generator.state = saved["loop"][name]
+                values[name] = value
+            else:
+                values[name] = _decode(saved["loop"][name])
+        _restore_result(result, saved["result"])
+        torch.set_rng_state(saved["torch_rng"])
+        return values
+
+
+def _result_state(result) -> dict:
+    return {"episode_returns": list(result.episode_returns), "evaluations": [list(e) for e in result.evaluations],
+            "eval_seconds": list(result.eval_seconds), "env_steps": result.env_steps, "updates": result.updates,
+            "update_seconds": result.update_seconds, "elapsed": time.perf_counter() - result.started}
+
+
+def _restore_result(result, saved: dict) -> None:
+    result.episode_returns[:] = saved["episode_returns"]
+    result.evaluations[:] = [tuple(e) for e in saved["evaluations"]]
+    result.eval_seconds[:] = saved["eval_seconds"]
+    result.env_steps, result.updates = saved["env_steps"], saved["updates"]
+    result.update_seconds = saved["update_seconds"]
+    result.started = time.perf_counter() - saved["elapsed"]  # the wall-clock goes on from where it stopped
+
+
+def load_run_state(path: str | pathlib.Path) -> tuple[dict, dict]:
+    """A run-in-progress checkpoint's ``(header, state)``; ValueError if the file is not one (a policy file, say)."""
+    from marl_edu.checkpoints import load_checkpoint
+
+    payload = load_checkpoint(path)
+    if payload["algo"] != KIND:
+        raise ValueError(f"{path} is a {payload['algo']} checkpoint, not a run in progress")
+    return payload["config"], payload["state"]
+

@@ -1,0 +1,147 @@
+"""Runs in progress: an interrupted and resumed run is the same, to the bit, as one that never stopped."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from marl_edu.baselines import IDDPG
+from marl_edu.coma import COMAConfig
+from marl_edu.maddpg import MADDPGConfig
+from marl_edu.resume import RunCheckpoint, TrainingInterrupted, load_run_state, object_state, restore_object
+from marl_edu.train import train_coma, train_maddpg
+
+SMALL_MADDPG = MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32, buffer_size=2_000, hidden=16)
+SMALL_COMA = COMAConfig(n_envs=4, hidden=16)
+
+
+class StopAt(RunCheckpoint):
+    """Requests a stop (as Ctrl-C would) once ``episodes`` episodes have finished."""
+
+    def __init__(self, path, episodes: int):
+        super().__init__(path, every_seconds=math.inf)
+        self.at = episodes
+
+    def save(self, result, parts, loop):
+        if len(result.episode_returns) >= self.at:
+            self.request_stop()
+        super().save(result, parts, loop)
+
+
+def tensors(agent) -> dict:
+    """Every tensor the learner holds (networks, targets, optimiser states, generator states)."""
+    flat = {}
+
+    def walk(prefix, value):
+        if isinstance(value, torch.Tensor):
+            flat[prefix] = value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{prefix}.{key}", item)
+        elif isinstance(value, list):
+            for k, item in enumerate(value):
+                walk(f"{prefix}[{k}]", item)
+    walk("agent", object_state(agent))
+    return flat
+
+
+def assert_same_run(a, b):
+    assert a.episode_returns == b.episode_returns
+    assert a.evaluations == b.evaluations
+    assert (a.env_steps, a.updates) == (b.env_steps, b.updates)
+    ta, tb = tensors(a.agent), tensors(b.agent)
+    assert ta.keys() == tb.keys()
+    for key in ta:
+        assert torch.equal(ta[key], tb[key]), key
+
+
+@pytest.mark.parametrize("loop, kwargs, stop_at_episode", [
+    (train_maddpg, dict(env_id="Switch2-v2", episodes=24, config=SMALL_MADDPG, eval_every=8), 9),
+    (train_maddpg, dict(env_id="Switch2-v0", episodes=16, config=SMALL_MADDPG, eval_every=8, learner=IDDPG), 3),
+    (train_coma, dict(env_id="Switch2-v0", episodes=48, config=SMALL_COMA, eval_every=16), 20),
+])
+def test_an_interrupted_run_resumes_to_the_same_bits(loop, kwargs, stop_at_episode, tmp_path):
+    whole = loop(**kwargs, seed=3, progress=False)
+    path = tmp_path / "run.pt"
+    with pytest.raises(TrainingInterrupted) as stop:
+        loop(**kwargs, seed=3, progress=False, checkpoint=StopAt(path, stop_at_episode))
+    assert stop.value.path == path and stop_at_episode <= stop.value.episodes < kwargs["episodes"]
+    _, state = load_run_state(path)
+    assert len(state["result"]["episode_returns"]) == stop.value.episodes
+    resumed = loop(**kwargs, seed=3, progress=False, checkpoint=RunCheckpoint(path, math.inf, resume=state))
+    assert_same_run(whole, resumed)
+
+
+def test_interrupting_twice_still_resumes_to_the_same_bits(tmp_path):
+    kwargs = dict(env_id="Switch2-v2", episodes=24, config=SMALL_MADDPG, eval_every=8, seed=5, progress=False)
+    whole = train_maddpg(**kwargs)
+    path = tmp_path / "run.pt"
+    resume = None
+    for at in (4, 13):
+        checkpoint = StopAt(path, at)
+        checkpoint.resume = resume
+        with pytest.raises(TrainingInterrupted):
+            train_maddpg(**kwargs, checkpoint=checkpoint)
+        resume = load_run_state(path)[1]
+    assert_same_run(whole, train_maddpg(**kwargs, checkpoint=RunCheckpoint(path, math.inf, resume=resume)))
+
+
+def test_periodic_saves_do_not_change_the_run(tmp_path):
+    kwargs = dict(env_id="Switch2-v0", episodes=32, config=SMALL_COMA, eval_every=16, seed=1, progress=False)
+    checkpoint = RunCheckpoint(tmp_path / "run.pt", every_seconds=1e-9)  # a save after every batch
+    saved = train_coma(**kwargs, checkpoint=checkpoint)
+    assert checkpoint.saves == 32 // 4
+    assert_same_run(train_coma(**kwargs), saved)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_state_from_another_loop_is_refused(tmp_path):
+    path = tmp_path / "run.pt"
+    with pytest.raises(TrainingInterrupted):
+        train_coma("Switch2-v0", 16, SMALL_COMA, eval_every=8, progress=False, checkpoint=StopAt(path, 4))
+    state = load_run_state(path)[1]
+    with pytest.raises(ValueError, match="saved by another training loop"):
+        train_maddpg("Switch2-v2", 16, SMALL_MADDPG, progress=False, checkpoint=RunCheckpoint(path, resume=state))
+
+
+def test_resuming_needs_the_batched_switch():
+    with pytest.raises(ValueError, match="cannot be checkpointed or resumed"):
+        train_coma("Switch2-v0", 8, SMALL_COMA, progress=False, env_backend="ma-gym",
+                   checkpoint=RunCheckpoint("unused.pt"))
+
+
+def test_object_state_round_trips_arrays_generators_and_refuses_unknown_types():
+    class Thing:
+        def __init__(self):
+            self.counts = np.arange(6, dtype=np.int64).reshape(2, 3)  # (2, 3)
+            self.flags = np.array([True, False])
+            self.rng = np.random.default_rng(4)
+            self.generator = torch.Generator().manual_seed(4)
+            self.net = torch.nn.Linear(2, 1)
+            self.name, self.total = "x", 1.5
+
+    a, b = Thing(), Thing()
+    a.counts += 10
+    a.flags[:] = False
+    a.rng.random(3)
+    torch.rand(2, generator=a.generator)
+    with torch.no_grad():
+        a.net.weight.fill_(0.25)
+    a.total = 2.5
+    restore_object(b, object_state(a), "thing")
+    assert b.counts.dtype == np.int64 and b.counts.tolist() == [[10, 11, 12], [13, 14, 15]]
+    assert b.flags.dtype == bool and not b.flags.any()
+    assert b.rng.random() == a.rng.random()
+    assert torch.equal(torch.rand(2, generator=b.generator), torch.rand(2, generator=a.generator))
+    assert b.net.weight.tolist() == [[0.25, 0.25]] and b.total == 2.5
+    a.other = object()
+    with pytest.raises(TypeError, match="Thing.other: cannot save a object"):
+        object_state(a)
+    with pytest.raises(ValueError, match=r"attributes \['other'\] differ"):
+        restore_object(Thing(), {**object_state(b), "other": 1}, "thing")
+
+
+def test_every_seconds_must_be_positive():
+    with pytest.raises(ValueError, match="every_seconds must be positive"):
+        RunCheckpoint("x.pt", every_seconds=0)
