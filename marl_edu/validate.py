@@ -1,5 +1,5 @@
-"""Checks of arguments (counts, rates, probabilities, switches, index arrays, random generators): one idiom and one
-message for each kind.
+"""Checks of arguments (counts, rates, probabilities, switches, index arrays, finite arrays, 0/1 flags, random
+generators): one idiom and one message for each kind.
 
 Every config's ``validate`` and the public functions that take counts and rates use these, so a learner's slip
 reads the same way everywhere, ``ValueError: <name> must be <kind>, got <value>``. A bool is never a number here
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 
 def _is_int(value) -> bool:
@@ -21,6 +22,17 @@ def _is_int(value) -> bool:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _size(values) -> int:
+    """The number of entries of a numpy array (or numpy scalar) or tensor."""
+    return values.numel() if isinstance(values, torch.Tensor) else int(np.size(values))
+
+
+def _first(mask) -> tuple[int, ...]:
+    """The index of the first True entry (row-major) of a boolean numpy array or tensor that has one."""
+    mask = mask.cpu().numpy() if isinstance(mask, torch.Tensor) else np.asarray(mask)
+    return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
 def positive_int(value, name: str):
@@ -69,7 +81,7 @@ def index_range(values, n: int, name: str, meanings: list[str] | None = None) ->
     """Integer entries (a numpy array or tensor of any shape) that each index one of ``n`` things, in [0, n - 1]:
     actions (``meanings`` names them in the message), sub-policies, stored transitions. Checks the range only
     (the dtype and shape are ``shapes.check_shape``'s); a long array is reported by its extremes."""
-    size = values.numel() if hasattr(values, "numel") else np.size(values)  # a tensor's or an array's entries
+    size = _size(values)
     if size == 0:
         return
     low, high = values.min().item(), values.max().item()
@@ -77,6 +89,31 @@ def index_range(values, n: int, name: str, meanings: list[str] | None = None) ->
         named = f" ({', '.join(meanings)})" if meanings else ""
         got = values.tolist() if size <= 20 else f"min {low}, max {high}"
         raise ValueError(f"{name} must be in [0, {n - 1}]{named}, got {got}")
+
+
+def finite(values, name: str) -> None:
+    """Every entry of a numpy array or tensor (any shape) is a finite number, no NaN and no infinity: what enters a
+    learner (observations, actions, rewards). One reduction when they are; a bad array is reported by its counts of
+    NaN and infinite entries and the index of the first one."""
+    is_finite = torch.isfinite(values) if isinstance(values, torch.Tensor) else np.isfinite(values)  # same shape
+    if is_finite.all():
+        return
+    size, n_nan = _size(values), int((values != values).sum())  # NaN is the one value not equal to itself
+    n_inf = size - int(is_finite.sum()) - n_nan
+    raise ValueError(f"{name} must be finite, got {n_nan} NaN and {n_inf} infinite of {size} entries, "
+                     f"the first at index {_first(~is_finite)}")
+
+
+def zero_one(values, name: str) -> None:
+    """Every entry of a numpy array or tensor (bool, int or float, any shape) is 0 or 1: a done flag, a mask, a
+    one-hot entry. Two comparisons and one reduction when they are; otherwise the first other value is named."""
+    other = (values != 0) & (values != 1)  # same shape; NaN is neither
+    if not other.any():
+        return
+    index = _first(other)
+    n_other, size = int(other.sum()), _size(values)
+    raise ValueError(f"{name} must be 0 or 1 in every entry, got {values[index].item()} at index {index} "
+                     f"({n_other} of {size} entries are neither)")
 
 
 def generator(rng, name: str = "rng"):

@@ -54,3 +54,37 @@ def test_generator_refuses_anything_but_a_numpy_generator(bad):
     assert generator(rng, "rng") is rng
     with pytest.raises(ValueError, match=r"^rng must be a numpy Generator \(np.random.default_rng\(seed\)\), got "):
         generator(bad, "rng")
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_finite_accepts_numbers_and_names_the_first_nan_or_infinity(kind):
+    from marl_edu.validate import finite
+
+    as_kind = (lambda x: np.asarray(x, dtype=np.float32)) if kind == "numpy" else torch.tensor
+    finite(as_kind([[0.0, -1e30], [3.5, 1e-30]]), "obs")  # large and tiny numbers are finite
+    finite(np.zeros((0, 3)), "obs")  # nothing to check
+    finite(np.array([1, 2]), "actions")  # integers are always finite
+    # [[0, 0, inf], [nan, 0, nan]]: 2 NaN, 1 infinite, the first of them (in row-major order) at (0, 2)
+    bad = as_kind([[0.0, 0.0, math.inf], [math.nan, 0.0, math.nan]])
+    with pytest.raises(ValueError, match=r"^rewards must be finite, got 2 NaN and 1 infinite of 6 entries, "
+                                         r"the first at index \(0, 2\)$"):
+        finite(bad, "rewards")
+    with pytest.raises(ValueError, match=r"^x must be finite, got 0 NaN and 1 infinite of 1 entries, "
+                                         r"the first at index \(\)$"):
+        finite(as_kind(-math.inf), "x")  # a 0-d array
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_zero_one_accepts_flags_and_names_the_first_other_value(kind):
+    from marl_edu.validate import zero_one
+
+    as_kind = np.asarray if kind == "numpy" else torch.tensor
+    zero_one(as_kind([[0.0, 1.0], [1.0, 1.0]]), "step_mask")
+    zero_one(as_kind([True, False]), "dones")  # bools are flags
+    zero_one(as_kind([0, 1, 1]), "dones")  # so are the ints 0 and 1
+    # [[1, 2], [0, 0.5]]: 2 of 4 entries are neither 0 nor 1, the first at (0, 1)
+    with pytest.raises(ValueError, match=r"^agent_mask must be 0 or 1 in every entry, got 2.0 at index \(0, 1\) "
+                                         r"\(2 of 4 entries are neither\)$"):
+        zero_one(as_kind([[1.0, 2.0], [0.0, 0.5]]), "agent_mask")
+    with pytest.raises(ValueError, match=r"^dones must be 0 or 1 in every entry, got nan at index \(0,\) "):
+        zero_one(as_kind([math.nan, 1.0]), "dones")  # NaN is neither
