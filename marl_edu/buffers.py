@@ -7,7 +7,8 @@ agent 0's observation at time t with agent 1's action at some other time, and a 
 trained on that learns about a world that never happened.
 
 ``n_step_transitions`` turns the steps of one episode, as they arrive, into the n-step transitions the replay
-buffer stores (MADDPG on Switch: n = 3).
+buffer stores (MADDPG on Switch: n = 3). ``check_replay_batch`` is what every off-policy learner's update checks a
+batch with before using it.
 
 On-policy learners (COMA and its baselines) keep no buffer: each update learns from the batch of whole episodes that
 ``rollout.collect_episodes`` has just played, padded to the longest with its masks, and then forgets it.
@@ -16,11 +17,12 @@ On-policy learners (COMA and its baselines) keep no buffer: each update learns f
 from __future__ import annotations
 
 from collections import deque
+from typing import Mapping
 
 import numpy as np
 
 from marl_edu.shapes import check_shape
-from marl_edu.validate import generator, index_range, positive_int
+from marl_edu.validate import finite, generator, index_range, positive_int, zero_one
 
 
 def n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, terminal: bool, flush: bool) -> list:
@@ -94,6 +96,8 @@ class ReplayBuffer:
             rewards: float ``(N,)``.
             dones: bool or float ``(N,)``: 1 only where the agent reached a real terminal state. Pass
                 the env's ``info["terminated"]``, not ``dones``: a time-limit end is not terminal.
+
+        Raises ValueError, and stores nothing, for a wrong shape, a NaN or infinite entry, or dones other than 0/1.
         """
         dims = {"N": self.n_agents, "O": self.obs_dim, "A": self.act_dim}
         check_shape(obs, ("N", "O"), "obs", dims)
@@ -104,6 +108,8 @@ class ReplayBuffer:
         check_shape(rewards, ("N",), "rewards", dims)
         check_shape(next_obs, ("N", "O"), "next_obs", dims)
         check_shape(dones, ("N",), "dones", dims)
+        for value, name in ((obs, "obs"), (actions, "actions"), (rewards, "rewards"), (next_obs, "next_obs")):
+            finite(value, name)  # a NaN stored here would be replayed into every critic for a long time
         if not np.isin(np.asarray(dones, dtype=np.float64), (0.0, 1.0)).all():
             raise ValueError(f"dones must be 0/1 (or bool) per agent, got {np.asarray(dones).tolist()}; "
                              f"are rewards and dones swapped? The order is (obs, actions, rewards, next_obs, dones)")
@@ -135,3 +141,62 @@ class ReplayBuffer:
         next_obs ``(B, N, O)``, dones ``(B, N)``.
         """
         return self.get(self.sample_indices(batch_size, rng))
+
+
+def check_replay_batch(batch: Mapping, n_agents: int, obs_dim: int, act_dim: int, one_hot: bool = False,
+                       n_subpolicies: int | None = None, name: str = "batch") -> dict[str, int]:
+    """Check a replay batch before a learner's update touches it (one place for every off-policy learner).
+
+    Args:
+        batch: a dict of numpy arrays or tensors, ``ReplayBuffer.sample``'s: obs and next_obs float ``(B, N, O)``,
+            actions float ``(B, N, A)``, rewards float ``(B, N)``, dones ``(B, N)`` 0/1 (float or bool); with
+            ``n_subpolicies`` also subpolicies int ``(B, N)`` (``SubpolicyReplayBuffer.sample``'s, without its
+            ``"slices"``). No other keys.
+        n_agents, obs_dim, act_dim: the learner's N, O and A.
+        one_hot: the actions are discrete: each agent's row must be one-hot (0/1 entries, exactly one 1).
+        n_subpolicies: M, when the batch records which of M sub-policies each agent played, in [0, M).
+        name: what the messages call the batch (``"batch['slices'][0][1]"`` for one of an ensemble's slices).
+
+    Returns:
+        The sizes ``{"B": ..., "N": ..., "O": ..., "A": ...}``.
+
+    Raises:
+        ValueError naming the entry, what was expected and what came: a missing or unknown key, a wrong shape or
+        dtype, B = 0, a NaN or infinite value, dones or one-hot entries other than 0/1, a sub-policy out of range.
+        The checks are a few reductions per array, cheap next to an update.
+    """
+    keys = ReplayBuffer.KEYS + (("subpolicies",) if n_subpolicies is not None else ())
+    if not isinstance(batch, Mapping):
+        raise ValueError(f"{name} must be a dict of arrays (ReplayBuffer.sample's), got {type(batch).__name__}")
+    missing, unknown = [k for k in keys if k not in batch], sorted(set(batch) - set(keys))
+    if missing:
+        raise ValueError(f"{name} is missing {missing}: a replay batch holds {', '.join(keys)}")
+    if unknown:
+        raise ValueError(f"{name} has unexpected keys {unknown}: a replay batch holds {', '.join(keys)} only")
+    obs, actions, rewards, next_obs, dones = (batch[k] for k in ReplayBuffer.KEYS)
+    dims = {"N": n_agents, "O": obs_dim, "A": act_dim}
+    check_shape(obs, ("B", "N", "O"), f"{name}['obs']", dims, dtype="float")
+    if one_hot and getattr(actions, "ndim", None) == 2:
+        raise ValueError(f"{name}['actions']: expected shape (B={dims['B']}, N={n_agents}, A={act_dim}) (3 dims), got "
+                         f"{tuple(actions.shape)} (2 dims); store one-hot actions: shapes.one_hot(actions, {act_dim})")
+    check_shape(actions, ("B", "N", "A"), f"{name}['actions']", dims, dtype="float")
+    check_shape(rewards, ("B", "N"), f"{name}['rewards']", dims, dtype="float")
+    check_shape(next_obs, ("B", "N", "O"), f"{name}['next_obs']", dims, dtype="float")
+    check_shape(dones, ("B", "N"), f"{name}['dones']", dims)
+    if n_subpolicies is not None:
+        check_shape(batch["subpolicies"], ("B", "N"), f"{name}['subpolicies']", dims, dtype="int")
+    if dims["B"] == 0:
+        raise ValueError(f"{name}['obs']: expected B >= 1 transitions, got B = 0")
+    for key in ("obs", "actions", "rewards", "next_obs"):
+        finite(batch[key], f"{name}['{key}']")
+    zero_one(dones, f"{name}['dones']")
+    if one_hot:
+        zero_one(actions, f"{name}['actions']")
+        ones = actions.sum(-1)  # (B, N) how many actions each agent took
+        if not (ones == 1).all():
+            index = tuple(int(i) for i in np.argwhere(np.asarray(ones.tolist()) != 1)[0])
+            raise ValueError(f"{name}['actions'] must be one-hot rows (one 1 per agent), got {ones[index].item()} "
+                             f"ones at {index}")
+    if n_subpolicies is not None:
+        index_range(batch["subpolicies"], n_subpolicies, f"{name}['subpolicies']")
+    return dims

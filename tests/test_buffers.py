@@ -1,9 +1,12 @@
 from collections import deque
 
+import math
+
 import numpy as np
 import pytest
+import torch
 
-from marl_edu.buffers import ReplayBuffer, n_step_transitions
+from marl_edu.buffers import ReplayBuffer, check_replay_batch, n_step_transitions
 from marl_edu.shapes import one_hot
 
 
@@ -67,6 +70,108 @@ def test_replay_bad_inputs():
         buffer.sample(4, rng=42)
     with pytest.raises(ValueError, match=r"indices must be in \[0, 2\]"):
         buffer.get(np.array([0, 3]))
+
+
+@pytest.mark.parametrize("key", ["obs", "actions", "rewards", "next_obs"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_add_refuses_nan_and_infinity_and_stores_nothing(key, bad):
+    buffer = ReplayBuffer(10, 2, 2, 5)
+    fill(buffer, 2)
+    transition = {"obs": np.zeros((2, 2), dtype=np.float32), "actions": one_hot(np.array([0, 1]), 5),
+                  "rewards": np.zeros(2, dtype=np.float32), "next_obs": np.zeros((2, 2), dtype=np.float32),
+                  "dones": np.zeros(2)}
+    transition[key][-1] = bad  # agent 1's last entry
+    with pytest.raises(ValueError, match=rf"^{key} must be finite, got .* the first at index \(1"):
+        buffer.add(**transition)
+    assert len(buffer) == 2 and np.isfinite(buffer.obs).all() and np.isfinite(buffer.actions).all()
+
+
+def _replay_batch(B=4, N=2, O=3, A=5) -> dict[str, np.ndarray]:
+    """What ReplayBuffer.sample returns: B transitions of N agents, obs dim O, A one-hot actions."""
+    rng = np.random.default_rng(0)
+    return {"obs": rng.random((B, N, O), dtype=np.float32), "actions": one_hot(rng.integers(0, A, (B, N)), A),
+            "rewards": rng.random((B, N), dtype=np.float32), "next_obs": rng.random((B, N, O), dtype=np.float32),
+            "dones": np.zeros((B, N), dtype=np.float32)}
+
+
+def _changed(key, value):
+    return lambda batch: batch | {key: value}
+
+
+def _set(key, index, value):
+    def change(batch):
+        array = batch[key].copy()
+        array[index] = value
+        return batch | {key: array}
+    return change
+
+
+# each bad batch (B=4, N=2, O=3, A=5 one-hot) and what its message must say
+BAD_REPLAY_BATCHES = {
+    "a missing key": (lambda b: {k: v for k, v in b.items() if k != "rewards"},
+                      r"batch is missing \['rewards'\]: a replay batch holds obs, actions, rewards, next_obs, dones"),
+    "an unknown key": (_changed("returns", np.zeros((4, 2))), r"batch has unexpected keys \['returns'\]"),
+    "not a dict": (lambda b: list(b.values()), r"batch must be a dict of arrays \(ReplayBuffer.sample's\), got list"),
+    "action indices": (_changed("actions", np.zeros((4, 2), dtype=np.int64)),
+                       r"batch\['actions'\]: expected shape \(B=4, N=2, A=5\) \(3 dims\), got \(4, 2\) \(2 dims\);"
+                       r" store one-hot actions: shapes.one_hot\(actions, 5\)"),
+    "int one-hot actions": (lambda b: b | {"actions": b["actions"].astype(np.int64)},
+                            r"batch\['actions'\]: expected float elements, got dtype (torch\.)?int64"),
+    "actions not 0/1": (_set("actions", (2, 1, 0), 0.5), r"batch\['actions'\] must be 0 or 1 in every entry, "
+                                                        r"got 0.5 at index \(2, 1, 0\)"),
+    "two actions at once": (_changed("actions", np.ones((4, 2, 5), dtype=np.float32)),
+                            r"batch\['actions'\] must be one-hot rows \(one 1 per agent\), got 5.0 ones at \(0, 0\)"),
+    "wrong A": (_changed("actions", np.zeros((4, 2, 4), dtype=np.float32)),
+                r"batch\['actions'\]: expected shape \(B=4, N=2, A=5\), got \(4, 2, 4\)"),
+    "wrong N": (_changed("obs", np.zeros((4, 3, 3), dtype=np.float32)),
+                r"batch\['obs'\]: expected shape \(B, N=2, O=3\), got \(4, 3, 3\)"),
+    "wrong O": (_changed("next_obs", np.zeros((4, 2, 2), dtype=np.float32)),
+                r"batch\['next_obs'\]: expected shape \(B=4, N=2, O=3\), got \(4, 2, 2\)"),
+    "rewards (B,)": (_changed("rewards", np.zeros(4, dtype=np.float32)),
+                     r"batch\['rewards'\]: expected shape \(B=4, N=2\) \(2 dims\), got \(4,\) \(1 dims\)"),
+    "rewards of another B": (_changed("rewards", np.zeros((3, 2), dtype=np.float32)),
+                             r"batch\['rewards'\]: expected shape \(B=4, N=2\), got \(3, 2\)"),
+    "B = 0": (lambda b: {k: v[:0] for k, v in b.items()}, r"batch\['obs'\]: expected B >= 1 transitions, got B = 0"),
+    "int obs": (lambda b: b | {"obs": b["obs"].astype(np.int64)}, r"batch\['obs'\]: expected float elements"),
+    "NaN obs": (_set("obs", (1, 0, 2), math.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 24 "
+                                                  r"entries, the first at index \(1, 0, 2\)"),
+    "inf next_obs": (_set("next_obs", (3, 1, 0), math.inf), r"batch\['next_obs'\] must be finite, got 0 NaN and 1"),
+    "NaN reward": (_set("rewards", (0, 1), math.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
+    "NaN action": (_set("actions", (0, 1, 1), math.nan), r"batch\['actions'\] must be finite, got 1 NaN"),
+    "dones 2": (_set("dones", (1, 1), 2.0), r"batch\['dones'\] must be 0 or 1 in every entry, got 2.0 at index "
+                                            r"\(1, 1\)"),
+    "rewards as dones": (_changed("dones", np.full((4, 2), -0.1, dtype=np.float32)),
+                         r"batch\['dones'\] must be 0 or 1 in every entry, got -0.1"),
+}
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("case", BAD_REPLAY_BATCHES)
+def test_check_replay_batch_names_what_is_wrong(case, kind):
+    change, message = BAD_REPLAY_BATCHES[case]
+
+    def as_kind(batch):  # the same batch as tensors: a learner's update may get either
+        return {k: torch.as_tensor(v) for k, v in batch.items()} if kind == "torch" and isinstance(batch, dict) else batch
+
+    assert check_replay_batch(as_kind(_replay_batch()), 2, 3, 5, one_hot=True) == {"B": 4, "N": 2, "O": 3, "A": 5}
+    bad = as_kind(change(_replay_batch()))
+    with pytest.raises(ValueError, match=message):
+        check_replay_batch(bad, 2, 3, 5, one_hot=True)
+
+
+def test_check_replay_batch_continuous_actions_and_sub_policies():
+    batch = _replay_batch(A=2) | {"actions": np.full((4, 2, 2), -0.7, dtype=np.float32)}  # forces, not one-hot
+    check_replay_batch(batch, 2, 3, 2)
+    with pytest.raises(ValueError, match=r"batch\['actions'\] must be 0 or 1"):
+        check_replay_batch(batch, 2, 3, 2, one_hot=True)
+    playing = batch | {"subpolicies": np.array([[0, 2]] * 4)}  # (B, N) in [0, M=3)
+    check_replay_batch(playing, 2, 3, 2, n_subpolicies=3)
+    with pytest.raises(ValueError, match=r"^batch is missing \['subpolicies'\]"):
+        check_replay_batch(batch, 2, 3, 2, n_subpolicies=3)
+    with pytest.raises(ValueError, match=r"^batch\['slices'\]\[1\]\[0\]\['subpolicies'\] must be in \[0, 1\]"):
+        check_replay_batch(playing, 2, 3, 2, n_subpolicies=2, name="batch['slices'][1][0]")
+    with pytest.raises(ValueError, match=r"batch\['subpolicies'\]: expected int elements"):
+        check_replay_batch(playing | {"subpolicies": np.zeros((4, 2))}, 2, 3, 2, n_subpolicies=3)
 
 
 def _pending(rewards):
