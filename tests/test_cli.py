@@ -25,11 +25,26 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "maddpg", "--gamma", "-0.1"], "gamma must be a number in [0, 1], got -0.1"),
     (["--algo", "maddpg", "--feed-forward"], "--feed-forward applies to coma, central_v and iac only, not maddpg"),
     (["--algo", "iac", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, not iac"),
-    (["--algo", "coma", "--seeds", "1", "1"], "--seeds must be distinct non-negative ints"),
-    (["--algo", "coma", "--seeds", "-1"], "--seeds must be distinct non-negative ints, got [-1]"),
+    (["--algo", "coma", "--seeds", "1", "1"], "--seeds must be distinct ints in [0, 2147483647], got [1, 1]"),
+    (["--algo", "coma", "--seeds", "-1"], "--seeds must be distinct ints in [0, 2147483647], got [-1]"),
+    (["--algo", "coma", "--seeds", str(2**64)], f"--seeds must be distinct ints in [0, 2147483647], got [{2**64}]"),
+    (["--algo", "coma", "--threads", str(10**20)], "--threads must be at most 256, got 100,000,000,000,000,000,000"),
+    (["--algo", "coma", "--threads", "0"], "--threads must be positive, got 0"),
+    (["--algo", "maddpg", "--hidden", "200000"], "--hidden must be at most 4,096, got 200,000"),
+    (["--algo", "coma", "--n-envs", "100000"], "--n-envs must be at most 4,096, got 100,000"),
+    (["--algo", "maddpg", "--batch-size", "10000000"], "--batch-size must be at most 65,536, got 10,000,000"),
+    (["--algo", "coma", "--episodes", str(10**9)], "--episodes must be at most 10,000,000, got 1,000,000,000"),
+    (["--algo", "coma", "--actor-lr", "1e308"], "--actor-lr must be a learning rate in (0, 1], got 1e+308"),
+    (["--algo", "maddpg", "--critic-lr", "2"], "--critic-lr must be a learning rate in (0, 1], got 2.0"),
+    (["--algo", "coma", "--entropy", "1e308"], "--entropy must be at most 100.0, got 1e+308"),
+    (["--algo", "coma", "--device", "meta"], "--device meta: not a device this machine has; choose one of cpu"),
+    (["--algo", "coma", "--device", "xpu"], "--device xpu: not a device this machine has"),
+    (["--algo", "coma", "--device", "gpu"], "--device gpu: not a device this machine has"),
+    (["--algo", "coma", "--checkpoint-every", "0"], "--checkpoint-every must be a positive number of seconds"),
+    (["--episodes", "5"], "the following arguments are required: --algo (or --resume OUT)"),
     (["--algo", "maddpg", "--lam", "0"], "--lam applies to coma, central_v and iac only, not maddpg"),
     (["--algo", "coma", "--actor-lr", "nan"], "actor_lr must be a positive number, got nan"),
-    (["--algo", "iddpg", "--critic-lr", "inf"], "critic_lr must be a positive number, got inf"),
+    (["--algo", "iddpg", "--critic-lr", "inf"], "--critic-lr must be a learning rate in (0, 1], got inf"),
     (["--algo", "coma", "--entropy", "nan"], "entropy_start must be a non-negative number, got nan"),
     (["--algo", "central_v", "--per-agent-reward"], "--per-agent-reward does not apply to central_v"),
     (["--algo", "iac", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and --episodes"),
@@ -44,6 +59,37 @@ def test_bad_arguments_stop_in_one_line_before_training(argv, message, tmp_path,
     assert stop.value.code == 2
     assert err.count("\n") == 1 and message in err and err.startswith("python -m marl_edu.train: error: ")
     assert not out.exists()  # stopped before anything was trained or written
+
+
+def stopped_in_one_line(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and err.startswith("python -m marl_edu.train: error: ")
+    return err
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_training(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("x")
+    assert "--out must name a folder, got an empty string" in stopped_in_one_line(
+        ["--algo", "coma", "--out", "", *TINY], capsys)
+    assert f"--out {tmp_path / 'a-file'} is a file, not a folder" in stopped_in_one_line(
+        ["--algo", "coma", "--out", str(tmp_path / "a-file"), *TINY], capsys)
+    err = stopped_in_one_line(["--algo", "coma", "--out", str(tmp_path / "a-file" / "out"), *TINY], capsys)
+    assert f"--out {tmp_path / 'a-file' / 'out'} cannot be written: Not a directory" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no probe or output left behind
+
+
+def test_an_output_folder_holding_another_run_needs_overwrite(tmp_path, capsys):
+    assert main(["--algo", "iac", "--seeds", "1", "2", "--out", str(tmp_path), *TINY]) == 0
+    (tmp_path / "notes.txt").write_text("mine")
+    err = stopped_in_one_line(["--algo", "iac", "--seeds", "3", "--out", str(tmp_path), *TINY], capsys)
+    assert f"--out {tmp_path} holds another run (curve.png); give --overwrite to replace it" in err
+    assert main(["--algo", "iac", "--seeds", "3", "--out", str(tmp_path), "--overwrite", *TINY]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curve.png", "notes.txt", "returns.csv", "runs.json",
+                                                          "seed3"]  # stale seed folders gone, the user's file kept
+    summary = json.loads((tmp_path / "runs.json").read_text())
+    assert summary["status"] == "complete" and [row["seed"] for row in summary["seeds"]] == [3]
 
 
 def test_help_explains_every_option(capsys):
@@ -192,3 +238,89 @@ def test_rounded_gives_the_figures_as_the_files_record_them():
                           "updates": 3, "evaluations": [(20, -71.234)]})
     assert continuous == {"seed": 0, "episodes": 40, "env_steps": 1000, "wall_s": 2.0, "steps_per_s": 490,
                           "updates": 3, "evaluations": [(20, -71.23)]}
+
+
+# -- Ctrl-C and --resume ----------------------------------------------------------------------------------------------
+
+def ctrl_c_at(monkeypatch, episodes: int, run: int = 2):
+    """Send this process SIGINT (what Ctrl-C does) once the ``run``-th training loop (seed) has finished ``episodes``
+    episodes."""
+    import signal
+
+    from marl_edu.resume import RunCheckpoint
+
+    original, runs, sent = RunCheckpoint.save, [], []
+
+    def save(self, result, parts, loop):
+        if not runs or runs[-1] is not result:
+            runs.append(result)
+        if len(runs) == run and len(result.episode_returns) >= episodes and not sent:
+            sent.append(True)
+            signal.raise_signal(signal.SIGINT)
+        original(self, result, parts, loop)
+
+    monkeypatch.setattr(RunCheckpoint, "save", save)
+
+
+def comparable(folder) -> dict:
+    """A run's outputs without its timings: returns.csv, every seed's policy and GIF bytes, runs.json's rows."""
+    summary = json.loads((folder / "runs.json").read_text())
+    timing = {"wall_s", "steps_per_s", "seconds_to_solve"}
+    return {"returns": (folder / "returns.csv").read_text(), "config": summary["config"],
+            "rows": [{k: v for k, v in row.items() if k not in timing} for row in summary["seeds"]],
+            "files": {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.glob("seed*/*"))}}
+
+
+@pytest.mark.parametrize("algo, extra, stop_at", [
+    ("coma", ["--episodes", "48", "--eval-every", "16"], 20),
+    ("maddpg", ["--episodes", "24", "--eval-every", "8", "--batch-size", "16", "--warmup", "64", "--env",
+                "Switch2-v2"], 10),
+])
+def test_ctrl_c_saves_the_run_and_resume_finishes_it_to_the_same_bytes(algo, extra, stop_at, tmp_path, capsys,
+                                                                      monkeypatch):
+    argv = ["--algo", algo, "--seeds", "0", "1", "--n-envs", "4", "--hidden", "8", "--no-progress", *extra]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    ctrl_c_at(monkeypatch, stop_at)  # during seed 1
+    assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("interrupted: seeds [0] finished; seed 1 saved after ")
+    assert err.strip().endswith(f"continue with python -m marl_edu.train --resume {tmp_path / 'cut'}")
+    summary = json.loads((tmp_path / "cut" / "runs.json").read_text())
+    assert summary["status"] == "interrupted" and [row["seed"] for row in summary["seeds"]] == [0]
+    assert summary["in_progress"]["seed"] == 1 and (tmp_path / "cut" / "seed1" / "run.pt").is_file()
+    assert (tmp_path / "cut" / "seed0" / "policy.pt").is_file()  # the finished seed is on disk
+    monkeypatch.undo()
+    assert main(["--resume", str(tmp_path / "cut"), "--no-progress"]) == 0
+    assert "resumed: seeds [0] already finished" in capsys.readouterr().out
+    assert comparable(tmp_path / "cut") == comparable(tmp_path / "whole")
+    assert not (tmp_path / "cut" / "seed1" / "run.pt").exists()
+    assert json.loads((tmp_path / "cut" / "runs.json").read_text())["status"] == "complete"
+    assert not list((tmp_path / "cut").rglob("*.tmp")) and not list((tmp_path / "cut").rglob(".probe*"))
+
+
+def test_resume_refuses_other_options_and_folders_without_a_run(tmp_path, capsys):
+    assert "--resume takes the run's own arguments from its runs.json; got also --seeds" in stopped_in_one_line(
+        ["--resume", str(tmp_path), "--seeds", "3"], capsys)
+    assert f"--resume {tmp_path}: no run of this command line to continue there" in stopped_in_one_line(
+        ["--resume", str(tmp_path)], capsys)
+    assert main(["--algo", "iac", "--out", str(tmp_path / "done"), *TINY]) == 0
+    assert "that run is complete; nothing to continue" in stopped_in_one_line(
+        ["--resume", str(tmp_path / "done")], capsys)
+
+
+def test_a_real_ctrl_c_exits_130_in_one_line(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    child = subprocess.Popen([sys.executable, "-m", "marl_edu.train", "--algo", "coma", "--episodes", "200000",
+                              "--n-envs", "4", "--hidden", "8", "--no-progress", "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline().startswith("coma on Switch2-v0")  # the header: training starts now
+    time.sleep(2.0)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=60)
+    assert child.returncode == 130, stderr
+    assert stderr.count("\n") == 1 and stderr.startswith("interrupted: no seed finished; seed 0 saved after ")
+    assert json.loads((out / "runs.json").read_text())["in_progress"]["seed"] == 0
+    assert (out / "seed0" / "run.pt").is_file()
