@@ -349,7 +349,8 @@ def _resume_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
 
     given = {arg.split("=")[0] for arg in argv if arg.startswith("--")} - {"--resume", "--no-progress", "--threads"}
     if given:
-        raise ValueError(f"--resume takes the run's own arguments from its runs.json; got also {', '.join(sorted(given))}")
+        raise ValueError(f"--resume takes the run's own arguments from its runs.json; got also "
+                         f"{', '.join(sorted(given))}")
     path = pathlib.Path(args.resume) / "runs.json"
     try:
         saved = json.loads(path.read_text())
