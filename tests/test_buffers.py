@@ -151,7 +151,9 @@ def test_check_replay_batch_names_what_is_wrong(case, kind):
     change, message = BAD_REPLAY_BATCHES[case]
 
     def as_kind(batch):  # the same batch as tensors: a learner's update may get either
-        return {k: torch.as_tensor(v) for k, v in batch.items()} if kind == "torch" and isinstance(batch, dict) else batch
+        if kind == "torch" and isinstance(batch, dict):
+            return {key: torch.as_tensor(value) for key, value in batch.items()}
+        return batch
 
     assert check_replay_batch(as_kind(_replay_batch()), 2, 3, 5, one_hot=True) == {"B": 4, "N": 2, "O": 3, "A": 5}
     bad = as_kind(change(_replay_batch()))
