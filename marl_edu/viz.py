@@ -14,6 +14,7 @@ from matplotlib.ticker import MaxNLocator
 import numpy as np
 from PIL import Image
 
+from marl_edu.files import atomic_write
 from marl_edu.shapes import check_shape
 from marl_edu.validate import positive_int
 
@@ -98,7 +99,8 @@ def save_gif(frames: Sequence[np.ndarray], path: str | pathlib.Path, fps: float 
         fps: frames per second (0.5 to 30).
         scale: integer upscaling so small grid worlds are readable.
         hold_last: how many extra frames to show the final scene before looping.
-    Returns the path written. The same frames always give the same bytes.
+    Returns the path written. The same frames always give the same bytes. The file is written whole or not at all
+    (``files.atomic_write``): an OSError ``could not write <path>: <cause>`` leaves a GIF already there as it was.
     """
     _check_frames(frames)
     if not 0.5 <= fps <= 30:
@@ -113,9 +115,12 @@ def save_gif(frames: Sequence[np.ndarray], path: str | pathlib.Path, fps: float 
     path.parent.mkdir(parents=True, exist_ok=True)
     images = [Image.fromarray(upscale(f, scale)) for f in frames]
     images += [images[-1]] * hold_last
-    images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0,
-                   optimize=False, disposal=1)
-    return path
+
+    def write(file):
+        images[0].save(file, format="GIF", save_all=True, append_images=images[1:], duration=int(1000 / fps),
+                       loop=0, optimize=False, disposal=1)
+
+    return atomic_write(path, write)
 
 
 def show_gif(path: str | pathlib.Path):

@@ -43,6 +43,28 @@ def test_save_gif_roundtrip_and_determinism(tmp_path):
     assert show_gif(path).data == path.read_bytes()
 
 
+def test_a_gif_that_cannot_be_written_leaves_the_old_one_whole(tmp_path, monkeypatch):
+    """Pillow writes a GIF frame by frame: a disk that fills up midway must not leave half a GIF, under the real
+    name or beside it."""
+    import errno
+    import os
+
+    frame = np.zeros((4, 6, 3), dtype=np.uint8)
+    path = save_gif([frame, frame + 50], tmp_path / "a.gif")
+    before = path.read_bytes()
+
+    def full_disk(image, fp, *args, **kwargs):  # as Pillow does: open a path it is given, write, fail
+        file = open(fp, "wb") if isinstance(fp, (str, os.PathLike)) else fp
+        file.write(b"GIF89a half a gif")
+        file.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Image.Image, "save", full_disk)
+    with pytest.raises(OSError, match=f"^could not write {path}: {os.strerror(errno.ENOSPC)}$"):
+        save_gif([frame + 100, frame], path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["a.gif"]
+
+
 def test_gif_bad_inputs(tmp_path):
     frame = np.zeros((4, 4, 3), dtype=np.uint8)
     with pytest.raises(ValueError, match="frames is empty"):
