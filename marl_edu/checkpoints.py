@@ -1,4 +1,4 @@
-"""Checkpoints: state dicts with a small header, written atomically, loaded with ``weights_only=True``.
+"""Checkpoints: state dicts with a small header, written atomically, loaded with ``weights_only=True`` and checked.
 
 A checkpoint is one ``torch.save`` of a plain dict::
 
@@ -6,18 +6,30 @@ A checkpoint is one ``torch.save`` of a plain dict::
      "config": {...hyperparameters...}, "state": {...state dicts...}}
 
 Only tensors, numbers, strings, lists and dicts go in, so ``torch.load(..., weights_only=True)`` can read
-it without running any code from the file.
+it without running any code from the file. Saving stores numpy numbers as Python ones, refuses anything else that
+could not be read back and any tensor holding NaN or infinity (NaN weights are never saved), and writes through
+``files.atomic_write`` (a unique temporary, synced, renamed: the old file stays whole until the new one is).
+Loading checks the header's fields and types and refuses non-finite tensors; a file that cannot be read says why
+(truncated, or what ``weights_only`` refused).
 
 Policy files (``save_policy``, ``load_policy``) are checkpoints of a learner's actors, under the name the learner is
-known by (``ALGORITHMS``, ``CONTINUOUS_ALGORITHMS``), with the config and sizes to rebuild it.
+known by (``ALGORITHMS``, ``CONTINUOUS_ALGORITHMS``), with the config and sizes to rebuild it. Before building
+anything, ``load_policy`` bounds the sizes (``SIZE_BOUNDS``) and compares them with the tensors stored, so a
+damaged or hand-edited file is a ValueError naming the field or tensor, never a 12.8 GB allocation or a deep
+traceback from ``load_state_dict``; ``check_fits`` says whether a policy's sizes fit an environment.
 """
 
 from __future__ import annotations
 
+import collections
+import copy
 import dataclasses
-import os
 import pathlib
+import pickle
+import re
+from typing import Iterator
 
+import numpy as np
 import torch
 
 import marl_edu
@@ -25,49 +37,175 @@ from marl_edu.baselines import IACV, IDDPG, CentralV
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
+from marl_edu.files import atomic_write
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.nets import Actor, RecurrentActor
 
 FORMAT = 1
+HEADER = {"format": int, "marl_edu": str, "algo": str, "env": str, "config": dict, "state": dict}  # field: type
+
+_LEAVES = (bool, int, float, str, bytes, type(None))  # what weights_only reads back besides tensors and containers
+_CONTAINERS = (dict, collections.OrderedDict, list, tuple)
 
 
 def save_checkpoint(path: str | pathlib.Path, algo: str, env_id: str, config: dict, state: dict) -> pathlib.Path:
-    """Write a checkpoint to ``path``: first to a temporary file beside it, then renamed over ``path``,
-    so a crash never leaves a half-written checkpoint under the real name."""
+    """Write a checkpoint to ``path`` through ``files.atomic_write``: a crash or a full disk never leaves a
+    half-written checkpoint under the real name, nor harms the one already there.
+
+    Args:
+        path: the file to write (its folder is made if missing); an existing checkpoint there is replaced.
+        algo: the learner's name (``algo_name``); env_id: the environment it was trained on.
+        config: the header's values (hyperparameters, sizes): numbers, strings, bools, None, lists and dicts of
+            them. numpy numbers are stored as Python ones.
+        state: state dicts: tensors, numbers, strings, lists and dicts, e.g. ``{"actors": actors.state_dict()}``.
+    Returns ``path``.
+    Raises ValueError naming the entry (``config.hidden``, ``state.actors.0.mlp.net.0.weight``) for a value that
+    ``torch.load(weights_only=True)`` could not read back or a tensor holding NaN or infinity, before anything is
+    written; OSError ``could not write <path>: <cause>`` when the file cannot be written.
+    """
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    for name, value in (("algo", algo), ("env_id", env_id)):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be a str, got {type(value).__name__} {_short(value)}")
+    for key in config:
+        if not isinstance(key, str):
+            raise ValueError(f"config keys must be str (field names), got {key!r}")
     payload = {"format": FORMAT, "marl_edu": marl_edu.__version__, "algo": algo, "env": env_id,
-               "config": dict(config), "state": state}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
-    return path
+               "config": _plain(dict(config), "config"), "state": _plain(state, "state")}
+    for name, tensor in _tensors(payload["state"], "state"):
+        _check_finite(tensor, name, "NaN weights are never saved")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(path, lambda file: torch.save(payload, file))
 
 
 def load_checkpoint(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None) -> dict:
-    """Read a checkpoint written by ``save_checkpoint``; check its algo and env if given.
+    """Read a checkpoint written by ``save_checkpoint``; check its header, its tensors, and its algo and env if given.
 
-    Raises ValueError naming the problem for a missing, truncated or foreign file, a format this version
-    cannot read, or a checkpoint of another algorithm or environment.
+    Args:
+        path: the checkpoint file.
+        algo, env_id: if given, the learner's name and the environment the checkpoint must have been written for.
+    Returns the checkpoint's dict (``format``, ``marl_edu``, ``algo``, ``env``, ``config``, ``state``).
+    Raises ValueError naming the problem for a missing file, one that cannot be read (truncated, or what
+    ``weights_only`` refused), a header with a missing or mistyped field, a format this version cannot read, a
+    tensor holding NaN or infinity, or a checkpoint of another algorithm or environment.
     """
     path = pathlib.Path(path)
     if not path.is_file():
         raise ValueError(f"no checkpoint at {path}")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:  # a file weights_only will not read: say what it refused
+        raise ValueError(f"{path} is not a readable checkpoint: {_refusal(error)}") from error
     except Exception as error:  # a truncated or non-torch file: say so, not a deep unpickling traceback
-        raise ValueError(f"{path} is not a readable checkpoint (truncated or not written by torch.save): "
-                         f"{type(error).__name__}") from error
+        raise ValueError(f"{path} is not a readable checkpoint (truncated, or not written by torch.save): "
+                         f"{_first_line(error)}") from error
     if not isinstance(payload, dict) or "format" not in payload or "state" not in payload:
         raise ValueError(f"{path} is a torch file but not a marl_edu checkpoint (no header)")
-    if payload["format"] != FORMAT:
+    if payload["format"] != FORMAT or type(payload["format"]) is not int:
         raise ValueError(f"{path} has checkpoint format {payload['format']!r}; this marl_edu "
                          f"({marl_edu.__version__}) reads format {FORMAT}")
+    try:
+        _check_header(payload)
+        for name, tensor in _tensors(payload["state"], "state"):
+            _check_finite(tensor, name, "a checkpoint holding NaN weights is refused")
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
     if algo is not None and payload["algo"] != algo:
         raise ValueError(f"{path} is a {payload['algo']} checkpoint, expected {algo}")
     if env_id is not None and payload["env"] != env_id:
         raise ValueError(f"{path} was trained on {payload['env']}, expected {env_id}")
     return payload
+
+
+def _plain(value, where: str):
+    """``value`` as ``torch.load(weights_only=True)`` reads it back: numpy numbers become Python ones (a container
+    is copied only if something in it changed); anything else that is not a tensor, a number, a string, None, a
+    list, a tuple or a dict (str or int keys) is a ValueError naming ``where`` (``config.hidden``)."""
+    if isinstance(value, torch.Tensor) or type(value) in _LEAVES:
+        return value
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        return value.item()  # bool, int or float
+    if isinstance(value, dict) and type(value) in _CONTAINERS:
+        for key in value:
+            if type(key) not in (str, int):
+                raise ValueError(f"{where} has the key {key!r}: keys must be str or int")
+        plain = {key: _plain(item, f"{where}.{key}") for key, item in value.items()}
+        if all(plain[key] is item for key, item in value.items()):
+            return value  # unchanged: the very object (a module's state dict keeps its metadata)
+        copied = copy.copy(value)  # (copy.copy keeps a state dict's metadata; dict.copy would not)
+        copied.update(plain)
+        return copied
+    if type(value) in _CONTAINERS:  # a list or a tuple
+        plain = [_plain(item, f"{where}.{k}") for k, item in enumerate(value)]
+        return value if all(new is old for new, old in zip(plain, value)) else type(value)(plain)
+    hint = " (torch.as_tensor(...) makes a tensor of an array)" if isinstance(value, np.ndarray) else ""
+    raise ValueError(f"{where} is a {type(value).__name__}, which torch.load(weights_only=True) cannot read back: "
+                     f"store tensors, numbers, strings, lists and dicts{hint}")
+
+
+def _tensors(value, where: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor in nested dicts, lists and tuples, with its dotted name (``state.actors.0.mlp.net.0.weight``)."""
+    if isinstance(value, torch.Tensor):
+        yield where, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _tensors(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for k, item in enumerate(value):
+            yield from _tensors(item, f"{where}.{k}")
+
+
+def _check_finite(tensor: torch.Tensor, name: str, why: str) -> None:
+    """ValueError naming the tensor if a floating-point ``tensor`` holds NaN or infinity (integer tensors, such as
+    counters and random-generator states, are finite by construction)."""
+    if tensor.is_floating_point() or tensor.is_complex():
+        bad = int((~torch.isfinite(tensor)).sum())
+        if bad:
+            raise ValueError(f"{name} holds non-finite values ({bad} of {tensor.numel()}): {why}")
+
+
+def _check_header(payload: dict) -> None:
+    """Each of ``HEADER``'s fields present with its type, and the config's keys strings (ValueError naming it)."""
+    for key, kind in HEADER.items():
+        if key not in payload:
+            raise ValueError(f"the header has no {key!r} field (a format-{FORMAT} checkpoint has "
+                             f"{', '.join(HEADER)})")
+        value = payload[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"header field {key!r} must be a {kind.__name__}, got {type(value).__name__} "
+                             f"{_short(value)}")
+    for key in payload["config"]:
+        if not isinstance(key, str):
+            raise ValueError(f"config keys must be str (field names), got {key!r}")
+
+
+def _short(value) -> str:
+    """``repr(value)``, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _first_line(error: BaseException | str) -> str:
+    """The first sentence of an error's first line, after its type: ``RuntimeError: PytorchStreamReader failed
+    reading zip archive: failed finding central directory``."""
+    text = str(error).strip()
+    sentence = text.splitlines()[0].split(". ")[0] if text else ""
+    if isinstance(error, str):
+        return sentence
+    return f"{type(error).__name__}: {sentence}" if sentence else type(error).__name__
+
+
+def _refusal(error: pickle.UnpicklingError) -> str:
+    """What ``weights_only`` refused: ``weights_only load refused GLOBAL posix.system`` (a function or class the file
+    asks to call), else the unpickler's own words."""
+    text = str(error)
+    found = re.search(r"GLOBAL ([\w.]+)", text)
+    if found:
+        return (f"weights_only load refused GLOBAL {found.group(1)} (it loads tensors, numbers, strings, lists and "
+                f"dicts, and runs no code)")
+    after = text.split("WeightsUnpickler error:", 1)[-1].strip()
+    return f"weights_only load refused it: {_first_line(after)}"
 
 
 # the five learners the command line and the comparison know, by name
@@ -108,7 +246,14 @@ def config_class(algo: str):
 
 def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     """Save what a greedy or sampled evaluation needs (the actors: tens of kilobytes) with the config and
-    the sizes to rebuild the learner. MADDPG and IDDPG keep N actors, the on-policy learners one shared."""
+    the sizes to rebuild the learner. MADDPG and IDDPG keep N actors, the on-policy learners one shared.
+
+    Args:
+        agent: one of the learners of ``ALGORITHMS`` or ``CONTINUOUS_ALGORITHMS``.
+        env_id: the environment it was trained on (``load_policy`` checks it).
+        path: the file to write (``save_checkpoint``: atomic, and refused before writing if a weight is NaN).
+    Returns ``path``.
+    """
     algo = algo_name(agent)
     header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
               "n_actions": agent.n_actions}
@@ -116,18 +261,179 @@ def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     return save_checkpoint(path, algo, env_id, header, state)
 
 
+# the sizes a policy file's header gives to rebuild its learner (n_actions: A, the number of actions or the action
+# width), and with the config's sizes, the bounds that keep a tampered header from asking for gigabytes (N=50,000,000
+# actors: 12.8 GB): far above any real use
+POLICY_SIZES = ("n_agents", "obs_dim", "n_actions")
+SIZE_BOUNDS = {"n_agents": 64, "obs_dim": 100_000, "n_actions": 10_000, "hidden": 8192, "n_subpolicies": 64}
+
+
 def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None):
     """The learner saved by ``save_policy``, its actors holding the checkpoint's weights (critics untrained).
-    ``algo`` and ``env_id``, if given, must match the checkpoint's (ValueError otherwise)."""
+
+    Args:
+        path: the policy file.
+        algo: if given, the learner's name the file must hold.
+        env_id: if given, the environment the file must have been trained on; the policy's sizes must also fit
+            ``make_env(env_id)``'s (``check_fits``).
+    Raises ValueError naming the field or tensor, before any network is built, for anything ``load_checkpoint``
+    refuses, a learner this version does not know, sizes out of ``SIZE_BOUNDS``, a missing size, unknown or
+    mistyped config fields, or stored tensors that are missing, unexpected or shaped otherwise than the header's
+    sizes call for; and, with ``env_id``, a policy that does not fit the environment.
+    """
+    path = pathlib.Path(path)
     payload = load_checkpoint(path, algo=algo, env_id=env_id)
-    if payload["algo"] not in _ALL_LEARNERS:
-        raise ValueError(f"{path} holds a {payload['algo']!r} checkpoint, not one of {sorted(_ALL_LEARNERS)}")
-    header = dict(payload["config"])
-    dims = [header.pop(key) for key in ("n_agents", "obs_dim", "n_actions")]  # (n_actions: A, the action width)
-    agent = _ALL_LEARNERS[payload["algo"]](*dims, config_class(payload["algo"])(**header))
-    if payload["algo"] in ON_POLICY:
-        agent.actor.load_state_dict(payload["state"]["actor"])
-    else:
-        agent.actors.load_state_dict(payload["state"]["actors"])
-        agent.target_actors.load_state_dict(payload["state"]["actors"])
+    name = payload["algo"]
+    if name not in _ALL_LEARNERS:
+        raise ValueError(f"{path} holds a {name!r} checkpoint, not one of {sorted(_ALL_LEARNERS)}")
+    try:
+        sizes, config = _policy_header(name, dict(payload["config"]))
+        stored = _policy_state(name, payload["state"])
+        _check_shapes(_expected_shapes(name, sizes, config), stored, sizes, config)  # before building anything
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    agent = _ALL_LEARNERS[name](sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
+    modules = {"actor": agent.actor} if name in ON_POLICY else {"actors": agent.actors}
+    try:  # what the learner built is what was expected (so load_state_dict cannot fail deep inside torch)
+        _check_shapes({key: _shapes(module) for key, module in modules.items()}, stored, sizes, config)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    for key, module in modules.items():
+        module.load_state_dict(stored[key])
+    if name not in ON_POLICY:
+        agent.target_actors.load_state_dict(stored["actors"])
+    if env_id is not None:
+        _check_fits_env(agent, env_id, path)
     return agent
+
+
+def check_fits(agent, env) -> None:
+    """Raise ValueError unless ``agent``'s policy can play ``env``: the same N agents, O observation dims and A
+    actions (discrete) or action dims (forces), naming the sizes that differ.
+
+    Args:
+        agent: a learner (``n_agents``, ``obs_dim``, ``n_actions``), e.g. one ``load_policy`` returned.
+        env: an environment of ``envs.make_env`` or ``make_vec_env`` (``env_id``, ``n_agents``, ``obs_dim``, and
+            ``n_actions`` or, for forces, ``action_dim``).
+    """
+    continuous = hasattr(env, "action_dim")
+    mine = {"N": agent.n_agents, "O": agent.obs_dim, "A": agent.n_actions}
+    theirs = {"N": env.n_agents, "O": env.obs_dim, "A": env.action_dim if continuous else env.n_actions}
+    differ = [size for size in mine if mine[size] != theirs[size]]
+    if differ:
+        env_id = getattr(env, "env_id", type(env).__name__)
+        verb = "differs" if len(differ) == 1 else "differ"
+        raise ValueError(f"the policy does not fit {env_id} ({' and '.join(differ)} {verb}): it was built for "
+                         f"N={mine['N']} agents, O={mine['O']} obs dims, A={mine['A']} "
+                         f"{'action dims' if continuous else 'actions'}, and {env_id} has N={theirs['N']}, "
+                         f"O={theirs['O']}, A={theirs['A']}")
+
+
+def _check_fits_env(agent, env_id: str, path: pathlib.Path) -> None:
+    """``check_fits`` against a fresh ``make_env(env_id)``, the file's name in front of the message."""
+    from marl_edu.envs import make_env  # (only here: saving and loading without an env import no ma-gym)
+
+    env = make_env(env_id)
+    try:
+        check_fits(agent, env)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    finally:
+        env.close()
+
+
+def _bounded_int(value, name: str) -> int:
+    """An int in [1, SIZE_BOUNDS[name]] (a bool is not one): a size a learner is built with."""
+    bound = SIZE_BOUNDS[name]
+    if type(value) is not int or not 1 <= value <= bound:
+        raise ValueError(f"the header's {name} must be an int in [1, {bound}], got {value!r}")
+    return value
+
+
+def _policy_header(algo: str, header: dict):
+    """A policy file's header checked: its sizes ``{"n_agents": N, "obs_dim": O, "n_actions": A}`` (bounded) and
+    its config (known fields, each of its default's type, then the config's own ``validate``; hidden units and
+    sub-policies bounded). Fields a file of an older version lacks take their defaults."""
+    sizes = {}
+    for key in POLICY_SIZES:
+        if key not in header:
+            raise ValueError(f"the header has no {key!r} (a policy file's sizes: {', '.join(POLICY_SIZES)})")
+        sizes[key] = _bounded_int(header.pop(key), key)
+    kind = config_class(algo)
+    defaults = {field.name: field.default for field in dataclasses.fields(kind)}
+    unknown = sorted(key for key in header if key not in defaults)
+    if unknown:
+        raise ValueError(f"unknown config field{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                         f"for {kind.__name__} (its fields: {', '.join(defaults)})")
+    for key, value in header.items():
+        default = defaults[key]
+        expected = type(default)
+        if default is dataclasses.MISSING or default is None:
+            continue
+        if not (type(value) is expected or (expected is float and type(value) is int)):
+            raise ValueError(f"config field {key!r} must be {expected.__name__} (its default is {default!r}), "
+                             f"got {_short(value)}")
+    config = kind(**header).validate()
+    for key in ("hidden", "n_subpolicies"):
+        if hasattr(config, key):
+            _bounded_int(getattr(config, key), key)
+    return sizes, config
+
+
+def _policy_state(algo: str, state: dict) -> dict[str, dict[str, torch.Tensor]]:
+    """The state of a policy file: ``{"actor": ...}`` (on-policy learners) or ``{"actors": ...}`` (the others),
+    a dict of tensors, and nothing else."""
+    key = "actor" if algo in ON_POLICY else "actors"
+    if key not in state:
+        whose = "shared actor's" if algo in ON_POLICY else "actors'"
+        raise ValueError(f"state has no {key!r} (where a {algo} policy file keeps its {whose} weights)")
+    extra = [entry for entry in state if entry != key]
+    if extra:
+        raise ValueError(f"unexpected entry {extra[0]!r} in state (a {algo} policy file holds {key!r} only)")
+    if not isinstance(state[key], dict):
+        raise ValueError(f"state.{key} must be a dict of tensors, got {type(state[key]).__name__}")
+    for name, value in state[key].items():
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"state.{key}.{name} is a {type(value).__name__}, not a tensor")
+    return {key: state[key]}
+
+
+def _shapes(module: torch.nn.Module) -> dict[str, tuple[int, ...]]:
+    """A module's state dict as name -> shape."""
+    return {name: tuple(tensor.shape) for name, tensor in module.state_dict().items()}
+
+
+def _expected_shapes(algo: str, sizes: dict, config) -> dict[str, dict[str, tuple[int, ...]]]:
+    """The tensors a policy file of ``algo`` with these sizes holds, name -> shape, from actor networks built on the
+    meta device (shapes, no memory) as the learners build them: one shared ``RecurrentActor`` over
+    ``[o, last action (recurrent only), one-hot id]`` for the on-policy learners (``COMA``), N ``Actor``s for the
+    others (N*M for an ensemble of M sub-policies per agent)."""
+    n, o, a, hidden = sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config.hidden
+    with torch.device("meta"):
+        if algo in ON_POLICY:
+            in_dim = o + (a if config.recurrent else 0) + n
+            return {"actor": _shapes(RecurrentActor(in_dim, a, hidden, config.recurrent))}
+        one = _shapes(Actor(o, a, (hidden, hidden)))
+    count = n * getattr(config, "n_subpolicies", 1)
+    return {"actors": {f"{i}.{name}": shape for i in range(count) for name, shape in one.items()}}
+
+
+def _check_shapes(expected: dict, stored: dict, sizes: dict, config) -> None:
+    """Every tensor ``expected`` names (``{"actors": {name: shape}}``) is in ``stored`` with that shape, and no other;
+    ValueError naming the first tensor that is missing, unexpected or shaped otherwise."""
+    said = ", ".join(f"{short}={sizes[key]}" for short, key in zip("NOA", POLICY_SIZES))
+    said += f", hidden={config.hidden}" + (f", M={config.n_subpolicies}" if hasattr(config, "n_subpolicies") else "")
+    said += f", recurrent={config.recurrent}" if hasattr(config, "recurrent") else ""
+    for key, shapes in expected.items():
+        tensors = stored[key]
+        count = f"call for {len(shapes)} tensors in state.{key}, the file holds {len(tensors)}"
+        missing = [name for name in shapes if name not in tensors]
+        if missing:
+            raise ValueError(f"tensor state.{key}.{missing[0]} is missing: the header's sizes ({said}) {count}")
+        unexpected = [name for name in tensors if name not in shapes]
+        if unexpected:
+            raise ValueError(f"unexpected tensor state.{key}.{unexpected[0]}: the header's sizes ({said}) {count}")
+        for name, shape in shapes.items():
+            if tuple(tensors[name].shape) != shape:
+                raise ValueError(f"tensor state.{key}.{name} has shape {tuple(tensors[name].shape)}, but the header's "
+                                 f"sizes ({said}) call for {shape}")

@@ -1,3 +1,6 @@
+import os
+
+import numpy as np
 import pytest
 import torch
 
@@ -31,7 +34,7 @@ def test_truncated_missing_foreign_and_future_files(tmp_path):
     path = _save(tmp_path / "run.pt")
     data = path.read_bytes()
     (tmp_path / "cut.pt").write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError, match="not a readable checkpoint"):
+    with pytest.raises(ValueError, match=r"not a readable checkpoint \(truncated"):
         load_checkpoint(tmp_path / "cut.pt")
     with pytest.raises(ValueError, match="no checkpoint at"):
         load_checkpoint(tmp_path / "missing.pt")
@@ -46,8 +49,6 @@ def test_truncated_missing_foreign_and_future_files(tmp_path):
 def test_a_config_given_numpy_values_saves_and_loads(tmp_path):
     """validate() turns numpy ints and floats into Python ones, so the checkpoint's header loads with
     weights_only=True (a numpy scalar in it would not)."""
-    import numpy as np
-
     from marl_edu.checkpoints import load_policy, save_policy
     from marl_edu.maddpg import MADDPG, MADDPGConfig
 
@@ -58,8 +59,6 @@ def test_a_config_given_numpy_values_saves_and_loads(tmp_path):
 
 
 def test_a_trained_policy_file_round_trips(tmp_path):
-    import numpy as np
-
     from marl_edu.checkpoints import load_policy, save_policy
     from marl_edu.maddpg import MADDPGConfig
     from marl_edu.train import train_maddpg
@@ -73,3 +72,263 @@ def test_a_trained_policy_file_round_trips(tmp_path):
     assert np.array_equal(loaded.act(obs, greedy=True), run.agent.act(obs, greedy=True))
     with pytest.raises(ValueError, match="was trained on Switch2-v2, expected Switch2-v0"):
         load_policy(path, env_id="Switch2-v0")
+
+
+# -- nothing lost: writes through files.atomic_write, headers of plain types, NaN never saved ------------------------
+
+def _names(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def _small_policy(tmp_path, name="policy.pt", env_id="Switch2-v2", agent=None):
+    """A MADDPG policy file for N=2, O=3, A=5 with hidden=8: 2 actors of 6 tensors."""
+    from marl_edu.checkpoints import save_policy
+    from marl_edu.maddpg import MADDPG, MADDPGConfig
+
+    agent = agent or MADDPG(2, 3, 5, MADDPGConfig(hidden=8))
+    return save_policy(agent, env_id, tmp_path / name)
+
+
+def _tamper(path, change):
+    """Rewrite a checkpoint with ``change(payload)`` applied, as someone editing the file by hand would."""
+    payload = torch.load(path, weights_only=True)
+    change(payload)
+    torch.save(payload, path)
+    return path
+
+
+def test_a_failed_save_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_path, monkeypatch):
+    path = _save(tmp_path / "run.pt")
+    before = path.read_bytes()
+
+    def full_disk(obj, file):  # what torch.save does when the disk fills up under it
+        file.write(b"PK\x03\x04 half a zip")
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(OSError, match=r"^could not write .*run\.pt: torch's writer failed"):
+        _save(path, config={"gamma": 0.5})
+    assert path.read_bytes() == before and _names(tmp_path) == ["run.pt"]
+
+
+def test_numpy_values_in_a_header_are_saved_as_python_types(tmp_path):
+    config = {"actor_lr": np.float64(1e-3), "hidden": np.int64(8), "recurrent": np.bool_(False), "gamma": 0.5}
+    loaded = load_checkpoint(_save(tmp_path / "run.pt", config=config))["config"]
+    assert loaded == {"actor_lr": 1e-3, "hidden": 8, "recurrent": False, "gamma": 0.5}
+    assert [type(v) for v in loaded.values()] == [float, int, bool, float]
+
+
+def test_a_config_changed_to_a_numpy_value_after_construction_still_loads(tmp_path):
+    """validate() runs when the learner is built; a value set later (a panel's slider, a sweep) is saved as it is."""
+    from marl_edu.checkpoints import load_policy, save_policy
+    from marl_edu.coma import COMA, COMAConfig
+
+    agent = COMA(2, 2, 5, COMAConfig(hidden=8))
+    agent.config.actor_lr = np.float64(1e-3)
+    loaded = load_policy(save_policy(agent, "Switch2-v0", tmp_path / "policy.pt"))
+    assert loaded.config.actor_lr == 1e-3 and type(loaded.config.actor_lr) is float
+
+
+@pytest.mark.parametrize("part, value, named", [
+    ("config", lambda: {"window": np.zeros(3)}, r"config\.window is a ndarray"),
+    ("config", lambda: {"schedule": object()}, r"config\.schedule is a object"),
+    ("state", lambda: {"buffer": {"obs": np.zeros(3)}}, r"state\.buffer\.obs is a ndarray"),
+])
+def test_values_torch_cannot_load_back_are_refused_on_save(tmp_path, part, value, named):
+    path = _save(tmp_path / "run.pt")
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=named + r", which torch\.load\(weights_only=True\) cannot read back"):
+        _save(path, **{part: value()})
+    assert path.read_bytes() == before and _names(tmp_path) == ["run.pt"]
+
+
+def test_a_header_that_would_not_load_is_refused_on_save(tmp_path):
+    with pytest.raises(ValueError, match=r"config keys must be str \(field names\), got 3"):
+        _save(tmp_path / "run.pt", config={3: "three"})
+    with pytest.raises(ValueError, match=r"env_id must be a str, got int 2"):
+        _save(tmp_path / "run.pt", env_id=2)
+    assert _names(tmp_path) == []
+
+
+def test_nan_weights_are_never_saved(tmp_path):
+    from marl_edu.checkpoints import save_policy
+    from marl_edu.maddpg import MADDPG, MADDPGConfig
+
+    agent = MADDPG(2, 3, 5, MADDPGConfig(hidden=8))
+    path = save_policy(agent, "Switch2-v2", tmp_path / "policy.pt")
+    before = path.read_bytes()
+    with torch.no_grad():
+        agent.actors[1].mlp.net[2].weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"^state\.actors\.1\.mlp\.net\.2\.weight holds non-finite values "
+                                         r"\(1 of 64\): NaN weights are never saved"):
+        save_policy(agent, "Switch2-v2", path)
+    assert path.read_bytes() == before and _names(tmp_path) == ["policy.pt"]
+    with pytest.raises(ValueError, match=r"state\.b holds non-finite values \(2 of 3\)"):
+        _save(tmp_path / "other.pt", state={"b": torch.tensor([1.0, float("inf"), -float("inf")])})
+    assert _names(tmp_path) == ["policy.pt"]
+    _save(tmp_path / "ints.pt", state={"steps": torch.tensor([3, 4]), "rng": torch.zeros(4, dtype=torch.uint8)})
+
+
+def test_a_file_with_non_finite_weights_is_refused_on_load(tmp_path):
+    from marl_edu.checkpoints import load_policy
+
+    path = _tamper(_small_policy(tmp_path), lambda p: p["state"]["actors"]["0.mlp.net.4.bias"].fill_(float("nan")))
+    with pytest.raises(ValueError, match=r"policy\.pt: state\.actors\.0\.mlp\.net\.4\.bias holds non-finite values "
+                                         r"\(5 of 5\)"):
+        load_policy(path)
+
+
+def test_the_real_unpickling_error_is_reported_not_truncation(tmp_path):
+    class RunsCode:  # a file that would run a shell command if loaded without weights_only
+        def __reduce__(self):
+            return os.system, ("echo this must never run",)
+
+    torch.save({"format": 1, "state": {}, "payload": RunsCode()}, tmp_path / "evil.pt")
+    with pytest.raises(ValueError, match=r"evil\.pt is not a readable checkpoint: weights_only load refused "
+                                         r"GLOBAL \w+\.system") as caught:
+        load_checkpoint(tmp_path / "evil.pt")
+    assert "truncated" not in str(caught.value)
+    torch.save({"format": 1, "state": {}, "lr": np.float64(1e-3)}, tmp_path / "numpy.pt")  # an older save_checkpoint's
+    with pytest.raises(ValueError, match=r"weights_only load refused GLOBAL numpy\.[\w.]*scalar"):
+        load_checkpoint(tmp_path / "numpy.pt")
+    data = _save(tmp_path / "run.pt").read_bytes()
+    for cut in (0, 10, len(data) // 2, len(data) - 1):  # still says truncated, with the reader's own words
+        (tmp_path / "cut.pt").write_bytes(data[:cut])
+        with pytest.raises(ValueError, match=r"cut\.pt is not a readable checkpoint \(truncated, or not written by "
+                                             r"torch\.save\): \w+"):
+            load_checkpoint(tmp_path / "cut.pt")
+
+
+def _refuse_to_build(monkeypatch):
+    """Make building any learner fail the test: the header must be refused before anything is allocated."""
+    import marl_edu.checkpoints as checkpoints
+
+    def never(*args, **kwargs):
+        raise AssertionError("load_policy built a learner before checking the header's sizes")
+
+    for name in checkpoints._ALL_LEARNERS:
+        monkeypatch.setitem(checkpoints._ALL_LEARNERS, name, never)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("n_agents", 50_000_000, r"n_agents must be an int in \[1, 64\], got 50000000"),  # 12.8 GB of actors
+    ("obs_dim", 10 ** 9, r"obs_dim must be an int in \[1, 100000\], got 1000000000"),
+    ("n_actions", 10 ** 7, r"n_actions must be an int in \[1, 10000\], got 10000000"),
+    ("hidden", 100_000, r"hidden must be an int in \[1, 8192\], got 100000"),
+    ("n_agents", 0, r"n_agents must be an int in \[1, 64\], got 0"),
+    ("n_agents", "2", r"n_agents must be an int in \[1, 64\], got '2'"),
+    ("obs_dim", 3.0, r"obs_dim must be an int in \[1, 100000\], got 3\.0"),
+    ("n_actions", True, r"n_actions must be an int in \[1, 10000\], got True"),
+])
+def test_header_sizes_are_bounded_before_anything_is_built(tmp_path, monkeypatch, field, value, message):
+    from marl_edu.checkpoints import load_policy
+
+    path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update({field: value}))
+    _refuse_to_build(monkeypatch)
+    with pytest.raises(ValueError, match=r"policy\.pt: the header's " + message):
+        load_policy(path)
+
+
+@pytest.mark.parametrize("sizes, message", [
+    ({"n_agents": 3}, r"tensor state\.actors\.2\.mlp\.net\.0\.weight is missing: the header's sizes \(N=3, O=3, A=5, "
+                      r"hidden=8\) call for 18 tensors in state\.actors, the file holds 12"),
+    ({"n_agents": 1}, r"unexpected tensor state\.actors\.1\.mlp\.net\.0\.weight: the header's sizes \(N=1, O=3, A=5, "
+                      r"hidden=8\) call for 6 tensors in state\.actors, the file holds 12"),
+    ({"obs_dim": 40}, r"tensor state\.actors\.0\.mlp\.net\.0\.weight has shape \(8, 3\), but the header's sizes "
+                      r"\(N=2, O=40, A=5, hidden=8\) call for \(8, 40\)"),
+    ({"hidden": 4096}, r"tensor state\.actors\.0\.mlp\.net\.0\.weight has shape \(8, 3\), but the header's sizes "
+                       r"\(N=2, O=3, A=5, hidden=4096\) call for \(4096, 3\)"),
+])
+def test_header_sizes_must_agree_with_the_stored_tensors_before_anything_is_built(tmp_path, monkeypatch, sizes,
+                                                                                  message):
+    from marl_edu.checkpoints import load_policy
+
+    path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update(sizes))
+    _refuse_to_build(monkeypatch)
+    with pytest.raises(ValueError, match=r"policy\.pt: " + message):
+        load_policy(path)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p["config"].pop("n_agents"), r"the header has no 'n_agents' \(a policy file's sizes: n_agents, "
+                                            r"obs_dim, n_actions\)"),
+    (lambda p: p["config"].update(fancy=1, other=2), r"unknown config fields 'fancy', 'other' for MADDPGConfig"),
+    (lambda p: p["config"].update(hidden="8"), r"config field 'hidden' must be int \(its default is 64\), got '8'"),
+    (lambda p: p["config"].update(gamma=1), None),  # an int where a float is expected is a number all the same
+    (lambda p: p["config"].update(tau=2.0), r"tau must be a number in \[0, 1\], got 2\.0"),  # the config's own check
+    (lambda p: p.pop("algo"), r"the header has no 'algo' field"),
+    (lambda p: p.update(env=5), r"header field 'env' must be a str, got int 5"),
+    (lambda p: p.update(config=[1]), r"header field 'config' must be a dict, got list \[1\]"),
+    (lambda p: p["config"].update({3: 1}), r"config keys must be str \(field names\), got 3"),
+    (lambda p: p.update(state={}), r"state has no 'actors' \(where a maddpg policy file keeps its actors' weights\)"),
+    (lambda p: p["state"].update(critics={}), r"unexpected entry 'critics' in state \(a maddpg policy file holds "
+                                              r"'actors' only\)"),
+    (lambda p: p["state"]["actors"].pop("0.mlp.net.4.bias"), r"tensor state\.actors\.0\.mlp\.net\.4\.bias is "
+                                                              r"missing"),
+    (lambda p: p["state"]["actors"].update({"0.mlp.net.6.weight": torch.zeros(2)}),
+     r"unexpected tensor state\.actors\.0\.mlp\.net\.6\.weight"),
+    (lambda p: p["state"]["actors"].update({"1.mlp.net.4.weight": torch.zeros(5, 9)}),
+     r"tensor state\.actors\.1\.mlp\.net\.4\.weight has shape \(5, 9\), but the header's sizes \(N=2, O=3, A=5, "
+     r"hidden=8\) call for \(5, 8\)"),
+    (lambda p: p["state"]["actors"].update({"1.mlp.net.4.weight": 1.5}),
+     r"state\.actors\.1\.mlp\.net\.4\.weight is a float, not a tensor"),
+])
+def test_a_tampered_policy_file_is_a_value_error_naming_the_field(tmp_path, change, message):
+    from marl_edu.checkpoints import load_policy
+
+    path = _tamper(_small_policy(tmp_path), change)
+    if message is None:
+        assert load_policy(path).config.gamma == 1.0
+        return
+    with pytest.raises(ValueError, match=r"policy\.pt: " + message):
+        load_policy(path)
+
+
+def test_a_policy_meets_an_env_of_other_sizes(tmp_path):
+    from marl_edu.checkpoints import check_fits, load_policy, save_policy
+    from marl_edu.coma import COMA, COMAConfig
+    from marl_edu.envs import make_env
+
+    switch2 = COMA(2, 2, 5, COMAConfig(hidden=8))  # Switch2-v0: N=2, O=2, A=5
+    check_fits(switch2, make_env("Switch2-v0"))  # fits: no error
+    with pytest.raises(ValueError, match=r"^the policy does not fit Switch4-v0 \(N differs\): it was built for N=2 "
+                                         r"agents, O=2 obs dims, A=5 actions, and Switch4-v0 has N=4, O=2, A=5$"):
+        check_fits(switch2, make_env("Switch4-v0"))
+    with pytest.raises(ValueError, match=r"Switch2-v2 \(O differs\): .* Switch2-v2 has N=2, O=3, A=5"):
+        check_fits(switch2, make_env("Switch2-v2"))
+    # a file that says Switch4-v0 but holds a Switch2 policy (written by hand, or by an older marl_edu whose Switch4
+    # had other sizes) is refused where it meets its env, not deep inside the first forward pass
+    path = save_policy(switch2, "Switch4-v0", tmp_path / "policy.pt")
+    with pytest.raises(ValueError, match=r"policy\.pt: the policy does not fit Switch4-v0 \(N differs\)"):
+        load_policy(path, env_id="Switch4-v0")
+    assert load_policy(path).n_agents == 2  # without an env to meet, the file loads as it is
+
+
+def test_a_continuous_policy_meets_a_particle_env(tmp_path):
+    from marl_edu.checkpoints import check_fits
+    from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+    from marl_edu.envs import make_env
+
+    agent = ContinuousMADDPG(3, 18, 2, ContinuousMADDPGConfig(hidden=8))  # simple_spread_v3: N=3, O=18, forces (2,)
+    check_fits(agent, make_env("simple_spread_v3"))
+    with pytest.raises(ValueError, match=r"does not fit simple_adversary_v3 \(O differs\)"):
+        check_fits(agent, make_env("simple_adversary_v3"))  # N=3, O=10
+
+
+@pytest.mark.parametrize("algo", ["maddpg", "iddpg", "coma", "central_v", "iac", "maddpg_continuous",
+                                  "iddpg_continuous", "maddpg_inferred", "maddpg_ensemble", "coma-ff"])
+def test_every_learner_round_trips_through_its_policy_file(tmp_path, algo):
+    """The shapes load_policy expects before building a learner are the ones the learner builds."""
+    from marl_edu.checkpoints import (_ALL_LEARNERS, CONTINUOUS_ALGORITHMS, ON_POLICY, config_class, load_policy,
+                                      save_policy)
+
+    name, recurrent = (algo[:-3], False) if algo.endswith("-ff") else (algo, True)
+    config = config_class(name)(hidden=8, **({} if name in CONTINUOUS_ALGORITHMS else {"n_envs": 2}))
+    if hasattr(config, "recurrent"):
+        config.recurrent = recurrent
+    agent = _ALL_LEARNERS[name](2, 3, 2 if name in CONTINUOUS_ALGORITHMS else 5, config, seed=1)
+    loaded = load_policy(save_policy(agent, "any-env", tmp_path / "policy.pt"), algo=name)
+    assert type(loaded) is type(agent) and loaded.config == agent.config
+    mine, theirs = (agent.actor, loaded.actor) if name in ON_POLICY else (agent.actors, loaded.actors)
+    assert mine.state_dict().keys() == theirs.state_dict().keys()
+    assert all(torch.equal(a, b) for a, b in zip(mine.state_dict().values(), theirs.state_dict().values()))
