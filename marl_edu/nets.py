@@ -1,15 +1,17 @@
-"""The networks: a small MLP, a discrete-action actor and a centralised critic (device-agnostic), and the one
-gradient step every learner takes on them."""
+"""The networks: a small MLP, a discrete-action actor and a centralised critic (device-agnostic), the one
+gradient step every learner takes on them (which refuses a non-finite loss), and the check that a policy's output is
+finite before anyone acts on it."""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
 from torch import nn
 
 from marl_edu.shapes import check_shape
-from marl_edu.validate import positive_int
+from marl_edu.validate import finite, positive_int
 
 
 class MLP(nn.Module):
@@ -98,12 +100,48 @@ class RecurrentActor(nn.Module):
         return self.head(h_all)  # (T, B, A)
 
 
-def gradient_step(optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor, grad_clip: float) -> float:
+def gradient_step(optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor, grad_clip: float,
+                  name: str = "loss", update: int | None = None) -> float:
     """One step of every learner: zero the gradients, backpropagate ``loss`` (a 0-d tensor), clip the gradient
     norm of ``net``'s parameters to ``grad_clip`` (as the reference implementations do, so one bad batch cannot
-    throw the weights far), and let ``optimizer`` step. Returns the loss value."""
+    throw the weights far), and let ``optimizer`` step. Returns the loss value.
+
+    A non-finite loss or gradient norm stops training before the optimiser steps, so the weights stay as they were:
+    ValueError ``"<name> is nan at update <update>: a learning rate or entropy coefficient too large? (lr=...)"``
+    (``name`` says which loss, ``update`` which of the learner's updates, counted from 1; the lr is the optimiser's).
+    An optimiser step that overflows (Adam with a learning rate near float32's largest number) is a ValueError too."""
+    value = loss.item()
+    if not math.isfinite(value):
+        raise ValueError(f"{name} is {value}{_too_large(optimizer, update)}; the weights were left as they were")
     optimizer.zero_grad()
     loss.backward()
-    nn.utils.clip_grad_norm_(net.parameters(), grad_clip)
-    optimizer.step()
-    return loss.item()
+    norm = nn.utils.clip_grad_norm_(net.parameters(), grad_clip)  # the norm before clipping, 0-d
+    if not torch.isfinite(norm):
+        raise ValueError(f"{name}'s gradient norm is {norm.item()}{_too_large(optimizer, update)}; "
+                         f"the weights were left as they were")
+    try:
+        optimizer.step()
+    except RuntimeError as error:  # e.g. Adam's lr / (1 - beta1) does not fit in a float32
+        raise ValueError(f"{name}: the optimiser's step failed ({error}){_too_large(optimizer, update)}") from None
+    return value
+
+
+def _too_large(optimizer: torch.optim.Optimizer, update: int | None) -> str:
+    """The end of gradient_step's messages: which update, and the likely cause with the optimiser's lr."""
+    at = f" at update {update}" if update is not None else ""
+    return f"{at}: a learning rate or entropy coefficient too large? (lr={optimizer.param_groups[0]['lr']:g})"
+
+
+def check_policy_output(output: torch.Tensor, obs: torch.Tensor, net: nn.Module, what: str) -> None:
+    """Acting never goes on silently with NaN: ``output`` (a policy's logits, probabilities or actions, any shape),
+    computed by ``net`` from ``obs`` (any shape), must be finite. One reduction when it is; when it is not, the
+    ValueError says why: NaN or infinity in the observations, in the named weights of ``net``, or (every weight
+    finite) an activation that overflowed."""
+    if torch.isfinite(output).all():
+        return
+    finite(obs, "the observations the policy got (B, N, O)")
+    bad = [key for key, p in net.named_parameters() if not torch.isfinite(p).all()]
+    cause = (f"the weights {bad[:3]}{' and more' if len(bad) > 3 else ''} hold NaN or infinity" if bad
+             else "every weight is finite, so an activation overflowed")
+    raise ValueError(f"{what} are not finite although the observations are: {cause} (trained with too large a "
+                     f"learning rate, or loaded from a run that diverged?)")

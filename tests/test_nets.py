@@ -1,8 +1,10 @@
+import math
+
 import pytest
 import torch
 from torch import nn
 
-from marl_edu.nets import MLP, Actor, Critic, RecurrentActor, gradient_step
+from marl_edu.nets import MLP, Actor, Critic, RecurrentActor, check_policy_output, gradient_step
 
 
 def test_shapes():
@@ -59,6 +61,63 @@ def test_gradient_step_by_hand():
     # a second step starts from zeroed gradients: w = 2.5, gradient 5, clipped to 0.5 again -> 2.0 (not 1.5)
     gradient_step(optimizer, net, (net.weight ** 2).sum(), grad_clip=0.5)
     assert net.weight.item() == pytest.approx(2.0)
+
+
+def _one_weight(value: float = 3.0) -> nn.Linear:
+    net = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        net.weight.fill_(value)
+    return net
+
+
+@pytest.mark.parametrize("bad, shown", [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf")])
+def test_gradient_step_refuses_a_non_finite_loss_before_backpropagating(bad, shown):
+    net = _one_weight()
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e30)
+    loss = net.weight.sum() * bad  # 3 * bad
+    with pytest.raises(ValueError, match=rf"^critic loss is {shown} at update 12: a learning rate or entropy "
+                                         rf"coefficient too large\? \(lr=1e\+30\); the weights were left as they were$"):
+        gradient_step(optimizer, net, loss, grad_clip=0.5, name="critic loss", update=12)
+    assert net.weight.item() == 3.0 and net.weight.grad is None  # backward never ran
+    with pytest.raises(ValueError, match=rf"^loss is {shown}: "):  # the defaults name no update
+        gradient_step(optimizer, net, net.weight.sum() * bad, grad_clip=0.5)
+
+
+def test_gradient_step_refuses_a_non_finite_gradient_and_an_overflowing_step():
+    net = _one_weight()
+    # loss = sqrt(0 * w) = 0 is finite, but its gradient is d sqrt(u)/du at u = 0 (infinite) times 0: NaN
+    with pytest.raises(ValueError, match=r"^actor loss's gradient norm is nan at update 3: a learning rate or entropy "
+                                         r"coefficient too large\? \(lr=1\); the weights were left as they were$"):
+        gradient_step(torch.optim.SGD(net.parameters(), lr=1.0), net, torch.sqrt(net.weight * 0).sum(), 0.5,
+                      "actor loss", 3)
+    assert net.weight.item() == 3.0
+    # Adam's first step is lr / (1 - 0.9) = 1e301 per unit of gradient: more than a float32 can hold
+    with pytest.raises(ValueError, match=r"^critic loss: the optimiser's step failed \(value cannot be converted to "
+                                         r"type float without overflow\) at update 1: a learning rate or entropy "
+                                         r"coefficient too large\? \(lr=1e\+300\)"):
+        gradient_step(torch.optim.Adam(net.parameters(), lr=1e300), net, (net.weight ** 2).sum(), 0.5,
+                      "critic loss", 1)
+    assert net.weight.item() == 3.0
+
+
+def test_check_policy_output_says_whether_the_observations_or_the_weights_are_to_blame():
+    net = _one_weight(2.0)
+    obs = torch.tensor([[1.0], [4.0]])  # (B=2, 1)
+    check_policy_output(net(obs), obs, net, "the logits")  # [[2], [8]]: finite, nothing to say
+    bad_obs = torch.tensor([[1.0], [math.nan]])
+    with pytest.raises(ValueError, match=r"^the observations the policy got \(B, N, O\) must be finite, got 1 NaN "
+                                         r"and 0 infinite of 2 entries, the first at index \(1, 0\)$"):
+        check_policy_output(net(bad_obs), bad_obs, net, "the logits")
+    big = torch.tensor([[3e38]])  # 2 * 3e38 overflows float32's largest, 3.4e38
+    with pytest.raises(ValueError, match=r"^the logits are not finite although the observations are: every weight is "
+                                         r"finite, so an activation overflowed \(trained with too large a learning "
+                                         r"rate, or loaded from a run that diverged\?\)$"):
+        check_policy_output(net(big), big, net, "the logits")
+    with torch.no_grad():
+        net.weight.fill_(math.inf)
+    with pytest.raises(ValueError, match=r"^the logits are not finite although the observations are: the weights "
+                                         r"\['weight'\] hold NaN or infinity \(trained with"):
+        check_policy_output(net(obs), obs, net, "the logits")
 
 
 @pytest.mark.parametrize("recurrent", [True, False])
