@@ -17,7 +17,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from marl_edu.nets import MLP, RecurrentActor, gradient_step
+from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_step
+from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards, hard_update, make_target, td_lambda_targets
 from marl_edu.validate import boolean, index_range, non_negative_number, positive_int, positive_number, unit_interval
@@ -167,10 +168,13 @@ class COMA:
     def policy_step(self, obs: torch.Tensor, last_actions: torch.Tensor, h: torch.Tensor,
                     epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
         """One step of every agent's policy: obs ``(B, N, O)``, last actions int ``(B, N)``, hidden
-        ``(B*N, H)`` -> probabilities ``(B, N, A)`` of the behaviour policy (1 - eps) softmax + eps / A, new hidden."""
+        ``(B*N, H)`` -> probabilities ``(B, N, A)`` of the behaviour policy (1 - eps) softmax + eps / A, new hidden.
+        Non-finite probabilities (NaN observations or weights) are a ValueError that says which."""
         logits, h = self.actor(self.actor_input(obs, last_actions), h)  # (B*N, A), (B*N, H)
         pi = torch.softmax(logits, dim=-1).reshape(obs.shape[0], self.n_agents, self.n_actions)  # (B, N, A)
-        return (1.0 - epsilon) * pi + epsilon / self.n_actions, h
+        probs = (1.0 - epsilon) * pi + epsilon / self.n_actions  # (B, N, A)
+        check_policy_output(probs, obs, self.actor, "the policy's probabilities")
+        return probs, h
 
     def replay_policy(self, obs: torch.Tensor, actions: torch.Tensor, epsilon: float) -> torch.Tensor:
         """The behaviour policy at every step of a batch of episodes, replayed from each episode's start: obs
@@ -196,7 +200,11 @@ class COMA:
     def sample(self, probs: torch.Tensor) -> torch.Tensor:
         """Sample actions: probabilities ``(B, N, A)`` -> int ``(B, N)``."""
         flat = probs.reshape(-1, self.n_actions)  # (B*N, A)
-        return torch.multinomial(flat, 1, generator=self.generator).reshape(probs.shape[:-1])  # (B, N)
+        try:
+            return torch.multinomial(flat, 1, generator=self.generator).reshape(probs.shape[:-1])  # (B, N)
+        except RuntimeError as error:  # NaN, infinite or negative entries, or a row without any weight
+            raise ValueError(f"probs must be probabilities (B, N, A): finite, non-negative, each row with a positive "
+                             f"sum; torch.multinomial says: {error}") from None
 
     def greedy_policy(self):
         """A fresh policy for ``run_episode``: obs ``(N, O)`` -> argmax actions ``(N,)``, carrying its own
@@ -295,6 +303,7 @@ class COMA:
         epsilon alone; the README's COMA results say why).
         """
         c = self.config
+        check_episode_batch(batch, self.n_agents, self.obs_dim, self.n_actions)  # ValueError naming a bad entry
         epsilon, entropy_coef = float(batch["epsilon"]), self.entropy_coef
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
         B, T1, N, _ = obs.shape
@@ -305,7 +314,7 @@ class COMA:
         targets = self.critic_targets(rows, batch)  # (B, T, N)
         for _ in range(c.critic_steps):
             critic_loss = self.critic_loss(rows, batch, targets)
-            gradient_step(self.critic_optimizer, self.critic, critic_loss, c.grad_clip)
+            gradient_step(self.critic_optimizer, self.critic, critic_loss, c.grad_clip, "critic loss", self.updates + 1)
 
         # actor: the counterfactual advantage of each agent's own action, under the behaviour policy
         pi = self.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
@@ -315,7 +324,7 @@ class COMA:
         agent_mask = batch["agent_mask"]  # (B, T, N)
         n_valid = agent_mask.sum().clamp(min=1.0)
         actor_loss = -((advantage * log_pi_taken + entropy_coef * entropy) * agent_mask).sum() / n_valid
-        gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip)
+        gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip, "actor loss", self.updates + 1)
 
         self.updates += 1
         if self.updates % c.target_update_every == 0:

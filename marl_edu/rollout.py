@@ -5,13 +5,14 @@ or float forces ``(N, 2)`` in [-1, 1] (the particle envs).
 
 ``collect_episodes`` plays K whole episodes in lock-step with an on-policy learner and returns them as the on-policy
 batch, padded to the longest with its masks: the data path env -> rollout -> learner of COMA and its baselines.
-(The off-policy path is env -> ``buffers.ReplayBuffer`` -> learner.)
+``check_episode_batch`` is what their updates check such a batch with before using it. (The off-policy path is
+env -> ``buffers.ReplayBuffer`` -> learner.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import torch
@@ -20,7 +21,7 @@ from tqdm.auto import tqdm
 from marl_edu.batched_switch import BatchedSwitch
 from marl_edu.envs import MultiAgentEnv, ParticleEnv, VecEnv
 from marl_edu.shapes import check_shape
-from marl_edu.validate import generator, positive_int
+from marl_edu.validate import finite, generator, index_range, positive_int, unit_interval, zero_one
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -142,7 +143,10 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
         - ``epsilon``, a float: the behaviour policy's exploration (the update replays that policy).
 
         Copies that finish early keep stepping (lock-step) but are not recorded.
+
+    Raises ValueError when the env's observations or rewards hold NaN or infinity.
     """
+    epsilon = unit_interval(epsilon, "epsilon")
     K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
     obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
     act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
@@ -180,9 +184,68 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
                 returns[k] = info["episode_team_return"][k]
             playing &= ~info["episode_done"]
             obs = next_obs
+    finite(obs_seq, "the env's observations (K, T+1, N, O)")  # once for the whole batch: a NaN would reach
+    finite(rewards, "the env's rewards (K, T, N)")              # every critic target
     L = int(step_mask.sum(axis=1).max())  # the longest episode: later columns are padding in every copy
     batch = {"obs": obs_seq[:, :L + 1], "actions": act_seq[:, :L + 1], "rewards": rewards[:, :L],
              "dones": dones[:, :L], "step_mask": step_mask[:, :L], "agent_mask": agent_mask[:, :L]}
     batch = {key: torch.as_tensor(value, device=agent.device) for key, value in batch.items()}
     batch["epsilon"] = float(epsilon)
     return batch, returns.tolist(), int(step_mask.sum())
+
+
+EPISODE_BATCH_KEYS = ("obs", "actions", "rewards", "dones", "step_mask", "agent_mask", "epsilon")
+
+
+def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: int) -> dict[str, int]:
+    """Check an on-policy batch (``collect_episodes``'s) before a learner's update touches it: the one check of
+    COMA, CentralV and IACV.
+
+    Args:
+        batch: a dict of tensors, obs float32 ``(B, T+1, N, O)``, actions int64 ``(B, T+1, N)`` in [0, A), rewards
+            float32 ``(B, T, N)``, dones and step_mask float32 ``(B, T)``, agent_mask float32 ``(B, T, N)`` (0/1,
+            at least one real step), and epsilon, a number in [0, 1]. Other keys are ignored.
+        n_agents, obs_dim, n_actions: the learner's N, O and A.
+
+    Returns:
+        The sizes ``{"B": ..., "T+1": ..., "T": ..., "N": ..., "O": ..., "A": ...}``.
+
+    Raises:
+        ValueError naming the entry, what was expected and what came: a missing key, something other than a tensor,
+        a wrong shape (B, T, N, O tied across the tensors) or dtype, B = 0 or T = 0, epsilon outside [0, 1],
+        NaN or infinity in obs or rewards, masks or dones other than 0/1, an action outside [0, A). A few reductions
+        per tensor: cheap next to an update.
+    """
+    if not isinstance(batch, Mapping):
+        raise ValueError(f"batch must be a dict of tensors (collect_episodes's), got {type(batch).__name__}")
+    missing = [key for key in EPISODE_BATCH_KEYS if key not in batch]
+    if missing:
+        raise ValueError(f"batch is missing {missing}: an on-policy batch holds {', '.join(EPISODE_BATCH_KEYS)}")
+    specs = {"obs": (("B", "T+1", "N", "O"), torch.float32), "actions": (("B", "T+1", "N"), torch.int64),
+             "rewards": (("B", "T", "N"), torch.float32), "dones": (("B", "T"), torch.float32),
+             "step_mask": (("B", "T"), torch.float32), "agent_mask": (("B", "T", "N"), torch.float32)}
+    dims = {"N": n_agents, "O": obs_dim}
+    for key, (spec, dtype) in specs.items():
+        value, name = batch[key], f"batch['{key}']"
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"{name}: expected a torch tensor (collect_episodes makes them), "
+                             f"got {type(value).__name__}")
+        check_shape(value, spec, name, dims)
+        if value.dtype != dtype:
+            meaning = " (action indices in [0, A))" if key == "actions" else ""
+            raise ValueError(f"{name}: expected {dtype} elements{meaning}, got {value.dtype}")
+        if key == "obs":  # the sizes every other tensor is tied to
+            if dims["B"] < 1 or dims["T+1"] < 2:
+                raise ValueError(f"{name}: expected B >= 1 episodes of T >= 1 steps (T+1 >= 2 observations: the "
+                                 f"steps and the end state), got B = {dims['B']}, T+1 = {dims['T+1']}")
+            dims["T"] = dims["T+1"] - 1
+    dims["A"] = n_actions
+    unit_interval(batch["epsilon"], "batch['epsilon']")  # the behaviour policy's (1 - eps) pi + eps / A
+    finite(batch["obs"], "batch['obs']")
+    finite(batch["rewards"], "batch['rewards']")
+    for key in ("dones", "step_mask", "agent_mask"):
+        zero_one(batch[key], f"batch['{key}']")
+    if not batch["step_mask"].any():
+        raise ValueError("batch['step_mask']: expected at least one real step (a 1), got all zeros")
+    index_range(batch["actions"], n_actions, "batch['actions']")
+    return dims

@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -162,3 +164,117 @@ def test_fused_unroll_replays_the_same_policy_and_makes_nearly_the_same_update(r
         learner.update(batch)
     for p, q in zip(plain.actor.parameters(), fused.actor.parameters()):
         assert torch.allclose(p, q, rtol=1e-4, atol=1e-6)  # one step apart only in the last bits
+
+
+def _episode_batch(B=2, T=3, N=2, O=2, A=5) -> dict:
+    """A hand-made on-policy batch in collect_episodes's layout: B episodes of T real steps."""
+    generator = torch.Generator().manual_seed(0)
+    return {"obs": torch.rand(B, T + 1, N, O, generator=generator),
+            "actions": torch.randint(0, A, (B, T + 1, N), generator=generator),
+            "rewards": torch.full((B, T, N), -0.1), "dones": torch.zeros(B, T), "step_mask": torch.ones(B, T),
+            "agent_mask": torch.ones(B, T, N), "epsilon": 0.1}
+
+
+def _with(key, value):
+    return lambda batch: batch | {key: value}
+
+
+def _at(key, index, value):
+    def change(batch):
+        tensor = batch[key].clone()
+        tensor[index] = value
+        return batch | {key: tensor}
+    return change
+
+
+def _episodes(B, T):  # B episodes of T steps, every tensor cut or grown to match
+    return lambda batch: _episode_batch(B=B, T=T)
+
+
+# bad on-policy batches (B=2, T=3, N=2, O=2, A=5) and what the update's ValueError must say
+BAD_EPISODE_BATCHES = {
+    "float actions": (lambda b: b | {"actions": b["actions"].float()},
+                      r"batch\['actions'\]: expected torch.int64 elements \(action indices in \[0, A\)\), got "
+                      r"torch.float32"),
+    "int32 actions": (lambda b: b | {"actions": b["actions"].int()}, r"batch\['actions'\]: expected torch.int64"),
+    "team rewards (B, T)": (_with("rewards", torch.zeros(2, 3)),
+                            r"batch\['rewards'\]: expected shape \(B=2, T=3, N=2\) \(3 dims\), got \(2, 3\) \(2 dims\)"),
+    "rewards of T+1 steps": (_with("rewards", torch.zeros(2, 4, 2)),
+                             r"batch\['rewards'\]: expected shape \(B=2, T=3, N=2\), got \(2, 4, 2\): axis 1 \(T\)"),
+    "a missing key": (lambda b: {k: v for k, v in b.items() if k != "agent_mask"},
+                      r"batch is missing \['agent_mask'\]: an on-policy batch holds obs, actions, rewards"),
+    "not a dict": (lambda b: list(b.values()), r"batch must be a dict of tensors \(collect_episodes's\), got list"),
+    "action A": (_at("actions", (1, 2, 0), 5), r"batch\['actions'\] must be in \[0, 4\], got \[\[\[3, 0\], .*\[5, 2\]"),
+    "action -1": (_at("actions", (0, 0, 1), -1), r"batch\['actions'\] must be in \[0, 4\], got \[\[\[3, -1\]"),
+    "T = 0": (_episodes(B=2, T=0), r"batch\['obs'\]: expected B >= 1 episodes of T >= 1 steps .* got B = 2, T\+1 = 1"),
+    "B = 0": (_episodes(B=0, T=3), r"batch\['obs'\]: expected B >= 1 episodes .* got B = 0, T\+1 = 4"),
+    "NaN obs": (_at("obs", (1, 3, 0, 1), math.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 32 "
+                                                    r"entries, the first at index \(1, 3, 0, 1\)"),
+    "NaN reward": (_at("rewards", (0, 2, 1), math.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
+    "infinite reward": (_at("rewards", (0, 0, 0), -math.inf), r"batch\['rewards'\] must be finite, got 0 NaN and 1 "
+                                                              r"infinite"),
+    "epsilon 1.5": (_with("epsilon", 1.5), r"batch\['epsilon'\] must be a number in \[0, 1\], got 1.5"),
+    "epsilon NaN": (_with("epsilon", math.nan), r"batch\['epsilon'\] must be a number in \[0, 1\], got nan"),
+    "agent_mask with 2s": (_with("agent_mask", torch.full((2, 3, 2), 2.0)),
+                           r"batch\['agent_mask'\] must be 0 or 1 in every entry, got 2.0 at index \(0, 0, 0\) "
+                           r"\(12 of 12 entries are neither\)"),
+    "step_mask with a 2": (_at("step_mask", (1, 1), 2.0), r"batch\['step_mask'\] must be 0 or 1 in every entry, "
+                                                          r"got 2.0 at index \(1, 1\)"),
+    "dones of 0.5": (_at("dones", (0, 2), 0.5), r"batch\['dones'\] must be 0 or 1 in every entry, got 0.5"),
+    "no real step": (_with("step_mask", torch.zeros(2, 3)), r"batch\['step_mask'\]: expected at least one real step"),
+    "wrong N": (_with("obs", torch.zeros(2, 4, 3, 2)),
+                r"batch\['obs'\]: expected shape \(B, T\+1, N=2, O=2\), got \(2, 4, 3, 2\): axis 2 \(N\) is 3 but N=2"),
+    "wrong O": (_with("obs", torch.zeros(2, 4, 2, 3)),
+                r"batch\['obs'\]: expected shape \(B, T\+1, N=2, O=2\), got \(2, 4, 2, 3\): axis 3 \(O\) is 3 but O=2"),
+    "actions of another B": (_with("actions", torch.zeros(3, 4, 2, dtype=torch.long)),
+                             r"batch\['actions'\]: expected shape \(B=2, T\+1=4, N=2\), got \(3, 4, 2\)"),
+    "numpy obs": (lambda b: b | {"obs": b["obs"].numpy()},
+                  r"batch\['obs'\]: expected a torch tensor \(collect_episodes makes them\), got ndarray"),
+    "float64 obs": (lambda b: b | {"obs": b["obs"].double()},
+                    r"batch\['obs'\]: expected torch.float32 elements, got torch.float64"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_EPISODE_BATCHES)
+@pytest.mark.parametrize("learner_class", ["COMA", "CentralV", "IACV"])
+def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
+    from marl_edu import baselines, coma
+
+    learner = getattr(coma, learner_class, None) or getattr(baselines, learner_class)
+    agent = learner(2, 2, 5, COMAConfig(hidden=8, n_envs=2), seed=0)
+    before = {key: value.clone() for key, value in agent.actor.state_dict().items()}
+    change, message = BAD_EPISODE_BATCHES[case]
+    with pytest.raises(ValueError, match=message):
+        agent.update(change(_episode_batch()))
+    assert agent.updates == 0 and all(torch.equal(before[k], v) for k, v in agent.actor.state_dict().items())
+    agent.update(_episode_batch())  # the unchanged batch is accepted
+    assert agent.updates == 1
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("critic_lr", 1e30, r"^critic loss is (nan|inf) at update \d+: a learning rate or entropy coefficient too large\? "
+                        r"\(lr=1e\+30\); the weights were left as they were$"),
+    ("critic_lr", 1e308, r"^critic loss is (nan|inf) at update 1: .* \(lr=1e\+308\)"),
+    ("actor_lr", 1e300, r"^actor loss: the optimiser's step failed \(value cannot be converted to type float without "
+                        r"overflow\) at update 1: a learning rate or entropy coefficient too large\? \(lr=1e\+300\)$"),
+    ("entropy_start", 1e308, r"^actor loss is -inf at update 1: a learning rate or entropy coefficient too large\? "
+                             r"\(lr=0.002\)"),
+])
+def test_training_with_a_huge_learning_rate_or_entropy_stops_with_a_value_error(field, value, message):
+    config = COMAConfig(hidden=8, n_envs=4, **{field: value})
+    with pytest.raises(ValueError, match=message):
+        train_coma("Switch2-v0", 40, config, seed=0, eval_every=40, progress=False)
+
+
+def test_a_policy_with_nan_weights_cannot_act():
+    agent = COMA(2, 2, 5, COMAConfig(hidden=8), seed=0)
+    with torch.no_grad():
+        agent.actor.head.bias[2] = math.nan
+    with pytest.raises(ValueError, match=r"^the policy's probabilities are not finite although the observations are: "
+                                         r"the weights \['head.bias'\] hold NaN or infinity"):
+        agent.greedy_policy()(np.zeros((2, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match="the weights \\['head.bias'\\] hold NaN"):
+        collect_episodes(agent, make_vec_env("Switch2-v0", 2, seed=0), epsilon=0.0)
+    with pytest.raises(ValueError, match=r"^probs must be probabilities \(B, N, A\): finite, non-negative, each row "
+                                         r"with a positive sum; torch.multinomial says: "):
+        agent.sample(torch.tensor([[[0.5, math.nan, 0.5, 0.0, 0.0]]]))

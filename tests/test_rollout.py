@@ -70,3 +70,76 @@ def test_collected_batch_shapes_and_masks():
     end_obs = batch["obs"][torch.arange(3), ends]  # (K, N, O)
     assert end_obs.abs().sum() > 0  # an observation was written there (positions are never all zero)
     assert batch["actions"][torch.arange(3), ends].ne(0).any()  # 6 uniform samples, not all DOWN (fixed seed)
+
+
+def _episode_batch(B=2, T=3, N=2, O=2, A=5) -> dict:
+    """A hand-made on-policy batch in collect_episodes's layout: B episodes of T steps, all real."""
+    generator = torch.Generator().manual_seed(0)
+    return {"obs": torch.rand(B, T + 1, N, O, generator=generator),
+            "actions": torch.randint(0, A, (B, T + 1, N), generator=generator),
+            "rewards": torch.full((B, T, N), -0.1), "dones": torch.zeros(B, T), "step_mask": torch.ones(B, T),
+            "agent_mask": torch.ones(B, T, N), "epsilon": 0.1}
+
+
+def test_check_episode_batch_accepts_a_collected_batch_and_returns_its_sizes():
+    from marl_edu.rollout import check_episode_batch
+
+    agent = COMA(2, 2, 5, COMAConfig(hidden=8, n_envs=3), seed=0)
+    batch, _, _ = collect_episodes(agent, make_vec_env("Switch2-v0", 3, seed=0), epsilon=0.2)
+    T = batch["rewards"].shape[1]
+    assert check_episode_batch(batch, 2, 2, 5) == {"B": 3, "T+1": T + 1, "T": T, "N": 2, "O": 2, "A": 5}
+    assert check_episode_batch(_episode_batch(), 2, 2, 5)["T"] == 3
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("actions", torch.zeros(2, 4, 2), r"batch\['actions'\]: expected torch.int64 elements \(action indices in "
+                                      r"\[0, A\)\), got torch.float32"),
+    ("rewards", torch.zeros(2, 4, 2), r"batch\['rewards'\]: expected shape \(B=2, T=3, N=2\), got \(2, 4, 2\): axis 1"),
+    ("obs", torch.zeros(2, 4, 2, 3), r"batch\['obs'\]: expected shape \(B, T\+1, N=2, O=2\), got \(2, 4, 2, 3\)"),
+    ("obs", np.zeros((2, 4, 2, 2), dtype=np.float32), r"batch\['obs'\]: expected a torch tensor \(collect_episodes "
+                                                      r"makes them\), got ndarray"),
+    ("obs", torch.zeros(2, 4, 2, 2, dtype=torch.float64), r"batch\['obs'\]: expected torch.float32 elements, got "
+                                                          r"torch.float64"),
+    ("epsilon", 1.5, r"batch\['epsilon'\] must be a number in \[0, 1\], got 1.5"),
+    ("step_mask", torch.zeros(2, 3), r"batch\['step_mask'\]: expected at least one real step \(a 1\), got all zeros"),
+])
+def test_check_episode_batch_names_the_tensor(key, value, message):
+    from marl_edu.rollout import check_episode_batch
+
+    with pytest.raises(ValueError, match=message):
+        check_episode_batch(_episode_batch() | {key: value}, 2, 2, 5)
+
+
+class _CorruptedEnv:
+    """make_vec_env's copies, except that copy 1's observation or reward turns NaN at step 2."""
+
+    def __init__(self, what):
+        self.venv, self.what, self.t = make_vec_env("Switch2-v0", 3, seed=0), what, 0
+
+    def __getattr__(self, name):
+        return getattr(self.venv, name)
+
+    def reset(self):
+        self.t = 0
+        return self.venv.reset()
+
+    def step(self, actions):
+        next_obs, rewards, dones, info = self.venv.step(actions)
+        self.t += 1
+        if self.t == 2:
+            (next_obs if self.what == "obs" else rewards)[1, 0] = np.nan
+        return next_obs, rewards, dones, info
+
+
+@pytest.mark.parametrize("what, message", [
+    ("obs", r"the observations the policy got \(B, N, O\) must be finite, got 2 NaN and 0 infinite of 12 entries, "
+            r"the first at index \(1, 0, 0\)"),
+    ("rewards", r"the env's rewards \(K, T, N\) must be finite, got 1 NaN and 0 infinite of \d+ entries, "
+                r"the first at index \(1, 1, 0\)")])
+def test_collect_episodes_refuses_nan_from_the_env(what, message):
+    # step 2 (t = 1) returns the NaN: its reward is recorded at t = 1 and the whole batch's check refuses it; the
+    # observation after it (both entries of copy 1's agent 0: 2 NaN of K*N*O = 12) is refused by the policy that
+    # would act on it at t = 2
+    agent = COMA(2, 2, 5, COMAConfig(hidden=8, n_envs=3), seed=0)
+    with pytest.raises(ValueError, match=message):
+        collect_episodes(agent, _CorruptedEnv(what), epsilon=0.5)
