@@ -13,24 +13,31 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.nets import Actor, Critic, gradient_step
+from marl_edu.buffers import check_replay_batch
+from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update, td_target
 from marl_edu.validate import non_negative_int, non_negative_number, positive_int, positive_number, unit_interval
+
+
+def _tensor(x):
+    """A numpy array (a ``ReplayBuffer.sample`` batch's) as a tensor sharing its memory; anything else unchanged."""
+    return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
 
 
 def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """The centralised critic's input ``x = [o_1, ..., o_N, a_1, ..., a_N]``.
 
     Args:
-        obs: float ``(B, N, O)``, every agent's observation.
-        actions: float ``(B, N, A)``, every agent's (one-hot or continuous) action.
+        obs: float ``(B, N, O)``, every agent's observation (a tensor, or a replay batch's numpy array).
+        actions: float ``(B, N, A)``, every agent's (one-hot or continuous) action (likewise).
 
     Returns:
         float ``(B, N*O + N*A)`` = ``(B, N*(O+A))``: row b holds all of transition b's observations
         (agent 0's first), then all of its actions. Only the trailing axes are merged, so the
         batch axis is never mixed with the agent axis.
     """
+    obs, actions = _tensor(obs), _tensor(actions)
     dims = check_shape(obs, ("B", "N", "O"), "obs", dtype="float")
     check_shape(actions, ("B", "N", "A"), "actions", dims)
     if not actions.dtype.is_floating_point:
@@ -44,7 +51,13 @@ def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor
 
 def own_critic_input(i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """What an independent critic sees instead (independent DDPG, discrete or continuous): agent i's own
-    observation and action only, obs ``(B, N, O)``, actions ``(B, N, A)`` -> ``(B, O + A)``."""
+    observation and action only, obs float ``(B, N, O)``, actions float ``(B, N, A)`` (tensors, or a replay batch's
+    numpy arrays) -> ``(B, O + A)``."""
+    obs, actions = _tensor(obs), _tensor(actions)
+    dims = check_shape(obs, ("B", "N", "O"), "obs", dtype="float")
+    check_shape(actions, ("B", "N", "A"), "actions", dims, dtype="float")
+    if not 0 <= i < dims["N"]:
+        raise ValueError(f"i must be an agent in [0, {dims['N'] - 1}], got {i}")
     return torch.cat([obs[:, i], actions[:, i]], dim=-1)  # (B, O+A)
 
 
@@ -156,6 +169,8 @@ class MADDPG:
     Networks for N agents: N actors, N critics, N target actors, N target critics (4N).
     """
 
+    one_hot_actions = True  # the replay's actions are one-hot rows (ContinuousMADDPG's: forces)
+
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         self.config = (config or MADDPGConfig()).validate()
@@ -171,6 +186,7 @@ class MADDPG:
         self.target_critics = make_target(self.critics)
         self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
         self.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=self.config.critic_lr) for c in self.critics]
+        self.updates = 0  # updates made so far (an error names the update it stopped at)
 
     # -- acting ---------------------------------------------------------------------------------
     def logits(self, obs: torch.Tensor, target: bool = False) -> torch.Tensor:
@@ -189,6 +205,7 @@ class MADDPG:
         unit_interval(epsilon, "epsilon")  # a probability
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
         logits = self.logits(obs_t)  # (K, N, A)
+        check_policy_output(logits, obs_t, self.actors, "the actors' logits")
         if greedy:
             return logits.argmax(dim=-1).cpu().numpy()  # (K, N)
         sampled = gumbel_softmax(logits, 1.0, hard=True, generator=self.generator).argmax(dim=-1)  # (K, N)
@@ -281,7 +298,8 @@ class MADDPG:
         """One gradient step on every critic, then every actor, then a soft update of all targets.
 
         batch: ``ReplayBuffer.sample``'s arrays, obs and next_obs ``(B, N, O)``, actions ``(B, N, A)``, rewards and
-        dones ``(B, N)``.
+        dones ``(B, N)`` (numpy or torch), checked first by ``buffers.check_replay_batch``: a bad batch or a
+        non-finite loss is a ValueError, and the networks stay as they were.
 
         Departures from the paper's algorithm (the README's MADDPG results say what each one bought):
         - one minibatch, one set of indices, serves every agent's critic and actor step (the paper samples a
@@ -293,16 +311,21 @@ class MADDPG:
         - the actor's loss adds ``logits_reg * mean(logits^2)``, as the authors' code does.
         """
         c = self.config
+        check_replay_batch(batch, self.n_agents, self.obs_dim, self.n_actions, self.one_hot_actions)  # or ValueError
         b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
         stats = {"critic_loss": 0.0, "actor_loss": 0.0}
+        n = self.updates + 1  # this update's number, for an error's message
         for i in range(self.n_agents):
-            loss = gradient_step(self.critic_optimizers[i], self.critics[i], self.critic_loss(i, b), c.grad_clip)
+            loss = gradient_step(self.critic_optimizers[i], self.critics[i], self.critic_loss(i, b), c.grad_clip,
+                                 f"agent {i}'s critic loss", n)
             stats["critic_loss"] += loss / self.n_agents
         for i in range(self.n_agents):
-            loss = gradient_step(self.actor_optimizers[i], self.actors[i], self.actor_loss(i, b), c.grad_clip)
+            loss = gradient_step(self.actor_optimizers[i], self.actors[i], self.actor_loss(i, b), c.grad_clip,
+                                 f"agent {i}'s actor loss", n)
             stats["actor_loss"] += loss / self.n_agents
         soft_update(self.target_actors, self.actors, c.tau)
         soft_update(self.target_critics, self.critics, c.tau)
+        self.updates += 1
         return stats
 
     def state_dict(self) -> dict:
