@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from marl_edu.maddpg import MADDPG, own_critic_input
+from marl_edu.nets import check_policy_output
 from marl_edu.schedules import linear
 from marl_edu.shapes import check_shape
 from marl_edu.validate import boolean, non_negative_int, non_negative_number, positive_int, positive_number, unit_interval
@@ -85,6 +86,8 @@ class ContinuousMADDPG(MADDPG):
     Args: n_agents N, obs_dim O, action_dim A (2 for the particle envs' forces), config, seed, device.
     """
 
+    one_hot_actions = False  # the replay's actions are forces in [-1, 1], not one-hot rows
+
     def __init__(self, n_agents: int, obs_dim: int, action_dim: int, config: ContinuousMADDPGConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         super().__init__(n_agents, obs_dim, action_dim, config or ContinuousMADDPGConfig(), seed, device)
@@ -107,7 +110,9 @@ class ContinuousMADDPG(MADDPG):
         (so evaluating the policy never shifts the exploration noise of the training that follows)."""
         non_negative_number(noise, "noise")  # a standard deviation
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
-        mu = self.actions(obs_t)  # (K, N, A) in [-1, 1]
+        pre = self.logits(obs_t)  # (K, N, A) every actor's output before its tanh
+        check_policy_output(pre, obs_t, self.actors, "the actors' outputs")  # (a tanh would hide an infinity)
+        mu = torch.tanh(pre)  # (K, N, A) in [-1, 1]: self.actions(obs_t)
         if noise == 0:
             return mu.cpu().numpy()  # (K, N, A)
         eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (K, N, A)

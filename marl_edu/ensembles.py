@@ -29,10 +29,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.buffers import ReplayBuffer
+from marl_edu.buffers import ReplayBuffer, check_replay_batch
 from marl_edu.continuous import ContinuousMADDPGConfig, deterministic_actor_loss
 from marl_edu.maddpg import flatten_for_critic, td_loss
-from marl_edu.nets import Actor, Critic, gradient_step
+from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update
 from marl_edu.validate import index_range, non_negative_number, positive_int
@@ -60,8 +60,9 @@ class SubpolicyReplayBuffer(ReplayBuffer):
         subpolicies = np.asarray(subpolicies)
         check_shape(subpolicies, (self.n_agents,), "subpolicies", dtype="int")
         index_range(subpolicies, self.n_subpolicies, "subpolicies")
-        self.subpolicies[self._next] = subpolicies  # (the slot super().add fills next)
+        slot = self._next  # the slot super().add fills, once it has checked the transition
         super().add(obs, actions, rewards, next_obs, dones)
+        self.subpolicies[slot] = subpolicies
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict:
         """What ``EnsembleMADDPG.update`` learns from: B transitions drawn from the whole buffer (``ReplayBuffer``'s
@@ -143,6 +144,7 @@ class EnsembleMADDPG:
         self.actor_optimizers = [torch.optim.Adam(a.parameters(), lr=self.config.actor_lr) for a in self.actors]
         self.critic_optimizers = [torch.optim.Adam(c.parameters(), lr=self.config.critic_lr) for c in self.critics]
         self.playing: np.ndarray | None = None  # int (K, N): every agent's sub-policy in each env copy's episode
+        self.updates = 0  # updates made so far (an error names the update it stopped at)
 
     def actor(self, i: int, m: int, target: bool = False) -> nn.Module:
         """mu_i^(m), agent i's sub-policy m (before its tanh), or its target."""
@@ -159,6 +161,11 @@ class EnsembleMADDPG:
     def ensemble_actions(self, obs: torch.Tensor, subpolicies: torch.Tensor, target: bool = False) -> torch.Tensor:
         """Every agent's action from the sub-policy it plays: obs ``(B, N, O)``, subpolicies int ``(B, N)`` ->
         ``(B, N, A)`` in [-1, 1], row b agent i = tanh(mu_i^(m)(o_i)) with m = subpolicies[b, i]."""
+        return torch.tanh(self.ensemble_outputs(obs, subpolicies, target))  # (B, N, A)
+
+    def ensemble_outputs(self, obs: torch.Tensor, subpolicies: torch.Tensor, target: bool = False) -> torch.Tensor:
+        """``ensemble_actions`` before the tanh: obs ``(B, N, O)``, subpolicies int ``(B, N)`` -> ``(B, N, A)``, row b
+        agent i = mu_i^(m)(o_i) with m = subpolicies[b, i]."""
         dims = check_shape(obs, ("B", self.n_agents, self.obs_dim), "obs", dtype="float")
         check_shape(subpolicies, (dims["B"], self.n_agents), "subpolicies", dtype="int")
         M = self.n_subpolicies
@@ -167,7 +174,7 @@ class EnsembleMADDPG:
             every = torch.stack([self.actor(i, m, target)(obs[:, i]) for m in range(M)], dim=1)  # (B, M, A)
             pick = subpolicies[:, i].long().view(-1, 1, 1).expand(-1, 1, every.shape[-1])  # (B, 1, A)
             per_agent.append(every.gather(1, pick).squeeze(1))  # (B, A) the chosen sub-policy's output
-        return torch.tanh(torch.stack(per_agent, dim=1))  # (B, N, A)
+        return torch.stack(per_agent, dim=1)  # (B, N, A)
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, noise: float = 0.0, subpolicies: np.ndarray | None = None) -> np.ndarray:
@@ -186,7 +193,9 @@ class EnsembleMADDPG:
             subpolicies = self.playing
         non_negative_number(noise, "noise")  # a standard deviation
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
-        mu = self.ensemble_actions(obs_t, torch.as_tensor(np.asarray(subpolicies), device=self.device))  # (K, N, A)
+        pre = self.ensemble_outputs(obs_t, torch.as_tensor(np.asarray(subpolicies), device=self.device))  # (K, N, A)
+        check_policy_output(pre, obs_t, self.actors, "the actors' outputs")  # (a tanh would hide an infinity)
+        mu = torch.tanh(pre)  # (K, N, A) in [-1, 1]
         if noise == 0:
             return mu.cpu().numpy()  # (K, N, A)
         eps = torch.randn(mu.shape, generator=self.generator, device=self.device)  # (K, N, A)
@@ -250,6 +259,12 @@ class EnsembleMADDPG:
         batch = {key: value for key, value in batch.items() if key != "slices"}
         if len(slices) != self.n_agents or any(len(row) != self.n_subpolicies for row in slices):
             raise ValueError(f"slices must be N={self.n_agents} lists of M={self.n_subpolicies} batches (or None)")
+        N, O, A, M = self.n_agents, self.obs_dim, self.action_dim, self.n_subpolicies
+        check_replay_batch(batch, N, O, A, n_subpolicies=M)  # the critics' batch, then every slice's
+        for i, row in enumerate(slices):
+            for m, piece in enumerate(row):
+                if piece is not None:
+                    check_replay_batch(piece, N, O, A, n_subpolicies=M, name=f"batch['slices'][{i}][{m}]")
 
         def tensors(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
             return {key: torch.as_tensor(value, device=self.device,
@@ -258,8 +273,10 @@ class EnsembleMADDPG:
 
         b = tensors(batch)
         stats = {"critic_loss": 0.0, "actor_loss": 0.0}
+        n = self.updates + 1  # this update's number, for an error's message
         for i in range(self.n_agents):
-            loss = gradient_step(self.critic_optimizers[i], self.critics[i], self.critic_loss(i, b), self.config.grad_clip)
+            loss = gradient_step(self.critic_optimizers[i], self.critics[i], self.critic_loss(i, b),
+                                 self.config.grad_clip, f"agent {i}'s critic loss", n)
             stats["critic_loss"] += loss / self.n_agents
         stepped = 0
         for i in range(self.n_agents):
@@ -269,9 +286,10 @@ class EnsembleMADDPG:
                 index = i * self.n_subpolicies + m
                 stats["actor_loss"] += gradient_step(self.actor_optimizers[index], self.actors[index],
                                                      self.subpolicy_loss(i, m, tensors(slices[i][m])),
-                                                     self.config.grad_clip)
+                                                     self.config.grad_clip, f"agent {i}'s sub-policy {m} loss", n)
                 stepped += 1
         stats["actor_loss"] /= max(stepped, 1)
         soft_update(self.target_actors, self.actors, self.config.tau)
         soft_update(self.target_critics, self.critics, self.config.tau)
+        self.updates += 1
         return stats

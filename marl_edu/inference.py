@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from marl_edu.buffers import check_replay_batch
 from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.nets import MLP, gradient_step
 from marl_edu.shapes import check_shape
@@ -125,7 +126,8 @@ class InferringMADDPG(ContinuousMADDPG):
                                           self.config.entropy_coef)
                        for j in range(self.n_agents) if j != i)
             stats["approx_loss"] += gradient_step(self.approx_optimizers[i], self.approximations_of(i), loss,
-                                                  self.config.grad_clip) / pairs
+                                                  self.config.grad_clip, f"agent {i}'s approximation loss",
+                                                  self.updates + 1) / pairs
         with torch.no_grad():
             true = self.actions(batch["obs"])  # (B, N, A) the current policies, for the diagnostic only
             for i in range(self.n_agents):
@@ -142,6 +144,7 @@ class InferringMADDPG(ContinuousMADDPG):
         Departures from the paper's section 4.2: the approximations' one gradient step before the critics' uses
         the same minibatch as the critics and actors (the paper takes each agent's latest samples from the replay
         buffer), and their targets are soft-updated with the critics' tau; the rest are ``ContinuousMADDPG``'s."""
+        check_replay_batch(batch, self.n_agents, self.obs_dim, self.n_actions)  # before the approximations' step
         b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
         stats = self.approximation_step(b)
         stats.update(super().update(batch))

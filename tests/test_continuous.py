@@ -170,3 +170,57 @@ def test_evaluation_compares_policies_on_the_same_start_states():
 def test_team_reward_must_be_a_bool():
     with pytest.raises(ValueError, match="team_reward must be True or False"):
         ContinuousMADDPGConfig(team_reward="yes").validate()
+
+def _forces_batch(B=8, N=3, O=4, A=2) -> dict[str, np.ndarray]:
+    """A replay batch of forces in [-1, 1], as ReplayBuffer.sample gives it (numpy)."""
+    rng = np.random.default_rng(0)
+    return {"obs": rng.normal(size=(B, N, O)).astype(np.float32), "actions": rng.uniform(-1, 1, (B, N, A)),
+            "rewards": rng.normal(size=(B, N)), "next_obs": rng.normal(size=(B, N, O)), "dones": np.zeros((B, N))}
+
+
+def _nan_at(key, index):
+    def change(batch):
+        array = batch[key].copy()
+        array[index] = np.nan
+        return batch | {key: array}
+    return change
+
+
+BAD_FORCE_BATCHES = {
+    "a missing key": (lambda b: {k: v for k, v in b.items() if k != "dones"}, r"batch is missing \['dones'\]"),
+    "action indices": (lambda b: b | {"actions": np.zeros((8, 3), dtype=np.int64)},
+                       r"batch\['actions'\]: expected shape \(B=8, N=3, A=2\) \(3 dims\), got \(8, 3\) \(2 dims\)"),
+    "wrong A": (lambda b: b | {"actions": np.zeros((8, 3, 5))},
+                r"batch\['actions'\]: expected shape \(B=8, N=3, A=2\), got \(8, 3, 5\)"),
+    "NaN force": (_nan_at("actions", (5, 2, 1)), r"batch\['actions'\] must be finite, got 1 NaN and 0 infinite of 48 "
+                                                 r"entries, the first at index \(5, 2, 1\)"),
+    "NaN reward": (_nan_at("rewards", (0, 0)), r"batch\['rewards'\] must be finite, got 1 NaN"),
+    "rewards (B,)": (lambda b: b | {"rewards": b["rewards"].sum(1)},
+                     r"batch\['rewards'\]: expected shape \(B=8, N=3\) \(2 dims\), got \(8,\) \(1 dims\)"),
+    "dones of -1": (lambda b: b | {"dones": -np.ones((8, 3))}, r"batch\['dones'\] must be 0 or 1 in every entry"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FORCE_BATCHES)
+@pytest.mark.parametrize("learner", [ContinuousMADDPG, ContinuousIDDPG])
+def test_update_refuses_a_bad_batch_and_takes_forces_that_are_not_one_hot(learner, case):
+    agent = learner(3, 4, 2, ContinuousMADDPGConfig(hidden=8), seed=0)
+    before = {key: value.clone() for key, value in agent.actors.state_dict().items()}
+    change, message = BAD_FORCE_BATCHES[case]
+    with pytest.raises(ValueError, match=message):
+        agent.update(change(_forces_batch()))
+    assert agent.updates == 0 and all(torch.equal(before[k], v) for k, v in agent.actors.state_dict().items())
+    agent.update(_forces_batch())  # float64 forces in [-1, 1], not one-hot: accepted
+    assert agent.updates == 1
+
+
+def test_an_actor_with_nan_weights_cannot_act_or_be_evaluated():
+    agent = ContinuousMADDPG(3, 18, 2, seed=0)
+    with torch.no_grad():
+        agent.actors[0].mlp.net[2].bias[1] = np.inf
+    # relu(inf) reaches the last layer and the tanh would make +-1 of it: the check looks before the tanh
+    with pytest.raises(ValueError, match=r"^the actors' outputs are not finite although the observations are: the "
+                                         r"weights \['0.mlp.net.2.bias'\] hold NaN or infinity"):
+        agent.act(np.zeros((2, 3, 18), dtype=np.float32), noise=0.1)
+    with pytest.raises(ValueError, match=r"the actors' outputs are not finite"):
+        evaluate_particle(agent.greedy_policy(), "simple_spread_v3", episodes=1)

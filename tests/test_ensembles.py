@@ -183,3 +183,53 @@ def test_training_an_ensemble_is_deterministic_and_saves_every_sub_policy(tmp_pa
     obs = np.random.default_rng(0).normal(size=(2, 3, 10)).astype(np.float32)  # (K, N, O)
     playing = np.array([[0, 1, 1], [1, 0, 1]])
     np.testing.assert_array_equal(loaded.act(obs, 0.0, playing), first.agent.act(obs, 0.0, playing))
+
+
+def test_update_checks_the_critics_batch_and_every_slice_before_any_step():
+    agent = _fixed_ensemble()
+    batch = {key: value.numpy() for key, value in _batch([[0, 1], [1, 0]]).items()}
+    before = [p.clone() for p in agent.critics.parameters()]
+    nan_obs = batch | {"obs": np.where(np.arange(4).reshape(2, 2, 1) == 3, np.nan, batch["obs"])}  # (1, 1, 0) NaN
+    bad_slice = batch | {"subpolicies": np.array([[0, 2], [1, 0]])}  # M = 2: sub-policy 2 does not exist
+    cases = [
+        (batch | {"slices": [[batch, None], [None, nan_obs]]},
+         r"^batch\['slices'\]\[1\]\[1\]\['obs'\] must be finite, got 1 NaN and 0 infinite of 4 entries, the first at "
+         r"index \(1, 1, 0\)$"),
+        (batch | {"slices": [[bad_slice, None], [None, batch]]},
+         r"^batch\['slices'\]\[0\]\[0\]\['subpolicies'\] must be in \[0, 1\], got \[\[0, 2\], \[1, 0\]\]$"),
+        ({k: v for k, v in batch.items() if k != "subpolicies"} | {"slices": [[batch, None], [None, batch]]},
+         r"^batch is missing \['subpolicies'\]"),
+        (nan_obs | {"slices": [[batch, None], [None, batch]]}, r"^batch\['obs'\] must be finite"),
+        (batch | {"rewards": batch["rewards"][:, :1], "slices": [[batch, None], [None, batch]]},
+         r"^batch\['rewards'\]: expected shape \(B=2, N=2\), got \(2, 1\)"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(ValueError, match=message):
+            agent.update(bad)
+    assert agent.updates == 0 and all(torch.equal(a, b) for a, b in zip(before, agent.critics.parameters()))
+
+
+def test_a_refused_transition_leaves_the_sub_policy_record_of_the_oldest_one():
+    buffer = SubpolicyReplayBuffer(capacity=2, n_agents=2, obs_dim=1, act_dim=1, n_subpolicies=2)
+    zeros = np.zeros((2, 1), dtype=np.float32)
+    for _ in range(2):  # full: the next transition would overwrite slot 0
+        buffer.add(zeros, zeros, np.zeros(2), zeros, np.zeros(2), subpolicies=[0, 0])
+    nan_obs = np.array([[0.0], [np.nan]], dtype=np.float32)
+    with pytest.raises(ValueError, match=r"^obs must be finite, got 1 NaN and 0 infinite of 2 entries, the first at "
+                                         r"index \(1, 0\)$"):
+        buffer.add(nan_obs, zeros, np.zeros(2), zeros, np.zeros(2), subpolicies=[1, 1])
+    with pytest.raises(ValueError, match=r"^rewards must be finite"):
+        buffer.add(zeros, zeros, np.array([np.inf, 0.0]), zeros, np.zeros(2), subpolicies=[1, 1])
+    assert buffer.subpolicies.tolist() == [[0, 0], [0, 0]] and len(buffer) == 2  # slot 0 still says (0, 0)
+    assert np.isfinite(buffer.obs).all() and np.isfinite(buffer.rewards).all()
+
+
+def test_a_sub_policy_with_an_infinite_weight_cannot_act():
+    agent = _fixed_ensemble()
+    with torch.no_grad():
+        agent.actor(1, 0).mlp.net[0].weight.fill_(np.inf)  # tanh(inf) = 1 would look like a force: checked before
+    obs = np.full((1, 2, 1), 0.1, dtype=np.float32)
+    agent.act(obs, 0.0, np.array([[0, 1]]))  # agent 1 plays sub-policy 1: still finite
+    with pytest.raises(ValueError, match=r"^the actors' outputs are not finite although the observations are: the "
+                                         r"weights \['2.mlp.net.0.weight'\] hold NaN or infinity"):
+        agent.act(obs, 0.0, np.array([[0, 0]]))  # actors[i * M + m] = actors[2]

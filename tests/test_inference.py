@@ -117,3 +117,23 @@ def test_the_learner_needs_its_own_config_and_trains_with_the_default():
     run = train_continuous(episodes=2, config=None, seed=0, eval_every=2, eval_episodes=1, progress=False,
                            learner=InferringMADDPG)
     assert isinstance(run.agent.config, InferenceConfig) and run.updates == 0  # 2 x 16 x 25 steps < 2000 warm-up
+
+
+def test_update_refuses_a_bad_batch_before_the_approximations_step():
+    agent = _learner()
+    rng = np.random.default_rng(0)
+    batch = {"obs": rng.normal(size=(16, 3, 4)), "next_obs": rng.normal(size=(16, 3, 4)),
+             "actions": rng.uniform(-1, 1, size=(16, 3, 2)), "rewards": rng.normal(size=(16, 3)),
+             "dones": np.zeros((16, 3))}
+    before = {k: p.clone() for k, p in agent.approx.state_dict().items()}
+    bad_obs = batch["obs"].copy()
+    bad_obs[4, 1, 3] = np.inf
+    for bad, message in ((batch | {"obs": bad_obs}, r"batch\['obs'\] must be finite, got 0 NaN and 1 infinite of 192 "
+                                                    r"entries, the first at index \(4, 1, 3\)"),
+                         (batch | {"actions": batch["actions"][:, :2]},
+                          r"batch\['actions'\]: expected shape \(B=16, N=3, A=2\), got \(16, 2, 2\)")):
+        with pytest.raises(ValueError, match=message):
+            agent.update(bad)
+    assert all(torch.equal(before[k], p) for k, p in agent.approx.state_dict().items())  # no step was taken
+    agent.update(batch)
+    assert agent.updates == 1
