@@ -27,7 +27,7 @@ from marl_edu.validate import boolean, index_range, non_negative_number, positiv
 def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: torch.Tensor) -> torch.Tensor:
     """One critic row per agent: ``[state, obs[a], all one-hot actions with a's own block zeroed, one_hot(a)]``.
 
-    Args:
+    Args (tensors, or numpy arrays):
         state: float ``(B, S)``. Switch has no global state: pass the concatenated observations.
         obs: float ``(B, N, O)``.
         actions_onehot: float ``(B, N, A)``, the joint action u.
@@ -36,6 +36,8 @@ def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: t
         float ``(B, N, S + O + N*A + N)``. Row a does not depend on agent a's own action: the critic
         outputs Q(s, u^{-a}, k) for every k of agent a, so a's action must not already be in its input.
     """
+    state, obs, actions_onehot = (torch.from_numpy(x) if isinstance(x, np.ndarray) else x
+                                  for x in (state, obs, actions_onehot))
     dims = check_shape(state, ("B", "S"), "state", dtype="float")
     check_shape(obs, ("B", "N", "O"), "obs", dims, dtype="float")
     check_shape(actions_onehot, ("B", "N", "A"), "actions_onehot", dims, dtype="float")

@@ -14,6 +14,13 @@ from marl_edu.shapes import check_shape
 from marl_edu.validate import finite, positive_int
 
 
+def _tensor(x, name: str, spec: str) -> None:
+    """A network takes torch tensors: a numpy array (or anything else) is a ValueError saying how to convert it."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name}: expected a torch tensor of shape {spec}, got {type(x).__name__}; "
+                         f"torch.as_tensor(x) converts a numpy array")
+
+
 class MLP(nn.Module):
     """``in_dim -> hidden... -> out_dim`` with ReLU between layers. ``(B, in_dim) -> (B, out_dim)``."""
 
@@ -30,6 +37,7 @@ class MLP(nn.Module):
         self.in_dim, self.out_dim = in_dim, out_dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _tensor(x, "x", f"(B, {self.in_dim})")
         check_shape(x, ("B", self.in_dim), "x", dtype="float")
         return self.net(x)  # (B, out_dim)
 
@@ -77,6 +85,7 @@ class RecurrentActor(nn.Module):
         return torch.zeros(batch, self.hidden, device=device)  # (B, H)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        _tensor(x, "x", f"(B, {self.in_dim})")
         dims = check_shape(x, ("B", self.in_dim), "x", dtype="float")
         check_shape(h, (dims["B"], self.hidden), "h", dtype="float")
         z = torch.relu(self.encode(x))  # (B, H)
@@ -88,6 +97,7 @@ class RecurrentActor(nn.Module):
         ``(T, B, A)``, the values ``forward`` gives step by step. The GRU runs as one fused sequence op with the
         ``GRUCell``'s own weights, and the linear layers take all T*B rows at once, so sums run in another order than
         the step-by-step loop's: values and gradients agree up to float32 rounding, not always to the bit."""
+        _tensor(x, "x", f"(T, B, {self.in_dim})")
         dims = check_shape(x, ("T", "B", self.in_dim), "x", dtype="float")
         check_shape(h, (dims["B"], self.hidden), "h", dtype="float")
         z = torch.relu(self.encode(x))  # (T, B, H)
@@ -106,19 +116,19 @@ def gradient_step(optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.
     norm of ``net``'s parameters to ``grad_clip`` (as the reference implementations do, so one bad batch cannot
     throw the weights far), and let ``optimizer`` step. Returns the loss value.
 
-    A non-finite loss or gradient norm stops training before the optimiser steps, so the weights stay as they were:
-    ValueError ``"<name> is nan at update <update>: a learning rate or entropy coefficient too large? (lr=...)"``
+    A non-finite loss (before backpropagating) or gradient norm stops training before the optimiser steps, so this
+    step leaves the weights as they were: ValueError ``"<name> is nan at update <update>: a learning rate or entropy
+    coefficient too large? (lr=...); no step was taken"``
     (``name`` says which loss, ``update`` which of the learner's updates, counted from 1; the lr is the optimiser's).
     An optimiser step that overflows (Adam with a learning rate near float32's largest number) is a ValueError too."""
     value = loss.item()
     if not math.isfinite(value):
-        raise ValueError(f"{name} is {value}{_too_large(optimizer, update)}; the weights were left as they were")
+        raise ValueError(f"{name} is {value}{_too_large(optimizer, update)}; no step was taken")
     optimizer.zero_grad()
     loss.backward()
     norm = nn.utils.clip_grad_norm_(net.parameters(), grad_clip)  # the norm before clipping, 0-d
     if not torch.isfinite(norm):
-        raise ValueError(f"{name}'s gradient norm is {norm.item()}{_too_large(optimizer, update)}; "
-                         f"the weights were left as they were")
+        raise ValueError(f"{name}'s gradient norm is {norm.item()}{_too_large(optimizer, update)}; no step was taken")
     try:
         optimizer.step()
     except RuntimeError as error:  # e.g. Adam's lr / (1 - beta1) does not fit in a float32

@@ -253,7 +253,7 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
 
 @pytest.mark.parametrize("field, value, message", [
     ("critic_lr", 1e30, r"^critic loss is (nan|inf) at update \d+: a learning rate or entropy coefficient too large\? "
-                        r"\(lr=1e\+30\); the weights were left as they were$"),
+                        r"\(lr=1e\+30\); no step was taken$"),
     ("critic_lr", 1e308, r"^critic loss is (nan|inf) at update 1: .* \(lr=1e\+308\)"),
     ("actor_lr", 1e300, r"^actor loss: the optimiser's step failed \(value cannot be converted to type float without "
                         r"overflow\) at update 1: a learning rate or entropy coefficient too large\? \(lr=1e\+300\)$"),
@@ -278,3 +278,10 @@ def test_a_policy_with_nan_weights_cannot_act():
     with pytest.raises(ValueError, match=r"^probs must be probabilities \(B, N, A\): finite, non-negative, each row "
                                          r"with a positive sum; torch.multinomial says: "):
         agent.sample(torch.tensor([[[0.5, math.nan, 0.5, 0.0, 0.0]]]))
+
+
+def test_critic_input_takes_numpy_arrays_too():
+    x = build_critic_input(STATE.numpy(), OBS.numpy(), ACTIONS.numpy())  # a batch of numpy arrays
+    assert isinstance(x, torch.Tensor) and torch.equal(x, build_critic_input(STATE, OBS, ACTIONS))
+    with pytest.raises(ValueError, match=r"actions_onehot: expected float elements, got dtype torch.int64"):
+        build_critic_input(STATE.numpy(), OBS.numpy(), ACTIONS.long().numpy())

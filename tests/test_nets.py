@@ -76,7 +76,7 @@ def test_gradient_step_refuses_a_non_finite_loss_before_backpropagating(bad, sho
     optimizer = torch.optim.SGD(net.parameters(), lr=1e30)
     loss = net.weight.sum() * bad  # 3 * bad
     with pytest.raises(ValueError, match=rf"^critic loss is {shown} at update 12: a learning rate or entropy "
-                                         rf"coefficient too large\? \(lr=1e\+30\); the weights were left as they were$"):
+                                         rf"coefficient too large\? \(lr=1e\+30\); no step was taken$"):
         gradient_step(optimizer, net, loss, grad_clip=0.5, name="critic loss", update=12)
     assert net.weight.item() == 3.0 and net.weight.grad is None  # backward never ran
     with pytest.raises(ValueError, match=rf"^loss is {shown}: "):  # the defaults name no update
@@ -87,7 +87,7 @@ def test_gradient_step_refuses_a_non_finite_gradient_and_an_overflowing_step():
     net = _one_weight()
     # loss = sqrt(0 * w) = 0 is finite, but its gradient is d sqrt(u)/du at u = 0 (infinite) times 0: NaN
     with pytest.raises(ValueError, match=r"^actor loss's gradient norm is nan at update 3: a learning rate or entropy "
-                                         r"coefficient too large\? \(lr=1\); the weights were left as they were$"):
+                                         r"coefficient too large\? \(lr=1\); no step was taken$"):
         gradient_step(torch.optim.SGD(net.parameters(), lr=1.0), net, torch.sqrt(net.weight * 0).sum(), 0.5,
                       "actor loss", 3)
     assert net.weight.item() == 3.0
@@ -144,3 +144,17 @@ def test_unroll_checks_its_inputs():
         actor.unroll(torch.zeros(3, 5), torch.zeros(3, 8))  # one step, not (T, B, D)
     with pytest.raises(ValueError, match="h"):
         actor.unroll(torch.zeros(7, 3, 5), torch.zeros(2, 8))
+
+
+def test_networks_refuse_numpy_inputs_and_say_how_to_convert():
+    import numpy as np
+
+    x = np.zeros((4, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"^x: expected a torch tensor of shape \(B, 3\), got ndarray; "
+                                         r"torch.as_tensor\(x\) converts a numpy array$"):
+        MLP(3, 2)(x)
+    actor = RecurrentActor(3, 2, hidden=4)
+    with pytest.raises(ValueError, match=r"^x: expected a torch tensor of shape \(B, 3\), got ndarray"):
+        actor(x, actor.initial_hidden(4))
+    with pytest.raises(ValueError, match=r"^x: expected a torch tensor of shape \(T, B, 3\), got list"):
+        actor.unroll([[0.0, 0.0, 0.0]], actor.initial_hidden(1))
