@@ -1,5 +1,6 @@
-"""``python -m marl_edu.train``: bad arguments stop in one line before training; a run writes its outputs. The per-seed
-runner the command line and the benchmarks share (``run_seed``, ``rounded``) and the method names (``method_config``)."""
+"""``python -m marl_edu.train``: bad arguments stop in one line before training; a run (discrete or continuous) writes
+its outputs; Ctrl-C and --resume; --replay plays a saved policy. The per-seed runner the command line and the benchmarks
+share (``run_seed``, ``rounded``) and the method names (``method_config``)."""
 
 import json
 import subprocess
@@ -7,7 +8,7 @@ import sys
 
 import pytest
 
-from marl_edu.checkpoints import ALGORITHMS, load_policy, save_policy
+from marl_edu.checkpoints import ALGORITHMS, CONTINUOUS_ALGORITHMS, load_policy, save_policy
 from marl_edu.cli import METHODS, main, method_config, rounded, run_seed, train
 from marl_edu.coma import COMAConfig
 from marl_edu.continuous import ContinuousMADDPGConfig
@@ -41,7 +42,7 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--device", "xpu"], "--device xpu: not a device this machine has"),
     (["--algo", "coma", "--device", "gpu"], "--device gpu: not a device this machine has"),
     (["--algo", "coma", "--checkpoint-every", "0"], "--checkpoint-every must be a positive number of seconds"),
-    (["--episodes", "5"], "the following arguments are required: --algo (or --resume OUT)"),
+    (["--episodes", "5"], "the following arguments are required: --algo (or --resume OUT, or --replay POLICY)"),
     (["--algo", "maddpg", "--lam", "0"], "--lam applies to coma, central_v and iac only, not maddpg"),
     (["--algo", "coma", "--actor-lr", "nan"], "actor_lr must be a positive number, got nan"),
     (["--algo", "iddpg", "--critic-lr", "inf"], "--critic-lr must be a learning rate in (0, 1], got inf"),
@@ -50,6 +51,41 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "iac", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and --episodes"),
     (["--algo", "coma", "--env", "PongDuel-v0"], "coma plays whole episodes and needs an env with a time limit"),
     (["--algo", "coma", "--episodes", "ten"], "argument --episodes: invalid int value: 'ten'"),
+    # the continuous learners train on the particle envs, the discrete ones on ma-gym's
+    (["--algo", "maddpg", "--env", "simple_spread_v3"],
+     "maddpg acts with discrete actions on the ma-gym envs; simple_spread_v3 is a particle env with continuous forces"),
+    (["--algo", "coma", "--env", "simple_adversary_v3"], "coma acts with discrete actions on the ma-gym envs"),
+    (["--algo", "maddpg_continuous", "--env", "Switch2-v0"], "maddpg_continuous acts with continuous forces on the "
+                                                             "particle envs (simple_spread_v3, simple_adversary_v3), "
+                                                             "not on Switch2-v0"),
+    (["--algo", "iddpg_continuous", "--env", "simple_spreed_v3"], "unknown particle environment 'simple_spreed_v3'"),
+    (["--algo", "maddpg_ensemble", "--env", "ma_gym:Switch2-v0"], "not on ma_gym:Switch2-v0"),
+    # options for other learners, and the continuous learners' own options out of range
+    (["--algo", "maddpg_continuous", "--lam", "0.5"], "--lam applies to coma, central_v and iac only, not "
+                                                      "maddpg_continuous"),
+    (["--algo", "maddpg_inferred", "--per-agent-reward"], "--per-agent-reward applies to coma, central_v and iac only"),
+    (["--algo", "maddpg_ensemble", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, "
+                                                                  "not maddpg_ensemble"),
+    (["--algo", "coma", "--batch-size", "16"],
+     "--batch-size applies to maddpg, iddpg and the continuous learners only, not coma"),
+    (["--algo", "maddpg", "--team-reward"], "--team-reward applies to the continuous learners only, not maddpg"),
+    (["--algo", "iac", "--noise-start", "0.3"], "--noise-start applies to the continuous learners only, not iac"),
+    (["--algo", "maddpg_continuous", "--subpolicies", "2"], "--subpolicies applies to maddpg_ensemble only, not "
+                                                            "maddpg_continuous"),
+    (["--algo", "maddpg_ensemble", "--subpolicies", "1000"], "--subpolicies must be at most 64, got 1,000"),
+    (["--algo", "maddpg_ensemble", "--subpolicies", "0"], "n_subpolicies must be a positive int, got 0"),
+    (["--algo", "maddpg_continuous", "--noise-end", "50"], "--noise-end must be at most 10.0, got 50.0"),
+    (["--algo", "iddpg_continuous", "--noise-start", "nan"], "noise_start must be a non-negative number, got nan"),
+    (["--algo", "maddpg_continuous", "--warmup", "-1"], "warmup_steps must be a non-negative int, got -1"),
+    (["--algo", "maddpg_inferred", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and "
+                                                                                "--episodes (100), got 500"),
+    # a run in progress can be saved on the Switch envs only
+    (["--algo", "maddpg_continuous", "--checkpoint-every", "30"],
+     "--checkpoint-every applies to the Switch envs only: a run on simple_spread_v3 cannot be saved in progress"),
+    (["--algo", "maddpg", "--env", "PongDuel-v0", "--checkpoint-every", "30"], "a run on PongDuel-v0 cannot be saved"),
+    # --replay's own options
+    (["--algo", "coma", "--gif", "a.gif"], "--gif applies to --replay only"),
+    (["--algo", "maddpg_continuous", "--seed", "1"], "--seed applies to --replay only"),
 ])
 def test_bad_arguments_stop_in_one_line_before_training(argv, message, tmp_path, capsys):
     out = tmp_path / "out"
@@ -97,10 +133,15 @@ def test_help_explains_every_option(capsys):
         main(["--help"])
     text = capsys.readouterr().out
     assert stop.value.code == 0
-    for option in ("--algo", "--env", "--seeds", "--episodes", "--out", "--gamma", "--feed-forward", "--lam",
-                   "--entropy", "--per-agent-reward", "--actor-gradient", "--eval-every", "--threads"):
+    for option in ("--algo", "--env", "--seeds", "--episodes", "--out", "--overwrite", "--resume",
+                   "--checkpoint-every", "--gamma", "--feed-forward", "--lam", "--entropy", "--per-agent-reward",
+                   "--actor-gradient", "--team-reward", "--noise-start", "--noise-end", "--subpolicies", "--eval-every",
+                   "--replay", "--seed ", "--gif", "--threads"):
         assert option in text
-    assert all(algo in text for algo in ALGORITHMS) and "runs.json" in text and "greedy.gif" in text
+    assert all(algo in text for algo in [*ALGORITHMS, *CONTINUOUS_ALGORITHMS])
+    assert "runs.json" in text and "greedy.gif" in text and "simple_spread_v3" in text
+    flat = " ".join(text.split())  # what Ctrl-C and --resume do with a run that cannot be saved in progress
+    assert "its state cannot be saved, and --resume OUT restarts it from scratch" in flat
 
 
 def test_module_entry_point_exits_non_zero_on_a_bad_argument():
@@ -324,3 +365,199 @@ def test_a_real_ctrl_c_exits_130_in_one_line(tmp_path):
     assert stderr.count("\n") == 1 and stderr.startswith("interrupted: no seed finished; seed 0 saved after ")
     assert json.loads((out / "runs.json").read_text())["in_progress"]["seed"] == 0
     assert (out / "seed0" / "run.pt").is_file()
+
+
+# -- the continuous learners and --replay -----------------------------------------------------------------------------
+
+CONTINUOUS_TINY = ["--episodes", "4", "--n-envs", "2", "--hidden", "8", "--eval-every", "2", "--batch-size", "8",
+                   "--warmup", "16", "--no-progress"]
+NAVIGATION_KEYS = ["seed", "team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step",
+                   "agent_returns", "episodes", "env_steps", "wall_s", "steps_per_s", "updates", "evaluations"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Three tiny runs, each one seed, trained once for the tests below: ``"discrete"`` (iac on Switch2-v0, seed 3),
+    ``"navigation"`` (maddpg_continuous on the default env, with every continuous option given, seed 1) and
+    ``"deception"`` (a 2-policy ensemble on simple_adversary_v3, seed 0): their folders and what they printed."""
+    import contextlib
+    import io
+
+    argvs = {"discrete": ["--algo", "iac", "--seeds", "3", *TINY],
+             "navigation": ["--algo", "maddpg_continuous", "--seeds", "1", "--team-reward", "--noise-start", "0.3",
+                            "--noise-end", "0.1", "--gamma", "0.9", "--actor-lr", "2e-3", "--critic-lr", "3e-3",
+                            *CONTINUOUS_TINY],
+             "deception": ["--algo", "maddpg_ensemble", "--env", "simple_adversary_v3", "--subpolicies", "2",
+                           *CONTINUOUS_TINY]}
+    done = {}
+    for name, argv in argvs.items():
+        out, printed = tmp_path_factory.mktemp(name), io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert main([*argv, "--out", str(out)]) == 0
+        done[name] = (out, printed.getvalue())
+    return done
+
+
+def test_a_continuous_run_writes_every_output(runs):
+    from marl_edu.continuous import ContinuousMADDPG
+    from marl_edu.train import evaluate_particle
+
+    out, printed = runs["navigation"]
+    summary = json.loads((out / "runs.json").read_text())
+    assert summary["algo"] == "maddpg_continuous" and summary["env"] == "simple_spread_v3"  # the default env
+    assert summary["status"] == "complete" and summary["optimal"] is None and summary["score_episodes"] == 100
+    config = summary["config"]  # every option reached the config
+    assert (config["team_reward"], config["noise_start"], config["noise_end"], config["gamma"]) == (True, 0.3, 0.1, 0.9)
+    assert (config["actor_lr"], config["critic_lr"], config["hidden"], config["n_envs"]) == (2e-3, 3e-3, 8, 2)
+    assert (config["batch_size"], config["warmup_steps"]) == (8, 16)
+    (row,) = summary["seeds"]
+    assert list(row) == NAVIGATION_KEYS and row["seed"] == 1 and row["updates"] > 0
+    assert row["episodes"] == 4 and [episode for episode, _ in row["evaluations"]] == [2, 4]
+    assert row["team_return"] == pytest.approx(sum(row["agent_returns"]), abs=0.02)  # the sum over the 3 agents
+    assert row["episodes"] == len((out / "returns.csv").read_text().splitlines()[1:])
+    assert (out / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "seed1" / "greedy.gif").read_bytes()[:3] == b"GIF"
+    agent = load_policy(out / "seed1" / "policy.pt", algo="maddpg_continuous", env_id="simple_spread_v3")
+    assert type(agent) is ContinuousMADDPG and agent.config.team_reward and agent.config.hidden == 8
+    score = evaluate_particle(agent.greedy_policy(), "simple_spread_v3", 100)  # the final score, independently
+    assert (row["team_return"], row["landmark_distance"], row["collisions_per_step"]) == (
+        round(score.team_return, 2), round(score.landmark_distance, 3), round(score.collisions_per_step, 3))
+    lines = printed.splitlines()
+    assert lines[0] == f"maddpg_continuous on simple_spread_v3, 4 episodes per seed, scored without noise on 100 " \
+                       f"episodes, outputs in {out}"
+    assert lines[1].split() == ["seed", "return", "distance", "final", "coll/step", "wall_s", "steps/s"]
+    assert lines[2].split()[:3] == ["1", f"{row['team_return']:.2f}", f"{row['landmark_distance']:.3f}"]
+    assert lines[-1] == (f"SUMMARY algo=maddpg_continuous env=simple_spread_v3 median_return={row['team_return']:.2f} "
+                         f"min_return={row['team_return']:.2f} landmark_distance={row['landmark_distance']:.3f} "
+                         f"collisions_per_step={row['collisions_per_step']:.3f}")  # no "solved", no optimum
+
+
+def test_a_deception_run_reports_the_adversary_and_the_good_agents(runs):
+    out, printed = runs["deception"]
+    summary = json.loads((out / "runs.json").read_text())
+    assert summary["config"]["n_subpolicies"] == 2
+    (row,) = summary["seeds"]
+    assert list(row) == [key for key in NAVIGATION_KEYS if "distance" not in key and "collisions" not in key]
+    adversary, good, other_good = row["agent_returns"]
+    assert good == other_good  # the good agents share their reward
+    assert printed.splitlines()[1].split() == ["seed", "return", "adversary", "good", "wall_s", "steps/s"]
+    assert printed.splitlines()[-1].endswith(f"adversary_return={adversary:.2f} good_return={good:.2f}")
+    assert (out / "seed0" / "greedy.gif").read_bytes()[:3] == b"GIF" and (out / "curve.png").is_file()
+
+
+def replayed(argv, capsys) -> dict:
+    """Run ``--replay``; its REPLAY line's values by key (numbers as floats, comma lists as lists of floats)."""
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if line.startswith("REPLAY ")]
+    values = dict(item.split("=", 1) for item in line.split()[1:])
+    return {key: value if key in ("algo", "env") else [float(v) for v in value.split(",")] if "," in value
+            else float(value) for key, value in values.items()}
+
+
+@pytest.mark.parametrize("name, keys", [
+    ("navigation", ["team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step",
+                    "agent_returns"]),
+    ("deception", ["team_return", "agent_returns"]),  # an ensemble: the mean over its sub-policies
+])
+def test_replay_of_a_continuous_policy_gives_the_recorded_score_and_gif(name, keys, runs, tmp_path, capsys):
+    out, _ = runs[name]
+    (row,) = json.loads((out / "runs.json").read_text())["seeds"]
+    gif = tmp_path / "more" / "replay.gif"
+    figures = replayed(["--replay", str(out / f"seed{row['seed']}" / "policy.pt"), "--gif", str(gif),
+                        "--no-progress"], capsys)
+    assert [key for key in figures if key not in ("algo", "env", "episodes", "seed")] == keys
+    assert {key: figures[key] for key in keys} == {key: row[key] for key in keys}  # the same 100 start states
+    assert (figures["episodes"], figures["seed"]) == (100, 10_000)
+    assert gif.read_bytes()[:3] == b"GIF"
+    assert gif.read_bytes() == (out / f"seed{row['seed']}" / "greedy.gif").read_bytes()  # the same episode
+    fewer = replayed(["--replay", str(out / f"seed{row['seed']}" / "policy.pt"), "--episodes", "3", "--seed", "5",
+                      "--no-progress"], capsys)
+    assert (fewer["episodes"], fewer["seed"]) == (3, 5) and fewer["team_return"] != figures["team_return"]
+
+
+def test_replay_of_a_discrete_policy_gives_the_greedy_return_and_a_gif(runs, tmp_path, capsys):
+    out, _ = runs["discrete"]
+    (row,) = json.loads((out / "runs.json").read_text())["seeds"]
+    policy = out / "seed3" / "policy.pt"
+    figures = replayed(["--replay", str(policy), "--seed", "3", "--episodes", "20", "--gif", str(tmp_path / "a.gif")],
+                       capsys)
+    assert (figures["algo"], figures["env"], figures["episodes"], figures["seed"]) == ("iac", "Switch2-v0", 20, 3)
+    assert figures["greedy"] == row["greedy"]  # one greedy episode: exact
+    agent = load_policy(policy)
+    agent.generator.manual_seed(3)  # the sampled returns: 20 episodes, the env and the actors' samples seeded 3
+    assert figures["sampled"] == round(float(sampled_returns(agent, "Switch2-v0", n_episodes=20, seed=3).mean()), 3)
+    assert (tmp_path / "a.gif").read_bytes() == (out / "seed3" / "greedy.gif").read_bytes()
+    assert (tmp_path / "a.gif").read_bytes()[:3] == b"GIF"
+
+
+def test_replay_refuses_in_one_line_before_playing(runs, tmp_path, capsys):
+    import torch
+
+    from marl_edu.checkpoints import save_checkpoint
+    from marl_edu.resume import KIND
+
+    discrete, navigation = runs["discrete"][0] / "seed3" / "policy.pt", runs["navigation"][0] / "seed1" / "policy.pt"
+    in_progress = save_checkpoint(tmp_path / "seed0" / "run.pt", KIND, "Switch2-v0", {"env": "Switch2-v0"},
+                                  {"weights": torch.zeros(2)})
+    payload = torch.load(navigation, weights_only=True)
+    weights = payload["state"]["actors"]
+    weights[next(iter(weights))][0, 0] = float("nan")
+    torch.save(payload, tmp_path / "nan.pt")  # (save_checkpoint would refuse it)
+    gif = tmp_path / "never.gif"
+    cases = [
+        ([str(tmp_path / "missing.pt")], "no checkpoint at"),
+        ([str(tmp_path)], "is a folder, not a policy file"),
+        ([str(runs["discrete"][0] / "runs.json")], "is not a readable checkpoint"),
+        ([str(in_progress)], "is a run in progress saved by Ctrl-C, not a policy: finish it with --resume"),
+        ([str(tmp_path / "nan.pt")], "non-finite"),
+        ([str(discrete), "--env", "Switch2-v2"], "the iac policy acts for N=2 agents, O=2, A=5; Switch2-v2 has N=2, "
+                                                 "O=3, A=5: it cannot play there"),
+        ([str(discrete), "--env", "simple_spread_v3"], "iac acts with discrete actions on the ma-gym envs"),
+        ([str(navigation), "--env", "simple_adversary_v3"], "simple_adversary_v3 has N=3, O=10, A=2"),
+        ([str(navigation), "--env", "Switch2-v0"], "maddpg_continuous acts with continuous forces on the particle"),
+        ([str(discrete), "--algo", "iac"], "--replay plays a saved policy without training: --algo does not apply"),
+        ([str(discrete), "--seeds", "1", "2", "--out", "x"], "--seeds, --out do not apply"),
+        ([str(discrete), "--episodes", "0"], "--episodes must be between 1 and 100,000 with --replay, got 0"),
+        ([str(discrete), "--seed", "-1"], "--seed must be an int in [0, 2147483647], got -1"),
+        ([str(discrete), "--gif", str(tmp_path / "a.png")], "--gif must name a .gif file"),
+        ([str(discrete), "--gif", str(tmp_path)], "--gif must name a .gif file"),
+    ]
+    for argv, message in cases:
+        err = stopped_in_one_line(["--replay", *argv, "--gif", str(gif)] if "--gif" not in argv
+                                  else ["--replay", *argv], capsys)
+        assert message in err, (argv, err)
+        assert not gif.exists()  # nothing played, nothing written
+
+
+def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts_the_seed_in_progress(
+        tmp_path, capsys, monkeypatch):
+    import signal
+
+    import marl_edu.train
+
+    argv = ["--algo", "iddpg_continuous", "--seeds", "0", "1", *CONTINUOUS_TINY]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    update, runs_seen = marl_edu.train._update_from_replay, []
+
+    def ctrl_c_in_seed_1(agent, buffer, config, rng, result):  # Ctrl-C mid-run, after some updates of the second seed
+        if not runs_seen or runs_seen[-1] is not result:
+            runs_seen.append(result)
+        if len(runs_seen) == 2 and result.updates == 5:
+            signal.raise_signal(signal.SIGINT)
+        update(agent, buffer, config, rng, result)
+
+    monkeypatch.setattr(marl_edu.train, "_update_from_replay", ctrl_c_in_seed_1)
+    capsys.readouterr()
+    assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
+    err = capsys.readouterr().err
+    assert err == (f"interrupted: seeds [0] finished; seed 1 restarts from scratch (a run on simple_spread_v3 cannot "
+                   f"be saved in progress); continue with python -m marl_edu.train --resume {tmp_path / 'cut'}\n")
+    summary = json.loads((tmp_path / "cut" / "runs.json").read_text())
+    assert summary["status"] == "interrupted" and [row["seed"] for row in summary["seeds"]] == [0]
+    assert summary["in_progress"] == {"seed": 1, "checkpoint": None, "episodes": None}
+    assert (tmp_path / "cut" / "seed0" / "policy.pt").is_file() and not (tmp_path / "cut" / "seed1").exists()
+    monkeypatch.undo()
+    assert main(["--resume", str(tmp_path / "cut"), "--no-progress"]) == 0
+    assert comparable(tmp_path / "cut") == comparable(tmp_path / "whole")  # seed 1 trained again from its start
+    assert not list((tmp_path / "cut").rglob("*.tmp")) and not list((tmp_path / "cut").rglob(".probe*"))
