@@ -257,7 +257,8 @@ class EnsembleMADDPG:
                              "SubpolicyReplayBuffer.sample draws them")
         slices = batch["slices"]
         batch = {key: value for key, value in batch.items() if key != "slices"}
-        if len(slices) != self.n_agents or any(len(row) != self.n_subpolicies for row in slices):
+        if (not isinstance(slices, (list, tuple)) or len(slices) != self.n_agents
+                or any(not isinstance(row, (list, tuple)) or len(row) != self.n_subpolicies for row in slices)):
             raise ValueError(f"slices must be N={self.n_agents} lists of M={self.n_subpolicies} batches (or None)")
         N, O, A, M = self.n_agents, self.obs_dim, self.action_dim, self.n_subpolicies
         check_replay_batch(batch, N, O, A, n_subpolicies=M)  # the critics' batch, then every slice's

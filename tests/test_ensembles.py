@@ -87,8 +87,9 @@ def test_update_steps_only_the_sub_policies_with_a_batch():
     moved = [any(not torch.equal(a, b) for a, b in zip(before[index], agent.actors[index].parameters()))
              for index in range(4)]  # actors[i * M + m]
     assert moved == [True, False, False, True]
-    with pytest.raises(ValueError, match="N=2 lists of M=2"):
-        agent.update(batch | {"slices": [[batch, None]]})
+    for slices in ([[batch, None]], None, [batch, batch]):  # one row; nothing; rows that are batches, not lists
+        with pytest.raises(ValueError, match="N=2 lists of M=2"):
+            agent.update(batch | {"slices": slices})
     with pytest.raises(ValueError, match="needs 'slices'"):
         agent.update(batch)
 
