@@ -265,7 +265,7 @@ def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
 # width), and with the config's sizes, the bounds that keep a tampered header from asking for gigabytes (N=50,000,000
 # actors: 12.8 GB): far above any real use
 POLICY_SIZES = ("n_agents", "obs_dim", "n_actions")
-SIZE_BOUNDS = {"n_agents": 64, "obs_dim": 100_000, "n_actions": 10_000, "hidden": 8192, "n_subpolicies": 64}
+SIZE_BOUNDS = {"n_agents": 64, "obs_dim": 100_000, "n_actions": 10_000}  # the config bounds the rest
 
 
 def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None):
@@ -352,8 +352,8 @@ def _bounded_int(value, name: str) -> int:
 
 def _policy_header(algo: str, header: dict):
     """A policy file's header checked: its sizes ``{"n_agents": N, "obs_dim": O, "n_actions": A}`` (bounded) and
-    its config (known fields, each of its default's type, then the config's own ``validate``; hidden units and
-    sub-policies bounded). Fields a file of an older version lacks take their defaults."""
+    its config (known fields, each of its default's type, then the config's own ``validate``, which bounds hidden
+    units and sub-policies). Fields a file of an older version lacks take their defaults."""
     sizes = {}
     for key in POLICY_SIZES:
         if key not in header:
@@ -373,11 +373,7 @@ def _policy_header(algo: str, header: dict):
         if not (type(value) is expected or (expected is float and type(value) is int)):
             raise ValueError(f"config field {key!r} must be {expected.__name__} (its default is {default!r}), "
                              f"got {_short(value)}")
-    config = kind(**header).validate()
-    for key in ("hidden", "n_subpolicies"):
-        if hasattr(config, key):
-            _bounded_int(getattr(config, key), key)
-    return sizes, config
+    return sizes, kind(**header).validate()  # (which bounds hidden units and sub-policies: validate.LIMITS)
 
 
 def _policy_state(algo: str, state: dict) -> dict[str, dict[str, torch.Tensor]]:

@@ -32,6 +32,7 @@ from marl_edu.ensembles import EnsembleMADDPG
 from marl_edu.envs import PARTICLE_ENVS, make_env
 from marl_edu.train import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return, sampled_returns,
                             train_coma, train_continuous, train_maddpg)
+from marl_edu.validate import LIMITS as CONFIG_LIMITS
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
 
@@ -357,10 +358,13 @@ def config_from_args(args: argparse.Namespace):
     return config_class(args.algo)(**{k: v for k, v in values.items() if v is not None}).validate()
 
 
-# Bounds far above any run this course makes, so that a typo fails in one line instead of allocating or waiting for ever
-LIMITS = {"seeds": 2**31 - 1, "episodes": 10_000_000, "threads": 256, "n_envs": 4096, "hidden": 4096,
-          "batch_size": 65_536, "warmup": 10_000_000, "subpolicies": 64, "learning rate": 1.0, "entropy": 100.0,
-          "noise": 10.0, "replay episodes": 100_000}
+# Bounds far above any run this course makes, so that a typo fails in one line instead of allocating or waiting for
+# ever: the command line's own, and the configs' (validate.LIMITS) under the options' names
+LIMITS = {"seeds": 2**31 - 1, "episodes": 10_000_000, "threads": 256, "replay episodes": 100_000,
+          "n_envs": CONFIG_LIMITS["n_envs"], "hidden": CONFIG_LIMITS["hidden"],
+          "batch_size": CONFIG_LIMITS["batch_size"], "warmup": CONFIG_LIMITS["warmup_steps"],
+          "subpolicies": CONFIG_LIMITS["n_subpolicies"], "learning rate": CONFIG_LIMITS["learning_rate"],
+          "entropy": CONFIG_LIMITS["coefficient"], "noise": CONFIG_LIMITS["noise"]}
 RUN_FILES = ("runs.json", "returns.csv", "curve.png")  # with the seed<S>/ folders: what a run writes in --out
 
 

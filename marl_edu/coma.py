@@ -21,7 +21,8 @@ from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_ste
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards, hard_update, make_target, td_lambda_targets
-from marl_edu.validate import boolean, index_range, non_negative_number, positive_int, positive_number, unit_interval
+from marl_edu.validate import (LIMITS, boolean, index_range, non_negative_number,
+                               positive_int, positive_number, unit_interval)
 
 
 def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: torch.Tensor) -> torch.Tensor:
@@ -105,13 +106,14 @@ class COMAConfig:
                                    # step, as acting does (the same values up to float32 rounding)
 
     def validate(self) -> COMAConfig:
-        for name in ("actor_lr", "critic_lr", "grad_clip"):
-            setattr(self, name, positive_number(getattr(self, name), name))
+        for name in ("actor_lr", "critic_lr"):
+            setattr(self, name, positive_number(getattr(self, name), name, LIMITS["learning_rate"]))
+        self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
         for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "anneal_fraction"):
             setattr(self, name, unit_interval(getattr(self, name), name))
         for name in ("hidden", "n_envs", "critic_steps", "target_update_every"):
-            setattr(self, name, positive_int(getattr(self, name), name))
-        self.entropy_start = non_negative_number(self.entropy_start, "entropy_start")
+            setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
+        self.entropy_start = non_negative_number(self.entropy_start, "entropy_start", LIMITS["coefficient"])
         for name in ("recurrent", "team_reward", "fused_unroll"):
             setattr(self, name, boolean(getattr(self, name), name))
         return self

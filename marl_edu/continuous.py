@@ -23,7 +23,8 @@ from marl_edu.maddpg import MADDPG, own_critic_input
 from marl_edu.nets import check_policy_output
 from marl_edu.schedules import linear
 from marl_edu.shapes import check_shape
-from marl_edu.validate import boolean, non_negative_int, non_negative_number, positive_int, positive_number, unit_interval
+from marl_edu.validate import (LIMITS, boolean, non_negative_int, non_negative_number,
+                               positive_int, positive_number, unit_interval)
 
 
 @dataclass
@@ -58,18 +59,20 @@ class ContinuousMADDPGConfig:
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
 
     def validate(self) -> ContinuousMADDPGConfig:
-        for name in ("actor_lr", "critic_lr", "grad_clip"):
-            setattr(self, name, positive_number(getattr(self, name), name))
+        for name in ("actor_lr", "critic_lr"):
+            setattr(self, name, positive_number(getattr(self, name), name, LIMITS["learning_rate"]))
+        self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
         for name in ("gamma", "tau", "noise_fraction"):
             setattr(self, name, unit_interval(getattr(self, name), name))
-        for name in ("noise_start", "noise_end", "action_reg"):
-            setattr(self, name, non_negative_number(getattr(self, name), name))
+        for name in ("noise_start", "noise_end"):
+            setattr(self, name, non_negative_number(getattr(self, name), name, LIMITS["noise"]))
+        self.action_reg = non_negative_number(self.action_reg, "action_reg", LIMITS["coefficient"])
         for name in ("batch_size", "buffer_size", "hidden", "n_step", "n_envs", "updates_per_step"):
-            setattr(self, name, positive_int(getattr(self, name), name))
+            setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
         if self.n_step != 1:
             raise ValueError(f"n_step must be 1 for continuous MADDPG (one-step targets, as in the paper), "
                              f"got {self.n_step}")
-        self.warmup_steps = non_negative_int(self.warmup_steps, "warmup_steps")
+        self.warmup_steps = non_negative_int(self.warmup_steps, "warmup_steps", LIMITS["warmup_steps"])
         self.team_reward = boolean(self.team_reward, "team_reward")
         return self
 

@@ -35,7 +35,7 @@ from marl_edu.maddpg import flatten_for_critic, td_loss
 from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update
-from marl_edu.validate import index_range, non_negative_number, positive_int
+from marl_edu.validate import LIMITS, index_range, non_negative_number, positive_int
 
 
 class SubpolicyReplayBuffer(ReplayBuffer):
@@ -108,7 +108,8 @@ class EnsembleConfig(ContinuousMADDPGConfig):
 
     def validate(self) -> EnsembleConfig:
         super().validate()
-        self.n_subpolicies = positive_int(self.n_subpolicies, "n_subpolicies")  # M sub-policies per agent
+        # M sub-policies per agent
+        self.n_subpolicies = positive_int(self.n_subpolicies, "n_subpolicies", LIMITS["n_subpolicies"])
         return self
 
 

@@ -30,7 +30,7 @@ from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.nets import MLP, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update
-from marl_edu.validate import non_negative_number, positive_number
+from marl_edu.validate import LIMITS, non_negative_number, positive_number
 
 
 class GaussianPolicy(nn.Module):
@@ -75,8 +75,8 @@ class InferenceConfig(ContinuousMADDPGConfig):
 
     def validate(self) -> InferenceConfig:
         super().validate()
-        self.approx_lr = positive_number(self.approx_lr, "approx_lr")
-        self.entropy_coef = non_negative_number(self.entropy_coef, "entropy_coef")
+        self.approx_lr = positive_number(self.approx_lr, "approx_lr", LIMITS["learning_rate"])
+        self.entropy_coef = non_negative_number(self.entropy_coef, "entropy_coef", LIMITS["coefficient"])
         return self
 
 

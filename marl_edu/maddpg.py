@@ -17,7 +17,8 @@ from marl_edu.buffers import check_replay_batch
 from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update, td_target
-from marl_edu.validate import non_negative_int, non_negative_number, positive_int, positive_number, unit_interval
+from marl_edu.validate import (LIMITS, non_negative_int, non_negative_number, positive_int,
+                               positive_number, unit_interval)
 
 
 def _tensor(x):
@@ -150,16 +151,18 @@ class MADDPGConfig:
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
 
     def validate(self) -> MADDPGConfig:
-        for name in ("actor_lr", "critic_lr", "temperature", "grad_clip"):
-            setattr(self, name, positive_number(getattr(self, name), name))
+        for name in ("actor_lr", "critic_lr"):
+            setattr(self, name, positive_number(getattr(self, name), name, LIMITS["learning_rate"]))
+        for name in ("temperature", "grad_clip"):
+            setattr(self, name, positive_number(getattr(self, name), name, LIMITS[name]))
         for name in ("gamma", "tau", "epsilon_start", "epsilon_end", "epsilon_fraction"):
             setattr(self, name, unit_interval(getattr(self, name), name))
         for name in ("batch_size", "buffer_size", "hidden", "n_step", "n_envs", "updates_per_step"):
-            setattr(self, name, positive_int(getattr(self, name), name))
-        self.warmup_steps = non_negative_int(self.warmup_steps, "warmup_steps")
+            setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
+        self.warmup_steps = non_negative_int(self.warmup_steps, "warmup_steps", LIMITS["warmup_steps"])
         if self.actor_gradient not in ("expected", "gumbel"):
             raise ValueError(f"actor_gradient must be 'expected' or 'gumbel', got {self.actor_gradient!r}")
-        self.logits_reg = non_negative_number(self.logits_reg, "logits_reg")
+        self.logits_reg = non_negative_number(self.logits_reg, "logits_reg", LIMITS["coefficient"])
         return self
 
 

@@ -35,31 +35,48 @@ def _first(mask) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
-def positive_int(value, name: str):
-    """An int >= 1: a count of agents, episodes, env copies, hidden units, steps."""
+# Upper bounds of the configs' sizes and rates, far above any run of this course: a slip (an extra digit, 1e30) is a
+# clear error naming the field, not an allocation of gigabytes or a NaN twenty updates later.
+LIMITS = {"hidden": 4096, "n_envs": 4096, "batch_size": 65_536, "buffer_size": 10_000_000, "warmup_steps": 10_000_000,
+          "n_step": 1000, "updates_per_step": 1000, "critic_steps": 1000, "target_update_every": 1_000_000,
+          "n_subpolicies": 64, "learning_rate": 1.0, "temperature": 100.0, "grad_clip": 1e6, "coefficient": 100.0,
+          "noise": 10.0}
+
+
+def _at_most(value, at_most, name: str, kind: str):
+    if at_most is not None and value > at_most:
+        raise ValueError(f"{name} must be {kind} at most {at_most:,}, got {value!r}")
+
+
+def positive_int(value, name: str, at_most: int | None = None):
+    """An int >= 1 (and <= ``at_most``, if given): a count of agents, episodes, env copies, hidden units, steps."""
     if not _is_int(value) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
+    _at_most(value, at_most, name, "a positive int")
     return int(value)
 
 
-def non_negative_int(value, name: str):
-    """An int >= 0: a seed, a warm-up length."""
+def non_negative_int(value, name: str, at_most: int | None = None):
+    """An int >= 0 (and <= ``at_most``, if given): a seed, a warm-up length."""
     if not _is_int(value) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    _at_most(value, at_most, name, "a non-negative int")
     return int(value)
 
 
-def positive_number(value, name: str):
-    """A finite number > 0: a learning rate, a temperature, a gradient-norm bound."""
+def positive_number(value, name: str, at_most: float | None = None):
+    """A finite number > 0 (and <= ``at_most``, if given): a learning rate, a temperature, a gradient-norm bound."""
     if not _is_number(value) or not 0 < value < math.inf:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
+    _at_most(value, at_most, name, "a positive number")
     return float(value)
 
 
-def non_negative_number(value, name: str):
-    """A finite number >= 0: a noise scale, an entropy or regulariser coefficient."""
+def non_negative_number(value, name: str, at_most: float | None = None):
+    """A finite number >= 0 (and <= ``at_most``, if given): a noise scale, an entropy or regulariser coefficient."""
     if not _is_number(value) or not 0 <= value < math.inf:
         raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    _at_most(value, at_most, name, "a non-negative number")
     return float(value)
 
 

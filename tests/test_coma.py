@@ -260,7 +260,13 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
     ("entropy_start", 1e308, r"^actor loss is -inf at update 1: a learning rate or entropy coefficient too large\? "
                              r"\(lr=0.002\)"),
 ])
-def test_training_with_a_huge_learning_rate_or_entropy_stops_with_a_value_error(field, value, message):
+def test_training_with_a_huge_learning_rate_or_entropy_stops_with_a_value_error(field, value, message, monkeypatch):
+    from marl_edu.validate import LIMITS
+
+    with pytest.raises(ValueError, match=f"{field} must be a (positive|non-negative) number at most"):
+        COMAConfig(**{field: value}).validate()  # the config's bounds refuse it first
+    for limit in ("learning_rate", "coefficient"):  # a learner who lifts them still gets a clear stop, not NaN weights
+        monkeypatch.setitem(LIMITS, limit, math.inf)
     config = COMAConfig(hidden=8, n_envs=4, **{field: value})
     with pytest.raises(ValueError, match=message):
         train_coma("Switch2-v0", 40, config, seed=0, eval_every=40, progress=False)

@@ -211,9 +211,13 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
     assert agent.updates == 2
 
 
-def test_training_with_a_huge_learning_rate_stops_with_a_value_error():
+def test_training_with_a_huge_learning_rate_stops_with_a_value_error(monkeypatch):
     from marl_edu.train import train_maddpg
+    from marl_edu.validate import LIMITS
 
+    with pytest.raises(ValueError, match="actor_lr must be a positive number at most 1.0, got 1e"):
+        MADDPGConfig(actor_lr=1e30).validate()  # the config's bound refuses it first
+    monkeypatch.setitem(LIMITS, "learning_rate", float("inf"))  # a learner who lifts it still gets a clear stop
     config = MADDPGConfig(actor_lr=1e30, critic_lr=1e30, warmup_steps=0, batch_size=32, n_envs=4, hidden=16)
     with pytest.raises(ValueError, match=r"^agent \d's (critic|actor) loss is (nan|inf|-inf) at update \d+: a learning "
                                          r"rate or entropy coefficient too large\? \(lr=1e\+30\); no step was taken$"):
