@@ -21,7 +21,7 @@ from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_ste
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards, hard_update, make_target, td_lambda_targets
-from marl_edu.validate import (LIMITS, boolean, index_range, non_negative_number,
+from marl_edu.validate import (LIMITS, boolean, finite, index_range, non_negative_number,
                                positive_int, positive_number, unit_interval)
 
 
@@ -42,6 +42,8 @@ def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: t
     dims = check_shape(state, ("B", "S"), "state", dtype="float")
     check_shape(obs, ("B", "N", "O"), "obs", dims, dtype="float")
     check_shape(actions_onehot, ("B", "N", "A"), "actions_onehot", dims, dtype="float")
+    for tensor, name in ((state, "state"), (obs, "obs"), (actions_onehot, "actions_onehot")):
+        finite(tensor, name)
     B, N, A = dims["B"], dims["N"], dims["A"]
     eye = torch.eye(N, device=obs.device, dtype=obs.dtype)  # (N, N)
     state_rows = state.unsqueeze(1).expand(B, N, dims["S"])  # (B, N, S) the same state for every row
@@ -56,6 +58,8 @@ def _check_policy(q: torch.Tensor, pi: torch.Tensor) -> None:
         raise ValueError(f"q must be a float tensor (..., A), got {getattr(q, 'dtype', type(q))}")
     if not isinstance(pi, torch.Tensor) or pi.shape != q.shape:
         raise ValueError(f"pi must have q's shape {tuple(q.shape)} (..., A), got {tuple(getattr(pi, 'shape', ()))}")
+    finite(q, "q")
+    finite(pi, "pi")
     if (pi < 0).any() or not torch.allclose(pi.sum(-1), torch.ones((), dtype=pi.dtype), atol=1e-4):
         raise ValueError("pi must be probabilities over the last axis (non-negative, summing to 1); "
                          "pass softmax(logits), not the logits")

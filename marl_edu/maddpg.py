@@ -57,7 +57,7 @@ def own_critic_input(i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.
     obs, actions = _tensor(obs), _tensor(actions)
     dims = check_shape(obs, ("B", "N", "O"), "obs", dtype="float")
     check_shape(actions, ("B", "N", "A"), "actions", dims, dtype="float")
-    if not 0 <= i < dims["N"]:
+    if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < dims["N"]:
         raise ValueError(f"i must be an agent in [0, {dims['N'] - 1}], got {i}")
     return torch.cat([obs[:, i], actions[:, i]], dim=-1)  # (B, O+A)
 

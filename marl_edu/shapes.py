@@ -74,6 +74,8 @@ def check_shape(
     """
     if dims is None:
         dims = {}
+    if not isinstance(spec, (tuple, list)):
+        raise ValueError(f"check_shape: spec must be a tuple of sizes and symbols such as ('B', 'N'), got {spec!r}")
     if not hasattr(x, "shape"):
         raise ValueError(f"{name}: expected an array or tensor of shape {_format_spec(spec, dims)}, "
                          f"got {type(x).__name__}")
@@ -82,15 +84,15 @@ def check_shape(
         raise ValueError(f"{name}: expected shape {_format_spec(spec, dims)} ({len(spec)} dims), "
                          f"got {shape} ({len(shape)} dims)")
     bound = dict(dims)
-    expected = _format_spec(spec, dims)  # shows the sizes known before this call, e.g. (B, N=2, O)
     for axis, (want, got) in enumerate(zip(spec, shape)):
         if isinstance(want, str):
             if want in bound and bound[want] != got:
-                raise ValueError(f"{name}: expected shape {expected}, got {shape}: "
+                raise ValueError(f"{name}: expected shape {_format_spec(spec, dims)}, got {shape}: "
                                  f"axis {axis} ({want}) is {got} but {want}={bound[want]}")
             bound[want] = got
-        elif want != got:
-            raise ValueError(f"{name}: expected shape {expected}, got {shape}: axis {axis} should be {want}")
+        elif want != got:  # (the message shows the sizes known before this call, e.g. (B, N=2, O))
+            raise ValueError(f"{name}: expected shape {_format_spec(spec, dims)}, got {shape}: axis {axis} should be "
+                             f"{want}")
     if dtype is not None:
         if dtype not in _DTYPE_KINDS:
             raise ValueError(f"check_shape: dtype must be one of {_DTYPE_KINDS}, got {dtype!r}")

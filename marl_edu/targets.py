@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from marl_edu.shapes import check_shape
-from marl_edu.validate import boolean, unit_interval
+from marl_edu.validate import boolean, finite, unit_interval
 
 
 def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.ndarray | torch.Tensor:
@@ -36,6 +36,8 @@ def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.
     Returns:
         ``(..., N)`` of the same kind: the rewards, or each row's sum repeated in every agent's column.
     """
+    if not isinstance(rewards, (np.ndarray, torch.Tensor)):
+        raise ValueError(f"rewards must be a numpy array or torch.Tensor (..., N), got {type(rewards).__name__}")
     if rewards.ndim < 2:
         raise ValueError(f"rewards: expected (..., N) with a leading axis, such as (K, N) or (B, T, N), got shape "
                          f"{tuple(rewards.shape)}: a single (N,) row is ambiguous")
@@ -70,6 +72,8 @@ def td_target(rewards: torch.Tensor, dones: torch.Tensor, q_next: torch.Tensor, 
     dims = check_shape(rewards, spec, "rewards", dtype="float")
     check_shape(dones, spec, "dones", dims)
     check_shape(q_next, spec, "q_next", dims, dtype="float")
+    for tensor, name in ((rewards, "rewards"), (dones, "dones"), (q_next, "q_next")):
+        finite(tensor, name)
     with torch.no_grad():
         return rewards + gamma * (1.0 - dones.float()) * q_next  # same shape as rewards
 
@@ -102,6 +106,8 @@ def td_lambda_targets(rewards: torch.Tensor, dones: torch.Tensor, next_values: t
     dims = check_shape(rewards, spec, "rewards", dtype="float")
     check_shape(dones, spec, "dones", dims)
     check_shape(next_values, spec, "next_values", dims, dtype="float")
+    for tensor, name in ((rewards, "rewards"), (dones, "dones"), (next_values, "next_values")):
+        finite(tensor, name)
     with torch.no_grad():
         not_done = 1.0 - dones.float()  # (..., T)
         targets = torch.empty_like(rewards)  # (..., T)

@@ -13,9 +13,15 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
+from marl_edu.buffers import ReplayBuffer
 from marl_edu.checkpoints import ALGORITHMS, ON_POLICY, config_class
 from marl_edu.cli import main
+from marl_edu.coma import build_critic_input, coma_advantage, counterfactual_baseline
+from marl_edu.maddpg import flatten_for_critic, gumbel_softmax, own_critic_input
+from marl_edu.shapes import check_shape, one_hot
+from marl_edu.targets import critic_rewards, td_lambda_targets, td_target
 
 # -- the command line: one valid base, one to three bad options ------------------------------------------------------
 
@@ -100,5 +106,131 @@ def test_a_config_refuses_a_bad_value_naming_the_field(algo, field, value):
         config_class(algo)(**{field: value}).validate()
 
 
+# -- the public functions: each argument of a valid call replaced by a broken one ------------------------------------
+
+def _float(*shape):
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(0))
+
+
+def _one_hot(B, N, A=5):
+    return torch.nn.functional.one_hot(torch.arange(B * N).reshape(B, N) % A, A).float()  # (B, N, A)
+
+
+VALID_CALLS = {  # a valid call of each public function that takes arrays: (function, arguments)
+    "td_target": (td_target, lambda: [_float(4), torch.zeros(4), _float(4), 0.9]),
+    "td_lambda_targets": (td_lambda_targets,
+                          lambda: [_float(2, 2, 5), torch.zeros(2, 2, 5), _float(2, 2, 5), 0.9, 0.8]),
+    "critic_rewards": (critic_rewards, lambda: [_float(4, 2), True]),
+    "coma_advantage": (coma_advantage, lambda: [_float(3, 2, 5), torch.full((3, 2, 5), 0.2),
+                                                torch.arange(6).reshape(3, 2) % 5]),
+    "counterfactual_baseline": (counterfactual_baseline, lambda: [_float(3, 2, 5), torch.full((3, 2, 5), 0.2)]),
+    "build_critic_input": (build_critic_input, lambda: [_float(3, 4), _float(3, 2, 2), _one_hot(3, 2)]),
+    "flatten_for_critic": (flatten_for_critic, lambda: [_float(3, 2, 2), _one_hot(3, 2)]),
+    "own_critic_input": (own_critic_input, lambda: [1, _float(3, 2, 2), _one_hot(3, 2)]),
+    "gumbel_softmax": (gumbel_softmax, lambda: [_float(3, 5), 1.0]),
+    "one_hot": (one_hot, lambda: [np.array([0, 1, 4]), 5]),
+    "check_shape": (check_shape, lambda: [_float(3, 2), ("B", "N"), "x"]),
+    "ReplayBuffer.add": (lambda *args: ReplayBuffer(10, 2, 2, 5).add(*args),
+                         lambda: [np.zeros((2, 2), np.float32), np.eye(5, dtype=np.float32)[[0, 1]],
+                                  np.zeros(2, np.float32), np.zeros((2, 2), np.float32), np.zeros(2)]),
+}
+MUST_REFUSE = {  # (function, argument, mutation) that must be a ValueError: non-finite data where it is refused
+    (name, k, kind) for name, ks in [("td_target", (0, 1, 2)), ("td_lambda_targets", (0, 1, 2)),
+                                     ("coma_advantage", (0, 1)), ("counterfactual_baseline", (0, 1)),
+                                     ("build_critic_input", (0, 1, 2)), ("ReplayBuffer.add", (0, 1, 2, 3))]
+    for k in ks for kind in ("nan", "inf")}
+
+
+def _broken(value) -> list[tuple[str, object]]:
+    """Ways to break one argument: other shapes, dtypes, NaN and infinity, plain lists, other types."""
+    out = [("string", "x"), ("None", None)]
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        clone = (lambda: value.clone()) if isinstance(value, torch.Tensor) else (lambda: value.copy())
+        out += [("extra axis", value[None]), ("list", value.tolist())]
+        out += [("drop axis", value[0])] if value.ndim else []
+        if value.dtype in (torch.float32, np.float32, np.float64):
+            for kind, bad in (("nan", math.nan), ("inf", math.inf)):
+                broken = clone()
+                broken.reshape(-1)[-1] = bad
+                out.append((kind, broken))
+    elif isinstance(value, float):
+        out += [("nan", math.nan), ("negative", -1.5), ("huge", 1e30), ("text", "0.9")]
+    return out
+
+
+def function_cases() -> list[tuple[str, int, str]]:
+    return [(name, k, kind) for name, (_, make) in VALID_CALLS.items() for k, value in enumerate(make())
+            for kind, _ in _broken(value)]
+
+
+@pytest.mark.parametrize("name, k, kind", function_cases(), ids=str)
+def test_a_public_function_refuses_a_broken_argument_with_a_value_error_or_takes_it(name, k, kind):
+    function, make = VALID_CALLS[name]
+    args = make()
+    args[k] = dict(_broken(args[k]))[kind]
+    try:
+        function(*args)
+    except ValueError:
+        return
+    assert (name, k, kind) not in MUST_REFUSE, "accepted non-finite data"  # else a shape that happens to fit
+
+
+# -- policy files: damaged bytes and hand-edited headers --------------------------------------------------------------
+
+def damaged_files(n: int = 60, seed: int = 1):
+    """``n`` ways to damage a small policy file: truncations, flipped bytes, and headers with a field removed or
+    replaced by a value of another type."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for k in range(n):
+        kind = ("truncate", "flip", "header")[k % 3]
+        cases.append((kind, int(rng.integers(0, 1 << 30)), str(rng.choice(["None", "str", "huge", "negative",
+                                                                            "list", "drop"]))))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory):
+    from marl_edu.checkpoints import save_policy
+    from marl_edu.coma import COMA, COMAConfig
+
+    return save_policy(COMA(2, 2, 5, COMAConfig(hidden=8), seed=0), "Switch2-v0",
+                       tmp_path_factory.mktemp("policy") / "policy.pt")
+
+
+@pytest.mark.parametrize("kind, draw, value", damaged_files(), ids=str)
+def test_a_damaged_policy_file_is_a_value_error_or_a_working_policy(kind, draw, value, policy_file, tmp_path):
+    import torch as torch_
+
+    from marl_edu.checkpoints import load_policy
+    from marl_edu.train import greedy_return
+
+    data = policy_file.read_bytes()
+    rng = np.random.default_rng(draw)
+    path = tmp_path / "policy.pt"
+    if kind == "truncate":
+        path.write_bytes(data[:int(rng.integers(0, len(data)))])
+    elif kind == "flip":
+        damaged = bytearray(data)
+        for at in rng.integers(0, len(data), size=int(rng.integers(1, 8))):
+            damaged[at] ^= int(rng.integers(1, 256))
+        path.write_bytes(bytes(damaged))
+    else:
+        payload = torch_.load(policy_file, weights_only=True)
+        field = str(rng.choice(sorted(payload["config"])))
+        if value == "drop":
+            del payload["config"][field]
+        else:
+            payload["config"][field] = {"None": None, "str": "7", "huge": 10**12, "negative": -3,
+                                        "list": [1, 2]}[value]
+        torch_.save(payload, path)
+    try:
+        agent = load_policy(path)
+    except ValueError:
+        return
+    assert greedy_return(agent, "Switch2-v0").team_return <= 8.3  # it loaded: then it is a policy that plays
+
+
 if __name__ == "__main__":  # the tally: how many bad inputs each family tries
-    print(f"command lines: {len(cli_cases())}, config values: {len(config_cases())}")
+    print(f"command lines: {len(cli_cases())}, config values: {len(config_cases())}, function arguments: "
+          f"{len(function_cases())}, damaged policy files: {len(damaged_files())}")
