@@ -25,8 +25,8 @@ import sys
 import numpy as np
 import torch
 
-from marl_edu.checkpoints import (ALGORITHMS, CONTINUOUS_ALGORITHMS, ON_POLICY, algo_name, config_class,
-                                  save_policy)
+from marl_edu.checkpoints import (ALGORITHMS, CONTINUOUS_ALGORITHMS, ON_POLICY, algo_name, check_fits,
+                                  config_class, save_policy)
 from marl_edu.competition import DECEPTION
 from marl_edu.ensembles import EnsembleMADDPG
 from marl_edu.envs import PARTICLE_ENVS, make_env
@@ -831,28 +831,8 @@ def load_replay_policy(path: str):
     if payload["algo"] == KIND:
         raise ValueError(f"{path} is a run in progress saved by Ctrl-C, not a policy: finish it with --resume OUT "
                          f"(its run's folder), then replay seed<S>/policy.pt")
-    try:
-        agent = load_policy(path)
-    except (KeyError, TypeError, RuntimeError) as error:  # a hand-made header or state the learner cannot take
-        raise ValueError(f"{path} is not a policy this marl_edu can rebuild: {type(error).__name__}: "
-                         f"{_one_line(error)}") from None
-    actors = agent.actor if algo_name(agent) in ON_POLICY else agent.actors
-    for name, weights in actors.named_parameters():
-        if not torch.isfinite(weights).all():
-            raise ValueError(f"{path}: the actors' {name} holds non-finite values (NaN or infinity): not a policy "
-                             f"that can be played")
+    agent = load_policy(path)  # (which refuses damaged headers, mismatched tensors and NaN weights)
     return agent, payload["env"]
-
-
-def check_fit(agent, algo: str, env_id: str) -> None:
-    """ValueError unless ``agent`` can act in ``env_id``: as many agents, observations and actions (or force
-    dimensions) of the same sizes."""
-    env = make_env(env_id)
-    want = (env.n_agents, env.obs_dim, env.action_dim if algo in CONTINUOUS_ALGORITHMS else env.n_actions)
-    have = (agent.n_agents, agent.obs_dim, agent.n_actions)
-    if want != have:
-        raise ValueError(f"the {algo} policy acts for N={have[0]} agents, O={have[1]}, A={have[2]}; {env_id} has "
-                         f"N={want[0]}, O={want[1]}, A={want[2]}: it cannot play there")
 
 
 def check_gif(name: str) -> pathlib.Path:
@@ -881,7 +861,7 @@ def _check_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     agent, trained_on = load_replay_policy(args.replay)
     algo = algo_name(agent)
     env_id = check_env(algo, trained_on if args.env is None else args.env)
-    check_fit(agent, algo, env_id)
+    check_fits(agent, make_env(env_id))
     episodes = 100 if args.episodes is None else args.episodes
     if not 1 <= episodes <= LIMITS["replay episodes"]:
         raise ValueError(f"--episodes must be between 1 and {LIMITS['replay episodes']:,} with --replay, "

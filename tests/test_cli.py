@@ -511,8 +511,8 @@ def test_replay_refuses_in_one_line_before_playing(runs, tmp_path, capsys):
         ([str(runs["discrete"][0] / "runs.json")], "is not a readable checkpoint"),
         ([str(in_progress)], "is a run in progress saved by Ctrl-C, not a policy: finish it with --resume"),
         ([str(tmp_path / "nan.pt")], "non-finite"),
-        ([str(discrete), "--env", "Switch2-v2"], "the iac policy acts for N=2 agents, O=2, A=5; Switch2-v2 has N=2, "
-                                                 "O=3, A=5: it cannot play there"),
+        ([str(discrete), "--env", "Switch2-v2"], "the policy does not fit Switch2-v2 (O differs): it was built for "
+                                                 "N=2 agents, O=2 obs dims, A=5 actions, and Switch2-v2 has N=2, O=3"),
         ([str(discrete), "--env", "simple_spread_v3"], "iac acts with discrete actions on the ma-gym envs"),
         ([str(navigation), "--env", "simple_adversary_v3"], "simple_adversary_v3 has N=3, O=10, A=2"),
         ([str(navigation), "--env", "Switch2-v0"], "maddpg_continuous acts with continuous forces on the particle"),
