@@ -20,7 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from marl_edu.buffers import ReplayBuffer, n_step_transitions
-from marl_edu.checkpoints import algo_name_of_class, config_class
+from marl_edu.checkpoints import algo_name_of_class, check_fits, config_class
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
@@ -51,14 +51,17 @@ class TrainResult:
 
 
 def greedy_return(agent, env_id: str, record_frames: bool = False):
-    """Play one episode with every agent's argmax action (MADDPG or COMA); returns the ``Episode``."""
+    """Play one episode with every agent's argmax action (MADDPG or COMA); returns the ``Episode``. ValueError if the
+    learner's sizes do not fit ``env_id`` (``checkpoints.check_fits``)."""
     env = make_env(env_id, seed=0)
+    check_fits(agent, env)
     return run_episode(env, agent.greedy_policy(), record_frames=record_frames)
 
 
 def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0) -> np.ndarray:
     """Team returns of ``n_episodes`` episodes with actions sampled from the actors (no epsilon)."""
     env = make_env(env_id, seed=seed)
+    check_fits(agent, env)
     return np.array([run_episode(env, agent.sampled_policy()).team_return for _ in range(n_episodes)])
 
 

@@ -46,3 +46,15 @@ def test_training_is_the_same_on_either_env_backend(algo):
     assert runs[0].updates == runs[1].updates > 0
     nets = [run.agent.actors if algo == "maddpg" else run.agent.actor for run in runs]
     assert all(torch.equal(p, q) for p, q in zip(nets[0].parameters(), nets[1].parameters()))
+
+
+def test_a_policy_played_on_an_env_of_other_sizes_is_a_value_error():
+    from marl_edu.coma import COMA
+    from marl_edu.maddpg import MADDPG
+    from marl_edu.train import greedy_return, sampled_returns
+
+    for agent in (COMA(2, 2, 5), MADDPG(2, 2, 5)):  # built for Switch2-v0: N=2, O=2, A=5
+        with pytest.raises(ValueError, match=r"the policy does not fit Switch4-v0 \(N differs\)"):
+            greedy_return(agent, "Switch4-v0")
+        with pytest.raises(ValueError, match=r"the policy does not fit Switch2-v2 \(O differs\)"):
+            sampled_returns(agent, "Switch2-v2", n_episodes=1)
