@@ -8,6 +8,7 @@ import torch
 
 from marl_edu.buffers import ReplayBuffer, check_replay_batch, n_step_transitions
 from marl_edu.shapes import one_hot
+from batches import entry_set, replaced, replay_batch
 
 
 def fill(buffer, steps):
@@ -86,61 +87,41 @@ def test_add_refuses_nan_and_infinity_and_stores_nothing(key, bad):
     assert len(buffer) == 2 and np.isfinite(buffer.obs).all() and np.isfinite(buffer.actions).all()
 
 
-def _replay_batch(B=4, N=2, O=3, A=5) -> dict[str, np.ndarray]:
-    """What ReplayBuffer.sample returns: B transitions of N agents, obs dim O, A one-hot actions."""
-    rng = np.random.default_rng(0)
-    return {"obs": rng.random((B, N, O), dtype=np.float32), "actions": one_hot(rng.integers(0, A, (B, N)), A),
-            "rewards": rng.random((B, N), dtype=np.float32), "next_obs": rng.random((B, N, O), dtype=np.float32),
-            "dones": np.zeros((B, N), dtype=np.float32)}
-
-
-def _changed(key, value):
-    return lambda batch: batch | {key: value}
-
-
-def _set(key, index, value):
-    def change(batch):
-        array = batch[key].copy()
-        array[index] = value
-        return batch | {key: array}
-    return change
-
-
 # each bad batch (B=4, N=2, O=3, A=5 one-hot) and what its message must say
 BAD_REPLAY_BATCHES = {
     "a missing key": (lambda b: {k: v for k, v in b.items() if k != "rewards"},
                       r"batch is missing \['rewards'\]: a replay batch holds obs, actions, rewards, next_obs, dones"),
-    "an unknown key": (_changed("returns", np.zeros((4, 2))), r"batch has unexpected keys \['returns'\]"),
+    "an unknown key": (replaced("returns", np.zeros((4, 2))), r"batch has unexpected keys \['returns'\]"),
     "not a dict": (lambda b: list(b.values()), r"batch must be a dict of arrays \(ReplayBuffer.sample's\), got list"),
-    "action indices": (_changed("actions", np.zeros((4, 2), dtype=np.int64)),
+    "action indices": (replaced("actions", np.zeros((4, 2), dtype=np.int64)),
                        r"batch\['actions'\]: expected shape \(B=4, N=2, A=5\) \(3 dims\), got \(4, 2\) \(2 dims\);"
                        r" store one-hot actions: shapes.one_hot\(actions, 5\)"),
     "int one-hot actions": (lambda b: b | {"actions": b["actions"].astype(np.int64)},
                             r"batch\['actions'\]: expected float elements, got dtype (torch\.)?int64"),
-    "actions not 0/1": (_set("actions", (2, 1, 0), 0.5), r"batch\['actions'\] must be 0 or 1 in every entry, "
+    "actions not 0/1": (entry_set("actions", (2, 1, 0), 0.5), r"batch\['actions'\] must be 0 or 1 in every entry, "
                                                         r"got 0.5 at index \(2, 1, 0\)"),
-    "two actions at once": (_changed("actions", np.ones((4, 2, 5), dtype=np.float32)),
+    "two actions at once": (replaced("actions", np.ones((4, 2, 5), dtype=np.float32)),
                             r"batch\['actions'\] must be one-hot rows \(one 1 per agent\), got 5.0 ones at \(0, 0\)"),
-    "wrong A": (_changed("actions", np.zeros((4, 2, 4), dtype=np.float32)),
+    "wrong A": (replaced("actions", np.zeros((4, 2, 4), dtype=np.float32)),
                 r"batch\['actions'\]: expected shape \(B=4, N=2, A=5\), got \(4, 2, 4\)"),
-    "wrong N": (_changed("obs", np.zeros((4, 3, 3), dtype=np.float32)),
+    "wrong N": (replaced("obs", np.zeros((4, 3, 3), dtype=np.float32)),
                 r"batch\['obs'\]: expected shape \(B, N=2, O=3\), got \(4, 3, 3\)"),
-    "wrong O": (_changed("next_obs", np.zeros((4, 2, 2), dtype=np.float32)),
+    "wrong O": (replaced("next_obs", np.zeros((4, 2, 2), dtype=np.float32)),
                 r"batch\['next_obs'\]: expected shape \(B=4, N=2, O=3\), got \(4, 2, 2\)"),
-    "rewards (B,)": (_changed("rewards", np.zeros(4, dtype=np.float32)),
+    "rewards (B,)": (replaced("rewards", np.zeros(4, dtype=np.float32)),
                      r"batch\['rewards'\]: expected shape \(B=4, N=2\) \(2 dims\), got \(4,\) \(1 dims\)"),
-    "rewards of another B": (_changed("rewards", np.zeros((3, 2), dtype=np.float32)),
+    "rewards of another B": (replaced("rewards", np.zeros((3, 2), dtype=np.float32)),
                              r"batch\['rewards'\]: expected shape \(B=4, N=2\), got \(3, 2\)"),
     "B = 0": (lambda b: {k: v[:0] for k, v in b.items()}, r"batch\['obs'\]: expected B >= 1 transitions, got B = 0"),
     "int obs": (lambda b: b | {"obs": b["obs"].astype(np.int64)}, r"batch\['obs'\]: expected float elements"),
-    "NaN obs": (_set("obs", (1, 0, 2), math.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 24 "
+    "NaN obs": (entry_set("obs", (1, 0, 2), math.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 24 "
                                                   r"entries, the first at index \(1, 0, 2\)"),
-    "inf next_obs": (_set("next_obs", (3, 1, 0), math.inf), r"batch\['next_obs'\] must be finite, got 0 NaN and 1"),
-    "NaN reward": (_set("rewards", (0, 1), math.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
-    "NaN action": (_set("actions", (0, 1, 1), math.nan), r"batch\['actions'\] must be finite, got 1 NaN"),
-    "dones 2": (_set("dones", (1, 1), 2.0), r"batch\['dones'\] must be 0 or 1 in every entry, got 2.0 at index "
+    "inf next_obs": (entry_set("next_obs", (3, 1, 0), math.inf), r"batch\['next_obs'\] must be finite, got 0 NaN and 1"),
+    "NaN reward": (entry_set("rewards", (0, 1), math.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
+    "NaN action": (entry_set("actions", (0, 1, 1), math.nan), r"batch\['actions'\] must be finite, got 1 NaN"),
+    "dones 2": (entry_set("dones", (1, 1), 2.0), r"batch\['dones'\] must be 0 or 1 in every entry, got 2.0 at index "
                                             r"\(1, 1\)"),
-    "rewards as dones": (_changed("dones", np.full((4, 2), -0.1, dtype=np.float32)),
+    "rewards as dones": (replaced("dones", np.full((4, 2), -0.1, dtype=np.float32)),
                          r"batch\['dones'\] must be 0 or 1 in every entry, got -0.1"),
 }
 
@@ -155,14 +136,14 @@ def test_check_replay_batch_names_what_is_wrong(case, kind):
             return {key: torch.as_tensor(value) for key, value in batch.items()}
         return batch
 
-    assert check_replay_batch(as_kind(_replay_batch()), 2, 3, 5, one_hot=True) == {"B": 4, "N": 2, "O": 3, "A": 5}
-    bad = as_kind(change(_replay_batch()))
+    assert check_replay_batch(as_kind(replay_batch(B=4)), 2, 3, 5, one_hot=True) == {"B": 4, "N": 2, "O": 3, "A": 5}
+    bad = as_kind(change(replay_batch(B=4)))
     with pytest.raises(ValueError, match=message):
         check_replay_batch(bad, 2, 3, 5, one_hot=True)
 
 
 def test_check_replay_batch_continuous_actions_and_sub_policies():
-    batch = _replay_batch(A=2) | {"actions": np.full((4, 2, 2), -0.7, dtype=np.float32)}  # forces, not one-hot
+    batch = replay_batch(B=4, A=2) | {"actions": np.full((4, 2, 2), -0.7, dtype=np.float32)}  # forces, not one-hot
     check_replay_batch(batch, 2, 3, 2)
     with pytest.raises(ValueError, match=r"batch\['actions'\] must be 0 or 1"):
         check_replay_batch(batch, 2, 3, 2, one_hot=True)

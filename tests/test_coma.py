@@ -8,6 +8,7 @@ from marl_edu.coma import COMA, COMAConfig, build_critic_input, coma_advantage, 
 from marl_edu.envs import make_vec_env
 from marl_edu.rollout import collect_episodes
 from marl_edu.train import greedy_return, train_coma
+from batches import entry_set, episode_batch, replaced
 
 
 # 2 agents, 3 actions, S = 2, O = 1
@@ -166,29 +167,8 @@ def test_fused_unroll_replays_the_same_policy_and_makes_nearly_the_same_update(r
         assert torch.allclose(p, q, rtol=1e-4, atol=1e-6)  # one step apart only in the last bits
 
 
-def _episode_batch(B=2, T=3, N=2, O=2, A=5) -> dict:
-    """A hand-made on-policy batch in collect_episodes's layout: B episodes of T real steps."""
-    generator = torch.Generator().manual_seed(0)
-    return {"obs": torch.rand(B, T + 1, N, O, generator=generator),
-            "actions": torch.randint(0, A, (B, T + 1, N), generator=generator),
-            "rewards": torch.full((B, T, N), -0.1), "dones": torch.zeros(B, T), "step_mask": torch.ones(B, T),
-            "agent_mask": torch.ones(B, T, N), "epsilon": 0.1}
-
-
-def _with(key, value):
-    return lambda batch: batch | {key: value}
-
-
-def _at(key, index, value):
-    def change(batch):
-        tensor = batch[key].clone()
-        tensor[index] = value
-        return batch | {key: tensor}
-    return change
-
-
 def _episodes(B, T):  # B episodes of T steps, every tensor cut or grown to match
-    return lambda batch: _episode_batch(B=B, T=T)
+    return lambda batch: episode_batch(B=B, T=T)
 
 
 # bad on-policy batches (B=2, T=3, N=2, O=2, A=5) and what the update's ValueError must say
@@ -197,36 +177,36 @@ BAD_EPISODE_BATCHES = {
                       r"batch\['actions'\]: expected torch.int64 elements \(action indices in \[0, A\)\), got "
                       r"torch.float32"),
     "int32 actions": (lambda b: b | {"actions": b["actions"].int()}, r"batch\['actions'\]: expected torch.int64"),
-    "team rewards (B, T)": (_with("rewards", torch.zeros(2, 3)),
+    "team rewards (B, T)": (replaced("rewards", torch.zeros(2, 3)),
                             r"batch\['rewards'\]: expected shape \(B=2, T=3, N=2\) \(3 dims\), got \(2, 3\) \(2 dims\)"),
-    "rewards of T+1 steps": (_with("rewards", torch.zeros(2, 4, 2)),
+    "rewards of T+1 steps": (replaced("rewards", torch.zeros(2, 4, 2)),
                              r"batch\['rewards'\]: expected shape \(B=2, T=3, N=2\), got \(2, 4, 2\): axis 1 \(T\)"),
     "a missing key": (lambda b: {k: v for k, v in b.items() if k != "agent_mask"},
                       r"batch is missing \['agent_mask'\]: an on-policy batch holds obs, actions, rewards"),
     "not a dict": (lambda b: list(b.values()), r"batch must be a dict of tensors \(collect_episodes's\), got list"),
-    "action A": (_at("actions", (1, 2, 0), 5), r"batch\['actions'\] must be in \[0, 4\], got \[\[\[3, 0\], .*\[5, 2\]"),
-    "action -1": (_at("actions", (0, 0, 1), -1), r"batch\['actions'\] must be in \[0, 4\], got \[\[\[3, -1\]"),
+    "action A": (entry_set("actions", (1, 2, 0), 5), r"batch\['actions'\] must be in \[0, 4\], got \[\[\[3, 0\], .*\[5, 2\]"),
+    "action -1": (entry_set("actions", (0, 0, 1), -1), r"batch\['actions'\] must be in \[0, 4\], got \[\[\[3, -1\]"),
     "T = 0": (_episodes(B=2, T=0), r"batch\['obs'\]: expected B >= 1 episodes of T >= 1 steps .* got B = 2, T\+1 = 1"),
     "B = 0": (_episodes(B=0, T=3), r"batch\['obs'\]: expected B >= 1 episodes .* got B = 0, T\+1 = 4"),
-    "NaN obs": (_at("obs", (1, 3, 0, 1), math.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 32 "
+    "NaN obs": (entry_set("obs", (1, 3, 0, 1), math.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 32 "
                                                     r"entries, the first at index \(1, 3, 0, 1\)"),
-    "NaN reward": (_at("rewards", (0, 2, 1), math.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
-    "infinite reward": (_at("rewards", (0, 0, 0), -math.inf), r"batch\['rewards'\] must be finite, got 0 NaN and 1 "
+    "NaN reward": (entry_set("rewards", (0, 2, 1), math.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
+    "infinite reward": (entry_set("rewards", (0, 0, 0), -math.inf), r"batch\['rewards'\] must be finite, got 0 NaN and 1 "
                                                               r"infinite"),
-    "epsilon 1.5": (_with("epsilon", 1.5), r"batch\['epsilon'\] must be a number in \[0, 1\], got 1.5"),
-    "epsilon NaN": (_with("epsilon", math.nan), r"batch\['epsilon'\] must be a number in \[0, 1\], got nan"),
-    "agent_mask with 2s": (_with("agent_mask", torch.full((2, 3, 2), 2.0)),
+    "epsilon 1.5": (replaced("epsilon", 1.5), r"batch\['epsilon'\] must be a number in \[0, 1\], got 1.5"),
+    "epsilon NaN": (replaced("epsilon", math.nan), r"batch\['epsilon'\] must be a number in \[0, 1\], got nan"),
+    "agent_mask with 2s": (replaced("agent_mask", torch.full((2, 3, 2), 2.0)),
                            r"batch\['agent_mask'\] must be 0 or 1 in every entry, got 2.0 at index \(0, 0, 0\) "
                            r"\(12 of 12 entries are neither\)"),
-    "step_mask with a 2": (_at("step_mask", (1, 1), 2.0), r"batch\['step_mask'\] must be 0 or 1 in every entry, "
+    "step_mask with a 2": (entry_set("step_mask", (1, 1), 2.0), r"batch\['step_mask'\] must be 0 or 1 in every entry, "
                                                           r"got 2.0 at index \(1, 1\)"),
-    "dones of 0.5": (_at("dones", (0, 2), 0.5), r"batch\['dones'\] must be 0 or 1 in every entry, got 0.5"),
-    "no real step": (_with("step_mask", torch.zeros(2, 3)), r"batch\['step_mask'\]: expected at least one real step"),
-    "wrong N": (_with("obs", torch.zeros(2, 4, 3, 2)),
+    "dones of 0.5": (entry_set("dones", (0, 2), 0.5), r"batch\['dones'\] must be 0 or 1 in every entry, got 0.5"),
+    "no real step": (replaced("step_mask", torch.zeros(2, 3)), r"batch\['step_mask'\]: expected at least one real step"),
+    "wrong N": (replaced("obs", torch.zeros(2, 4, 3, 2)),
                 r"batch\['obs'\]: expected shape \(B, T\+1, N=2, O=2\), got \(2, 4, 3, 2\): axis 2 \(N\) is 3 but N=2"),
-    "wrong O": (_with("obs", torch.zeros(2, 4, 2, 3)),
+    "wrong O": (replaced("obs", torch.zeros(2, 4, 2, 3)),
                 r"batch\['obs'\]: expected shape \(B, T\+1, N=2, O=2\), got \(2, 4, 2, 3\): axis 3 \(O\) is 3 but O=2"),
-    "actions of another B": (_with("actions", torch.zeros(3, 4, 2, dtype=torch.long)),
+    "actions of another B": (replaced("actions", torch.zeros(3, 4, 2, dtype=torch.long)),
                              r"batch\['actions'\]: expected shape \(B=2, T\+1=4, N=2\), got \(3, 4, 2\)"),
     "numpy obs": (lambda b: b | {"obs": b["obs"].numpy()},
                   r"batch\['obs'\]: expected a torch tensor \(collect_episodes makes them\), got ndarray"),
@@ -245,9 +225,9 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
     before = {key: value.clone() for key, value in agent.actor.state_dict().items()}
     change, message = BAD_EPISODE_BATCHES[case]
     with pytest.raises(ValueError, match=message):
-        agent.update(change(_episode_batch()))
+        agent.update(change(episode_batch()))
     assert agent.updates == 0 and all(torch.equal(before[k], v) for k, v in agent.actor.state_dict().items())
-    agent.update(_episode_batch())  # the unchanged batch is accepted
+    agent.update(episode_batch())  # the unchanged batch is accepted
     assert agent.updates == 1
 
 

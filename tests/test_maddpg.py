@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
+from batches import entry_set, replay_batch
 
 
 def test_gumbel_hard_is_one_hot_forward_with_a_soft_gradient():
@@ -151,22 +152,6 @@ def test_bad_inputs():
         flatten_for_critic(torch.zeros(6, 2), torch.zeros(3, 2, 5))
 
 
-def _replay_batch(B=8, N=2, O=3, A=5) -> dict[str, np.ndarray]:
-    """What ReplayBuffer.sample gives MADDPG's update: numpy arrays, one-hot float32 actions."""
-    rng = np.random.default_rng(0)
-    return {"obs": rng.random((B, N, O), dtype=np.float32), "next_obs": rng.random((B, N, O), dtype=np.float32),
-            "actions": np.eye(A, dtype=np.float32)[rng.integers(0, A, (B, N))],
-            "rewards": rng.random((B, N), dtype=np.float32), "dones": np.zeros((B, N), dtype=np.float32)}
-
-
-def _set(key, index, value):
-    def change(batch):
-        array = batch[key].copy()
-        array[index] = value
-        return batch | {key: array}
-    return change
-
-
 # bad replay batches (B=8, N=2, O=3, A=5) and what MADDPG's ValueError must say
 BAD_MADDPG_BATCHES = {
     "action indices": (lambda b: b | {"actions": b["actions"].argmax(-1)},
@@ -176,16 +161,16 @@ BAD_MADDPG_BATCHES = {
                             r"batch\['actions'\]: expected float elements, got dtype int64"),
     "an out-of-range action": (lambda b: b | {"actions": np.eye(6, dtype=np.float32)[np.full((8, 2), 5)]},
                                r"batch\['actions'\]: expected shape \(B=8, N=2, A=5\), got \(8, 2, 6\)"),
-    "soft actions": (_set("actions", (0, 1), 0.2), r"batch\['actions'\] must be 0 or 1 in every entry, got 0.2"),
+    "soft actions": (entry_set("actions", (0, 1), 0.2), r"batch\['actions'\] must be 0 or 1 in every entry, got 0.2"),
     "wrong reward shape": (lambda b: b | {"rewards": b["rewards"][:, :1]},
                            r"batch\['rewards'\]: expected shape \(B=8, N=2\), got \(8, 1\)"),
     "a missing key": (lambda b: {k: v for k, v in b.items() if k != "next_obs"}, r"batch is missing \['next_obs'\]"),
     "B = 0": (lambda b: {k: v[:0] for k, v in b.items()}, r"batch\['obs'\]: expected B >= 1 transitions, got B = 0"),
-    "NaN obs": (_set("obs", (3, 1, 2), np.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 48 "
+    "NaN obs": (entry_set("obs", (3, 1, 2), np.nan), r"batch\['obs'\] must be finite, got 1 NaN and 0 infinite of 48 "
                                                 r"entries, the first at index \(3, 1, 2\)"),
-    "NaN reward": (_set("rewards", (7, 0), np.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
-    "infinite next_obs": (_set("next_obs", (0, 0, 0), np.inf), r"batch\['next_obs'\] must be finite, got 0 NaN and 1"),
-    "dones of 2": (_set("dones", (2, 1), 2.0), r"batch\['dones'\] must be 0 or 1 in every entry, got 2.0"),
+    "NaN reward": (entry_set("rewards", (7, 0), np.nan), r"batch\['rewards'\] must be finite, got 1 NaN"),
+    "infinite next_obs": (entry_set("next_obs", (0, 0, 0), np.inf), r"batch\['next_obs'\] must be finite, got 0 NaN and 1"),
+    "dones of 2": (entry_set("dones", (2, 1), 2.0), r"batch\['dones'\] must be 0 or 1 in every entry, got 2.0"),
     "wrong N": (lambda b: b | {"obs": np.zeros((8, 3, 3), dtype=np.float32)},
                 r"batch\['obs'\]: expected shape \(B, N=2, O=3\), got \(8, 3, 3\)"),
     "wrong O": (lambda b: b | {"next_obs": np.zeros((8, 2, 4), dtype=np.float32)},
@@ -204,10 +189,10 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
     before = {key: value.clone() for key, value in agent.critics.state_dict().items()}
     change, message = BAD_MADDPG_BATCHES[case]
     with pytest.raises(ValueError, match=message):
-        agent.update(change(_replay_batch()))
+        agent.update(change(replay_batch()))
     assert agent.updates == 0 and all(torch.equal(before[k], v) for k, v in agent.critics.state_dict().items())
-    agent.update(_replay_batch())  # the unchanged batch is accepted, as numpy arrays or as tensors
-    agent.update({key: torch.as_tensor(value) for key, value in _replay_batch().items()})
+    agent.update(replay_batch())  # the unchanged batch is accepted, as numpy arrays or as tensors
+    agent.update({key: torch.as_tensor(value) for key, value in replay_batch().items()})
     assert agent.updates == 2
 
 
@@ -238,7 +223,7 @@ def test_an_actor_with_nan_weights_cannot_act():
 def test_flatten_for_critic_takes_a_replay_batchs_numpy_arrays():
     from marl_edu.maddpg import own_critic_input
 
-    batch = _replay_batch(B=4)  # numpy, as ReplayBuffer.sample gives it
+    batch = replay_batch(B=4)  # numpy, as ReplayBuffer.sample gives it
     x = flatten_for_critic(batch["obs"], batch["actions"])
     assert isinstance(x, torch.Tensor) and x.shape == (4, 2 * (3 + 5))
     assert torch.equal(x, flatten_for_critic(torch.as_tensor(batch["obs"]), torch.as_tensor(batch["actions"])))
@@ -255,4 +240,4 @@ def test_a_loss_given_numpy_arrays_says_how_to_convert_them():
     agent = MADDPG(2, 3, 5, MADDPGConfig(hidden=8), seed=0)
     with pytest.raises(ValueError, match=r"x: expected a torch tensor of shape \(B, 3\), got ndarray; "
                                          r"torch.as_tensor\(x\) converts a numpy array"):
-        agent.actor_loss(0, _replay_batch())  # update converts a ReplayBuffer batch; the losses take tensors
+        agent.actor_loss(0, replay_batch())  # update converts a ReplayBuffer batch; the losses take tensors

@@ -5,6 +5,7 @@ import torch
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.envs import make_env, make_vec_env
 from marl_edu.rollout import collect_episodes, random_policy, run_episode, team_returns
+from batches import episode_batch
 
 NOOP = 4
 
@@ -72,15 +73,6 @@ def test_collected_batch_shapes_and_masks():
     assert batch["actions"][torch.arange(3), ends].ne(0).any()  # 6 uniform samples, not all DOWN (fixed seed)
 
 
-def _episode_batch(B=2, T=3, N=2, O=2, A=5) -> dict:
-    """A hand-made on-policy batch in collect_episodes's layout: B episodes of T steps, all real."""
-    generator = torch.Generator().manual_seed(0)
-    return {"obs": torch.rand(B, T + 1, N, O, generator=generator),
-            "actions": torch.randint(0, A, (B, T + 1, N), generator=generator),
-            "rewards": torch.full((B, T, N), -0.1), "dones": torch.zeros(B, T), "step_mask": torch.ones(B, T),
-            "agent_mask": torch.ones(B, T, N), "epsilon": 0.1}
-
-
 def test_check_episode_batch_accepts_a_collected_batch_and_returns_its_sizes():
     from marl_edu.rollout import check_episode_batch
 
@@ -88,7 +80,7 @@ def test_check_episode_batch_accepts_a_collected_batch_and_returns_its_sizes():
     batch, _, _ = collect_episodes(agent, make_vec_env("Switch2-v0", 3, seed=0), epsilon=0.2)
     T = batch["rewards"].shape[1]
     assert check_episode_batch(batch, 2, 2, 5) == {"B": 3, "T+1": T + 1, "T": T, "N": 2, "O": 2, "A": 5}
-    assert check_episode_batch(_episode_batch(), 2, 2, 5)["T"] == 3
+    assert check_episode_batch(episode_batch(), 2, 2, 5)["T"] == 3
 
 
 @pytest.mark.parametrize("key, value, message", [
@@ -107,7 +99,7 @@ def test_check_episode_batch_names_the_tensor(key, value, message):
     from marl_edu.rollout import check_episode_batch
 
     with pytest.raises(ValueError, match=message):
-        check_episode_batch(_episode_batch() | {key: value}, 2, 2, 5)
+        check_episode_batch(episode_batch() | {key: value}, 2, 2, 5)
 
 
 class _CorruptedEnv:
