@@ -528,7 +528,9 @@ def _resume_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
                          f"{_one_line(error) if not isinstance(error, SystemExit) else 'bad arguments'})") from None
     if saved.get("status") == "complete":
         raise ValueError(f"--resume {args.resume}: that run is complete; nothing to continue")
-    old.no_progress, old.threads, old.out = args.no_progress, args.threads, args.resume
+    old.no_progress, old.out = args.no_progress, args.resume
+    if any(arg.split("=")[0] == "--threads" for arg in argv):  # (else the run's own: torch's sums depend on it)
+        old.threads = args.threads
     return old, saved
 
 
@@ -604,10 +606,14 @@ def _open_run(plan: _Plan, argv: list[str]) -> _Run:
     import shlex
     import shutil
 
-    if plan.saved is not None:
+    if plan.saved is not None:  # (only the finished seeds' returns: a crash may have come between the two files)
+        finished = {str(row["seed"]) for row in plan.saved["seeds"]}
         lines = (plan.out / "returns.csv").read_text().splitlines()[1:] if (plan.out / "returns.csv").exists() else []
         header = {key: plan.saved[key] for key in HEADER if key in plan.saved}
-        return _Run(plan.out, header, plan.optimum, plan.saved["seeds"], lines)
+        run_log = _Run(plan.out, header, plan.optimum, plan.saved["seeds"],
+                       [line for line in lines if line.split(",")[0] in finished])
+        run_log.write("running")
+        return run_log
     if plan.args.overwrite:
         for path in _run_files(plan.out):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
@@ -615,7 +621,9 @@ def _open_run(plan: _Plan, argv: list[str]) -> _Run:
               "env": plan.env_id, "episodes": plan.episodes, "optimal": plan.optimum}
     if plan.continuous:  # what each row's final score is: evaluate_particle over these episodes, no noise
         header.update(score_episodes=SCORE_EPISODES, score_seed=PARTICLE_EVAL_SEED)
-    return _Run(plan.out, {**header, "config": dataclasses.asdict(plan.config)}, plan.optimum)
+    run_log = _Run(plan.out, {**header, "config": dataclasses.asdict(plan.config)}, plan.optimum)
+    run_log.write("running")  # from now on the folder holds this run: --resume continues it even after a kill
+    return run_log
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -711,17 +719,27 @@ def _train_one(plan: _Plan, seed: int, checkpoint) -> tuple[TrainResult, dict]:
 
 
 class _CtrlC:
-    """The SIGINT handler while seeds train: the first Ctrl-C asks the seed's ``RunCheckpoint`` to save and stop
-    at the end of the current step; without one (a run that cannot be saved), or at the second, it stops at once."""
+    """The SIGINT (Ctrl-C) and SIGTERM handler while seeds train. While outputs are being written (``protect``) it
+    only notes the request, so every file stays whole and the run stops once they are written; while a seed trains
+    with a ``RunCheckpoint``, the first request asks it to save and stop at the end of the current step; otherwise
+    (a run that cannot be saved in progress, or a second request) it stops at once."""
 
     def __init__(self):
-        self.checkpoint = None
+        self.checkpoint, self.protect, self.signum = None, False, None  # signum: the first request's signal
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
 
     def __call__(self, signum, frame):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        if self.checkpoint is None:
-            raise KeyboardInterrupt
-        self.checkpoint.request_stop()
+        first = not self.requested
+        self.signum = self.signum or signum
+        if self.protect:
+            return
+        if first and self.checkpoint is not None:
+            self.checkpoint.request_stop()
+            return
+        raise KeyboardInterrupt
 
 
 def _checkpoint(plan: _Plan, seed: int):
@@ -732,9 +750,17 @@ def _checkpoint(plan: _Plan, seed: int):
     if not resumable(plan.env_id):
         return None
     path = plan.out / f"seed{seed}" / "run.pt"
-    state = load_run_state(path)[1] if plan.saved is not None and path.exists() else None
+    header = {"env": plan.env_id, "seed": seed, "algo": plan.args.algo, "episodes": plan.episodes,
+              "eval_every": plan.eval_every, "config": dataclasses.asdict(plan.config)}
+    state = None
+    if plan.saved is not None and path.exists():  # the run --resume continues: its seed's state, from this run?
+        saved_header, state = load_run_state(path)
+        differ = [key for key in header if saved_header.get(key) != header[key]]
+        if differ:
+            raise ValueError(f"{path} was saved by another run ({', '.join(differ)} differ): delete it to train seed "
+                             f"{seed} again from its start")
     every = 60.0 if plan.args.checkpoint_every is None else plan.args.checkpoint_every
-    return RunCheckpoint(path, every, resume=state, header={"env": plan.env_id, "seed": seed})
+    return RunCheckpoint(path, every, resume=state, header=header)
 
 
 def _train_seeds(plan: _Plan, run_log: _Run) -> int:
@@ -744,35 +770,41 @@ def _train_seeds(plan: _Plan, run_log: _Run) -> int:
 
     ctrl_c, current = _CtrlC(), None  # current: the seed in progress
     finished = {row["seed"] for row in run_log.rows}
-    previous_handler = signal.signal(signal.SIGINT, ctrl_c)
+    previous = {signum: signal.signal(signum, ctrl_c) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for seed in [seed for seed in plan.args.seeds if seed not in finished]:
-            current, ctrl_c.checkpoint = seed, _checkpoint(plan, seed)
-            run, row = _train_one(plan, seed, ctrl_c.checkpoint)
-            stop_requested = ctrl_c.checkpoint is not None and ctrl_c.checkpoint.stop_requested
-            ctrl_c.checkpoint = None
-            run_log.finish_seed(run, row)
-            (plan.out / f"seed{seed}" / "run.pt").unlink(missing_ok=True)  # finished: its run in progress is not needed
-            current = None
-            _print_row(plan, row)
-            if stop_requested:  # Ctrl-C after the seed's last step: stop before the next seed
-                raise KeyboardInterrupt
-    except (TrainingInterrupted, KeyboardInterrupt) as stopped:
-        return _interrupted(plan, run_log, current, stopped)
-    except (ValueError, OSError) as error:  # a non-finite loss, a full disk: what finished so far is on disk
-        run_log.write("interrupted")
-        print(f"python -m marl_edu.train: error: seed {current}: {_one_line(error)}", file=sys.stderr)
-        return 1
+        try:
+            for seed in [seed for seed in plan.args.seeds if seed not in finished]:
+                current, ctrl_c.checkpoint = seed, _checkpoint(plan, seed)
+                run, row = _train_one(plan, seed, ctrl_c.checkpoint)
+                ctrl_c.protect, ctrl_c.checkpoint = True, None  # the seed's files are written whole, come what may
+                run_log.finish_seed(run, row)
+                (plan.out / f"seed{seed}" / "run.pt").unlink(missing_ok=True)  # finished: no run in progress left
+                current = None
+                _print_row(plan, row)
+                ctrl_c.protect = False
+                if ctrl_c.requested:  # asked while the seed was measured or written: stop before the next seed
+                    raise KeyboardInterrupt
+        except (TrainingInterrupted, KeyboardInterrupt) as stopped:
+            ctrl_c.protect = True
+            return _interrupted(plan, run_log, current, stopped, 128 + (ctrl_c.signum or signal.SIGINT))
+        except (ValueError, OSError) as error:  # a non-finite loss, a full disk: what finished so far is on disk
+            ctrl_c.protect = True
+            run_log.write("interrupted")
+            print(f"python -m marl_edu.train: error: seed {current}: {_one_line(error)}", file=sys.stderr)
+            return 1
+        ctrl_c.protect = True
+        run_log.write("complete")
+        print(_summary(plan, run_log.rows))
+        return 0
     finally:
-        signal.signal(signal.SIGINT, previous_handler)
-    run_log.write("complete")
-    print(_summary(plan, run_log.rows))
-    return 0
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def _interrupted(plan: _Plan, run_log: _Run, seed: int | None, stopped: BaseException) -> int:
-    """After Ctrl-C: runs.json says the run was interrupted and what ``--resume`` will do with the seed in progress
-    (continue it from its run.pt, or restart it from scratch); one line on stderr; exit status 130."""
+def _interrupted(plan: _Plan, run_log: _Run, seed: int | None, stopped: BaseException, status: int) -> int:
+    """After Ctrl-C (or SIGTERM): runs.json says the run was interrupted and what ``--resume`` will do with the seed
+    in progress (continue it from its run.pt, or restart it from scratch); one line on stderr; returns ``status``
+    (130 for Ctrl-C, 143 for SIGTERM)."""
     from marl_edu.resume import TrainingInterrupted
 
     finished = sorted(row["seed"] for row in run_log.rows)
@@ -792,7 +824,7 @@ def _interrupted(plan: _Plan, run_log: _Run, seed: int | None, stopped: BaseExce
     run_log.write("interrupted", in_progress)
     done = f"seeds {finished} finished" if finished else "no seed finished"
     print(f"interrupted: {done}{note}; continue with python -m marl_edu.train --resume {plan.out}", file=sys.stderr)
-    return 130
+    return status
 
 
 # -- --replay: a saved policy played without training ----------------------------------------------------------------

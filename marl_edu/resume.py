@@ -68,9 +68,10 @@ def _decode(value):
 
 def object_state(obj) -> dict:
     """Every attribute of a learner, buffer or env copies as plain data: networks and optimisers by their state dicts
-    (lists of them too), torch and numpy generators by their states, arrays and numbers by value. Its config and
-    device are not saved (the resumed run rebuilds the object from the same ones). An attribute of any other type
-    raises TypeError, so nothing is silently left out."""
+    (lists of them too), torch and numpy generators by their states, arrays and numbers by value. Its config (any
+    dataclass attribute) and device are not saved: the resumed run rebuilds the object from the same ones, which the
+    command line checks against the file's header. An attribute of any other type raises TypeError, so nothing is
+    silently left out."""
     state = {}
     for name, value in vars(obj).items():
         if dataclasses.is_dataclass(value) or isinstance(value, torch.device):
@@ -162,10 +163,17 @@ class RunCheckpoint:
         returned decoded; without a state to resume, ``loop`` itself comes back)."""
         if self.resume is None:
             return loop
-        saved = self.resume
+        try:
+            return self._restore(self.resume, result, parts, loop)
+        except (KeyError, TypeError, RuntimeError, ValueError) as error:  # another version's file, another learner
+            raise ValueError(f"{self.path} cannot be resumed here ({type(error).__name__}: "
+                             f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no detail'}): delete it "
+                             f"to train that seed again from its start") from None
+
+    def _restore(self, saved: dict, result, parts: dict, loop: dict) -> dict:
         if set(saved["parts"]) != set(parts) or set(saved["loop"]) != set(loop):
-            raise ValueError(f"{self.path} was saved by another training loop (parts {sorted(saved['parts'])}, "
-                             f"loop values {sorted(saved['loop'])})")
+            raise ValueError(f"it was saved by another training loop (parts {sorted(saved['parts'])}, loop values "
+                             f"{sorted(saved['loop'])}; this loop's: {sorted(parts)}, {sorted(loop)})")
         for name, obj in parts.items():
             restore_object(obj, saved["parts"][name], name)
         values = {}

@@ -45,7 +45,8 @@ LIMITS = {"hidden": 4096, "n_envs": 4096, "batch_size": 65_536, "buffer_size": 1
 
 def _at_most(value, at_most, name: str, kind: str):
     if at_most is not None and value > at_most:
-        raise ValueError(f"{name} must be {kind} at most {at_most:,}, got {value!r}")
+        limit = f"{at_most:,}" if isinstance(at_most, int) else f"{at_most:g}"
+        raise ValueError(f"{name} must be {kind} at most {limit}, got {value!r}")
 
 
 def positive_int(value, name: str, at_most: int | None = None):

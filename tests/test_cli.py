@@ -367,6 +367,104 @@ def test_a_real_ctrl_c_exits_130_in_one_line(tmp_path):
     assert (out / "seed0" / "run.pt").is_file()
 
 
+def test_a_killed_run_resumes_from_its_last_periodic_save_to_the_same_bytes(tmp_path):
+    import signal
+    import time
+
+    argv = ["--algo", "coma", "--episodes", "2400", "--eval-every", "400", "--n-envs", "4", "--hidden", "8",
+            "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    child = subprocess.Popen([sys.executable, "-m", "marl_edu.train", *argv, "--checkpoint-every", "0.2", "--out",
+                              str(tmp_path / "killed")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline().startswith("coma on Switch2-v0")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "killed" / "seed0" / "run.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)  # no handler runs: only what was on disk before counts
+    child.communicate(timeout=60)
+    assert json.loads((tmp_path / "killed" / "runs.json").read_text())["status"] == "running"
+    assert main(["--resume", str(tmp_path / "killed")]) == 0
+    assert comparable(tmp_path / "killed") == comparable(tmp_path / "whole")
+
+
+def signal_inside(monkeypatch, target, name: str, signum=None, call: int = 1):
+    """Send this process ``signum`` (default SIGINT) at the ``call``-th call of ``target.name``, before it runs."""
+    import signal
+
+    original, calls = getattr(target, name), []
+
+    def wrapped(*args, **kwargs):
+        calls.append(True)
+        if len(calls) == call:
+            signal.raise_signal(signum or signal.SIGINT)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, wrapped)
+
+
+def test_ctrl_c_while_a_seed_is_written_keeps_its_files_whole_and_stops_before_the_next(tmp_path, capsys, monkeypatch):
+    from marl_edu import cli
+
+    signal_inside(monkeypatch, cli, "write_curve")  # inside the first seed's outputs, after its policy and GIF
+    assert main(["--algo", "coma", "--seeds", "0", "1", "--out", str(tmp_path), *TINY]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("interrupted: seeds [0] finished; continue with")
+    summary = json.loads((tmp_path / "runs.json").read_text())
+    assert summary["status"] == "interrupted" and summary["in_progress"] is None
+    assert [row["seed"] for row in summary["seeds"]] == [0] and not (tmp_path / "seed1").exists()
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "seed0" / "policy.pt").is_file()
+    monkeypatch.undo()
+    assert main(["--resume", str(tmp_path), "--no-progress"]) == 0
+    assert [row["seed"] for row in json.loads((tmp_path / "runs.json").read_text())["seeds"]] == [0, 1]
+
+
+def test_ctrl_c_while_a_seed_is_measured_finishes_it_then_stops(tmp_path, capsys, monkeypatch):
+    from marl_edu import cli
+
+    signal_inside(monkeypatch, cli, "rounded")  # after training, before the seed's files: nothing to lose
+    assert main(["--algo", "maddpg", "--seeds", "0", "1", "--out", str(tmp_path), *TINY]) == 130
+    assert capsys.readouterr().err.startswith("interrupted: seeds [0] finished; continue with")
+    assert (tmp_path / "seed0" / "greedy.gif").is_file() and not (tmp_path / "seed0" / "run.pt").exists()
+
+
+def test_a_second_ctrl_c_while_the_interruption_is_written_changes_nothing(tmp_path, capsys, monkeypatch):
+    from marl_edu import cli
+
+    ctrl_c_at(monkeypatch, 20, run=1)
+    signal_inside(monkeypatch, cli._Run, "write", call=2)  # the first writes the new run; the second, Ctrl-C's
+    assert main(["--algo", "coma", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8",
+                 "--no-progress", "--out", str(tmp_path)]) == 130
+    assert capsys.readouterr().err.startswith("interrupted: no seed finished; seed 0 saved after ")
+    assert json.loads((tmp_path / "runs.json").read_text())["in_progress"]["seed"] == 0
+
+
+def test_sigterm_stops_like_ctrl_c_with_status_143(tmp_path, capsys, monkeypatch):
+    import signal
+
+    from marl_edu.resume import RunCheckpoint
+
+    signal_inside(monkeypatch, RunCheckpoint, "save", signum=signal.SIGTERM)
+    assert main(["--algo", "coma", "--out", str(tmp_path), *TINY]) == 143
+    assert capsys.readouterr().err.startswith("interrupted: no seed finished; seed 0 saved after 4 episodes")
+
+
+def test_resume_refuses_a_saved_seed_of_another_run_in_one_line(tmp_path, capsys, monkeypatch):
+    argv = ["--algo", "coma", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8",
+            "--no-progress", "--out", str(tmp_path)]
+    ctrl_c_at(monkeypatch, 20, run=1)
+    assert main(argv) == 130
+    monkeypatch.undo()
+    summary = json.loads((tmp_path / "runs.json").read_text())
+    summary["argv"][summary["argv"].index("--hidden") + 1] = "16"  # the folder's run, as if edited by hand
+    (tmp_path / "runs.json").write_text(json.dumps(summary))
+    capsys.readouterr()
+    assert main(["--resume", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "seed0/run.pt was saved by another run (config differ): delete it to train " \
+                                    "seed 0 again from its start" in err
+
+
 # -- the continuous learners and --replay -----------------------------------------------------------------------------
 
 CONTINUOUS_TINY = ["--episodes", "4", "--n-envs", "2", "--hidden", "8", "--eval-every", "2", "--batch-size", "8",

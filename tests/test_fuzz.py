@@ -1,6 +1,8 @@
-"""A tally of bad inputs (issue 19): seeded random bad arguments for the command line, the configs and the public
-functions, each of which must get a clear ValueError (or, on the command line, one line on stderr and exit status 2)
-and never a deep traceback, a hang or a silent acceptance.
+"""A tally of bad inputs (issue 19): seeded random bad arguments for the command line, the configs, the public
+functions and policy files. The command line must stop in one line with exit status 2, the configs with a ValueError
+naming the field; a public function must raise a ValueError or take the argument (a shape that happens to fit is a
+valid call), never another exception, and non-finite data where the course's equations take it is always refused; a
+damaged policy file is a ValueError or a finite policy that plays.
 
 The cases are drawn from fixed seeds, so CI tries the same ones every time; ``python tests/test_fuzz.py`` prints how
 many there are per family. Every case is its own test: a failure names the exact input.
@@ -228,7 +230,9 @@ def test_a_damaged_policy_file_is_a_value_error_or_a_working_policy(kind, draw, 
         agent = load_policy(path)
     except ValueError:
         return
-    assert greedy_return(agent, "Switch2-v0").team_return <= 8.3  # it loaded: then it is a policy that plays
+    # it loaded (a flipped byte inside a weight can leave a valid file): then it is a finite policy that plays
+    assert all(torch_.isfinite(weights).all() for weights in agent.actor.parameters())
+    assert len(greedy_return(agent, "Switch2-v0").actions) >= 1
 
 
 if __name__ == "__main__":  # the tally: how many bad inputs each family tries

@@ -200,7 +200,7 @@ def test_training_with_a_huge_learning_rate_stops_with_a_value_error(monkeypatch
     from marl_edu.train import train_maddpg
     from marl_edu.validate import LIMITS
 
-    with pytest.raises(ValueError, match="actor_lr must be a positive number at most 1.0, got 1e"):
+    with pytest.raises(ValueError, match="actor_lr must be a positive number at most 1, got 1e"):
         MADDPGConfig(actor_lr=1e30).validate()  # the config's bound refuses it first
     monkeypatch.setitem(LIMITS, "learning_rate", float("inf"))  # a learner who lifts it still gets a clear stop
     config = MADDPGConfig(actor_lr=1e30, critic_lr=1e30, warmup_steps=0, batch_size=32, n_envs=4, hidden=16)
