@@ -235,6 +235,7 @@ examples:
 def _parser() -> argparse.ArgumentParser:
     continuous = ", ".join(CONTINUOUS_ALGORITHMS)
     p = _OneLineParser(prog="python -m marl_edu.train", formatter_class=argparse.RawDescriptionHelpFormatter,
+                       allow_abbrev=False,  # (an abbreviated option would slip past --resume's and --replay's checks)
                        description="Train one of the course's learners, one run per seed: a discrete one on a ma-gym "
                                    "environment or a continuous one on a particle environment; or replay a saved "
                                    "policy without training (--replay).", epilog=EPILOG)
@@ -355,7 +356,18 @@ def config_from_args(args: argparse.Namespace):
     if args.algo in CONTINUOUS_ALGORITHMS:
         values.update(team_reward=args.team_reward or None, noise_start=args.noise_start, noise_end=args.noise_end,
                       n_subpolicies=args.subpolicies)
-    return config_class(args.algo)(**{k: v for k, v in values.items() if v is not None}).validate()
+    try:
+        return config_class(args.algo)(**{k: v for k, v in values.items() if v is not None}).validate()
+    except ValueError as error:  # the config names its field: say the option the user typed instead
+        field, _, rest = str(error).partition(" ")
+        raise ValueError(f"{OPTION_OF_FIELD.get(field, field)} {rest}") from None
+
+
+# the config fields the command line sets, by the option that sets them (for the configs' own messages)
+OPTION_OF_FIELD = {"gamma": "--gamma", "actor_lr": "--actor-lr", "critic_lr": "--critic-lr", "hidden": "--hidden",
+                   "n_envs": "--n-envs", "lam": "--lam", "entropy_start": "--entropy", "batch_size": "--batch-size",
+                   "warmup_steps": "--warmup", "noise_start": "--noise-start", "noise_end": "--noise-end",
+                   "n_subpolicies": "--subpolicies"}
 
 
 # Bounds far above any run this course makes, so that a typo fails in one line instead of allocating or waiting for

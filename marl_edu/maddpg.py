@@ -301,8 +301,9 @@ class MADDPG:
         """One gradient step on every critic, then every actor, then a soft update of all targets.
 
         batch: ``ReplayBuffer.sample``'s arrays, obs and next_obs ``(B, N, O)``, actions ``(B, N, A)``, rewards and
-        dones ``(B, N)`` (numpy or torch), checked first by ``buffers.check_replay_batch``: a bad batch or a
-        non-finite loss is a ValueError, and the networks stay as they were.
+        dones ``(B, N)`` (numpy or torch), checked first by ``buffers.check_replay_batch``: a bad batch is a
+        ValueError before any network moves; a non-finite loss is a ValueError before that loss's step (the steps
+        taken before it in this update stay taken).
 
         Departures from the paper's algorithm (the README's MADDPG results say what each one bought):
         - one minibatch, one set of indices, serves every agent's critic and actor step (the paper samples a
