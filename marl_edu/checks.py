@@ -2,7 +2,9 @@
 
 Each ``check_<thing>(fn)`` prints one verdict, starting with PASSED, FAILED or NOT DONE YET, and
 returns nothing (so a notebook cell shows the verdict only). It never raises, so a notebook whose
-exercise is still a stub runs top to bottom and simply reports "not done yet".
+exercise is still a stub runs top to bottom and simply reports NOT DONE YET: a stub that raises
+NotImplementedError and one that returns None (``pass``, or a forgotten ``return``) both count as
+not done. The answer to exercise ``<thing>`` is ``marl_edu.solutions.<thing>``, shown on request.
 Where a wrong answer matches a known mistake (agents mixed by a reshape, a missing axis), the hint
 names that mistake.
 """
@@ -18,12 +20,17 @@ from marl_edu.maddpg import flatten_for_critic
 from marl_edu.targets import td_lambda_targets
 
 
+NOT_DONE_RAISES = "NOT DONE YET: the function still raises NotImplementedError. Fill it in and run this cell again."
+NOT_DONE_NONE = ("NOT DONE YET: the function returned None (a stub, or a missing `return`). Fill it in and run this "
+                 "cell again.")
+
+
 def _call(fn: Callable, *args):
     """(output, None) or (None, message) when the learner's function raised."""
     try:
         return fn(*args), None
     except NotImplementedError:
-        return None, "NOT DONE YET: the function still raises NotImplementedError. Fill it in and run this cell again."
+        return None, NOT_DONE_RAISES
     except Exception as error:  # the learner's bug, reported rather than raised
         return None, f"your function raised {type(error).__name__}: {error}"
 
@@ -33,6 +40,9 @@ def _run_case(fn: Callable, case: str, *args) -> torch.Tensor | None:
     out, error = _call(fn, *args)
     if error:
         print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
+        return None
+    if out is None:  # an empty stub (``pass``) or a body that forgot its ``return``
+        print(NOT_DONE_NONE)
         return None
     if not isinstance(out, torch.Tensor):
         print(f"FAILED on {case}: expected a torch.Tensor, got {type(out).__name__}")

@@ -44,8 +44,17 @@ def test_wrong_shape_and_crash(capsys):
     assert verdict is False and "expected shape (4, 14), got (4, 2, 7)" in out and "did not merge" in out
     verdict, out = run(lambda o, a: o + a, capsys)
     assert verdict is False and "your function raised RuntimeError" in out
-    verdict, out = run(lambda o, a: None, capsys)
-    assert verdict is False and "expected a torch.Tensor, got NoneType" in out
+    verdict, out = run(lambda o, a: o.numpy(), capsys)
+    assert verdict is False and "expected a torch.Tensor, got ndarray" in out
+
+
+def test_a_stub_that_returns_none_is_not_done_yet(capsys):
+    # an empty body (``pass``) or a forgotten ``return`` is an unfinished exercise, not a wrong answer
+    def stub(obs, actions):
+        pass
+
+    verdict, out = run(stub, capsys)
+    assert verdict is False and out.startswith("NOT DONE YET") and "returned None" in out and "FAILED" not in out
 
 
 def test_wrong_dtype_is_reported_not_raised(capsys):
