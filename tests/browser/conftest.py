@@ -2,8 +2,9 @@
 
 `make test-browser` installs what these need (Debian's chromium, the `browser` extra with Playwright) and runs them.
 The server serves a throwaway copy of notebooks/, so running and saving cells never edits the committed notebooks,
-next to a link to results/, the layout the notebooks expect. (Cells that write GIFs still write them to the repo's
-media/, as `make test` does: they are deterministic, so the files do not change.)
+next to copies of results/ and media/, the layout the notebooks expect (their Markdown cells show GIFs from both, and
+the server answers 403 for a file reached through a link that leaves its root). (Cells that write GIFs still write them
+to the repo's media/, as `make test` does: they are deterministic, so the files do not change.)
 """
 
 import json
@@ -102,7 +103,10 @@ def lab(tmp_path_factory):
     happens (a failing test, Ctrl-C, or a SIGTERM to pytest, which is turned into KeyboardInterrupt for that)."""
     root = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    (root / "results").symlink_to(ROOT / "results")  # read only: the notebooks load committed runs from ../results
+    # the notebooks load committed runs from ../results, and their Markdown cells show GIFs from ../results and ../media
+    # (copies, not links: jupyter_server refuses, with 403, to serve a file whose real path is outside its root)
+    for folder in ("results", "media"):
+        shutil.copytree(ROOT / folder, root / folder)
     settings = root / ".lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / name

@@ -2,10 +2,10 @@
 
 For each notebook: open it (a new kernel), clear all outputs, Run > Run All Cells, save, and check that no cell raised
 and every code cell ran once, in order; that no widget failed to render and the page logged no error; that the GIFs
-the committed notebook shows are displayed, decoded, and play. Notebooks with controls are then used: a slider is
-moved (and in the training panels a readout typed into and the train button pressed), the output must change in the
-way the numbers say, and no error may appear. A screenshot of each notebook's first screen goes to
-tests/browser/screenshots/ (ignored by git), also when the run fails.
+the committed notebook shows are displayed, decoded, and play, both as outputs and as Markdown images of their files.
+Notebooks with controls are then used: a slider is moved (and in the training panels a readout typed into and the
+train button pressed), the output must change in the way the numbers say, and no error may appear. A screenshot of
+each notebook's first screen goes to tests/browser/screenshots/ (ignored by git), also when the run fails.
 
 Run with `make test-browser` (it installs Chromium and Playwright first).
 """
@@ -16,6 +16,7 @@ import time
 
 import nbformat
 import pytest
+from PIL import Image
 
 from lab_page import (NOTEBOOK, ROOT, SCREENSHOTS, cell_output, error_outputs, gif_frames_differ, image_src,
                       longest_frame_seconds, nudge, open_notebook, plays, readout, run_all, save, slider,
@@ -38,6 +39,16 @@ def _gifs(notebook) -> int:
             count += "image/gif" in data
             count += str(data.get("text/html", "")).count("data:image/gif")
     return count
+
+
+def _markdown_gifs(notebook) -> list[str]:
+    """The GIFs the notebook's Markdown cells show (![alt](../media/NAME.gif) or <img src="...gif">), in order, as
+    paths relative to notebooks/."""
+    srcs = []
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            srcs += re.findall(r"!\[[^\]]*\]\(([^)\s]+\.gif)\)|<img\s[^>]*src=\"([^\"]+\.gif)\"", cell.source)
+    return [markdown or html for markdown, html in srcs]
 
 
 def _check_ran_cleanly(path: pathlib.Path) -> nbformat.NotebookNode:
@@ -85,6 +96,19 @@ def test_notebook_runs_in_jupyterlab(lab, page, name):
         if gif_frames_differ(image_src(gif)):
             watch = longest_frame_seconds(image_src(gif)) + 3.0  # a whole frame, and time for the next one
             assert plays(gif, watch), f"GIF {index} has several frames but does not animate on the page"
+    # the same GIFs as Markdown images of their files (what GitHub and nbviewer show): served from ../media and
+    # ../results and decoded at the file's size. Whether they animate is checked on the outputs above, which
+    # tests/test_notebook_media.py proves to hold the same bytes (watching both would double the time, and a
+    # screenshot every quarter second can miss a 250 ms frame between two long ones).
+    srcs = _markdown_gifs(committed)
+    images = page.locator(f"{NOTEBOOK} .jp-MarkdownCell .jp-RenderedMarkdown img[src*='.gif']")
+    assert images.count() == len(srcs), "the page shows every GIF that the notebook's Markdown cells show"
+    for index, src in enumerate(srcs):
+        image = images.nth(index)
+        assert src.removeprefix("../") in image_src(image), (src, image_src(image))  # served from the server's files
+        wait_until_decoded(page, image)
+        size = image.evaluate("image => [image.naturalWidth, image.naturalHeight]")
+        assert tuple(size) == Image.open(ROOT / "notebooks" / src).size, (src, size)
 
     INTERACTIONS.get(name, lambda page: None)(page)
     assert not error_outputs(page), f"errors on the page after using it: {error_outputs(page)}"
