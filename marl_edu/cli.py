@@ -29,7 +29,7 @@ from marl_edu.checkpoints import (ALGORITHMS, CONTINUOUS_ALGORITHMS, ON_POLICY, 
                                   config_class, save_policy)
 from marl_edu.competition import DECEPTION
 from marl_edu.ensembles import EnsembleMADDPG
-from marl_edu.envs import PARTICLE_ENVS, make_env
+from marl_edu.envs import PARTICLE_ENVS, make_env, steps_as_arrays
 from marl_edu.train import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return, sampled_returns,
                             train_coma, train_continuous, train_maddpg)
 from marl_edu.validate import LIMITS as CONFIG_LIMITS
@@ -424,7 +424,7 @@ def check_env(algo: str, env: str | None) -> str:
 
 def resumable(env_id: str) -> bool:
     """Whether a run on ``env_id`` can be saved in progress and resumed: the batched Switch envs' state can."""
-    return env_id.startswith("Switch")
+    return steps_as_arrays(env_id)
 
 
 def check_budget(args: argparse.Namespace) -> tuple[int, int]:

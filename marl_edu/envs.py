@@ -371,6 +371,12 @@ class VecEnv:
 BACKENDS = ("batched", "ma-gym")
 
 
+def steps_as_arrays(env_id) -> bool:
+    """Whether ``make_vec_env``'s batched backend steps ``env_id`` as arrays (``BatchedSwitch``: the Switch ids),
+    whose whole state can then be saved mid-episode (``resume``)."""
+    return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith("Switch")
+
+
 def make_vec_env(env_id: str, n_envs: int, seed: int = 0, backend: str = "batched"):
     """K copies of ``env_id`` (ma-gym or particle) stepped together; copy k is seeded ``seed + k``. See
     :class:`VecEnv`.
@@ -380,7 +386,7 @@ def make_vec_env(env_id: str, n_envs: int, seed: int = 0, backend: str = "batche
     ma-gym's own environments (``VecEnv``)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
-    if backend == "batched" and isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith("Switch"):
+    if backend == "batched" and steps_as_arrays(env_id):
         from marl_edu.batched_switch import BatchedSwitch
 
         return BatchedSwitch(env_id, n_envs, seed)

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.buffers import check_replay_batch
 from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.nets import MLP, gradient_step
 from marl_edu.shapes import check_shape
@@ -144,9 +143,8 @@ class InferringMADDPG(ContinuousMADDPG):
         Departures from the paper's section 4.2: the approximations' one gradient step before the critics' uses
         the same minibatch as the critics and actors (the paper takes each agent's latest samples from the replay
         buffer), and their targets are soft-updated with the critics' tau; the rest are ``ContinuousMADDPG``'s."""
-        check_replay_batch(batch, self.n_agents, self.obs_dim, self.n_actions)  # before the approximations' step
-        b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
+        b = self.checked_tensors(batch)  # checked once, before the approximations' step
         stats = self.approximation_step(b)
-        stats.update(super().update(batch))
+        stats.update(self.gradient_steps(b))
         soft_update(self.target_approx, self.approx, self.config.tau)
         return stats

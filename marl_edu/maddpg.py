@@ -314,9 +314,17 @@ class MADDPG:
           ``train_maddpg`` stores the team reward's, which every critic learns);
         - the actor's loss adds ``logits_reg * mean(logits^2)``, as the authors' code does.
         """
+        return self.gradient_steps(self.checked_tensors(batch))
+
+    def checked_tensors(self, batch: dict) -> dict[str, torch.Tensor]:
+        """The replay batch checked (``buffers.check_replay_batch``: ValueError naming what is wrong) and as float32
+        tensors on the learner's device."""
+        check_replay_batch(batch, self.n_agents, self.obs_dim, self.n_actions, self.one_hot_actions)
+        return {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
+
+    def gradient_steps(self, b: dict[str, torch.Tensor]) -> dict[str, float]:
+        """``update``'s steps on a checked batch of tensors: every critic, then every actor, then the soft updates."""
         c = self.config
-        check_replay_batch(batch, self.n_agents, self.obs_dim, self.n_actions, self.one_hot_actions)  # or ValueError
-        b = {k: torch.as_tensor(v, dtype=torch.float32, device=self.device) for k, v in batch.items()}
         stats = {"critic_loss": 0.0, "actor_loss": 0.0}
         n = self.updates + 1  # this update's number, for an error's message
         for i in range(self.n_agents):
