@@ -16,8 +16,6 @@ import math
 
 import torch
 
-__all__ = ["NAMES", "show_solution", "flatten_for_critic", "td_target", "td_lambda_targets", "coma_advantage",
-           "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards"]
 
 
 # -- 02 shape bookkeeping -------------------------------------------------------------------------------------------
@@ -104,8 +102,22 @@ def team_rewards(rewards, teams):
     return rewards @ same                        # (K, N) out[k, i] = sum_j rewards[k, j] * same[j, i]
 
 
-NAMES = ("flatten_for_critic", "td_target", "td_lambda_targets", "coma_advantage", "continuous_actor_loss",
-         "approximation_loss", "subpolicy_actions", "team_rewards")  # in the order the notebooks meet them
+EXERCISES = ("flatten_for_critic", "td_target", "td_lambda_targets", "coma_advantage", "continuous_actor_loss",
+             "approximation_loss", "subpolicy_actions", "team_rewards")  # in the order the notebooks meet them
+MADDPG_CAPSTONE = ()  # 12_capstone_maddpg: checked by marl_edu.capstone_maddpg
+COMA_CAPSTONE = ()    # 13_capstone_coma: checked by marl_edu.capstone_coma
+NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
+__all__ = ["NAMES", "show_solution", "checker_module", *NAMES]
+
+
+def checker_module(name: str) -> str:
+    """The module whose ``check_<name>`` checks solution ``name``: ``marl_edu.checks`` for the one-function
+    exercises, the capstone's own module for a capstone's parts."""
+    if name in MADDPG_CAPSTONE:
+        return "marl_edu.capstone_maddpg"
+    if name in COMA_CAPSTONE:
+        return "marl_edu.capstone_coma"
+    return "marl_edu.checks"
 
 
 def show_solution(name: str) -> None:
@@ -114,5 +126,5 @@ def show_solution(name: str) -> None:
     An unknown name is a ValueError listing the names there are."""
     if name not in NAMES:
         raise ValueError(f"no solution named {name!r}; the exercises are: {', '.join(NAMES)}")
-    print(f"# solution to the {name!r} exercise (checked by marl_edu.checks.check_{name}):")
+    print(f"# solution to the {name!r} exercise (checked by {checker_module(name)}.check_{name}):")
     print(inspect.getsource(globals()[name]), end="")

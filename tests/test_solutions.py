@@ -6,6 +6,7 @@ function the notebook defines (the learner's stub).
 """
 
 import ast
+import importlib
 import inspect
 import json
 import math
@@ -20,12 +21,14 @@ from marl_edu.maddpg import flatten_for_critic
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-CHECKERS = sorted(name[len("check_"):] for name, fn in vars(checks).items()
-                  if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == checks.__name__)
+CHECKER_MODULES = [checks] + [importlib.import_module(f"marl_edu.{path.stem}")
+                              for path in sorted((ROOT / "marl_edu").glob("capstone_*.py"))]
+CHECKERS = sorted(name[len("check_"):] for module in CHECKER_MODULES for name, fn in vars(module).items()
+                  if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__)
 
 
 def _checker(name: str):
-    return getattr(checks, f"check_{name}")
+    return getattr(importlib.import_module(solutions.checker_module(name)), f"check_{name}")
 
 
 def _verdict(check, fn, capsys) -> str:
@@ -41,7 +44,10 @@ def _n_args(name: str) -> int:
 
 def test_every_checker_has_a_solution_and_every_solution_a_checker():
     assert sorted(solutions.NAMES) == CHECKERS
-    assert len(set(solutions.NAMES)) == len(solutions.NAMES) == 8
+    assert len(set(solutions.NAMES)) == len(solutions.NAMES)
+    assert len(solutions.EXERCISES) == 8
+    for name in solutions.NAMES:  # each checked by its own module's checker, and only there
+        assert [m.__name__ for m in CHECKER_MODULES if hasattr(m, f"check_{name}")] == [solutions.checker_module(name)]
 
 
 @pytest.mark.parametrize("name", solutions.NAMES)
@@ -83,7 +89,7 @@ def test_show_solution_prints_the_source_and_it_works_when_pasted(name, capsys):
     assert solutions.show_solution(name) is None
     out = capsys.readouterr().out
     header, source = out.split("\n", 1)
-    assert header == f"# solution to the {name!r} exercise (checked by marl_edu.checks.check_{name}):"
+    assert header == f"# solution to the {name!r} exercise (checked by {solutions.checker_module(name)}.check_{name}):"
     assert source.startswith(f"def {name}(") and source == inspect.getsource(getattr(solutions, name))
     # pasted into a notebook, with what the notebooks import (torch; 09 has marl_edu.maddpg's flatten_for_critic)
     namespace = {"torch": torch, "math": math, "flatten_for_critic": flatten_for_critic}
