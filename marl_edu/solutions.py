@@ -16,6 +16,11 @@ import math
 
 import torch
 
+# What a capstone's answer may call besides torch and math: building blocks that earlier notebooks taught and tested
+# (the answers write each capstone part out, never call the library's own version of that part). Each capstone's
+# section below imports its own and lists them in BUILDING_BLOCKS.
+BUILDING_BLOCKS: dict[str, object] = {}
+
 
 
 # -- 02 shape bookkeeping -------------------------------------------------------------------------------------------
