@@ -24,10 +24,10 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
 
-# Follow-up of issue 20, item 5: 10 and 11 still show their GIFs only as kernel outputs (another change is
-# editing them now). Add the Markdown image after each of their save_gif cells, then delete this set: strict xfail
-# turns the first of them that passes into a failure, so it cannot be forgotten.
-WITHOUT_MARKDOWN_IMAGES_YET = {"10_ensembles_and_inferred_policies.ipynb", "11_competition.ipynb"}
+# Follow-up of issue 20, item 5: 11 still shows its GIF only as a kernel output (another change is editing it now).
+# Add the Markdown image after its save_gif cell, then delete this set: strict xfail turns it into a failure once it
+# passes, so it cannot be forgotten.
+WITHOUT_MARKDOWN_IMAGES_YET = {"11_competition.ipynb"}
 
 MARKDOWN_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HTML_IMAGE = re.compile(r"<img\s[^>]*>", re.IGNORECASE)
