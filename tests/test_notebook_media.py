@@ -24,11 +24,6 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
 
-# Follow-up of issue 20, item 5: 11 still shows its GIF only as a kernel output (another change is editing it now).
-# Add the Markdown image after its save_gif cell, then delete this set: strict xfail turns it into a failure once it
-# passes, so it cannot be forgotten.
-WITHOUT_MARKDOWN_IMAGES_YET = {"11_competition.ipynb"}
-
 MARKDOWN_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HTML_IMAGE = re.compile(r"<img\s[^>]*>", re.IGNORECASE)
 ATTRIBUTE = re.compile(r"""(?P<name>[a-z-]+)\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)')""", re.IGNORECASE)
@@ -125,17 +120,10 @@ def media_problems(notebook_path: pathlib.Path, root: pathlib.Path, tracked: set
     return problems
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="issue 20 item 5 follow-up: Markdown images of "
-                                                                   "this notebook's GIFs"))
-    if name in WITHOUT_MARKDOWN_IMAGES_YET else name for name in NOTEBOOKS])
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_gif_is_a_markdown_image_of_its_committed_file(name):
     problems = media_problems(ROOT / "notebooks" / name, ROOT, tracked_files(ROOT))
     assert not problems, f"{name}:\n" + "\n".join(problems)
-
-
-def test_the_notebooks_that_wait_for_their_images_exist():
-    assert WITHOUT_MARKDOWN_IMAGES_YET <= set(NOTEBOOKS), "a notebook in the follow-up set was renamed or removed"
 
 
 # ------------------------------------------------------------------------------------------------
