@@ -244,6 +244,69 @@ def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
     return episodes.mean(axis=0), greedy  # (E,), (seeds, E)
 
 
+# Greedy team returns on Switch2 fall into four levels: exactly -10.0 when nobody arrives (-0.1 per agent per step for
+# 50 steps), between -5.0 and -0.6 when one agent does (its +5 against the other's 50 steps at -0.1), above 0 when both
+# do, and "solved" at 8.0 or more (within 0.3 of the optimum 8.3). Each level: (name, lowest return in it), best first.
+SWITCH_OUTCOMES: tuple[tuple[str, float], ...] = (("solved (8.0 or more)", 8.0), ("both agents home", 0.0),
+                                                   ("one agent home", -9.0), ("nobody home", -np.inf))
+
+
+def outcome_counts(rows: Sequence[dict],
+                   levels: Sequence[tuple[str, float]] = SWITCH_OUTCOMES) -> tuple[np.ndarray, np.ndarray]:
+    """How many runs are at each outcome level at every periodic greedy evaluation.
+
+    Args:
+        rows: one dict per run with ``evaluations`` (see ``seed_band``).
+        levels: ``(name, lowest return)`` pairs, best first, lowest returns strictly decreasing; a return belongs to
+            the first level whose lowest return it reaches (one below every level is counted nowhere).
+
+    Returns:
+        episodes ``(E,)`` and counts ``(len(levels), E)``: ``counts[l, e]`` runs at level ``l`` at evaluation ``e``.
+    """
+    lows = [float(low) for _, low in levels]
+    if not lows or any(a <= b for a, b in zip(lows, lows[1:])):
+        raise ValueError(f"levels need strictly decreasing lowest returns, best first; got {lows}")
+    episodes, greedy = seed_band(rows)  # (E,), (seeds, E)
+    highs = [np.inf] + lows[:-1]
+    counts = np.stack([((greedy >= low) & (greedy < high)).sum(axis=0) for low, high in zip(lows, highs)])  # (L, E)
+    return episodes, counts
+
+
+def plot_outcomes(rows: Sequence[dict], ax: plt.Axes | None = None, color: str = "C0", title: str = "",
+                  levels: Sequence[tuple[str, float]] = SWITCH_OUTCOMES) -> plt.Axes:
+    """Stacked counts of runs per outcome level against training episodes, one method per axes.
+
+    Returns that cluster at a few levels make a mean-and-range band over seeds useless (one run at -10 and one at
+    8.3 span everything); counts say how many runs got how far. The best level is at the bottom in ``color``, each
+    lower one paler, the last in light grey.
+
+    Args:
+        rows: one dict per run with ``evaluations`` (see ``seed_band``).
+        color: the method's matplotlib color.
+        levels: as in ``outcome_counts``.
+    """
+    from matplotlib.colors import to_rgba
+
+    episodes, counts = outcome_counts(rows, levels)  # (E,), (L, E)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.4))
+    alphas = np.linspace(1.0, 0.25, max(len(levels) - 1, 1))
+    below = np.zeros(len(episodes))
+    for k, (name, _) in enumerate(levels):
+        face = to_rgba("0.9") if k == len(levels) - 1 and len(levels) > 1 else to_rgba(color, alphas[k])
+        ax.fill_between(episodes, below, below + counts[k], step="mid", color=face, linewidth=0, label=name)
+        below = below + counts[k]
+    ax.set_xlim(episodes[0], episodes[-1])
+    ax.set_ylim(0, len(rows))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], integer=True))
+    ax.set_xlabel("training episode")
+    ax.set_ylabel(f"runs (of {len(rows)}), greedy")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, axis="x")
+    return ax
+
+
 def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = None, ax: plt.Axes | None = None,
                     title: str = "", colors: dict[str, str] | None = None) -> plt.Axes:
     """Per method, the mean greedy team return over seeds (line) and its range (band) against training episodes.

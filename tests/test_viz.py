@@ -125,3 +125,25 @@ def test_downscale_averages_blocks_by_hand():
     for bad in (0, 5, 1.5, True):
         with pytest.raises(ValueError, match=r"factor must be an int in \[1, 4\]"):
             downscale(frame, bad)
+
+
+def test_outcome_counts_by_hand_and_outcome_plot():
+    from marl_edu.viz import SWITCH_OUTCOMES, outcome_counts, plot_outcomes
+
+    rows = [{"evaluations": [(50, -10.0), (100, -0.6), (150, 8.1)]},
+            {"evaluations": [(50, -10.0), (100, 7.0), (150, -2.0)]}]
+    episodes, counts = outcome_counts(rows)
+    np.testing.assert_allclose(episodes, [50.0, 100.0, 150.0])
+    # levels best first: solved (>= 8.0), both home (>= 0), one home (>= -9), nobody (-10)
+    # episode 50: both runs at -10 -> nobody 2; episode 100: -0.6 one home, 7.0 both home;
+    # episode 150: 8.1 solved, -2.0 one home
+    assert counts.tolist() == [[0, 0, 1], [0, 1, 0], [0, 1, 1], [2, 0, 0]]
+    assert (counts.sum(axis=0) == 2).all()  # every run at exactly one level
+    assert outcome_counts(rows, (("solved", 8.0), ("anything else", -np.inf)))[1].tolist() == [[0, 0, 1], [2, 2, 1]]
+    with pytest.raises(ValueError, match="strictly decreasing"):
+        outcome_counts(rows, (("low", -9.0), ("high", 8.0)))
+    ax = plot_outcomes(rows, color="C1", title="t")
+    assert [t.get_label() for t in ax.collections] == [name for name, _ in SWITCH_OUTCOMES]
+    assert ax.get_ylim() == (0.0, 2.0) and ax.get_ylabel() == "runs (of 2), greedy" and ax.get_title() == "t"
+    assert ax.collections[0].get_facecolor()[0][3] == 1.0  # the best level in the method's full colour
+    assert ax.collections[1].get_facecolor()[0][3] < 1.0  # each lower level paler
