@@ -107,9 +107,122 @@ def team_rewards(rewards, teams):
     return rewards @ same                        # (K, N) out[k, i] = sum_j rewards[k, j] * same[j, i]
 
 
+# -- 12 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
+# The building blocks it uses, each taught and tested in an earlier notebook (02, 04, 03-04, 01, 07):
+from collections import deque  # noqa: E402  (kept beside the section that uses them)
+
+import numpy as np  # noqa: E402
+
+from marl_edu.buffers import ReplayBuffer, n_step_transitions  # noqa: E402
+from marl_edu.envs import make_vec_env  # noqa: E402
+from marl_edu.maddpg import MADDPG, gumbel_softmax  # noqa: E402
+from marl_edu.maddpg import flatten_for_critic as _flatten_for_critic  # noqa: E402
+from marl_edu.schedules import linear  # noqa: E402
+from marl_edu.shapes import one_hot  # noqa: E402
+from marl_edu.train import greedy_return  # noqa: E402
+
+BUILDING_BLOCKS.update({"deque": deque, "np": np, "ReplayBuffer": ReplayBuffer,
+                        "n_step_transitions": n_step_transitions, "make_vec_env": make_vec_env, "MADDPG": MADDPG,
+                        "gumbel_softmax": gumbel_softmax, "flatten_for_critic": _flatten_for_critic,
+                        "linear": linear, "one_hot": one_hot, "greedy_return": greedy_return})
+
+
+def maddpg_critic_loss(agent, i, batch):
+    """Agent i's critic loss L = mean_b (Q_i(x) - y_i)^2, y_i = r_i + gamma^n (1 - d_i) Q'_i(x', mu'_1(o'_1), ...).
+    batch: obs, next_obs (B, N, O); actions (B, N, A) one-hot; rewards, dones (B, N) -> a 0-d loss."""
+    c = agent.config
+    with torch.no_grad():                         # the target is a constant
+        next_logits = torch.stack([agent.target_actors[j](batch["next_obs"][:, j])
+                                   for j in range(agent.n_agents)], dim=1)                      # (B, N, A)
+        next_actions = gumbel_softmax(next_logits, c.temperature, hard=True, generator=agent.generator)  # (B, N, A)
+        q_next = agent.target_critics[i](flatten_for_critic(batch["next_obs"], next_actions))  # (B,)
+        y = batch["rewards"][:, i] + c.gamma ** c.n_step * (1 - batch["dones"][:, i]) * q_next  # (B,)
+    q = agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"]))                  # (B,)
+    return ((q - y) ** 2).mean()
+
+
+def maddpg_actor_loss(agent, i, batch):
+    """Agent i's actor loss: -mean_b sum_k pi_i(k | o_i) Q_i(x, a_1, .., a_i = k, .., a_N) + c_reg mean(logits_i^2),
+    the others' actions from the batch. batch as in maddpg_critic_loss -> a 0-d loss."""
+    obs, actions = batch["obs"], batch["actions"]                  # (B, N, O), (B, N, A)
+    A = actions.shape[2]
+    logits = agent.actors[i](obs[:, i])                           # (B, A)
+    with torch.no_grad():                                          # the critic judges; it is not trained here
+        q_every = []
+        for k in range(A):
+            joint = actions.clone()                               # (B, N, A)
+            joint[:, i] = 0.0
+            joint[:, i, k] = 1.0                                  # agent i plays k, the others what they played
+            q_every.append(agent.critics[i](flatten_for_critic(obs, joint)))   # (B,)
+        q_every = torch.stack(q_every, dim=1)                     # (B, A)
+    pi = torch.softmax(logits, dim=1)                              # (B, A)
+    return -(pi * q_every).sum(dim=1).mean() + agent.config.logits_reg * (logits ** 2).mean()
+
+
+def soft_update(target, source, tau):
+    """theta' <- tau theta + (1 - tau) theta', in place, parameter by parameter. target, source: networks of the same
+    shape -> None."""
+    with torch.no_grad():
+        for t, s in zip(target.parameters(), source.parameters()):
+            t.mul_(1 - tau).add_(tau * s)
+
+
+def maddpg_update(agent, batch, critic_loss, actor_loss, soft_update):
+    """One MADDPG update, in place: every critic's gradient step, then every actor's, then the soft updates of the
+    targets. batch: ReplayBuffer.sample's numpy arrays (B, N, .) -> None."""
+    c = agent.config
+    b = {key: torch.as_tensor(value, dtype=torch.float32) for key, value in batch.items()}   # (B, N, .)
+    steps = [(agent.critic_optimizers, agent.critics, critic_loss), (agent.actor_optimizers, agent.actors, actor_loss)]
+    for optimizers, nets, loss_fn in steps:                       # critics first: the actors climb corrected critics
+        for i in range(agent.n_agents):
+            loss = loss_fn(agent, i, b)
+            optimizers[i].zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(nets[i].parameters(), c.grad_clip)
+            optimizers[i].step()
+    soft_update(agent.target_actors, agent.actors, c.tau)
+    soft_update(agent.target_critics, agent.critics, c.tau)
+
+
+def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
+    """MADDPG's loop on K lock-step env copies: collect, store n-step team transitions, sample one shared index set,
+    update, evaluate. update(agent, batch) -> dict(agent, buffer, episode_returns, evaluations)."""
+    rng = np.random.default_rng(seed)
+    venv = make_vec_env(env_id, config.n_envs, seed)
+    N, O, A, K = venv.n_agents, venv.obs_dim, venv.n_actions, venv.n_envs
+    agent = MADDPG(N, O, A, config, seed=seed)
+    buffer = ReplayBuffer(config.buffer_size, N, O, A)
+    pending = [deque(maxlen=config.n_step) for _ in range(K)]      # each copy's steps not yet stored
+    episode_returns, evaluations, next_eval = [], [], eval_every
+    obs = venv.reset()                                             # (K, N, O)
+    while len(episode_returns) < episodes:
+        epsilon = linear(config.epsilon_start, config.epsilon_end, len(episode_returns),
+                         config.epsilon_fraction * episodes)
+        actions = agent.act(obs, epsilon)                          # (K, N)
+        next_obs, rewards, dones, info = venv.step(actions)        # (K, N, O), (K, N), (K, N)
+        team = rewards.sum(axis=1)                                 # (K,) the cooperative objective
+        for k in range(K):
+            pending[k].append((obs[k], actions[k], float(team[k])))
+            done = bool(info["episode_done"][k])
+            terminal = bool(info["terminated"][k].all())           # the team is done only when everyone arrived
+            for o, a, ret, o2, d in n_step_transitions(pending[k], config.gamma, info["final_obs"][k], terminal, done):
+                buffer.add(o, one_hot(a, A), np.full(N, ret, dtype=np.float32), o2, np.full(N, float(d)))
+            if done:
+                episode_returns.append(float(info["episode_team_return"][k]))
+        obs = next_obs
+        if len(buffer) >= max(config.warmup_steps, config.batch_size):
+            for _ in range(config.updates_per_step):
+                update(agent, buffer.sample(config.batch_size, rng))   # one index set for every agent
+        if len(episode_returns) >= next_eval:
+            next_eval += eval_every
+            evaluations.append((len(episode_returns), greedy_return(agent, env_id).team_return))
+    return {"agent": agent, "buffer": buffer, "episode_returns": episode_returns, "evaluations": evaluations}
+
+
 EXERCISES = ("flatten_for_critic", "td_target", "td_lambda_targets", "coma_advantage", "continuous_actor_loss",
              "approximation_loss", "subpolicy_actions", "team_rewards")  # in the order the notebooks meet them
-MADDPG_CAPSTONE = ()  # 12_capstone_maddpg: checked by marl_edu.capstone_maddpg
+MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update",
+                   "maddpg_training_loop")  # 12_capstone_maddpg: checked by marl_edu.capstone_maddpg
 COMA_CAPSTONE = ()    # 13_capstone_coma: checked by marl_edu.capstone_coma
 NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
 __all__ = ["NAMES", "show_solution", "checker_module", *NAMES]

@@ -48,6 +48,7 @@ class TrainResult:
     seconds: float = 0.0
     update_seconds: float = 0.0  # of which spent in the learner's update (the rest: acting, stepping, evaluating)
     started: float = field(default_factory=time.perf_counter, repr=False)  # time.perf_counter() at the start
+    buffer: ReplayBuffer | None = field(default=None, repr=False)  # an off-policy run's replay buffer at the end
 
 
 def greedy_return(agent, env_id: str, record_frames: bool = False):
@@ -116,7 +117,7 @@ def train_maddpg(env_id: str = "Switch2-v2", episodes: int = 1500, config: MADDP
     agent = learner(N, O, A, config, seed=seed, device=device)
     buffer = ReplayBuffer(config.buffer_size, N, O, A)
     pending = [deque(maxlen=config.n_step) for _ in range(K)]
-    result = TrainResult(agent=agent)
+    result = TrainResult(agent=agent, buffer=buffer)
     obs = venv.reset()  # (K, N, O)
     next_eval = eval_every
     if checkpoint is not None:  # the whole state of the run: resumed from it, saved at every step's end

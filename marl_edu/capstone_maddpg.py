@@ -1,0 +1,639 @@
+"""The MADDPG capstone (notebook 12): check each part a learner writes, assemble them, train them on Switch2-v2.
+
+The learner writes five functions; each is checked against the library's own MADDPG on fixed seeds:
+
+    maddpg_critic_loss(agent, i, batch)        -> 0-d    (Q_i(x) - y_i)^2 averaged, y_i = r_i + gamma^n (1 - d) Q'_i(x')
+    maddpg_actor_loss(agent, i, batch)         -> 0-d    -E_b sum_k pi_i(k | o_i) Q_i(x, a_{-i}, k) + c_reg mean(logits^2)
+    soft_update(target, source, tau)           in place  theta' <- tau theta + (1 - tau) theta'
+    maddpg_update(agent, batch, critic_loss, actor_loss, soft_update)
+                                               in place  every critic, then every actor, then the targets
+    maddpg_training_loop(env_id, episodes, config, seed, update, eval_every)
+                                               -> dict   collect, store n-step transitions, sample, update, evaluate
+
+``REFERENCE`` holds the library's version of each part with the same signature. Each ``check_<part>(fn)`` prints
+one verdict (PASSED, FAILED with a hint naming the slip when it recognises one, or NOT DONE YET) and never raises.
+``assemble`` runs every check quietly and hands training the learner's part where it passed and the reference
+elsewhere; ``train_yours`` trains with them and ``plot_against_reference`` draws the run against the committed one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import pathlib
+from collections import deque
+from functools import partial
+from typing import Callable
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from marl_edu.checks import NOT_DONE_NONE, NOT_DONE_RAISES, _call
+from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
+from marl_edu.targets import hard_update, soft_update
+from marl_edu.train import TrainResult, train_maddpg
+
+TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's
+ENV_ID = "Switch2-v2"
+REFERENCE_RUN = pathlib.Path(__file__).resolve().parent.parent / "results" / "maddpg" / ENV_ID / "run.json"
+PARTS = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "maddpg_training_loop")
+
+
+# ----------------------------------------------------------------------------------------------
+# The library's own parts, in the signatures the learner writes
+# ----------------------------------------------------------------------------------------------
+
+def _reference_update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_loss: Callable,
+                      soft_update: Callable) -> None:
+    """MADDPG.update with the given parts: every critic's step, then every actor's, then both soft updates."""
+    if (critic_loss, actor_loss, soft_update) == (REFERENCE["maddpg_critic_loss"], REFERENCE["maddpg_actor_loss"],
+                                                  REFERENCE["soft_update"]):
+        agent.update(batch)  # the library's update itself
+        return
+    c = agent.config
+    b = agent.checked_tensors(batch)  # float32 tensors (B, N, .)
+    for i in range(agent.n_agents):
+        _step(agent.critic_optimizers[i], agent.critics[i], critic_loss(agent, i, b), c.grad_clip)
+    for i in range(agent.n_agents):
+        _step(agent.actor_optimizers[i], agent.actors[i], actor_loss(agent, i, b), c.grad_clip)
+    soft_update(agent.target_actors, agent.actors, c.tau)
+    soft_update(agent.target_critics, agent.critics, c.tau)
+
+
+def _step(optimizer: torch.optim.Optimizer, net: torch.nn.Module, loss: torch.Tensor, grad_clip: float) -> None:
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), grad_clip)
+    optimizer.step()
+
+
+def _reference_training_loop(env_id: str, episodes: int, config: MADDPGConfig, seed: int,
+                             update: Callable, eval_every: int, progress: bool = False) -> dict:
+    """``train.train_maddpg`` with ``update(agent, batch)`` as the learner's update; its results as a dict."""
+    if update is REFERENCE_UPDATE:
+        learner = MADDPG
+    else:  # the same loop, calling the given update instead of MADDPG.update
+        learner = type("MADDPG", (MADDPG,), {"update": lambda self, batch: update(self, batch)})
+    result = train_maddpg(env_id, episodes, config, seed, eval_every, progress=progress, learner=learner)
+    return _as_dict(result)
+
+
+def _as_dict(result: TrainResult) -> dict:
+    return {"agent": result.agent, "buffer": result.buffer, "episode_returns": result.episode_returns,
+            "evaluations": result.evaluations}
+
+
+REFERENCE: dict[str, Callable] = {
+    "maddpg_critic_loss": lambda agent, i, batch: agent.critic_loss(i, batch),
+    "maddpg_actor_loss": lambda agent, i, batch: agent.actor_loss(i, batch),
+    "soft_update": soft_update,
+    "maddpg_update": _reference_update,
+    "maddpg_training_loop": _reference_training_loop,
+}
+REFERENCE_UPDATE = partial(_reference_update, critic_loss=REFERENCE["maddpg_critic_loss"],
+                           actor_loss=REFERENCE["maddpg_actor_loss"], soft_update=REFERENCE["soft_update"])
+
+
+# ----------------------------------------------------------------------------------------------
+# Fixed cases
+# ----------------------------------------------------------------------------------------------
+
+def _agent(N: int = 2, O: int = 2, A: int = 5, seed: int = 0) -> MADDPG:
+    """A small MADDPG learner whose actors and critics have moved away from their targets (a fresh learner's targets
+    are exact copies, which would hide a target network used in the wrong place). Two built with the same arguments
+    are identical: weights, targets and generator."""
+    agent = MADDPG(N, O, A, MADDPGConfig(hidden=16), seed=seed)
+    noise = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in [*agent.actors.parameters(), *agent.critics.parameters()]:
+            p.add_(0.2 * torch.randn(p.shape, generator=noise))
+    return agent
+
+
+def _batch(B: int, N: int, O: int, A: int, seed: int, as_tensors: bool = True) -> dict:
+    """A replay batch like ``ReplayBuffer.sample``'s: one-hot actions, a team reward in every column, some dones."""
+    rng = np.random.default_rng(seed)
+    obs = rng.uniform(0, 1, (B, N, O)).astype(np.float32)  # (B, N, O)
+    actions = np.eye(A, dtype=np.float32)[rng.integers(0, A, (B, N))]  # (B, N, A)
+    team = rng.choice([-0.3, -0.2, 4.8, 9.8], size=B).astype(np.float32)  # (B,) n-step team returns
+    done = (rng.uniform(size=B) < 0.3).astype(np.float32)  # (B,) the team's episode truly ended
+    batch = {"obs": obs, "actions": actions, "rewards": np.repeat(team[:, None], N, 1),
+             "next_obs": rng.uniform(0, 1, (B, N, O)).astype(np.float32), "dones": np.repeat(done[:, None], N, 1)}
+    if as_tensors:
+        return {key: torch.as_tensor(value) for key, value in batch.items()}
+    return batch
+
+
+def _parameters(agent: MADDPG) -> dict[str, torch.Tensor]:
+    """Every network's parameters, named: actors, critics and both kinds of targets."""
+    return {f"{key}.{name}": value.detach().clone() for key in ("actors", "critics", "target_actors", "target_critics")
+            for name, value in getattr(agent, key).state_dict().items()}
+
+
+def _largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> tuple[float, str]:
+    """The largest absolute difference between two sets of named tensors, and where it is."""
+    worst = max(a, key=lambda k: (a[k] - b[k]).abs().max().item())
+    return (a[worst] - b[worst]).abs().max().item(), worst
+
+
+def _verdict_of_call(fn: Callable, case: str, *args):
+    """(output, None), or (None, the verdict to print) when the learner's function raised."""
+    out, error = _call(fn, *args)
+    if error:
+        return None, error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}"
+    return out, None
+
+
+def _loss_output(fn: Callable, case: str, *args) -> tuple[torch.Tensor | None, str | None]:
+    """The learner's loss if it is a 0-d float tensor, else the verdict saying what came instead."""
+    out, verdict = _verdict_of_call(fn, case, *args)
+    if verdict:
+        return None, verdict
+    if out is None:
+        return None, NOT_DONE_NONE
+    if not isinstance(out, torch.Tensor):
+        return None, f"FAILED on {case}: expected a 0-d torch.Tensor (the loss), got {type(out).__name__}"
+    if out.dim() != 0:
+        return None, (f"FAILED on {case}: expected one number (a 0-d tensor), got shape {tuple(out.shape)}.\n"
+                      f"Hint: average over the batch with .mean(): the loss is one number.")
+    if not torch.isfinite(out):
+        return None, f"FAILED on {case}: your loss is {out.item()}"
+    return out, None
+
+
+def _first_match(out: float, variants: list[tuple[float, str]], fallback: str) -> str:
+    for value, hint in variants:
+        if abs(out - value) <= TOLERANCE:
+            return hint
+    return fallback
+
+
+# ----------------------------------------------------------------------------------------------
+# Part 1: the critic's loss
+# ----------------------------------------------------------------------------------------------
+
+def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = "target", next_critic: str = "target",
+                         next_actions: str = "gumbel", discount: str = "gamma^n", not_done: bool = True) -> float:
+    """The critic loss with one thing done differently (a known slip), as a number."""
+    c = agent.config
+    actors = agent.target_actors if next_actors == "target" else agent.actors
+    critic_next = agent.target_critics[i] if next_critic == "target" else agent.critics[i]
+    with torch.no_grad():
+        logits = torch.stack([actors[j](batch["next_obs"][:, j]) for j in range(agent.n_agents)], dim=1)  # (B, N, A)
+        if next_actions == "gumbel":
+            a_next = gumbel_softmax(logits, c.temperature, hard=True, generator=agent.generator)  # (B, N, A)
+        elif next_actions == "gumbel per agent":
+            a_next = torch.stack([gumbel_softmax(logits[:, j], c.temperature, hard=True, generator=agent.generator)
+                                  for j in range(agent.n_agents)], dim=1)  # (B, N, A)
+        elif next_actions == "argmax":
+            a_next = torch.nn.functional.one_hot(logits.argmax(-1), agent.n_actions).float()  # (B, N, A)
+        else:  # the batch's own actions, taken at the previous step
+            a_next = batch["actions"]
+        q_next = critic_next(flatten_for_critic(batch["next_obs"], a_next))  # (B,)
+        gamma = c.gamma ** c.n_step if discount == "gamma^n" else c.gamma
+        d = batch["dones"][:, i] if not_done else torch.zeros_like(batch["dones"][:, i])
+        y = batch["rewards"][:, i] + gamma * (1 - d) * q_next  # (B,)
+        q = agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"]))  # (B,)
+        return ((q - y) ** 2).mean().item()
+
+
+CRITIC_SLIPS = [
+    ({"not_done": False}, "the target bootstraps after a terminal transition: multiply gamma^n Q'_i(x') by (1 - d_i)."),
+    ({"discount": "gamma"}, "the rewards are 3-step returns, so the bootstrap is discounted by gamma^n "
+                            "(agent.config.gamma ** agent.config.n_step), not gamma."),
+    ({"next_actors": "online"}, "the next actions come from the TARGET actors mu'_j (agent.target_actors), not the "
+                                "actors being trained."),
+    ({"next_critic": "online"}, "Q'_i(x') is the TARGET critic's value (agent.target_critics[i]), not the critic's."),
+    ({"next_actions": "batch"}, "x' needs the actions the target actors choose at o', not the batch's actions (those "
+                                "were taken at o)."),
+    ({"next_actions": "argmax"}, "the target actors' actions are a hard Gumbel-softmax SAMPLE of their policies "
+                                 "(gumbel_softmax(logits, temperature, hard=True, generator=agent.generator)), not their "
+                                 "argmax."),
+    ({"next_actions": "gumbel per agent"}, "draw every agent's next action in ONE gumbel_softmax call on the stacked "
+                                           "(B, N, A) logits, as the reference does, so both use the generator's "
+                                           "numbers in the same order."),
+]
+
+
+def check_maddpg_critic_loss(fn: Callable) -> None:
+    """Check ``fn(agent, i, batch) -> 0-d loss`` against ``MADDPG.critic_loss`` (within TOLERANCE) on a 2-agent and a
+    3-agent learner, every agent i, batches with terminal transitions; the learner's generator is rewound between the
+    two so both draw the same Gumbel noise. Also checks the loss has a gradient into critic i and none elsewhere."""
+    for N, O, A, B in ((2, 2, 5, 8), (3, 2, 5, 1), (3, 4, 3, 16)):
+        agent = _agent(N, O, A, seed=N + B)
+        batch = _batch(B, N, O, A, seed=B)
+        for i in range(N):
+            case = f"N={N}, B={B}, agent i={i}"
+            state = agent.generator.get_state()
+            expected = agent.critic_loss(i, batch).item()
+            after_reference = agent.generator.get_state()
+            agent.generator.set_state(state)
+            out, verdict = _loss_output(fn, case, agent, i, {k: v.clone() for k, v in batch.items()})
+            if verdict:
+                print(verdict)
+                return
+            if abs(out.item() - expected) > TOLERANCE:
+                variants = []
+                for flags, hint in CRITIC_SLIPS:
+                    agent.generator.set_state(state)
+                    variants.append((_critic_loss_variant(agent, i, batch, **flags), hint))
+                hint = _first_match(out.item(), variants, "build x = flatten_for_critic(obs, actions) and x' = "
+                                    "flatten_for_critic(next_obs, next_actions), then y_i = r_i + gamma^n (1 - d_i) "
+                                    "Q'_i(x') with the rewards and dones of column i.")
+                print(f"FAILED on {case}: loss {out.item():.6f}, expected {expected:.6f} (within {TOLERANCE:g}).\n"
+                      f"Hint: {hint}")
+                return
+            if not torch.equal(agent.generator.get_state(), after_reference):
+                print(f"FAILED on {case}: the loss is right but you drew a different amount of Gumbel noise than the "
+                      f"reference.\nHint: call gumbel_softmax once, on the (B, N, A) next logits, with "
+                      f"generator=agent.generator; nowhere else.")
+                return
+            if not out.requires_grad:
+                print(f"FAILED on {case}: your loss has no gradient.\nHint: only the target y_i is computed without "
+                      f"gradient (torch.no_grad()); Q_i(x) must keep its graph so the critic can learn.")
+                return
+            for net in agent.critics:
+                net.zero_grad(set_to_none=True)
+            out.backward()
+            moved = [j for j, net in enumerate(agent.critics) if any(p.grad is not None and p.grad.abs().sum() > 0
+                                                                    for p in net.parameters())]
+            if moved != [i]:
+                print(f"FAILED on {case}: the loss sends gradients into critics {moved}, expected only critic {i}.\n"
+                      f"Hint: agent i's loss uses agent.critics[i] for Q_i(x) and agent.target_critics[i] for "
+                      f"Q'_i(x').")
+                return
+    print(f"PASSED: your critic loss equals MADDPG.critic_loss (within {TOLERANCE:g}) for every agent of 2- and "
+          f"3-agent learners, with terminal transitions and B = 1.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Part 2: the actor's loss
+# ----------------------------------------------------------------------------------------------
+
+def _actor_loss_variant(agent: MADDPG, i: int, batch: dict, reduce: str = "sum", sign: float = 1.0,
+                        reg: bool = True, taken_only: bool = False) -> float:
+    c = agent.config
+    with torch.no_grad():
+        logits = agent.actors[i](batch["obs"][:, i])  # (B, A)
+        pi = torch.softmax(logits, dim=-1)  # (B, A)
+        q_all = agent.q_of_every_own_action(i, batch)  # (B, A)
+        if taken_only:  # Q at the action in the batch, weighted by the policy's probability of it
+            q_all = q_all * batch["actions"][:, i]
+        expected = (pi * q_all).sum(1) if reduce == "sum" else (pi * q_all).mean(1)  # (B,)
+        return (-sign * expected.mean() + (c.logits_reg * (logits ** 2).mean() if reg else 0.0)).item()
+
+
+ACTOR_SLIPS = [
+    ({"reg": False}, "add the logits penalty c_reg * mean(logits_i^2) (agent.config.logits_reg), as the reference "
+                     "does."),
+    ({"sign": -1.0}, "the optimiser MINIMISES the loss and the actor wants a HIGH Q: the loss is minus the expected "
+                     "value."),
+    ({"reduce": "mean"}, "the expectation over agent i's actions is a SUM over k of pi_i(k) Q_i(..., k), not a mean "
+                         "(that divides by A)."),
+    ({"taken_only": True}, "agent i's critic must be evaluated at EVERY own action k (the others' actions from the "
+                           "batch), not only at the action in the batch."),
+]
+
+
+def check_maddpg_actor_loss(fn: Callable) -> None:
+    """Check ``fn(agent, i, batch) -> 0-d loss`` against ``MADDPG.actor_loss`` (the exact expectation over agent i's
+    actions, ``actor_gradient="expected"``) within TOLERANCE, value and gradient on actor i's parameters."""
+    for N, O, A, B in ((2, 2, 5, 8), (3, 2, 5, 1), (2, 3, 3, 16)):
+        agent = _agent(N, O, A, seed=10 + N + B)
+        batch = _batch(B, N, O, A, seed=20 + B)
+        for i in range(N):
+            case = f"N={N}, B={B}, agent i={i}"
+            agent.actors.zero_grad(set_to_none=True)
+            reference = agent.actor_loss(i, batch)
+            reference.backward()
+            expected_grads = [p.grad.clone() for p in agent.actors[i].parameters()]
+            agent.actors.zero_grad(set_to_none=True)
+            out, verdict = _loss_output(fn, case, agent, i, {k: v.clone() for k, v in batch.items()})
+            if verdict:
+                print(verdict)
+                return
+            if abs(out.item() - reference.item()) > TOLERANCE:
+                variants = [(_actor_loss_variant(agent, i, batch, **flags), hint) for flags, hint in ACTOR_SLIPS]
+                hint = _first_match(out.item(), variants, "logits_i = agent.actors[i](obs[:, i]); for every own action "
+                                    "k, Q_i with agent i's one-hot action replaced by one_hot(k) (no gradient); then "
+                                    "-(softmax(logits_i) * q).sum(1).mean() + c_reg * mean(logits_i^2).")
+                print(f"FAILED on {case}: loss {out.item():.6f}, expected {reference.item():.6f} (within "
+                      f"{TOLERANCE:g}).\nHint: {hint}")
+                return
+            if not out.requires_grad:
+                print(f"FAILED on {case}: your loss has no gradient.\nHint: compute logits_i = agent.actors[i](...) "
+                      f"outside torch.no_grad(); only the critic's values are constants.")
+                return
+            out.backward()
+            grads = [p.grad for p in agent.actors[i].parameters()]
+            if any(g is None for g in grads) or max((g - e).abs().max().item()
+                                                    for g, e in zip(grads, expected_grads)) > TOLERANCE:
+                print(f"FAILED on {case}: the value is right but the gradient on actor {i}'s parameters is not.\n"
+                      f"Hint: the gradient flows through pi_i = softmax(logits_i) and the penalty only.")
+                return
+            if any(p.grad is not None and p.grad.abs().sum() > 0 for j, net in enumerate(agent.actors) if j != i
+                   for p in net.parameters()):
+                print(f"FAILED on {case}: the loss moves other agents' actors.\nHint: only actor {i} is in agent "
+                      f"{i}'s loss; the others' actions come from the batch.")
+                return
+    print(f"PASSED: your actor loss and its gradient equal MADDPG.actor_loss's (within {TOLERANCE:g}) for every "
+          f"agent of 2- and 3-agent learners, with B = 1.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Part 3: the soft update
+# ----------------------------------------------------------------------------------------------
+
+def check_soft_update(fn: Callable) -> None:
+    """Check ``fn(target, source, tau)``: target's parameters become ``tau * source + (1 - tau) * target`` in place,
+    for tau = 0.01, 0.5 (where a swap cannot show), 1 and 0, and nothing happens to ``source``."""
+    for tau in (0.01, 0.3, 1.0, 0.0):
+        case = f"tau={tau}"
+        torch.manual_seed(int(tau * 100) + 1)
+        source = torch.nn.ModuleList([torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)])
+        target = torch.nn.ModuleList([torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)])
+        for p in target.parameters():
+            p.requires_grad_(False)
+        before = [p.clone() for p in target.parameters()]
+        sources = [p.detach().clone() for p in source.parameters()]
+        out, verdict = _verdict_of_call(fn, case, target, source, tau)
+        if verdict:
+            if "in-place operation" in verdict:
+                verdict += "\nHint: write into the target's parameters inside `with torch.no_grad():`."
+            print(verdict)
+            return
+        after = [p.detach() for p in target.parameters()]
+        if any(not torch.equal(s, p.detach()) for s, p in zip(sources, source.parameters())):
+            print(f"FAILED on {case}: the SOURCE network changed.\nHint: only the target moves: theta' <- tau theta + "
+                  f"(1 - tau) theta'.")
+            return
+        if all(torch.equal(a, b) for a, b in zip(after, before)) and tau != 0.0:
+            if out is None:  # an untouched stub, or an update that never reached the target's own tensors
+                print(NOT_DONE_NONE.replace("returned None", "returned None and changed no parameter of the target"))
+            else:
+                print(f"FAILED on {case}: the target's parameters did not change; your function returned "
+                      f"{type(out).__name__}.\nHint: update the target's own parameters in place (p.mul_(...).add_("
+                      f"...) or p.copy_(...)): returning a new network leaves agent.target_* as they were.")
+            return
+        expected = [tau * s + (1 - tau) * b for s, b in zip(sources, before)]
+        worst = max((a - e).abs().max().item() for a, e in zip(after, expected))
+        if worst > TOLERANCE:
+            swapped = [(1 - tau) * s + tau * b for s, b in zip(sources, before)]
+            if max((a - e).abs().max().item() for a, e in zip(after, swapped)) <= TOLERANCE:
+                hint = "tau and 1 - tau are swapped: the target takes a SMALL step (tau) towards the source."
+            elif max((a - s).abs().max().item() for a, s in zip(after, sources)) <= TOLERANCE:
+                hint = "that is a hard copy; the soft update blends: tau * source + (1 - tau) * target."
+            else:
+                hint = "theta' <- tau * theta + (1 - tau) * theta', parameter by parameter, in the same order."
+            print(f"FAILED on {case}: the target is off by up to {worst:.3g}.\nHint: {hint}")
+            return
+    print(f"PASSED: your soft update moves the target to tau * source + (1 - tau) * target in place (within "
+          f"{TOLERANCE:g}) for tau = 0.01, 0.3, 1 and 0, and leaves the source alone.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Part 4: one update
+# ----------------------------------------------------------------------------------------------
+
+def _update_variant(agent: MADDPG, batch: dict, actors_first: bool = False, soft_every_agent: bool = False,
+                    soft: str = "soft", clip: bool = True, zero_grad: bool = True) -> None:
+    """MADDPG.update with one thing done differently (a known slip)."""
+    c = agent.config
+    b = agent.checked_tensors(batch)
+
+    def step(optimizer, net, loss):
+        if zero_grad:
+            optimizer.zero_grad()
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), c.grad_clip)
+        optimizer.step()
+
+    def targets():
+        for target, source in ((agent.target_actors, agent.actors), (agent.target_critics, agent.critics)):
+            if soft == "soft":
+                soft_update(target, source, c.tau)
+            elif soft == "hard":
+                hard_update(target, source)
+
+    critics = [lambda i=i: step(agent.critic_optimizers[i], agent.critics[i], agent.critic_loss(i, b))
+               for i in range(agent.n_agents)]
+    actors = [lambda i=i: step(agent.actor_optimizers[i], agent.actors[i], agent.actor_loss(i, b))
+              for i in range(agent.n_agents)]
+    for i in range(agent.n_agents):
+        for part in ((actors[i], critics[i]) if actors_first else (critics[i], actors[i])):
+            part()
+        if soft_every_agent:
+            targets()
+    if not soft_every_agent:
+        targets()
+
+
+UPDATE_SLIPS = [
+    ({"actors_first": True}, "step every critic BEFORE any actor: the actor climbs the critic's values, so it should "
+                             "use the critic this batch has just corrected."),
+    ({"soft_every_agent": True}, "soft-update the targets once per update, after every agent's steps, not once per "
+                                 "agent (that moves them N times as far)."),
+    ({"soft": "none"}, "end the update with the soft updates of the target actors and target critics (tau = "
+                       "agent.config.tau)."),
+    ({"soft": "hard"}, "MADDPG moves its targets softly every update (tau), not by copying."),
+    ({"clip": False}, "clip each network's gradient norm to agent.config.grad_clip before its optimiser steps "
+                      "(torch.nn.utils.clip_grad_norm_)."),
+    ({"zero_grad": False}, "zero each optimiser's gradients before backward(): otherwise they pile up from update to "
+                           "update."),
+]
+
+
+def check_maddpg_update(fn: Callable) -> None:
+    """Check ``fn(agent, batch, critic_loss, actor_loss, soft_update)`` (in place, with the reference's losses and soft
+    update passed in) against ``MADDPG.update``: every parameter of every network and target after 3 updates on
+    fixed batches (numpy, as ``ReplayBuffer.sample`` gives them), within TOLERANCE."""
+    parts = {k: REFERENCE[k] for k in ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update")}
+    for N, O, A, B in ((2, 2, 5, 32), (3, 2, 4, 8)):
+        case = f"N={N}, B={B}, 3 updates"
+        reference, yours = _agent(N, O, A, seed=N), _agent(N, O, A, seed=N)
+        start = _parameters(yours)
+        batches = [_batch(B, N, O, A, seed=100 * N + k, as_tensors=False) for k in range(3)]
+        for k, batch in enumerate(batches):
+            reference.update(batch)
+            out, verdict = _verdict_of_call(fn, case, yours, {key: v.copy() for key, v in batch.items()},
+                                            parts["maddpg_critic_loss"], parts["maddpg_actor_loss"],
+                                            parts["soft_update"])
+            if verdict:
+                print(verdict)
+                return
+            if k == 0 and out is None and _largest_difference(_parameters(yours), start)[0] == 0.0:
+                print(NOT_DONE_NONE.replace("returned None", "returned None and changed no parameter"))
+                return
+        worst, where = _largest_difference(_parameters(yours), _parameters(reference))
+        if worst > TOLERANCE:
+            hint = "critic steps for every agent, then actor steps for every agent, each: zero_grad, backward, clip, " \
+                   "step; then soft_update(agent.target_actors, agent.actors, tau) and the same for the critics."
+            for flags, slip in UPDATE_SLIPS:
+                variant = _agent(N, O, A, seed=N)
+                for batch in batches:
+                    _update_variant(variant, batch, **flags)
+                if _largest_difference(_parameters(yours), _parameters(variant))[0] <= TOLERANCE:
+                    hint = slip
+                    break
+            print(f"FAILED on {case}: {where} is off by up to {worst:.3g} (tolerance {TOLERANCE:g}).\nHint: {hint}")
+            return
+    print(f"PASSED: after 3 updates every actor, critic and target equals MADDPG.update's (within {TOLERANCE:g}), "
+          f"for 2 and 3 agents.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Part 5: the training loop
+# ----------------------------------------------------------------------------------------------
+
+LOOP_CASE = dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=8)
+LOOP_CONFIG = dict(n_envs=4, warmup_steps=64, batch_size=32, hidden=16, buffer_size=5_000)
+
+BUFFER_HINTS = {
+    "obs": "store the observation each action was taken in: obs[k] from before venv.step.",
+    "actions": "store the actions taken, one-hot: one_hot(actions[k], A) for copy k.",
+    "rewards": "store the n-step TEAM return from n_step_transitions: append (obs[k], actions[k], team reward of copy "
+               "k) to copy k's pending deque first; every agent's column holds the same team return.",
+    "next_obs": "at an episode's end copy k has already been reset: its next observation is info['final_obs'][k], "
+                "not next_obs[k] (which is the new episode's first one).",
+    "dones": "a transition is terminal only when the team's episode truly ended, every agent arrived "
+             "(info['terminated'][k].all()); a time-limit end is not terminal.",
+}
+
+
+def check_maddpg_training_loop(fn: Callable) -> None:
+    """Check ``fn(env_id, episodes, config, seed, update, eval_every) -> dict(agent, buffer, episode_returns,
+    evaluations)`` against ``train.train_maddpg`` on a small budget (4 env copies, 24 episodes, updates from the
+    64th transition on): the same episode returns, evaluations, replay buffer (every stored array) and, within
+    TOLERANCE, every parameter. ``update`` is the reference's, so only the loop is checked."""
+    case = "Switch2-v2, 4 env copies, 24 episodes, seed 3"
+    out, verdict = _verdict_of_call(fn, case, LOOP_CASE["env_id"], LOOP_CASE["episodes"], MADDPGConfig(**LOOP_CONFIG),
+                                    LOOP_CASE["seed"], REFERENCE_UPDATE, LOOP_CASE["eval_every"])
+    if verdict:
+        print(verdict)
+        return
+    if out is None:
+        print(NOT_DONE_NONE)
+        return
+    expected = _reference_training_loop(config=MADDPGConfig(**LOOP_CONFIG), update=REFERENCE_UPDATE, **LOOP_CASE)
+    keys = ("agent", "buffer", "episode_returns", "evaluations")
+    if not isinstance(out, dict) or any(key not in out for key in keys):
+        print(f"FAILED on {case}: expected a dict with {', '.join(keys)}, got "
+              f"{sorted(out) if isinstance(out, dict) else type(out).__name__}")
+        return
+    buffer, reference_buffer = out["buffer"], expected["buffer"]
+    if not all(hasattr(buffer, key) for key in reference_buffer.KEYS) or not hasattr(buffer, "__len__"):
+        print(f"FAILED on {case}: 'buffer' should be the ReplayBuffer you stored the transitions in, got "
+              f"{type(buffer).__name__}")
+        return
+    n = min(len(buffer), len(reference_buffer))  # compare what both stored first: the earliest difference is the cause
+    first_difference = {}  # key -> the first transition where that array differs (the earliest is the cause)
+    for key in reference_buffer.KEYS:
+        mine, theirs = np.asarray(getattr(buffer, key))[:n], getattr(reference_buffer, key)[:n]
+        if mine.shape != theirs.shape:
+            print(f"FAILED on {case}: the buffer's {key} have shape {mine.shape[1:]} per transition, expected "
+                  f"{theirs.shape[1:]}.\nHint: {BUFFER_HINTS[key]}")
+            return
+        differ = ~np.isclose(mine, theirs, atol=TOLERANCE).reshape(n, -1).all(axis=1)  # (n,)
+        if differ.any():
+            first_difference[key] = int(np.argmax(differ))
+    if first_difference:
+        key = min(first_difference, key=first_difference.get)
+        print(f"FAILED on {case}: the buffer's {key} differ from transition {first_difference[key]} on.\n"
+              f"Hint: {BUFFER_HINTS[key]}")
+        return
+    if len(buffer) != len(reference_buffer):
+        print(f"FAILED on {case}: your buffer holds {len(buffer)} transitions, expected {len(reference_buffer)}.\n"
+              f"Hint: every lock-step, for every copy k, append its step to pending[k] and add every transition "
+              f"n_step_transitions(pending[k], gamma, info['final_obs'][k], terminal, done) returns (it drops a "
+              f"time-limit tail and flushes a terminal one).")
+        return
+    if [round(r, 6) for r in out["episode_returns"]] != [round(r, 6) for r in expected["episode_returns"]]:
+        print(f"FAILED on {case}: episode returns differ: expected {expected['episode_returns'][:6]} ..., got "
+              f"{list(out['episode_returns'])[:6]} ...\nHint: when copy k's episode ends (info['episode_done'][k]), "
+              f"record info['episode_team_return'][k].")
+        return
+    if not isinstance(out["agent"], MADDPG):
+        print(f"FAILED on {case}: 'agent' should be the MADDPG learner you trained, got {type(out['agent']).__name__}")
+        return
+    worst, where = _largest_difference(_parameters(out["agent"]), _parameters(expected["agent"]))
+    if worst > TOLERANCE:
+        print(f"FAILED on {case}: the buffer matches but {where} is off by up to {worst:.3g}.\nHint: the updates "
+              f"differ: sample with buffer.sample(config.batch_size, rng) from rng = np.random.default_rng(seed), "
+              f"start once the buffer holds max(config.warmup_steps, config.batch_size) transitions, and make "
+              f"config.updates_per_step updates after every lock-step.")
+        return
+    rounded = [(int(e), round(float(g), 6)) for e, g in out["evaluations"]]
+    if rounded != [(e, round(g, 6)) for e, g in expected["evaluations"]]:
+        print(f"FAILED on {case}: evaluations differ: expected {expected['evaluations']}, got {list(out['evaluations'])}"
+              f".\nHint: when the number of finished episodes reaches the next multiple of eval_every, append "
+              f"(episodes so far, greedy_return(agent, env_id).team_return).")
+        return
+    print(f"PASSED: your loop stores the same {n} transitions as train_maddpg, records the same returns and "
+          f"evaluations, and ends with the same networks (within {TOLERANCE:g}).")
+
+
+# ----------------------------------------------------------------------------------------------
+# Putting the learner's parts together, training them, and drawing the run
+# ----------------------------------------------------------------------------------------------
+
+def assemble(**mine: Callable) -> dict[str, Callable]:
+    """The parts to train with: the learner's where its check PASSED, marl_edu's reference elsewhere.
+
+    Args:
+        mine: part name -> the learner's function, for any of ``PARTS`` (e.g. ``maddpg_critic_loss=my_critic_loss``).
+    Prints one line per part: its verdict and which implementation training will use.
+    """
+    unknown = sorted(set(mine) - set(PARTS))
+    if unknown:
+        raise ValueError(f"unknown parts {unknown}: the MADDPG capstone's parts are {', '.join(PARTS)}")
+    checkers = {name: globals()[f"check_{name}"] for name in PARTS}
+    parts = {}
+    for name in PARTS:
+        verdict = "NOT GIVEN"
+        if name in mine:
+            captured = io.StringIO()
+            with contextlib.redirect_stdout(captured):
+                checkers[name](mine[name])
+            verdict = captured.getvalue().split(":")[0].strip() or "NO VERDICT"
+        parts[name] = mine[name] if verdict == "PASSED" else REFERENCE[name]
+        print(f"{name:22s} {verdict:13s} -> training uses {'yours' if verdict == 'PASSED' else 'marl_edu reference'}")
+    return parts
+
+
+def train_yours(parts: dict[str, Callable], episodes: int = 600, seed: int = 0, eval_every: int = 50) -> dict:
+    """Train MADDPG on Switch2-v2 (the default config, the committed run's) with ``assemble``'s parts: the loop
+    ``parts["maddpg_training_loop"]`` calling ``parts["maddpg_update"]`` with the assembled losses and soft update."""
+    update = partial(parts["maddpg_update"], critic_loss=parts["maddpg_critic_loss"],
+                     actor_loss=parts["maddpg_actor_loss"], soft_update=parts["soft_update"])
+    if all(parts[name] is REFERENCE[name] for name in PARTS[:4]):
+        update = REFERENCE_UPDATE  # (the library's update itself)
+    loop = parts["maddpg_training_loop"]
+    if loop is REFERENCE["maddpg_training_loop"]:
+        loop = partial(loop, progress=True)  # (the learner's loop shows what it likes)
+    return loop(ENV_ID, episodes, MADDPGConfig(), seed, update, eval_every)
+
+
+def reference_run() -> dict:
+    """The committed reference run (``results/maddpg/Switch2-v2/run.json``: seed 0, the default config)."""
+    return json.loads(REFERENCE_RUN.read_text())
+
+
+def plot_against_reference(run: dict, optimal: float, random: float, ax: plt.Axes | None = None) -> plt.Axes:
+    """The run's greedy evaluations against the committed reference run's, the exact optimum and a random team."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.4))
+    reference = reference_run()
+    episodes, greedy = zip(*reference["evaluations"])
+    ax.plot(episodes, greedy, "-", color="0.6", linewidth=2.5, label=f"committed reference run (seed {reference['seed']})")
+    episodes, greedy = zip(*run["evaluations"])
+    ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label="this run")
+    ax.axhline(optimal, color="C2", linestyle="--", label=f"exact optimum ({optimal:.1f})")
+    ax.axhline(random, color="C3", linestyle=":", label=f"random actions ({random:.1f})")
+    ax.set_xlabel("training episode")
+    ax.set_ylabel("greedy team return")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
