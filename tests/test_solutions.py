@@ -77,6 +77,14 @@ def test_an_untouched_stub_is_not_done_yet_for_every_checker(name, capsys):
 WRONG_ANSWERS: dict[str, object] = {}
 
 
+def _coma_update_twice(agent, batch, *parts):  # two updates where one was asked for
+    solutions.coma_update(agent, batch, *parts)
+    solutions.coma_update(agent, batch, *parts)
+
+
+WRONG_ANSWERS["coma_update"] = _coma_update_twice
+
+
 @pytest.mark.parametrize("name", solutions.NAMES)
 def test_a_wrong_answer_still_fails_every_checker(name, capsys):
     # the solutions' PASSED above means something only if the same checker fails a function that answers wrongly
