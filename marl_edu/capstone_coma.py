@@ -39,7 +39,7 @@ from marl_edu.envs import make_env, make_vec_env
 from marl_edu.nets import gradient_step
 from marl_edu.rollout import collect_episodes, random_policy, team_returns
 from marl_edu.schedules import linear
-from marl_edu.targets import hard_update, td_lambda_targets
+from marl_edu.targets import hard_update
 from marl_edu.train import TrainResult, _finish, _greedy_evaluation
 from marl_edu.validate import positive_int
 
@@ -677,6 +677,16 @@ def train_yours(parts: dict[str, Callable], env_id: str = "Switch2-v0", episodes
     return _finish(result, bar)
 
 
+def whose(parts: dict[str, Callable]) -> str:
+    """A legend label for a run trained with ``parts``: how many of them are the learner's (not ``REFERENCE``'s)."""
+    mine = sum(parts[name] is not REFERENCE[name] for name in PARTS)
+    if mine == len(PARTS):
+        return "your COMA"
+    if mine == 0:
+        return "marl_edu's parts (your stubs are empty)"
+    return f"your COMA ({mine} of {len(PARTS)} parts yours)"
+
+
 def reference_run(env_id: str = "Switch2-v0") -> dict:
     """The committed reference run of COMA (``results/coma/<env_id>/run.json``): its ``evaluations`` and more."""
     return json.loads((RESULTS / env_id / "run.json").read_text())
@@ -690,9 +700,10 @@ def random_return(env_id: str = "Switch2-v0", episodes: int = 100, seed: int = 0
 
 
 def plot_against_reference(result: TrainResult, optimal: float | None = None, random: float | None = None,
-                           env_id: str = "Switch2-v0", ax=None):
-    """Your run's greedy evaluations against the committed reference run's, with the exact optimum and the random
-    policy as horizontal lines. Returns the matplotlib axes."""
+                           env_id: str = "Switch2-v0", ax=None, label: str = "your COMA"):
+    """Your run's greedy evaluations (legend ``label``: ``whose(parts)`` says whose parts trained it) against the
+    committed reference run's, with the exact optimum and the random policy as horizontal lines. Returns the
+    matplotlib axes."""
     import matplotlib.pyplot as plt
 
     from marl_edu.viz import _greedy_axes
@@ -703,7 +714,7 @@ def plot_against_reference(result: TrainResult, optimal: float | None = None, ra
     ax.plot(episodes, greedy, "-o", color="0.45", markersize=3, linewidth=1, label="marl_edu's COMA (committed run)")
     if result.evaluations:
         episodes, greedy = zip(*result.evaluations)
-        ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label="your COMA")
+        ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label=label)
     if random is not None:
         ax.axhline(random, color="0.5", linestyle=":", label=f"random policy ({random:.2f})")
     return _greedy_axes(ax, optimal, f"{env_id}: greedy team return", optimum_style=("C2", "--"))

@@ -226,3 +226,9 @@ def test_the_plot_draws_both_runs_and_the_lines():
     assert "your COMA" in labels and any("committed" in label for label in labels)
     assert any("optimum" in label for label in labels) and any("random" in label for label in labels)
     assert cc.reference_run()["evaluations"]
+
+
+def test_whose_says_whose_parts_trained():
+    assert cc.whose(dict(cc.REFERENCE)) == "marl_edu's parts (your stubs are empty)"
+    assert cc.whose({name: getattr(solutions, name) for name in cc.PARTS}) == "your COMA"
+    assert cc.whose({**cc.REFERENCE, "coma_update": solutions.coma_update}) == "your COMA (1 of 5 parts yours)"
