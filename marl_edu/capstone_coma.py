@@ -596,7 +596,7 @@ def check_coma_update(fn: Callable) -> None:
               f"{UPDATE_TOLERANCE:g} (first: {', '.join(off[:3])}).\nHint: {hint}")
         return
     print(f"PASSED: your update gives marl_edu's parameters (actor, critic, target critic, within "
-          f"{UPDATE_TOLERANCE:g}) after every update of all {len(_UPDATE_CASES)} cases (target copies, clipping "
+          f"{UPDATE_TOLERANCE:g}) after the updates of all {len(_UPDATE_CASES)} cases (target copies, clipping "
           f"that binds, agent_mask, B = 1).")
 
 
