@@ -74,6 +74,11 @@ def test_an_untouched_stub_is_not_done_yet_for_every_checker(name, capsys):
 
 # A wrong answer for each solution that does not return a tensor (the in-place parts and whole loops of the
 # capstones); every other one is answered wrongly by solution(*args) * 2 + 1.
+def _coma_update_twice(agent, batch, *parts):  # two updates where one was asked for
+    solutions.coma_update(agent, batch, *parts)
+    solutions.coma_update(agent, batch, *parts)
+
+
 def _training_loop_that_loses_an_episode(*args):
     out = solutions.maddpg_training_loop(*args)
     return {**out, "episode_returns": out["episode_returns"][:-1]}
@@ -84,7 +89,10 @@ WRONG_ANSWERS: dict[str, object] = {
     "maddpg_update": lambda agent, batch, *parts: solutions.maddpg_update(
         agent, {**batch, "rewards": batch["rewards"] * 2 + 1}, *parts),
     "maddpg_training_loop": _training_loop_that_loses_an_episode,
+    "coma_update": _coma_update_twice,
 }
+
+
 
 
 @pytest.mark.parametrize("name", solutions.NAMES)

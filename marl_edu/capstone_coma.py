@@ -1,0 +1,720 @@
+"""The COMA capstone (notebook 13): checking a learner's own COMA, part by part, and training with it.
+
+The learner writes five parts, each with the signature below (``agent`` is a ``coma.COMA``: its networks, optimisers,
+config, ``updates`` counter and ``entropy_coef``; ``batch`` is ``rollout.collect_episodes``'s on-policy batch):
+
+    coma_critic_rows(agent, obs (B, T+1, N, O), actions int (B, T+1, N))           -> rows (B*(T+1), N, D)
+    coma_critic_targets(agent, rows, batch)                                         -> y (B, T, N), no gradient
+    coma_batch_advantage(agent, rows, batch, pi (B, T, N, A))                        -> Adv (B, T, N), no gradient
+    coma_replay_policy(agent, obs (B, T, N, O), actions int (B, T, N), epsilon)      -> probs (B, T, N, A)
+    coma_update(agent, batch, critic_rows, critic_targets, advantage, replay_policy) -> None, in place
+
+This module owns what checks and assembles them: ``REFERENCE`` (marl_edu's own version of each part, in the same
+signature), one ``check_<part>(fn)`` per part (one printed verdict, PASSED / FAILED with a hint / NOT DONE YET, in the
+style of ``marl_edu.checks``; never raises), ``assemble(**mine)`` (the learner's parts that PASSED, marl_edu's for the
+rest), ``train_yours(parts)`` (COMA on Switch2-v0 with those parts) and ``plot_against_reference``.
+
+The checks build small fixed-seed cases: batches of whole episodes with padding after a terminal step, a time-limit
+end and B = 1, and learners whose critic and target critic differ (so that using the wrong one shows). Where the
+learner's output matches a known slip (computed here by running that slip on the same case), the hint names it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import pathlib
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from marl_edu.checks import _call, _named_mistake, _output, _values_differ
+from marl_edu.coma import COMA, COMAConfig
+from marl_edu.envs import make_env, make_vec_env
+from marl_edu.nets import gradient_step
+from marl_edu.rollout import collect_episodes, random_policy, team_returns
+from marl_edu.schedules import linear
+from marl_edu.targets import hard_update
+from marl_edu.train import TrainResult, _finish, _greedy_evaluation
+from marl_edu.validate import positive_int
+
+PARTS = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy", "coma_update")
+RESULTS = pathlib.Path(__file__).resolve().parent.parent / "results" / "coma"
+TOLERANCE = 1e-5         # values of the four tensor parts
+UPDATE_TOLERANCE = 1e-4  # every parameter after a few updates (float32 sums in another order drift a little)
+
+
+def _one_thread(fn: Callable) -> Callable:
+    """Run ``fn`` with torch on one thread, then restore the count: these networks are tiny, and on a machine whose
+    other core is busy two threads spend most of a GRU's backward pass waiting for each other (seconds instead of
+    milliseconds). The values are the same."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(threads)
+    return wrapper
+
+
+def _reference_update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Callable,
+                      advantage: Callable, replay_policy: Callable) -> None:
+    """``COMA.update`` with its four parts passed in: the same steps in the same order (``_update`` below, without a
+    slip). With marl_edu's parts it gives ``agent.update(batch)``'s parameters to the bit."""
+    _update(agent, batch, critic_rows, critic_targets, advantage, replay_policy)
+
+
+REFERENCE: dict[str, Callable] = {
+    "coma_critic_rows": lambda agent, obs, actions: agent.critic_rows(obs, actions),
+    "coma_critic_targets": lambda agent, rows, batch: agent.critic_targets(rows, batch),
+    "coma_batch_advantage": lambda agent, rows, batch, pi: agent.advantage(rows, batch, pi.detach()),
+    "coma_replay_policy": lambda agent, obs, actions, epsilon: agent.replay_policy(obs, actions, epsilon),
+    "coma_update": _reference_update,
+}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Fixed-seed cases
+# ----------------------------------------------------------------------------------------------------------------
+
+def _agent(N: int = 2, O: int = 3, A: int = 4, seed: int = 0, perturb: bool = True, **config) -> COMA:
+    """A small COMA learner; with ``perturb`` its critic is moved away from its target critic (a fresh learner's
+    target is an exact copy, and a check could not tell which of the two a part used)."""
+    agent = COMA(N, O, A, COMAConfig(hidden=16, **config), seed=seed)
+    if perturb:
+        generator = torch.Generator().manual_seed(seed + 100)
+        with torch.no_grad():
+            for p in agent.critic.parameters():
+                p.add_(0.3 * torch.randn(p.shape, generator=generator))
+    return agent
+
+
+def _episode_batch(generator: torch.Generator, lengths: list[int], ends: list[str], N: int, O: int, A: int,
+                   epsilon: float = 0.0) -> dict:
+    """An on-policy batch shaped like ``collect_episodes``'s: episode b has ``lengths[b]`` real steps and ends
+    ``"terminal"`` (d = 1 at its last step) or at the ``"time limit"`` (d = 0); index lengths[b] holds its end state
+    and an action; after it, padding (zeros, d = 1, masks 0). In a terminal episode agent 0 arrives one step early
+    (its agent_mask is 0 on the last step), so agent_mask differs from step_mask."""
+    B, L = len(lengths), max(lengths)
+    obs = torch.zeros(B, L + 1, N, O)
+    actions = torch.zeros(B, L + 1, N, dtype=torch.int64)
+    rewards = torch.zeros(B, L, N)
+    dones = torch.ones(B, L)
+    step_mask = torch.zeros(B, L)
+    agent_mask = torch.zeros(B, L, N)
+    for b, (length, end) in enumerate(zip(lengths, ends)):
+        obs[b, :length + 1] = torch.rand(length + 1, N, O, generator=generator)
+        actions[b, :length + 1] = torch.randint(0, A, (length + 1, N), generator=generator)
+        rewards[b, :length] = torch.randn(length, N, generator=generator)
+        dones[b, :length] = 0.0
+        dones[b, length - 1] = 1.0 if end == "terminal" else 0.0
+        step_mask[b, :length] = 1.0
+        agent_mask[b, :length] = 1.0
+        if end == "terminal" and length > 1:
+            agent_mask[b, length - 1, 0] = 0.0
+    return {"obs": obs, "actions": actions, "rewards": rewards, "dones": dones, "step_mask": step_mask,
+            "agent_mask": agent_mask, "epsilon": float(epsilon)}
+
+
+def _copy(batch: dict) -> dict:
+    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+# (lengths, ends, N, O, A, gamma, lam): padding after terminal ends, a time-limit end, B = 1, N = 3
+_BATCH_CASES = [
+    ([4, 6, 3], ["terminal", "time limit", "terminal"], 2, 3, 4, 0.99, 0.8),
+    ([5], ["time limit"], 2, 2, 5, 0.9, 0.5),
+    ([2, 5], ["terminal", "terminal"], 3, 2, 3, 0.95, 0.0),
+]
+
+
+def _case_name(lengths, ends, N, O, A) -> str:
+    return f"B={len(lengths)} episodes of {lengths} steps ({', '.join(ends)}), N={N}, O={O}, A={A}"
+
+
+def _batch_cases():
+    """(case name, agent, batch, reference rows) for each of ``_BATCH_CASES``."""
+    generator = torch.Generator().manual_seed(0)
+    for k, (lengths, ends, N, O, A, gamma, lam) in enumerate(_BATCH_CASES):
+        agent = _agent(N, O, A, seed=k, gamma=gamma, lam=lam)
+        batch = _episode_batch(generator, lengths, ends, N, O, A)
+        rows = agent.critic_rows(batch["obs"], batch["actions"])
+        yield _case_name(lengths, ends, N, O, A) + f", gamma={gamma}, lam={lam}", agent, batch, rows
+
+
+def _no_gradient(out: torch.Tensor, case: str, what: str) -> bool:
+    """Print FAILED and return True when ``out`` carries a gradient (a target or an advantage is a constant)."""
+    if not out.requires_grad:
+        return False
+    print(f"FAILED on {case}: your {what} carries a gradient.\nHint: {what} is a constant for the loss that uses it: "
+          f"compute it under torch.no_grad() (and pass pi.detach() where pi comes from the actor).")
+    return True
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Part 1: the critic's rows
+# ----------------------------------------------------------------------------------------------------------------
+
+@_one_thread
+def check_coma_critic_rows(fn: Callable) -> None:
+    """Check ``fn(agent, obs (B, T+1, N, O), actions int (B, T+1, N)) -> (B*(T+1), N, D)``, row (b, t, i) being
+    ``[s_t, o_{i,t}, every one-hot action with agent i's block zeroed, one_hot(i)]`` with s_t the concatenated
+    observations, against ``COMA.critic_rows``: B = 1 to 3, N = 2 and 3, O = A."""
+    generator = torch.Generator().manual_seed(0)
+    cases = [(3, 4, 2, 3, 4), (1, 3, 3, 2, 5), (2, 2, 2, 3, 3)]  # (B, T+1, N, O, A)
+    for B, T1, N, O, A in cases:
+        case = f"B={B}, T+1={T1}, N={N}, O={O}, A={A}"
+        agent = _agent(N, O, A, perturb=False)
+        obs = torch.rand(B, T1, N, O, generator=generator)
+        actions = torch.randint(0, A, (B, T1, N), generator=generator)
+        actions[0, 0] = torch.arange(N) % A  # the agents take different actions somewhere
+        expected = agent.critic_rows(obs, actions)  # (B*T1, N, D)
+        S, D = N * O, N * O + O + N * A + N
+
+        def shape_hint(got):
+            if got == (B * T1, N, D - N):
+                return "each row ends with the one-hot id of its agent, torch.eye(N): the shared critic must know " \
+                       "whose row it is computing."
+            if got == (B * T1, N, D - S):
+                return "each row starts with the state s_t, every agent's observation concatenated (N*O numbers)."
+            if got == (B, T1, N, D):
+                return "merge the batch and time axes: rows (B*(T+1), N, D), episode b's step t at index b*(T+1)+t."
+            if got == (B * T1 * N, D):
+                return "keep the agent axis: (B*(T+1), N, D), row i of each step is agent i's."
+            return f"rows (B*(T+1), N, S+O+N*A+N) = {(B * T1, N, D)}: [s, o_i, a_-i one-hot (N*A), one-hot i]."
+
+        out = _output(fn, case, expected, (agent, obs.clone(), actions.clone()), shape_hint)
+        if out is None:
+            return
+        if torch.allclose(out, expected, atol=1e-6):
+            continue
+        onehot = F.one_hot(actions, A).float().reshape(B * T1, N * A)  # (B*T1, N*A) the joint action
+        flat_obs = obs.reshape(B * T1, N, O)
+        ids = torch.eye(N).expand(B * T1, N, N)
+        unmasked = torch.cat([flat_obs.reshape(B * T1, 1, S).expand(-1, N, -1), flat_obs,
+                              onehot.unsqueeze(1).expand(-1, N, -1), ids], dim=-1)
+        time_major = agent.critic_rows(obs.transpose(0, 1).contiguous(), actions.transpose(0, 1).contiguous())
+        own_only = expected.clone()
+        own_only[..., S + O:S + O + N * A] = unmasked[..., S + O:S + O + N * A] - expected[..., S + O:S + O + N * A]
+        hint = _named_mistake(out, [
+            (unmasked, "agent i's own action is still in its row: the critic would see the answer. Row i outputs "
+                       "Q(s, (a_-i, k)) for every k, so zero agent i's one-hot block in row i."),
+            (own_only, "the mask is inverted: row i keeps only agent i's own action; it must keep every OTHER "
+                       "agent's and zero agent i's."),
+            (time_major, "the rows come out time-major (t*B + b): reshape (B, T+1, ...) straight to "
+                         "(B*(T+1), ...), no transpose."),
+        ], "row i = cat([obs of every agent flattened (N*O), obs[i] (O), one-hot actions with block i zeroed "
+           "(N*A), eye(N)[i] (N)]).", atol=1e-6)
+        _values_differ(case, expected, out, hint, shown=8)
+        return
+    print(f"PASSED: the critic's rows [s, o_i, a_-i, id] on all {len(cases)} cases (within 1e-6; B = 1 to 3, N = 2 "
+          f"and 3, O = A).")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Part 2: TD(lambda) targets
+# ----------------------------------------------------------------------------------------------------------------
+
+def _taken(net, rows: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """``net``'s Q of the taken joint action in every row: rows (B*(T+1), N, D), actions (B, T+1, N) -> (B, T+1, N)."""
+    B, T1, N = actions.shape
+    with torch.no_grad():
+        q = net(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)
+    return q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
+def _targets(agent: COMA, rows: torch.Tensor, batch: dict, slip: str | None = None) -> torch.Tensor:
+    """The TD(lambda) targets (B, T, N), or what a named slip gives."""
+    c = agent.config
+    gamma, lam = c.gamma, c.lam
+    actions, rewards, dones = batch["actions"], batch["rewards"], batch["dones"]
+    B, T1, N = actions.shape
+    T = T1 - 1
+    r = rewards if slip == "own reward" else rewards.sum(-1, keepdim=True).expand(B, T, N)  # (B, T, N)
+    net = agent.critic if slip == "online critic" else agent.target_critic
+    if slip == "max":
+        with torch.no_grad():
+            q_next = net(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1).max(-1).values
+    else:
+        q_next = _taken(net, rows, actions)  # (B, T+1, N)
+    values = q_next[:, :T] if slip == "same step" else q_next[:, 1:]  # (B, T, N)
+    d = dones.unsqueeze(-1).expand(B, T, N).clone()
+    if slip == "no dones":
+        d.zero_()
+    if slip == "every end terminal":  # d = 1 at each episode's last real step, a time-limit end included
+        last = batch["step_mask"] - torch.cat([batch["step_mask"][:, 1:], torch.zeros(B, 1)], dim=1)  # (B, T)
+        d = torch.maximum(d, last.unsqueeze(-1).expand(B, T, N))
+    if slip == "lam swapped":
+        lam = 1.0 - lam
+    y = torch.zeros(B, T, N)
+    g = torch.zeros(B, N) if slip == "started at zero" else values[:, -1]
+    for t in reversed(range(T)):
+        if slip == "gamma on V only":
+            y[:, t] = r[:, t] + (1 - d[:, t]) * (gamma * (1 - lam) * values[:, t] + lam * g)
+        else:
+            y[:, t] = r[:, t] + gamma * (1 - d[:, t]) * ((1 - lam) * values[:, t] + lam * g)
+        g = y[:, t]
+    return y
+
+
+_TARGET_SLIPS = [
+    ("own reward", "each row learned its own agent's reward: on Switch every row learns the team reward "
+                   "r_t = sum_i r_{i,t}, rewards.sum(-1) in every row."),
+    ("online critic", "the targets come from the critic being trained: bootstrap from the TARGET critic, "
+                      "agent.target_critic, so the values the critic chases hold still between copies."),
+    ("no dones", "nothing cuts the recursion after a terminal step, so padding leaks into the targets: multiply by "
+                 "(1 - d_t), with d from batch['dones'] (1 at a real terminal step and on padding)."),
+    ("every end terminal", "a time-limit end was treated as terminal: there d = 0, and its last step bootstraps from "
+                           "Q' of the end state (index T of the episode) and the action stored there."),
+    ("started at zero", "the recursion started from y_T = 0, so the last column only gets (1 - lam) Q'(s_T, a_T): "
+                        "start it with the last column of Q'(s_{t+1}, a_{t+1})."),
+    ("lam swapped", "lam and (1 - lam) are swapped: (1 - lam) weighs Q'(s_{t+1}, a_{t+1}), lam weighs y_{t+1}."),
+    ("gamma on V only", "gamma discounts the whole bracket, (1 - lam) Q' + lam y_{t+1}, not only the Q' term."),
+    ("same step", "the bootstrap is one step late: step t bootstraps from Q'(s_{t+1}, a_{t+1}), column t+1 of the "
+                  "(B, T+1, N) values, i.e. values[:, 1:]."),
+    ("max", "the target takes the max over own actions: COMA's critic is on-policy, it bootstraps from Q' of the "
+            "joint action actually taken next, gathered with batch['actions']."),
+]
+
+
+@_one_thread
+def check_coma_critic_targets(fn: Callable) -> None:
+    """Check ``fn(agent, rows (B*(T+1), N, D), batch) -> y (B, T, N)``, TD(lambda) targets of the team reward from
+    the target critic's Q' of the taken joint action, against ``COMA.critic_targets``: padding after terminal ends,
+    a time-limit end, B = 1, N = 3, lam 0 to 0.8."""
+    for case, agent, batch, rows in _batch_cases():
+        expected = agent.critic_targets(rows, batch)  # (B, T, N)
+        out = _output(fn, case, expected, (agent, rows.clone(), _copy(batch)),
+                      "one target per step and agent row: (B, T, N), T = batch['rewards'].shape[1] (the end-state "
+                      "column T has no target).")
+        if out is None or _no_gradient(out, case, "target"):
+            return
+        if torch.allclose(out, expected, atol=TOLERANCE):
+            continue
+        hint = _named_mistake(out, [(_targets(agent, rows, batch, slip), text) for slip, text in _TARGET_SLIPS],
+                              "go backwards from t = T-1: y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'_{t+1} + lam "
+                              "y_{t+1}), with y_T := Q'_T, Q' of the taken joint action from the target critic.")
+        _values_differ(case, expected, out, hint, shown=6)
+        return
+    print(f"PASSED: TD(lambda) targets of the team reward from the target critic on all {len(_BATCH_CASES)} cases "
+          f"(within {TOLERANCE:g}; padding, a time-limit end, B = 1, N = 3, lam 0 to 0.8).")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Part 3: the counterfactual baseline and advantage
+# ----------------------------------------------------------------------------------------------------------------
+
+def _advantage(agent: COMA, rows: torch.Tensor, batch: dict, pi: torch.Tensor, slip: str | None = None):
+    actions = batch["actions"]
+    B, T1, N = actions.shape
+    net = agent.target_critic if slip == "target critic" else agent.critic
+    with torch.no_grad():
+        q = net(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)
+        q = q[:, 1:] if slip == "next step" else q[:, :T1 - 1]  # (B, T, N, A)
+        taken = q.gather(-1, actions[:, :T1 - 1].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
+        pi = pi.detach()
+        if slip == "uniform":
+            return taken - q.mean(-1)
+        if slip == "max":
+            return taken - q.max(-1).values
+        if slip == "sign":
+            return (pi * q).sum(-1) - taken
+        return taken - (pi * q).sum(-1)
+
+
+@_one_thread
+def check_coma_batch_advantage(fn: Callable) -> None:
+    """Check ``fn(agent, rows, batch, pi (B, T, N, A)) -> Adv (B, T, N)``, ``Q(s_t, a_t) - sum_k pi(k) Q(s_t,
+    (a_-i, k))`` from the critic (not its target), carrying no gradient, against ``COMA.advantage``."""
+    generator = torch.Generator().manual_seed(1)
+    for case, agent, batch, rows in _batch_cases():
+        B, T1, N = batch["actions"].shape
+        pi = torch.softmax(torch.randn(B, T1 - 1, N, agent.n_actions, generator=generator), -1).requires_grad_()
+        expected = agent.advantage(rows, batch, pi.detach())
+        out = _output(fn, case, expected, (agent, rows.clone(), _copy(batch), pi), lambda got: (
+            "pick Q of the action each agent took: q.gather(-1, actions.unsqueeze(-1)).squeeze(-1), (B, T, N)."
+            if got == (B, T1 - 1, N, agent.n_actions) else
+            "drop the end-state column: Q of steps 0..T-1 only, (B, T, N)." if got == (B, T1, N) else
+            "one advantage per step and agent: (B, T, N)."))
+        if out is None or _no_gradient(out, case, "advantage"):
+            return
+        if torch.allclose(out, expected, atol=TOLERANCE):
+            continue
+        hint = _named_mistake(out, [
+            (_advantage(agent, rows, batch, pi, "uniform"), "the baseline averaged Q uniformly over the actions; "
+                                                            "weigh each action by the policy: sum_k pi(k) Q_k."),
+            (_advantage(agent, rows, batch, pi, "target critic"), "the advantage uses the target critic: use the "
+                                                                  "critic just trained, agent.critic."),
+            (_advantage(agent, rows, batch, pi, "max"), "the baseline is the policy's expected Q, not the best Q."),
+            (_advantage(agent, rows, batch, pi, "sign"), "the sign is flipped: Adv = Q(s, a) - baseline."),
+            (_advantage(agent, rows, batch, pi, "next step"), "Q of step t is column t of (B, T+1, N, A): drop the "
+                                                              "LAST column (the end state), not the first."),
+        ], "Adv = q[..., taken] - (pi * q).sum(-1), with q = critic(rows) reshaped (B, T+1, N, A) and cut to T.")
+        _values_differ(case, expected, out, hint, shown=6)
+        return
+    print(f"PASSED: the counterfactual advantage on all {len(_BATCH_CASES)} cases (within {TOLERANCE:g}, from the "
+          f"critic, no gradient; padding, B = 1, N = 3).")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Part 4: replaying the GRU policy over whole episodes
+# ----------------------------------------------------------------------------------------------------------------
+
+def _replay(agent: COMA, obs: torch.Tensor, actions: torch.Tensor, epsilon: float, slip: str | None = None):
+    """The behaviour policy step by step (B, T, N, A), or what a named slip gives."""
+    B, T, N, O = obs.shape
+    A = agent.n_actions
+    ids = torch.eye(N).expand(B, N, N)
+    h = agent.actor.initial_hidden(B * N)
+    probs = []
+    for t in range(T):
+        if slip == "no last action":
+            last = torch.zeros(B, N, A)
+        elif slip == "same step":
+            last = F.one_hot(actions[:, t], A).float()
+        elif t == 0:
+            last = F.one_hot(torch.zeros(B, N, dtype=torch.int64), A).float() if slip == "action 0 first" \
+                else torch.zeros(B, N, A)
+        else:
+            last = F.one_hot(actions[:, t - 1], A).float()
+        x = torch.cat([obs[:, t], last, ids], dim=-1).reshape(B * N, -1)
+        if slip == "no carry":
+            h = agent.actor.initial_hidden(B * N)
+        logits, h = agent.actor(x, h)
+        if slip == "logits":
+            probs.append(logits.reshape(B, N, A))
+            continue
+        pi = torch.softmax(logits, -1).reshape(B, N, A)
+        probs.append(pi if slip == "no epsilon" else (1 - epsilon) * pi + epsilon / A)
+    return torch.stack(probs, dim=1)
+
+
+@_one_thread
+def check_coma_replay_policy(fn: Callable) -> None:
+    """Check ``fn(agent, obs (B, T, N, O), actions int (B, T, N), epsilon) -> probs (B, T, N, A)``, the behaviour
+    policy ``(1 - eps) softmax(logits) + eps / A`` replayed step by step with the GRU (input ``[o_{i,t},
+    one_hot(a_{i,t-1}) (zeros at t = 0), one_hot(i)]``, hidden carried), against ``COMA.replay_policy``: values and
+    the gradient reaching the actor, within 1e-5 (marl_edu's replay runs the GRU fused; a step-by-step loop agrees up
+    to float32 rounding). Cases: B = 1 to 3, T = 1 to 6, N = 2 and 3, epsilon 0 to 0.5."""
+    generator = torch.Generator().manual_seed(2)
+    cases = [(3, 5, 2, 3, 4, 0.0), (1, 6, 3, 2, 5, 0.2), (2, 1, 2, 2, 3, 0.5)]  # (B, T, N, O, A, epsilon)
+    for B, T, N, O, A, eps in cases:
+        case = f"B={B}, T={T}, N={N}, O={O}, A={A}, epsilon={eps}"
+        agent = _agent(N, O, A, seed=B + T, perturb=False)
+        obs = torch.rand(B, T, N, O, generator=generator)
+        actions = torch.randint(0, A, (B, T, N), generator=generator)
+        weights = torch.rand(B, T, N, A, generator=generator)  # a fixed loss sum(weights * probs): its gradient
+        expected = agent.replay_policy(obs, actions, eps)
+        expected_grads = torch.autograd.grad((weights * expected).sum(), list(agent.actor.parameters()))
+        out = _output(fn, case, expected.detach(), (agent, obs.clone(), actions.clone(), eps),
+                      "probabilities of every action, per episode, step and agent: (B, T, N, A); stack the steps "
+                      "on dim=1.")
+        if out is None:
+            return
+        if not torch.allclose(out, expected, atol=TOLERANCE):
+            with torch.no_grad():
+                mistakes = [(_replay(agent, obs, actions, eps, slip), text) for slip, text in [
+                    ("no carry", "the hidden state is not carried: pass each step's new h to the next step "
+                                 "(logits, h = agent.actor(x, h)); it starts at zeros once per replay."),
+                    ("no last action", "the last-action block is always zero: step t's input holds one_hot(a_{i,t-1})"
+                                       " (zeros only at t = 0), as when the agents acted."),
+                    ("same step", "the input holds the action of the same step, a_{i,t}: the policy would see the "
+                                  "action it is choosing. Use the previous one, a_{i,t-1}."),
+                    ("action 0 first", "at t = 0 there is no previous action: an all-zero block, not one_hot(0)."),
+                    ("no epsilon", "the epsilon mixing is missing: the batch was played with (1 - eps) pi + eps / A,"
+                                   " and the loss replays that behaviour policy."),
+                    ("logits", "these are logits: softmax them over the action axis."),
+                ]]
+            hint = _named_mistake(out.detach(), mistakes, "x_t = cat([obs[:, t], one_hot(last action), eye(N)], -1)"
+                                                          " reshaped (B*N, O+A+N); logits, h = agent.actor(x_t, h).")
+            _values_differ(case, expected.detach(), out, hint, shown=6)
+            return
+        grads = (torch.autograd.grad((weights * out).sum(), list(agent.actor.parameters()), allow_unused=True)
+                 if out.requires_grad else [None])
+        if any(g is None for g in grads):
+            print(f"FAILED on {case}: the values are right but no gradient reaches the actor.\nHint: the actor's loss "
+                  f"differentiates these probabilities: no torch.no_grad(), .detach() or numpy on the way.")
+            return
+        if any(not torch.allclose(g, e, atol=1e-4) for g, e in zip(grads, expected_grads)):
+            print(f"FAILED on {case}: the values are right but the actor's gradient is not (within 1e-4).\n"
+                  f"Hint: the hidden state must carry the gradient from step to step (no h.detach()).")
+            return
+    print(f"PASSED: the behaviour policy replayed over whole episodes on all {len(cases)} cases (values within "
+          f"{TOLERANCE:g}, the actor's gradient within 1e-4; T = 1 to 6, N = 2 and 3, epsilon 0 to 0.5).")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Part 5: the whole update
+# ----------------------------------------------------------------------------------------------------------------
+
+def _update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Callable, advantage: Callable,
+            replay_policy: Callable, slip: str | None = None) -> None:
+    """COMA's update with its parts passed in (as ``COMA.update``), or with a named slip."""
+    c = agent.config
+    obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+    T = obs.shape[1] - 1
+    rows = critic_rows(agent, obs, actions)  # (B*(T+1), N, D)
+    targets = critic_targets(agent, rows, batch)  # (B, T, N)
+    clip = 1e9 if slip == "no clipping" else c.grad_clip
+
+    def critic_steps():
+        for _ in range(1 if slip == "one critic step" else c.critic_steps):
+            q = agent.critic(rows.reshape(-1, rows.shape[-1])).reshape(*actions.shape, -1)  # (B, T+1, N, A)
+            q_taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)[:, :T]  # (B, T, N)
+            mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
+            if slip == "critic not masked":
+                mask = torch.ones_like(mask)
+            loss = (((q_taken - targets) ** 2) * mask).sum() / mask.sum()
+            gradient_step(agent.critic_optimizer, agent.critic, loss, clip, "critic loss", agent.updates + 1)
+
+    def actor_step():
+        pi = replay_policy(agent, obs[:, :T], actions[:, :T], float(batch["epsilon"]))  # (B, T, N, A)
+        adv = advantage(agent, rows, batch, pi.detach())  # (B, T, N)
+        log_pi = torch.log(pi.gather(-1, actions[:, :T].unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
+        entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)
+        mask = batch["agent_mask"]  # (B, T, N)
+        if slip == "no agent mask":
+            mask = torch.ones_like(mask)
+        elif slip == "step mask":
+            mask = batch["step_mask"].unsqueeze(-1).expand_as(mask)
+        beta = {"no entropy": 0.0, "entropy sign": -agent.entropy_coef}.get(slip, agent.entropy_coef)
+        loss = -((adv * log_pi + beta * entropy) * mask).sum() / mask.sum().clamp(min=1.0)
+        gradient_step(agent.actor_optimizer, agent.actor, loss, clip, "actor loss", agent.updates + 1)
+
+    if slip == "actor first":
+        actor_step()
+        critic_steps()
+    else:
+        critic_steps()
+        actor_step()
+    agent.updates += 1
+    if slip == "copy every update" or (slip != "never copied" and agent.updates % c.target_update_every == 0):
+        hard_update(agent.target_critic, agent.critic)
+
+
+_UPDATE_SLIPS = [
+    ("actor first", "the actor stepped before the critic: make the critic's steps first, so the advantage comes "
+                    "from the critic that has just learned this batch's targets."),
+    ("copy every update", "the target critic is copied at every update: copy it only when agent.updates (counted "
+                          "after this update) is a multiple of agent.config.target_update_every."),
+    ("never copied", "the target critic is never copied: every agent.config.target_update_every updates, "
+                     "agent.target_critic.load_state_dict(agent.critic.state_dict())."),
+    ("no agent mask", "the actor's loss averages over every (b, t, i): weigh by batch['agent_mask'] and divide by "
+                      "its sum, so padding and agents already home count for nothing."),
+    ("step mask", "the actor's loss uses step_mask: an agent that is already home still has steps in the episode, "
+                  "but no choice left; use batch['agent_mask'] (B, T, N)."),
+    ("critic not masked", "the critic's loss counts padded steps: weigh by batch['step_mask'] and divide by "
+                          "N * (number of real steps)."),
+    ("one critic step", "the critic made one step: it makes agent.config.critic_steps passes over the batch."),
+    ("no clipping", "the gradients are not clipped: torch.nn.utils.clip_grad_norm_(net.parameters(), "
+                    "agent.config.grad_clip) between backward() and step(), for both networks."),
+    ("no entropy", "the entropy bonus is missing: the loss subtracts agent.entropy_coef * H(pi), averaged with "
+                   "the same agent_mask."),
+    ("entropy sign", "the entropy bonus has the wrong sign: the loss SUBTRACTS beta * H(pi), so more entropy "
+                     "lowers the loss."),
+]
+
+# (lengths of each update's batch, ends, N, O, A, config, entropy_coef, number of updates)
+_UPDATE_CASES = [
+    (([4, 6, 3], ["terminal", "time limit", "terminal"]), 2, 3, 4,
+     dict(critic_steps=3, target_update_every=2, grad_clip=10.0), 0.1, 3),
+    (([5], ["terminal"]), 2, 2, 5, dict(critic_steps=2, target_update_every=3, grad_clip=0.05), 0.05, 4),
+]
+
+
+def _parameters(agent: COMA) -> list[torch.Tensor]:
+    return [p.detach().clone() for net in (agent.actor, agent.critic, agent.target_critic) for p in net.parameters()]
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor], atol: float) -> bool:
+    return all(x.shape == y.shape and torch.allclose(x, y, atol=atol) for x, y in zip(a, b))
+
+
+def _run_updates(update: Callable, case_index: int, parts: tuple) -> tuple[COMA, str | None]:
+    """A fresh learner of case ``case_index`` after its updates by ``update``; (learner, error or None)."""
+    (lengths, ends), N, O, A, config, beta, n_updates = _UPDATE_CASES[case_index]
+    agent = _agent(N, O, A, seed=case_index, perturb=False, **config)
+    generator = torch.Generator().manual_seed(10 + case_index)
+    for k in range(n_updates):
+        agent.entropy_coef = beta
+        batch = _episode_batch(generator, lengths, ends, N, O, A, epsilon=0.1 * (k % 2))
+        _, error = _call(update, agent, batch, *parts)
+        if error:
+            return agent, error
+    return agent, None
+
+
+@_one_thread
+def check_coma_update(fn: Callable) -> None:
+    """Check ``fn(agent, batch, critic_rows, critic_targets, advantage, replay_policy)``, one COMA update in place
+    (critic steps, then the actor's step with the entropy bonus over agent_mask, gradients clipped, the periodic
+    hard copy into the target critic), called with marl_edu's four parts, against ``COMA.update``: every parameter of
+    the actor, the critic and the target critic after a few updates, within 1e-4, and the updates counter. Cases:
+    3 updates with the target copied every 2, and B = 1 with gradient clipping that binds."""
+    parts = tuple(REFERENCE[name] for name in PARTS[:4])
+    for index, ((lengths, ends), N, O, A, config, beta, n_updates) in enumerate(_UPDATE_CASES):
+        case = (f"{n_updates} updates on batches of {lengths} steps ({', '.join(ends)}), N={N}, A={A}, "
+                f"critic_steps={config['critic_steps']}, target copied every {config['target_update_every']}, "
+                f"grad_clip={config['grad_clip']}")
+        before = _parameters(_agent(N, O, A, seed=index, perturb=False, **config))
+        reference, _ = _run_updates(lambda agent, batch, *_: agent.update(batch), index, parts)
+        learner, error = _run_updates(fn, index, parts)
+        if error:
+            print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
+            return
+        after = _parameters(learner)
+        if all(torch.equal(x, y) for x, y in zip(after, before)):
+            print("NOT DONE YET: the function returned None and changed no parameter (a stub, or an update that "
+                  "never steps an optimiser). Fill it in and run this cell again.")
+            return
+        expected = _parameters(reference)
+        if _same(after, expected, UPDATE_TOLERANCE):
+            if learner.updates == reference.updates:
+                continue
+            print(f"FAILED on {case}: the parameters are right but agent.updates is {learner.updates}, expected "
+                  f"{reference.updates}.\nHint: count each update, agent.updates += 1, before deciding whether to "
+                  f"copy the target critic.")
+            return
+        hint = "compare your order with: rows, targets; critic_steps critic steps; replay, advantage, actor step; " \
+               "agent.updates += 1; the periodic hard copy."
+        for slip, text in _UPDATE_SLIPS:
+            wrong, _ = _run_updates(lambda agent, batch, *p: _update(agent, batch, *p, slip=slip), index, parts)
+            if _same(after, _parameters(wrong), UPDATE_TOLERANCE):
+                hint = text
+                break
+        names = [f"{net}.{name}" for net in ("actor", "critic", "target_critic")
+                 for name, _ in getattr(learner, net).named_parameters()]
+        off = [n for n, x, y in zip(names, after, expected) if not torch.allclose(x, y, atol=UPDATE_TOLERANCE)]
+        print(f"FAILED on {case}: {len(off)} parameter tensors differ from marl_edu's by more than "
+              f"{UPDATE_TOLERANCE:g} (first: {', '.join(off[:3])}).\nHint: {hint}")
+        return
+    print(f"PASSED: your update gives marl_edu's parameters (actor, critic, target critic, within "
+          f"{UPDATE_TOLERANCE:g}) after the updates of all {len(_UPDATE_CASES)} cases (target copies, clipping "
+          f"that binds, agent_mask, B = 1).")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Assembling and training
+# ----------------------------------------------------------------------------------------------------------------
+
+CHECKERS = {name: globals()[f"check_{name}"] for name in PARTS}
+
+
+def assemble(**mine: Callable) -> dict[str, Callable]:
+    """Check each of the learner's parts (keyword = part name), print one table (part | your verdict | what
+    training uses) and return the parts to train with: the learner's where its check PASSED, marl_edu's reference
+    for the others (not given, NOT DONE YET or FAILED)."""
+    unknown = sorted(set(mine) - set(PARTS))
+    if unknown:
+        raise ValueError(f"unknown parts {unknown}; the parts are {', '.join(PARTS)}")
+    parts, rows = {}, []
+    for name in PARTS:
+        if name not in mine:
+            verdict = "not given"
+        else:
+            captured = io.StringIO()
+            with contextlib.redirect_stdout(captured):
+                try:
+                    CHECKERS[name](mine[name])
+                except Exception as error:  # a checker never raises; this is a belt for braces
+                    print(f"FAILED: the check raised {type(error).__name__}: {error}")
+            verdict = next(iter(captured.getvalue().splitlines()), "no verdict")
+        passed = verdict.startswith("PASSED")
+        parts[name] = mine[name] if passed else REFERENCE[name]
+        short = "PASSED" if passed else "NOT DONE YET" if verdict.startswith("NOT DONE") else \
+            "FAILED" if verdict.startswith("FAILED") else verdict
+        rows.append((name, short, "yours" if passed else "marl_edu's reference"))
+    width = max(len(name) for name in PARTS)
+    print(f"{'part':<{width}} | {'your verdict':<12} | training uses")
+    print(f"{'-' * width}-+-{'-' * 12}-+-{'-' * 20}")
+    for name, short, used in rows:
+        print(f"{name:<{width}} | {short:<12} | {used}")
+    return parts
+
+
+@_one_thread
+def train_yours(parts: dict[str, Callable], env_id: str = "Switch2-v0", episodes: int = 6000, seed: int = 0,
+                eval_every: int = 100, stop_at: float | None = 8.0, progress: bool = True) -> TrainResult:
+    """COMA on ``env_id`` with ``parts`` (``assemble``'s): K = 16 episodes per batch from ``collect_episodes`` with
+    the current policy, one ``parts["coma_update"]`` per batch (given the other four parts), the entropy bonus
+    decayed as ``train_coma`` does over ``episodes``, a greedy evaluation every ``eval_every`` episodes, and a stop
+    at the first greedy team return >= ``stop_at``. ``COMAConfig()``'s defaults, deterministic for a seed; with
+    marl_edu's five parts it is ``train.train_coma``'s run."""
+    missing = [name for name in PARTS if name not in parts]
+    if missing:
+        raise ValueError(f"parts is missing {missing}: pass assemble(...)'s dict")
+    positive_int(episodes, "episodes")
+    positive_int(eval_every, "eval_every")
+    config = COMAConfig().validate()
+    venv = make_vec_env(env_id, config.n_envs, seed)
+    agent = COMA(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed)
+    update = parts["coma_update"]
+    given = tuple(parts[name] for name in PARTS[:4])
+    result = TrainResult(agent=agent)
+    next_eval = eval_every
+    bar = tqdm(total=episodes, desc=f"your COMA {env_id} seed {seed}", disable=not progress, leave=False)
+    while len(result.episode_returns) < episodes:
+        anneal = config.anneal_fraction * episodes
+        epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns), anneal)
+        agent.entropy_coef = linear(config.entropy_start, 0.0, len(result.episode_returns), anneal)
+        batch, returns, steps = collect_episodes(agent, venv, epsilon)
+        update(agent, batch, *given)
+        result.episode_returns.extend(returns)
+        result.env_steps += steps
+        result.updates += 1
+        bar.update(len(returns))
+        if len(result.episode_returns) >= next_eval:
+            next_eval += eval_every
+            if _greedy_evaluation(result, env_id, bar, stop_at):
+                break
+    return _finish(result, bar)
+
+
+def whose(parts: dict[str, Callable]) -> str:
+    """A legend label for a run trained with ``parts``: how many of them are the learner's (not ``REFERENCE``'s)."""
+    mine = sum(parts[name] is not REFERENCE[name] for name in PARTS)
+    if mine == len(PARTS):
+        return "your COMA"
+    if mine == 0:
+        return "marl_edu's parts (your stubs are empty)"
+    return f"your COMA ({mine} of {len(PARTS)} parts yours)"
+
+
+def reference_run(env_id: str = "Switch2-v0") -> dict:
+    """The committed reference run of COMA (``results/coma/<env_id>/run.json``): its ``evaluations`` and more."""
+    return json.loads((RESULTS / env_id / "run.json").read_text())
+
+
+def random_return(env_id: str = "Switch2-v0", episodes: int = 100, seed: int = 0) -> float:
+    """The mean team return of uniformly random actions over ``episodes`` episodes."""
+    env = make_env(env_id, seed=seed)
+    policy = random_policy(env.n_agents, env.n_actions, np.random.default_rng(seed))
+    return float(team_returns(env, policy, episodes, progress=False).mean())
+
+
+def plot_against_reference(result: TrainResult, optimal: float | None = None, random: float | None = None,
+                           env_id: str = "Switch2-v0", ax=None, label: str = "your COMA"):
+    """Your run's greedy evaluations (legend ``label``: ``whose(parts)`` says whose parts trained it) against the
+    committed reference run's, with the exact optimum and the random policy as horizontal lines. Returns the
+    matplotlib axes."""
+    import matplotlib.pyplot as plt
+
+    from marl_edu.viz import _greedy_axes
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 3.4))
+    episodes, greedy = zip(*reference_run(env_id)["evaluations"])
+    ax.plot(episodes, greedy, "-o", color="0.45", markersize=3, linewidth=1, label="marl_edu's COMA (committed run)")
+    if result.evaluations:
+        episodes, greedy = zip(*result.evaluations)
+        ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label=label)
+    if random is not None:
+        ax.axhline(random, color="0.5", linestyle=":", label=f"random policy ({random:.2f})")
+    return _greedy_axes(ax, optimal, f"{env_id}: greedy team return", optimum_style=("C2", "--"))

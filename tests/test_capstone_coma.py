@@ -1,0 +1,234 @@
+"""The COMA capstone's checkers (marl_edu.capstone_coma): the answers pass, each named slip fails with its own hint,
+garbage never raises, the assembled parts never include a failed one, and the answers train to the solve."""
+
+import numpy as np
+import pytest
+import torch
+
+from marl_edu import capstone_coma as cc
+from marl_edu import solutions
+from marl_edu.coma import COMA, COMAConfig
+from marl_edu.envs import make_vec_env
+from marl_edu.rollout import collect_episodes
+from marl_edu.train import train_coma
+
+CHECKS = {name: getattr(cc, f"check_{name}") for name in cc.PARTS}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # tiny networks: on a busy 2-core machine two threads make a GRU's backward pass take seconds (as train_yours
+    # and the checkers do themselves)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _verdict(check, fn, capsys) -> str:
+    assert check(fn) is None
+    out = capsys.readouterr().out
+    assert out.startswith(("PASSED", "FAILED", "NOT DONE YET")), out
+    return out
+
+
+@pytest.mark.parametrize("name", cc.PARTS)
+def test_the_solutions_and_the_references_pass(name, capsys):
+    assert _verdict(CHECKS[name], getattr(solutions, name), capsys).startswith("PASSED")
+    assert _verdict(CHECKS[name], cc.REFERENCE[name], capsys).startswith("PASSED")
+
+
+def _rows_slip(kind):
+    def rows(agent, obs, actions):
+        out = solutions.coma_critic_rows(agent, obs, actions)
+        B, T1, N, O = obs.shape
+        A = agent.n_actions
+        S = N * O
+        if kind == "unmasked":
+            out[..., S + O:S + O + N * A] = torch.nn.functional.one_hot(actions.reshape(B * T1, 1, N), A).float() \
+                .expand(B * T1, N, N, A).reshape(B * T1, N, N * A)
+        elif kind == "time major":
+            out = solutions.coma_critic_rows(agent, obs.transpose(0, 1), actions.transpose(0, 1))
+        elif kind == "no id":
+            out = out[..., :-N]
+        return out
+    return rows
+
+
+@pytest.mark.parametrize("kind, words", [("unmasked", "the critic would see the answer"),
+                                         ("time major", "time-major"), ("no id", "one-hot id")])
+def test_critic_rows_slips_are_named(kind, words, capsys):
+    out = _verdict(cc.check_coma_critic_rows, _rows_slip(kind), capsys)
+    assert out.startswith("FAILED") and words in out, out
+
+
+@pytest.mark.parametrize("slip, hint", cc._TARGET_SLIPS)
+def test_critic_target_slips_are_named(slip, hint, capsys):
+    out = _verdict(cc.check_coma_critic_targets, lambda agent, rows, batch: cc._targets(agent, rows, batch, slip),
+                   capsys)
+    assert out.startswith("FAILED") and hint in out, out
+
+
+def test_targets_with_a_gradient_fail(capsys):
+    def with_grad(agent, rows, batch):
+        return solutions.coma_critic_targets(agent, rows, batch) + 0 * agent.critic(rows[0, :1]).sum()
+    out = _verdict(cc.check_coma_critic_targets, with_grad, capsys)
+    assert out.startswith("FAILED") and "carries a gradient" in out
+
+
+@pytest.mark.parametrize("slip, words", [("uniform", "uniformly"), ("target critic", "target critic"),
+                                         ("max", "not the best Q"), ("sign", "sign is flipped"),
+                                         ("next step", "LAST column")])
+def test_advantage_slips_are_named(slip, words, capsys):
+    out = _verdict(cc.check_coma_batch_advantage,
+                   lambda agent, rows, batch, pi: cc._advantage(agent, rows, batch, pi, slip), capsys)
+    assert out.startswith("FAILED") and words in out, out
+
+
+def test_an_advantage_that_keeps_pis_gradient_fails(capsys):
+    def keeps(agent, rows, batch, pi):
+        B, T1, N = batch["actions"].shape
+        q = agent.critic(rows.reshape(B * T1 * N, -1)).reshape(B, T1, N, -1)[:, :-1].detach()
+        return q.gather(-1, batch["actions"][:, :-1].unsqueeze(-1)).squeeze(-1) - (pi * q).sum(-1)
+    out = _verdict(cc.check_coma_batch_advantage, keeps, capsys)
+    assert out.startswith("FAILED") and "carries a gradient" in out
+
+
+@pytest.mark.parametrize("slip, words", [("no carry", "hidden state is not carried"),
+                                         ("no last action", "last-action block"), ("same step", "same step"),
+                                         ("action 0 first", "not one_hot(0)"), ("no epsilon", "epsilon mixing"),
+                                         ("logits", "logits")])
+def test_replay_slips_are_named(slip, words, capsys):
+    out = _verdict(cc.check_coma_replay_policy, lambda agent, obs, actions, eps: cc._replay(agent, obs, actions, eps,
+                                                                                             slip), capsys)
+    assert out.startswith("FAILED") and words in out, out
+
+
+def test_a_detached_replay_fails(capsys):
+    out = _verdict(cc.check_coma_replay_policy, lambda *args: solutions.coma_replay_policy(*args).detach(), capsys)
+    assert out.startswith("FAILED") and "no gradient reaches the actor" in out
+
+
+def test_the_step_by_step_replay_matches_the_fused_one_and_the_unfused_one():
+    generator = torch.Generator().manual_seed(0)
+    obs, actions = torch.rand(4, 9, 2, 2, generator=generator), torch.randint(0, 5, (4, 9, 2), generator=generator)
+    for fused in (True, False):
+        agent = COMA(2, 2, 5, COMAConfig(fused_unroll=fused), seed=3)
+        expected = agent.replay_policy(obs, actions, 0.1)
+        assert torch.allclose(solutions.coma_replay_policy(agent, obs, actions, 0.1), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("slip, hint", cc._UPDATE_SLIPS)
+def test_update_slips_are_named(slip, hint, capsys):
+    out = _verdict(cc.check_coma_update, lambda agent, batch, *parts: cc._update(agent, batch, *parts, slip=slip),
+                   capsys)
+    assert out.startswith("FAILED") and hint in out, out
+
+
+def test_an_update_that_forgets_the_counter_fails(capsys):
+    def no_count(agent, batch, *parts):
+        solutions.coma_update(agent, batch, *parts)
+        agent.updates -= 1
+    out = _verdict(cc.check_coma_update, no_count, capsys)
+    assert out.startswith("FAILED"), out
+
+
+def test_the_update_with_the_parts_passed_in_is_comas_own_to_the_bit():
+    venv = make_vec_env("Switch2-v0", 4, 0)
+    agents = [COMA(2, 2, 5, COMAConfig(target_update_every=2), seed=1) for _ in range(2)]
+    parts = tuple(cc.REFERENCE[name] for name in cc.PARTS[:4])
+    for _ in range(3):
+        batch, _, _ = collect_episodes(agents[0], venv, 0.1)
+        agents[0].update(batch)
+        cc._reference_update(agents[1], batch, *parts)
+    for a, b in zip(cc._parameters(agents[0]), cc._parameters(agents[1])):
+        assert torch.equal(a, b)
+
+
+def test_the_solutions_give_the_references_parameters_after_a_few_updates():
+    venv = make_vec_env("Switch2-v0", 4, 0)
+    agents = [COMA(2, 2, 5, COMAConfig(target_update_every=2), seed=1) for _ in range(2)]
+    mine = tuple(getattr(solutions, name) for name in cc.PARTS[:4])
+    for _ in range(3):
+        batch, _, _ = collect_episodes(agents[0], venv, 0.0)
+        agents[0].update(batch)
+        solutions.coma_update(agents[1], batch, *mine)
+    for a, b in zip(cc._parameters(agents[0]), cc._parameters(agents[1])):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
+def _garbage():
+    nan = float("nan")
+    return [lambda *a: torch.full((2, 3), nan), lambda *a: "rows", lambda *a: np.zeros(3), lambda *a: 1 / 0,
+            lambda *a: torch.zeros(1, dtype=torch.int64), lambda *a: torch.tensor(nan), lambda: None]
+
+
+@pytest.mark.parametrize("name", cc.PARTS)
+def test_garbage_never_raises_and_never_passes(name, capsys):
+    for fn in _garbage():
+        out = _verdict(CHECKS[name], fn, capsys)
+        assert not out.startswith("PASSED"), out
+
+
+def test_an_update_that_writes_nan_fails(capsys):
+    def nan_update(agent, *args):
+        with torch.no_grad():
+            next(agent.actor.parameters()).fill_(float("nan"))
+    out = _verdict(cc.check_coma_update, nan_update, capsys)
+    assert out.startswith("FAILED"), out
+
+
+def test_assemble_uses_only_parts_that_passed(capsys):
+    def raises(*args):
+        raise NotImplementedError
+
+    wrong_rows = _rows_slip("unmasked")
+    parts = cc.assemble(coma_critic_rows=wrong_rows, coma_critic_targets=solutions.coma_critic_targets,
+                        coma_batch_advantage=raises)
+    out = capsys.readouterr().out
+    assert parts["coma_critic_rows"] is cc.REFERENCE["coma_critic_rows"]  # FAILED: never used
+    assert parts["coma_critic_targets"] is solutions.coma_critic_targets
+    assert parts["coma_batch_advantage"] is cc.REFERENCE["coma_batch_advantage"]
+    assert parts["coma_replay_policy"] is cc.REFERENCE["coma_replay_policy"]  # not given
+    lines = out.splitlines()
+    assert len(lines) == 2 + len(cc.PARTS)
+    assert "FAILED" in lines[2] and "marl_edu's reference" in lines[2]
+    assert "PASSED" in lines[3] and lines[3].endswith("yours")
+    assert "NOT DONE YET" in lines[4] and "not given" in lines[5]
+    with pytest.raises(ValueError, match="unknown parts"):
+        cc.assemble(coma_critic_row=wrong_rows)
+
+
+def test_with_the_references_train_yours_is_train_coma():
+    parts = dict(cc.REFERENCE)
+    ours = cc.train_yours(parts, episodes=64, eval_every=32, stop_at=None, progress=False)
+    theirs = train_coma("Switch2-v0", episodes=64, eval_every=32, progress=False)
+    assert ours.episode_returns == theirs.episode_returns
+    assert ours.evaluations == theirs.evaluations
+    for a, b in zip(cc._parameters(ours.agent), cc._parameters(theirs.agent)):
+        assert torch.equal(a, b)
+
+
+def test_the_solutions_train_to_the_solve():
+    parts = {name: getattr(solutions, name) for name in cc.PARTS}
+    result = cc.train_yours(parts, seed=0, stop_at=8.0, progress=False)
+    assert result.evaluations[-1][1] >= 8.0 - 1e-6
+    assert len(result.episode_returns) < 6000
+
+
+def test_the_plot_draws_both_runs_and_the_lines():
+    import matplotlib
+    matplotlib.use("Agg")
+    from marl_edu.train import TrainResult
+    result = TrainResult(agent=None, evaluations=[(100, -10.0), (200, 8.1)])
+    ax = cc.plot_against_reference(result, optimal=8.3, random=-9.3)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "your COMA" in labels and any("committed" in label for label in labels)
+    assert any("optimum" in label for label in labels) and any("random" in label for label in labels)
+    assert cc.reference_run()["evaluations"]
+
+
+def test_whose_says_whose_parts_trained():
+    assert cc.whose(dict(cc.REFERENCE)) == "marl_edu's parts (your stubs are empty)"
+    assert cc.whose({name: getattr(solutions, name) for name in cc.PARTS}) == "your COMA"
+    assert cc.whose({**cc.REFERENCE, "coma_update": solutions.coma_update}) == "your COMA (1 of 5 parts yours)"
