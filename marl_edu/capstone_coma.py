@@ -215,7 +215,7 @@ def check_coma_critic_rows(fn: Callable) -> None:
         _values_differ(case, expected, out, hint, shown=8)
         return
     print(f"PASSED: the critic's rows [s, o_i, a_-i, id] on all {len(cases)} cases (within 1e-6; B = 1 to 3, N = 2 "
-          f"and 3, O = A).")
+          f"and 3, and O = A, where blocks in the wrong order would still have the right widths).")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -471,7 +471,8 @@ def _update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Cal
             mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
             if slip == "critic not masked":
                 mask = torch.ones_like(mask)
-            loss = (((q_taken - targets) ** 2) * mask).sum() / mask.sum()
+            divisor = mask.numel() if slip == "critic divisor" else mask.sum()
+            loss = (((q_taken - targets) ** 2) * mask).sum() / divisor
             gradient_step(agent.critic_optimizer, agent.critic, loss, clip, "critic loss", agent.updates + 1)
 
     def actor_step():
@@ -485,7 +486,8 @@ def _update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Cal
         elif slip == "step mask":
             mask = batch["step_mask"].unsqueeze(-1).expand_as(mask)
         beta = {"no entropy": 0.0, "entropy sign": -agent.entropy_coef}.get(slip, agent.entropy_coef)
-        loss = -((adv * log_pi + beta * entropy) * mask).sum() / mask.sum().clamp(min=1.0)
+        divisor = mask.numel() if slip == "actor divisor" else mask.sum().clamp(min=1.0)
+        loss = -((adv * log_pi + beta * entropy) * mask).sum() / divisor
         gradient_step(agent.actor_optimizer, agent.actor, loss, clip, "actor loss", agent.updates + 1)
 
     if slip == "actor first":
@@ -512,6 +514,11 @@ _UPDATE_SLIPS = [
                   "but no choice left; use batch['agent_mask'] (B, T, N)."),
     ("critic not masked", "the critic's loss counts padded steps: weigh by batch['step_mask'] and divide by "
                           "N * (number of real steps)."),
+    ("critic divisor", "the critic's loss is divided by every entry of the padded (B, T, N) batch: divide by the "
+                       "masked entries only, step_mask expanded to (B, T, N) and summed, so padding does not dilute "
+                       "the loss (the scale changes from batch to batch with the episodes' lengths)."),
+    ("actor divisor", "the actor's loss is divided by every entry of agent_mask: divide by agent_mask.sum() (at "
+                      "least 1), the (b, t, i) where agent i still acts."),
     ("one critic step", "the critic made one step: it makes agent.config.critic_steps passes over the batch."),
     ("no clipping", "the gradients are not clipped: torch.nn.utils.clip_grad_norm_(net.parameters(), "
                     "agent.config.grad_clip) between backward() and step(), for both networks."),
@@ -544,7 +551,9 @@ def _run_updates(update: Callable, case_index: int, parts: tuple) -> tuple[COMA,
     generator = torch.Generator().manual_seed(10 + case_index)
     for k in range(n_updates):
         agent.entropy_coef = beta
-        batch = _episode_batch(generator, lengths, ends, N, O, A, epsilon=0.1 * (k % 2))
+        shorter = [max(1, length - k % 2) for length in lengths]  # every other batch one step shorter: the
+        batch = _episode_batch(generator, shorter, ends, N, O, A,  # masked means' divisors change their ratio
+                               epsilon=0.1 * (k % 2))             # to the padded sizes from batch to batch
         _, error = _call(update, agent, batch, *parts)
         if error:
             return agent, error
@@ -560,7 +569,8 @@ def check_coma_update(fn: Callable) -> None:
     3 updates with the target copied every 2, and B = 1 with gradient clipping that binds."""
     parts = tuple(REFERENCE[name] for name in PARTS[:4])
     for index, ((lengths, ends), N, O, A, config, beta, n_updates) in enumerate(_UPDATE_CASES):
-        case = (f"{n_updates} updates on batches of {lengths} steps ({', '.join(ends)}), N={N}, A={A}, "
+        case = (f"{n_updates} updates on batches of {lengths} steps ({', '.join(ends)}; every other batch one step "
+                f"shorter), N={N}, A={A}, "
                 f"critic_steps={config['critic_steps']}, target copied every {config['target_update_every']}, "
                 f"grad_clip={config['grad_clip']}")
         before = _parameters(_agent(N, O, A, seed=index, perturb=False, **config))
