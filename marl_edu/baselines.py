@@ -3,13 +3,13 @@
 Each baseline keeps its main method's actors, optimiser, budget and training loop, and changes only the
 critic, so a difference in the results is a difference the critic made:
 
-| learner   | critic sees                          | the actor is pushed by                                    |
-|-----------|--------------------------------------|-----------------------------------------------------------|
-| COMA      | s and the other agents' actions      | Adv^a = Q(s, u) - sum_k pi^a(k) Q(s, (u^{-a}, k))         |
-| CentralV  | s (every agent's observation)        | delta = r + gamma V(s') - V(s), the same for every agent  |
-| IACV      | o^a only (and the agent's id)        | delta^a = r + gamma V(o^a') - V(o^a)                      |
-| MADDPG    | o_1..o_N and a_1..a_N                | grad of sum_k pi_i(k) Q_i(x, a_1, .., k, .., a_N)         |
-| IDDPG     | o_i and a_i only                     | grad of sum_k pi_i(k) Q_i(o_i, k)                         |
+| learner  | critic sees                 | the actor is pushed by                                                   |
+|----------|-----------------------------|--------------------------------------------------------------------------|
+| COMA     | s_t and the others' actions | Adv_{i,t} = Q(s_t, a_t) - sum_k pi(k | h_{i,t}, i) Q(s_t, (a_{-i,t}, k)) |
+| CentralV | s_t (every observation)     | delta_t = r_t + gamma V(s_{t+1}) - V(s_t), the same for every agent      |
+| IACV     | o_{i,t} only (and its id)   | delta_{i,t} = r_t + gamma V(o_{i,t+1}) - V(o_{i,t})                      |
+| MADDPG   | o_0..o_{N-1}, a_0..a_{N-1}  | grad of sum_k pi_i(k | o_{i,t}) Q_i(x_t, (a_{-i,t}, k))                  |
+| IDDPG    | o_{i,t} and a_{i,t} only    | grad of sum_k pi_i(k | o_{i,t}) Q_i(o_{i,t}, k)                          |
 
 All of them learn the team reward (Switch is cooperative). CentralV and IACV follow the COMA paper's
 "central-V" and "IAC-V" baselines (Foerster et al. 2018, section 6): the same shared actor as COMA, a
@@ -28,12 +28,12 @@ from marl_edu.maddpg import MADDPG, own_critic_input
 
 
 class _ValueActorCritic(COMA):
-    """COMA's shared actor and update with a state-value critic V in place of Q(s, u^{-a}, .).
+    """COMA's shared actor and update with a state-value critic V in place of Q(s_t, (a_{-i,t}, .)).
 
     Subclasses say what V sees (``critic_rows``, one row per agent). The update is COMA's (``COMA.update``):
     TD(lambda) targets from the target critic, ``critic_steps`` critic steps, one actor step. COMA's targets
-    and loss regress ``taken_values``, which is V here instead of Q(s_t, u_t); the advantage is the TD error of
-    the online critic, ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t``.
+    and loss regress ``taken_values``, which is V here instead of Q(s_t, a_t); the advantage is the TD error of
+    the online critic, ``delta_t = r_t + gamma (1 - d_t) V(s_{t+1}) - V(s_t)`` (IAC-V: V of o_{i,t} instead of s_t).
     """
 
     @property
@@ -50,7 +50,8 @@ class _ValueActorCritic(COMA):
 
     @torch.no_grad()
     def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:
-        """The TD error ``delta_t = r_t + gamma (1 - d_t) V(x_{t+1}) - V(x_t)`` of every row, ``(B, T, N)``.
+        """The TD error ``delta_t = r_t + gamma (1 - d_t) V(s_{t+1}) - V(s_t)`` of every row, ``(B, T, N)`` (IAC-V's
+        row i: ``delta_{i,t}``, with V(o_{i,t+1}) and V(o_{i,t})).
         It does not look at which action the agent took, so it cannot tell one agent's choice from the
         others' (``pi`` is unused)."""
         v = self.taken_values(rows, batch)  # (B, T+1, N)
@@ -60,7 +61,7 @@ class _ValueActorCritic(COMA):
 
 
 class CentralV(_ValueActorCritic):
-    """Central-V: one centralised V(s) with s = [o_1, ..., o_N]; every agent gets the same TD error.
+    """Central-V: one centralised V(s_t) with s_t = [o_{0,t}, ..., o_{N-1,t}]; every agent gets the same TD error.
     Team reward only: its rows carry no agent id, so one V(s) cannot learn N different own returns."""
 
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
@@ -82,7 +83,7 @@ class CentralV(_ValueActorCritic):
 
 
 class IACV(_ValueActorCritic):
-    """IAC-V: independent actor-critic, each agent's V(o^a, one_hot(a)) on its own current observation and id
+    """IAC-V: independent actor-critic, each agent's V(o_{i,t}, one_hot(i)) on its own current observation and id
     (one network with the id in its input, like the shared actor: N critics in one). The COMA paper's IAC
     critics read the agent's own history instead; this one is central-V's feed-forward critic with a
     decentralised input, so that the two differ in what the critic sees and nothing else."""
@@ -92,7 +93,7 @@ class IACV(_ValueActorCritic):
         return self.obs_dim + self.n_agents  # O + N
 
     def critic_rows(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """obs ``(B, T, N, O)`` -> ``(B*T, N, O + N)``: row a is ``[o^a_t, one_hot(a)]`` (actions unused)."""
+        """obs ``(B, T, N, O)`` -> ``(B*T, N, O + N)``: row i is ``[o_{i,t}, one_hot(i)]`` (actions unused)."""
         B, T, N, O = obs.shape
         ids = torch.eye(N, device=obs.device).expand(B * T, N, N)  # (B*T, N, N)
         return torch.cat([obs.reshape(B * T, N, O), ids], dim=-1)  # (B*T, N, O+N)

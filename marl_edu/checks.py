@@ -107,7 +107,7 @@ def _shape_hint(got: tuple, B: int, N: int, O: int, A: int) -> str:
 
 def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Check ``fn(obs (B, N, O), actions (B, N, A)) -> (B, N*(O+A))`` against the reference
-    ``[o_1, ..., o_N, a_1, ..., a_N]`` on several cases, including B = 1 and N = 3."""
+    ``[o_0, ..., o_{N-1}, a_0, ..., a_{N-1}]`` on several cases, including B = 1 and N = 3."""
     generator = torch.Generator().manual_seed(0)
     cases = [(4, 2, 2, 5), (1, 2, 2, 5), (3, 3, 4, 2), (5, 2, 3, 3)]  # (B, N, O, A); B = 1 and O = A are edge cases
     for B, N, O, A in cases:
@@ -121,7 +121,7 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
             return
         if torch.allclose(out, expected):
             continue
-        interleaved = torch.cat([obs, actions], dim=2).reshape(B, N * (O + A))  # [o_1, a_1, o_2, a_2, ...]
+        interleaved = torch.cat([obs, actions], dim=2).reshape(B, N * (O + A))  # [o_0, a_0, o_1, a_1, ...]
         wrong_axis = torch.cat([obs.transpose(1, 2).reshape(B, N * O),
                                 actions.transpose(1, 2).reshape(B, N * A)], dim=1)  # feature-major
         swapped = torch.cat([actions.reshape(B, N * A), obs.reshape(B, N * O)], dim=1)
@@ -145,7 +145,7 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
 
 def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]) -> None:
     """Check ``fn(rewards (B,), dones (B,), q_next (B,), gamma) -> y (B,)`` against
-    ``y = r + gamma * (1 - d) * q_next`` (no gradient into q_next), on cases with terminal
+    ``y_t = r_t + gamma (1 - d_t) q_next`` (no gradient into q_next), on cases with terminal
     transitions, gamma = 0 and gamma = 1, B = 1, and per-agent ``(B, N)`` tensors."""
     generator = torch.Generator().manual_seed(0)
     cases = [((4,), 0.9), ((1,), 0.95), ((5,), 0.0), ((3,), 1.0), ((6, 2), 0.99)]  # (shape, gamma)
@@ -183,9 +183,10 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
 
 
 def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
-    """Check ``fn(rewards, dones, next_values, gamma, lam) -> G`` (all ``(..., T)``) against
-    ``G_t = r_t + gamma (1 - d_t) ((1 - lam) V_{t+1} + lam G_{t+1})`` with ``G_{T-1}`` bootstrapping from
-    ``V_T``, on lam 0, 0.5 and 1, a time-limit end, padding after a terminal step and a ``(B, N, T)`` batch."""
+    """Check ``fn(rewards, dones, next_values, gamma, lam) -> y`` (all ``(..., T)``) against
+    ``y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'(s_{t+1}, a_{t+1}) + lam y_{t+1})``, with ``next_values[..., t]`` =
+    Q'(s_{t+1}, a_{t+1}) and ``y_{T-1}`` bootstrapping from Q'(s_T, a_T), on lam 0, 0.5 and 1, a time-limit end,
+    padding after a terminal step and a ``(B, N, T)`` batch."""
     generator = torch.Generator().manual_seed(0)
     cases = [((4,), 0.5, 0.0, "terminal"), ((4,), 0.5, 0.5, "terminal"), ((5,), 0.9, 1.0, "terminal"),
              ((6,), 0.9, 0.8, "time limit"), ((3, 2, 7), 0.99, 0.8, "mixed")]  # (shape, gamma, lam, ending)
@@ -200,28 +201,29 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
             dones[0, :, 3:] = 1.0
         expected = td_lambda_targets(rewards, dones, next_values, gamma, lam)
         out = _output(fn, case, expected, (rewards.clone(), dones.clone(), next_values.clone(), gamma, lam),
-                      "G has the shape of rewards, (..., T); loop over the last axis only.")
+                      "y has the shape of rewards, (..., T); loop over the last axis only.")
         if out is None:
             return
         if torch.allclose(out, expected, atol=1e-5):
             continue
         no_bootstrap = next_values.clone()
         no_bootstrap[..., -1] = 0.0
-        # starting with G_T = 0 leaves G_{T-1} = r + gamma (1 - d) (1 - lam) V_T: V_T scaled by (1 - lam)
+        # starting with y_T = 0 leaves y_{T-1} = r + gamma (1 - d) (1 - lam) Q'(s_T, a_T): scaled by (1 - lam)
         started_at_zero = next_values.clone()
         started_at_zero[..., -1] *= 1.0 - lam
         swapped = td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
         no_mask = td_lambda_targets(rewards, torch.zeros(shape), next_values, gamma, lam)
         hint = _named_mistake(out, [
             (td_lambda_targets(rewards, dones, no_bootstrap, gamma, lam),
-             "the last step must bootstrap from V_T = next_values[..., -1]: an episode cut by the time limit did "
-             "not end (d = 0), it was stopped. Start the recursion with G_T = next_values[..., -1]."),
+             "the last step must bootstrap from Q'(s_T, a_T) = next_values[..., -1]: an episode cut by the time "
+             "limit did not end (d = 0), it was stopped. Start the recursion with y_T := next_values[..., -1]."),
             (td_lambda_targets(rewards, dones, started_at_zero, gamma, lam),
-             "the recursion started from G_T = 0, so the last step only gets (1 - lam) V_T: start it with "
-             "G_T = next_values[..., -1], so that G_{T-1} = r + gamma (1 - d) V_T."),
-            (swapped, "lam and (1 - lam) are swapped: (1 - lam) weighs V_{t+1}, lam weighs G_{t+1}."),
+             "the recursion started from y_T = 0, so the last step only gets (1 - lam) Q'(s_T, a_T): start it "
+             "with y_T := next_values[..., -1], so that y_{T-1} = r + gamma (1 - d) Q'(s_T, a_T)."),
+            (swapped, "lam and (1 - lam) are swapped: (1 - lam) weighs Q'(s_{t+1}, a_{t+1}) = next_values[..., t], "
+                      "lam weighs y_{t+1}."),
             (no_mask, "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."),
-        ], "go backwards from t = T-1; keep G_{t+1} from the previous iteration.")
+        ], "go backwards from t = T-1; keep y_{t+1} from the previous iteration.")
         _values_differ(case, expected, out, hint, shown=5)
         return
     print(f"PASSED: TD(lambda) targets on all {len(cases)} cases (lam 0, 0.5 and 1, a time-limit end, "
@@ -230,7 +232,7 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
 
 def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
     """Check ``fn(q (..., A), pi (..., A), actions (...)) -> advantage (...)`` against
-    ``Q(s, u) - sum_k pi(k) Q(s, (u^{-a}, k))`` on single agents, batches ``(B, N)`` and ``(B, T, N)``."""
+    ``Adv = Q(s, a) - sum_k pi(k) Q(s, (a_{-i}, k))`` on single agents, batches ``(B, N)`` and ``(B, T, N)``."""
     generator = torch.Generator().manual_seed(0)
     cases = [(), (4,), (3, 2), (2, 5, 2)]  # leading shapes (...); the last axis is A = 5
     for lead in cases:
@@ -253,7 +255,7 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
         hint = _named_mistake(out, [
             (q_taken - q.mean(-1), "you averaged Q uniformly; the baseline weighs each action by the agent's policy: "
                                    "sum_k pi(k) Q_k."),
-            (-expected, "the sign is flipped: advantage = Q(s, u) - baseline."),
+            (-expected, "the sign is flipped: advantage = Q(s, a) - baseline."),
             (q_taken - q.max(-1).values, "the baseline is the policy's expected Q, not the best Q."),
         ], "advantage = q[..., taken action] - (pi * q).sum(-1).")
         _values_differ(case, expected, out, hint, shown=4)
@@ -263,7 +265,7 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
 
 def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
     """Check ``fn(critic, actor, obs (B, N, O), actions (B, N, A), i) -> loss`` (a scalar) against continuous MADDPG's
-    actor loss without its regulariser, ``-mean_b Q_i(x, a_1, .., a_i = tanh(actor(o_i)), .., a_N)``: its value, its
+    actor loss without its regulariser, ``-mean_b Q_i(x_t, (a_{-i,t}, tanh(actor(o_{i,t}))))``: its value, its
     gradient on the actor's weights, and that the batch's actions are left untouched. Cases: B from 1 to 6, N = 2
     and 3, every agent i of each N.
     """
@@ -318,10 +320,10 @@ def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
 
 def check_approximation_loss(fn: Callable[..., torch.Tensor]) -> None:
     """Check ``fn(mean (B, A), log_std (A,), actions (B, A), entropy_coef) -> loss`` (a scalar) against the
-    inferred policy's loss, ``-mean_b log N(actions_b; mean_b, diag(exp(log_std)^2)) - entropy_coef * H``, with the
-    log-density summed over the A action entries and H the Gaussian's entropy, ``sum_a (log_std_a + 1/2 log(2 pi
-    e))``: its value and its gradients on the mean and on log_std. Cases: B from 1 to 5, A = 1 to 3, entropy_coef
-    0, 0.01 and 0.5.
+    inferred policy's loss, ``-mean_b log N(actions_b; mean_b, diag(exp(log_std)^2)) - beta H``, beta =
+    ``entropy_coef``, with the log-density summed over the A action entries and H the Gaussian's entropy,
+    ``sum_k (log_std_k + 1/2 log(2 pi e))``: its value and its gradients on the mean and on log_std. Cases: B from 1
+    to 5, A = 1 to 3, entropy_coef 0, 0.01 and 0.5.
     """
     import math
 

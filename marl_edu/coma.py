@@ -1,12 +1,13 @@
 """COMA: the centralised Q critic's input, the counterfactual baseline and the advantage.
 
-COMA's critic answers, for agent a: "what is the team's return if every other agent does what it did,
-u^{-a}, and agent a does action k?", for every k at once: Q(s, u^{-a}, k), a row of A numbers. The
-counterfactual baseline averages that row over agent a's own policy, so the advantage
+COMA's critic answers, for agent i at step t: "what is the team's return if every other agent does what it
+did, a_{-i,t}, and agent i does action k?", for every k at once: Q(s_t, (a_{-i,t}, k)), a row of A numbers. The
+counterfactual baseline Qbar_{i,t} averages that row over agent i's own policy, so the advantage
 
-    Adv^a(s, u) = Q(s, u) - sum_k pi^a(k | tau^a) Q(s, (u^{-a}, k))
+    Adv_{i,t} = Q(s_t, a_t) - Qbar_{i,t},    Qbar_{i,t} = sum_k pi(k | h_{i,t}, i) Q(s_t, (a_{-i,t}, k))
 
-credits agent a only with what its own choice changed.
+credits agent i only with what its own choice changed. Symbols as in the course's cheat sheet: agents i from 0,
+a_t the joint action, a_{-i,t} every action but agent i's, h_{i,t} agent i's own history, s_t the state.
 """
 
 from __future__ import annotations
@@ -26,16 +27,16 @@ from marl_edu.validate import (LIMITS, boolean, finite, index_range, non_negativ
 
 
 def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: torch.Tensor) -> torch.Tensor:
-    """One critic row per agent: ``[state, obs[a], all one-hot actions with a's own block zeroed, one_hot(a)]``.
+    """One critic row per agent i: ``[state, obs[i], all one-hot actions with agent i's block zeroed, one_hot(i)]``.
 
     Args (tensors, or numpy arrays):
         state: float ``(B, S)``. Switch has no global state: pass the concatenated observations.
         obs: float ``(B, N, O)``.
-        actions_onehot: float ``(B, N, A)``, the joint action u.
+        actions_onehot: float ``(B, N, A)``, the joint action a_t.
 
     Returns:
-        float ``(B, N, S + O + N*A + N)``. Row a does not depend on agent a's own action: the critic
-        outputs Q(s, u^{-a}, k) for every k of agent a, so a's action must not already be in its input.
+        float ``(B, N, S + O + N*A + N)``. Row i does not depend on agent i's own action: the critic
+        outputs Q(s_t, (a_{-i,t}, k)) for every k of agent i, so agent i's action must not already be in its input.
     """
     state, obs, actions_onehot = (torch.from_numpy(x) if isinstance(x, np.ndarray) else x
                                   for x in (state, obs, actions_onehot))
@@ -48,7 +49,7 @@ def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: t
     eye = torch.eye(N, device=obs.device, dtype=obs.dtype)  # (N, N)
     state_rows = state.unsqueeze(1).expand(B, N, dims["S"])  # (B, N, S) the same state for every row
     others = actions_onehot.unsqueeze(1).expand(B, N, N, A)  # (B, N rows, N agents, A)
-    others = others * (1.0 - eye).view(1, N, N, 1)  # (B, N, N, A): row a has agent a's block zeroed
+    others = others * (1.0 - eye).view(1, N, N, 1)  # (B, N, N, A): row i has agent i's block zeroed
     ids = eye.unsqueeze(0).expand(B, N, N)  # (B, N, N) one-hot agent id per row
     return torch.cat([state_rows, obs, others.reshape(B, N, N * A), ids], dim=-1)  # (B, N, S+O+N*A+N)
 
@@ -66,13 +67,13 @@ def _check_policy(q: torch.Tensor, pi: torch.Tensor) -> None:
 
 
 def counterfactual_baseline(q: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
-    """``b = sum_k pi(k) Q(s, (u^{-a}, k))``: q and pi ``(..., A)`` -> ``(...)``."""
+    """The counterfactual baseline ``Qbar = sum_k pi(k) Q(s, (a_{-i}, k))``: q and pi ``(..., A)`` -> ``(...)``."""
     _check_policy(q, pi)
     return (pi * q).sum(dim=-1)  # (...)
 
 
 def coma_advantage(q: torch.Tensor, pi: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """``Adv = Q(s, u) - b``: q and pi ``(..., A)``, actions int ``(...)`` (agent a's action taken) -> ``(...)``."""
+    """``Adv = Q(s, a) - Qbar``: q and pi ``(..., A)``, actions int ``(...)`` (agent i's action taken) -> ``(...)``."""
     _check_policy(q, pi)
     if not isinstance(actions, torch.Tensor) or actions.dtype.is_floating_point or actions.shape != q.shape[:-1]:
         raise ValueError(f"actions must be an int tensor of shape {tuple(q.shape[:-1])}, got "
@@ -95,7 +96,7 @@ class COMAConfig:
     gamma: float = 0.99
     lam: float = 0.8               # TD(lambda) for the critic's targets
     hidden: int = 64
-    recurrent: bool = True         # GRU actors over [o_t, u_{t-1}, id]; False: feed-forward on [o_t, id]
+    recurrent: bool = True         # GRU actors over [o_{i,t}, a_{i,t-1}, id]; False: feed-forward on [o_{i,t}, id]
     n_envs: int = 16               # episodes per batch, played in lock-step
     critic_steps: int = 8          # critic gradient steps per batch (before the actor's one)
     target_update_every: int = 10  # batches between hard copies of the critic into the target critic
@@ -104,7 +105,7 @@ class COMAConfig:
     epsilon_start: float = 0.0     # the paper's exploration: act with (1 - eps) pi + eps / A, eps decayed
     epsilon_end: float = 0.0       # linearly over the same fraction; off by default (why: the README's COMA results)
     grad_clip: float = 10.0
-    team_reward: bool = True       # every critic row learns the team reward; False: row a learns agent a's
+    team_reward: bool = True       # every critic row learns the team reward; False: row i learns agent i's
                                    # own reward (the seed design, for the experiment of notebook 07)
     fused_unroll: bool = True      # the update replays the actor over whole episodes in one call; False: step by
                                    # step, as acting does (the same values up to float32 rounding)
@@ -124,7 +125,7 @@ class COMAConfig:
 
 
 class COMA:
-    """Shared actor pi(u^a | tau^a, a) and one centralised critic Q(s, u^{-a}, .) with its target.
+    """Shared actor pi(a_{i,t} | h_{i,t}, i) and one centralised critic Q(s_t, (a_{-i,t}, .)) with its target.
 
     Networks for N agents: 1 actor (shared, with the agent's one-hot id in its input), 1 critic
     (one row per agent, see ``build_critic_input``), 1 target critic: 3, whatever N is.
@@ -138,8 +139,8 @@ class COMA:
         torch.manual_seed(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         c = self.config
-        # a GRU actor reads the history tau^a = (o^a_0, u^a_0, o^a_1, ...), so it gets its last action too;
-        # a feed-forward actor sees o^a_t only (the position-only policies of notebook 07)
+        # a GRU actor reads the history h_{i,t} = (o_{i,0}, a_{i,0}, o_{i,1}, ...), so it gets its last action too;
+        # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 07)
         self.last_action_dim = n_actions if c.recurrent else 0
         self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
                                     c.recurrent).to(self.device)
@@ -153,19 +154,19 @@ class COMA:
     @property
     def critic_dim(self) -> int:
         """The width of one critic row (``build_critic_input``): S + O + N*A + N, where Switch has no global
-        state and s = [o_1, ..., o_N], S = N*O."""
+        state and s = [o_0, ..., o_{N-1}], S = N*O."""
         return self.n_agents * self.obs_dim + self.obs_dim + self.n_agents * self.n_actions + self.n_agents
 
     @property
     def critic_outputs(self) -> int:
-        """Q(s, u^{-a}, .) has one output per own action: A."""
+        """Q(s_t, (a_{-i,t}, .)) has one output per own action: A."""
         return self.n_actions
 
     # -- acting ---------------------------------------------------------------------------------
     def actor_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:
-        """``[o^a_t, one_hot(u^a_{t-1}), one_hot(a)]`` for every agent, as in the COMA paper: obs ``(B, N, O)``
+        """``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent i, as in the COMA paper: obs ``(B, N, O)``
         and last actions int ``(B, N)`` (-1 before the first step: an all-zero block) -> ``(B*N, O + A + N)``.
-        Feed-forward actors get ``[o^a_t, one_hot(a)]``, ``(B*N, O + N)``."""
+        Feed-forward actors get ``[o_{i,t}, one_hot(i)]``, ``(B*N, O + N)``."""
         B, N, A = obs.shape[0], self.n_agents, self.n_actions
         ids = torch.eye(N, device=obs.device).expand(B, N, N)  # (B, N, N)
         if not self.last_action_dim:
@@ -187,11 +188,11 @@ class COMA:
     def replay_policy(self, obs: torch.Tensor, actions: torch.Tensor, epsilon: float) -> torch.Tensor:
         """The behaviour policy at every step of a batch of episodes, replayed from each episode's start: obs
         ``(B, T, N, O)`` and the actions taken, int ``(B, T, N)`` -> probabilities ``(B, T, N, A)`` (step t sees
-        u_{t-1}, nothing at t = 0). Step by step with ``policy_step``, or, with ``config.fused_unroll``, all steps in
+        a_{i,t-1}, nothing at t = 0). Step by step with ``policy_step``, or, with ``config.fused_unroll``, all steps in
         one ``RecurrentActor.unroll`` call (the same values up to float32 rounding)."""
         B, T, N, O = obs.shape
         no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
-        last_actions = torch.cat([no_action, actions[:, :T - 1]], dim=1)  # (B, T, N): u_{t-1}, none at t=0
+        last_actions = torch.cat([no_action, actions[:, :T - 1]], dim=1)  # (B, T, N): a_{t-1}, none at t=0
         h = self.actor.initial_hidden(B * N, self.device)  # (B*N, H)
         if not self.config.fused_unroll:
             probs = []
@@ -200,7 +201,7 @@ class COMA:
                 probs.append(p_t)
             return torch.stack(probs, dim=1)  # (B, T, N, A)
         x = self.actor_input(obs.transpose(0, 1).reshape(T * B, N, O),
-                             last_actions.transpose(0, 1).reshape(T * B, N))  # (T*B*N, D), rows (t, b, a)
+                             last_actions.transpose(0, 1).reshape(T * B, N))  # (T*B*N, D), rows (t, b, i)
         logits = self.actor.unroll(x.reshape(T, B * N, -1), h)  # (T, B*N, A)
         pi = torch.softmax(logits, dim=-1).reshape(T, B, N, self.n_actions).transpose(0, 1)  # (B, T, N, A)
         return (1.0 - epsilon) * pi + epsilon / self.n_actions
@@ -250,20 +251,20 @@ class COMA:
 
     @torch.no_grad()
     def critic_targets(self, rows: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """TD(lambda) targets ``(B, T, N)`` for Q(s_t, u_t) of every agent row, from the target critic:
-        rows ``(B*(T+1), N, D)`` from ``critic_rows``, batch as in ``update``. Row a learns the team reward,
-        or agent a's own with ``team_reward=False``."""
+        """TD(lambda) targets y_t ``(B, T, N)`` for Q(s_t, a_t) of every agent row, from the target critic Q':
+        rows ``(B*(T+1), N, D)`` from ``critic_rows``, batch as in ``update``. Row i learns the team reward r_t,
+        or agent i's own r_{i,t} with ``team_reward=False``."""
         c = self.config
         B, T1, N = batch["actions"].shape
         T = T1 - 1
         rewards = self.row_rewards(batch).permute(0, 2, 1)  # (B, N, T)
         dones = batch["dones"].unsqueeze(1).expand(B, N, T)  # (B, N, T)
-        q_target_taken = self.taken_values(rows, batch, target=True)  # (B, T+1, N): Q'(s_t, u_t)
-        next_values = q_target_taken[:, 1:].permute(0, 2, 1)  # (B, N, T): V_{t+1} = Q'(s_{t+1}, u_{t+1})
+        q_target_taken = self.taken_values(rows, batch, target=True)  # (B, T+1, N): Q'(s_t, a_t)
+        next_values = q_target_taken[:, 1:].permute(0, 2, 1)  # (B, N, T): Q'(s_{t+1}, a_{t+1})
         return td_lambda_targets(rewards, dones, next_values, c.gamma, c.lam).permute(0, 2, 1)  # (B, T, N)
 
     def taken_values(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], target: bool = False) -> torch.Tensor:
-        """``Q(s_t, u_t)`` of every agent row at every index of the batch, ``(B, T+1, N)``, from the critic or
+        """``Q(s_t, a_t)`` of every agent row at every index of the batch, ``(B, T+1, N)``, from the critic or
         (``target=True``) the target critic: the Q-value of the joint action actually taken."""
         actions = batch["actions"]  # (B, T+1, N)
         B, T1, N = actions.shape
@@ -272,12 +273,12 @@ class COMA:
         return q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T+1, N)
 
     def row_rewards(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The reward each critic row learns, ``(B, T, N)``: the team reward r_t = sum_a r^a_t in every row
-        (Switch is cooperative), or agent a's own reward r^a_t in row a with ``team_reward=False``."""
+        """The reward each critic row learns, ``(B, T, N)``: the team reward r_t = sum_i r_{i,t} in every row
+        (Switch is cooperative), or agent i's own reward r_{i,t} in row i with ``team_reward=False``."""
         return critic_rewards(batch["rewards"], self.config.team_reward)  # (B, T, N) from each agent's own
 
     def critic_loss(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
-        """Mean over real steps and agent rows of (Q(s_t, u_t) - y_t)^2: rows ``(B*(T+1), N, D)`` from
+        """Mean over real steps and agent rows of (Q(s_t, a_t) - y_t)^2: rows ``(B*(T+1), N, D)`` from
         ``critic_rows``, targets ``(B, T, N)`` from ``critic_targets``."""
         q_taken = self.taken_values(rows, batch)[:, :-1]  # (B, T, N): the end state's column has no target
         step_mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
@@ -285,7 +286,7 @@ class COMA:
 
     @torch.no_grad()
     def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:
-        """The counterfactual advantage ``Adv^a_t = Q(s_t, u_t) - sum_k pi^a(k | tau^a_t) Q(s_t, (u^{-a}_t, k))``
+        """The counterfactual advantage ``Adv_{i,t} = Q(s_t, a_t) - sum_k pi(k | h_{i,t}, i) Q(s_t, (a_{-i,t}, k))``
         of every agent's taken action, ``(B, T, N)``: rows ``(B*(T+1), N, D)`` from ``critic_rows``, pi
         ``(B, T, N, A)`` the behaviour policy."""
         actions = batch["actions"]  # (B, T+1, N)
@@ -300,7 +301,7 @@ class COMA:
         is the state the episode ended in), actions int ``(B, T+1, N)`` (at the end state: an action
         sampled from the policy, used only to bootstrap a time-limit end), per-agent rewards ``(B, T, N)``,
         dones ``(B, T)`` (1 at a real terminal step and on padding), step_mask ``(B, T)`` (real steps),
-        agent_mask ``(B, T, N)`` (steps at which agent a still acts), and epsilon (a float: the behaviour
+        agent_mask ``(B, T, N)`` (steps at which agent i still acts), and epsilon (a float: the behaviour
         policy (1 - eps) pi + eps / A the episodes were played with, which the actor's loss replays).
 
         Departures from the paper's algorithm: the critic makes ``critic_steps`` passes over the whole batch
@@ -318,7 +319,7 @@ class COMA:
         T = T1 - 1
         rows = self.critic_rows(obs, actions)  # (B*(T+1), N, D)
 
-        # critic: Q(s_t, u_t) of the taken joint action regresses onto TD(lambda) targets
+        # critic: Q(s_t, a_t) of the taken joint action regresses onto TD(lambda) targets y_t
         targets = self.critic_targets(rows, batch)  # (B, T, N)
         for _ in range(c.critic_steps):
             critic_loss = self.critic_loss(rows, batch, targets)

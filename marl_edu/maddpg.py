@@ -1,8 +1,9 @@
 """MADDPG for discrete actions: the critic's input, Gumbel-softmax, the two losses and the learner.
 
-MADDPG's critic for agent i is Q_i(x, a_1, ..., a_N): it sees every agent's observation and every
-agent's action. In a batch those live in ``(B, N, O)`` and ``(B, N, A)``; the critic is an MLP that
-wants one flat row per transition (``flatten_for_critic``). Each actor mu_i sees only o_i.
+MADDPG's critic for agent i is Q_i(x_t, a_t): it sees the joint observation x_t = (o_{0,t}, ..., o_{N-1,t}) and
+the joint action a_t = (a_{0,t}, ..., a_{N-1,t}). In a batch those live in ``(B, N, O)`` and ``(B, N, A)``; the
+critic is an MLP that wants one flat row per transition (``flatten_for_critic``). Each actor mu_i sees only o_{i,t}.
+Symbols as in the course's cheat sheet: agents i, j from 0, a prime only on target networks.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _tensor(x):
 
 
 def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """The centralised critic's input ``x = [o_1, ..., o_N, a_1, ..., a_N]``.
+    """The centralised critic's input row ``[x_t, a_t] = [o_0, ..., o_{N-1}, a_0, ..., a_{N-1}]``.
 
     Args:
         obs: float ``(B, N, O)``, every agent's observation (a tensor, or a replay batch's numpy array).
@@ -70,13 +71,13 @@ def gumbel_softmax(logits: torch.Tensor, temperature: float = 1.0, hard: bool = 
                    generator: torch.Generator | None = None) -> torch.Tensor:
     """Sample actions from ``softmax(logits)`` in a way gradients can flow through.
 
-        g_k ~ Gumbel(0, 1),      y = softmax((logits + g) / temperature)          (the soft sample)
+        g_k ~ Gumbel(0, 1),      a_tilde = softmax((logits + g) / kappa)          (the soft sample)
 
     With ``hard=True`` the forward value is the one-hot of ``argmax(logits + g)`` (an exact sample of
     the categorical distribution) while the gradient is the soft sample's ("straight-through").
 
     Args:
-        logits: float ``(..., A)``.  temperature: > 0 (lower = closer to one-hot, noisier gradients).
+        logits: float ``(..., A)``.  temperature: kappa > 0 (lower = closer to one-hot, noisier gradients).
     Returns:
         float ``(..., A)``: one-hot rows (hard) or probability rows (soft).
     """
@@ -98,13 +99,14 @@ def gumbel_softmax(logits: torch.Tensor, temperature: float = 1.0, hard: bool = 
 
 def td_loss(critic: nn.Module, target_critic: nn.Module, x: torch.Tensor, next_x: torch.Tensor,
             rewards: torch.Tensor, dones: torch.Tensor, discount: float) -> torch.Tensor:
-    """One critic's loss  L = mean_b (Q(x) - y)^2  with the TD target  y = r + discount (1 - d) Q'(x').
+    """One critic's loss  L(psi) = mean_b (Q(x) - y)^2  with the TD target  y = r + discount (1 - d) Q'(next_x),
+    where x and next_x are critic input rows.
 
     Args:
         critic, target_critic: Q and its target Q', ``(B, D) -> (B,)``.
         x: ``(B, D)`` the critic's input with the actions taken; next_x: ``(B, D)`` the next observations with the
             actions the target policies choose there.
-        rewards, dones: ``(B,)`` what this critic learns, and 1 where s' is a real terminal state.
+        rewards, dones: ``(B,)`` what this critic learns, and d: 1 where the next state is a real terminal state.
         discount: gamma, or gamma^n for n-step rewards.
     """
     q_next = target_critic(next_x)  # (B,)
@@ -122,18 +124,18 @@ class MADDPGConfig:
     """Hyperparameters of MADDPG on a discrete-action task, grouped by what they shape. Every value is checked by
     ``validate``."""
 
-    # the critic's target y_i = r_i + ... + gamma^n (1 - d) Q'_i(x', mu'(o'))
+    # the critic's target y_{i,t} = R^(n)_t + gamma^n (1 - d_{t+n-1}) Q'_i(x_{t+n}, mu'(x_{t+n}))
     gamma: float = 0.95
-    n_step: int = 3               # n-step returns: r_t + g r_{t+1} + g^2 r_{t+2} + g^3 Q'(s_{t+3})
-    tau: float = 0.005            # soft target update per gradient step
-    temperature: float = 1.0      # Gumbel-softmax temperature (target actions; the "gumbel" actor update)
+    n_step: int = 3               # n-step returns R^(n)_t = r_t + gamma r_{t+1} + gamma^2 r_{t+2}, then gamma^3 Q'_i
+    tau: float = 0.005            # tau, the soft target update's rate, per gradient step
+    temperature: float = 1.0      # Gumbel-softmax temperature kappa (target actions; the "gumbel" actor update)
 
     # the gradient steps
     actor_lr: float = 3e-3        # both tuned on Switch2-v2 (the README's "MADDPG's tuning")
     critic_lr: float = 2e-3
     actor_gradient: str = "expected"  # "expected": exact E_{a_i ~ pi_i} Q_i over agent i's A actions;
                                       # "gumbel": a straight-through (hard) Gumbel-softmax sample of a_i
-    logits_reg: float = 1e-3      # + logits_reg * mean(logits^2) in the actor loss, as in the reference
+    logits_reg: float = 1e-3      # c_reg: + c_reg * mean(logits^2) in the actor loss, as in the reference
     grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
     hidden: int = 64              # units in each of the networks' two hidden layers
 
@@ -167,7 +169,7 @@ class MADDPGConfig:
 
 
 class MADDPG:
-    """One actor mu_i(o_i) and one centralised critic Q_i(o_1..o_N, a_1..a_N) per agent, plus targets.
+    """One actor mu_i(o_{i,t}) and one centralised critic Q_i(x_t, a_t) per agent i, plus targets.
 
     Networks for N agents: N actors, N critics, N target actors, N target critics (4N).
     """
@@ -225,7 +227,7 @@ class MADDPG:
         return lambda obs: self.act(obs[None])[0]
 
     def target_actions(self, next_obs: torch.Tensor, i: int) -> torch.Tensor:
-        """mu'(o'), the next actions critic i's target plugs in: every agent's from its target actor, a hard
+        """mu'(x_{t+n}), the next actions critic i's target plugs in: every agent's from its target actor, a hard
         Gumbel-softmax sample (one-hot) of its categorical policy (the same for every i here; the ``inference``
         learner gives critic i its own guesses). next_obs ``(B, N, O)`` -> ``(B, N, A)``."""
         logits = self.logits(next_obs, target=True)  # (B, N, A)
@@ -238,34 +240,36 @@ class MADDPG:
         return self.n_agents * (self.obs_dim + self.n_actions)  # N*(O+A)
 
     def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """What agent i's critic sees: everything, ``x = [o_1..o_N, a_1..a_N]``, ``(B, N*(O+A))`` (the
+        """What agent i's critic sees: everything, ``[x_t, a_t] = [o_0..o_{N-1}, a_0..a_{N-1}]``, ``(B, N*(O+A))`` (the
         centralised critic; ``i`` is unused here, independent DDPG overrides this with agent i's own part)."""
         return flatten_for_critic(obs, actions)  # (B, N*(O+A))
 
     # ------------------------------------------------------------------------
     def critic_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Agent i's critic loss  L(theta_i) = mean_b (Q_i(x, a_1..a_N) - y_i)^2  with
+        """Agent i's critic loss  L(psi_i) = mean_b (Q_i(x_t, a_t) - y_{i,t})^2  with
 
-            y_i = r_i + gamma^n (1 - d) Q'_i(x', mu'_1(o'_1), ..., mu'_N(o'_N))
+            y_{i,t} = R^(n)_t + gamma^n (1 - d_{t+n-1}) Q'_i(x_{t+n}, mu'(x_{t+n})),
+            mu'(x_{t+n}) = (mu'_0(o_{0,t+n}), ..., mu'_{N-1}(o_{N-1,t+n}))
 
         batch: obs, next_obs ``(B, N, O)``; actions ``(B, N, A)`` one-hot; rewards, dones ``(B, N)``.
         """
         c = self.config
         next_actions = self.target_actions(batch["next_obs"], i)  # (B, N, A) from the target actors
         return td_loss(self.critics[i], self.target_critics[i],
-                       self.critic_input(i, batch["obs"], batch["actions"]),  # x: (B, D)
-                       self.critic_input(i, batch["next_obs"], next_actions),  # x': (B, D)
+                       self.critic_input(i, batch["obs"], batch["actions"]),  # at t, the actions taken: (B, D)
+                       self.critic_input(i, batch["next_obs"], next_actions),  # at t+n, the target actions: (B, D)
                        batch["rewards"][:, i], batch["dones"][:, i], c.gamma ** c.n_step)
 
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Agent i's actor loss: minus its critic's value of agent i's recomputed action, + a logits penalty.
+        """Agent i's actor loss L(theta_i): minus its critic's value of agent i's recomputed action, + a logits
+        penalty c_reg * mean(logits^2) (c_reg = ``logits_reg``).
 
         The other agents' actions come from the batch; only agent i's action depends on theta_i.
 
         - ``actor_gradient="gumbel"`` (the paper relaxes discrete actions with Gumbel-softmax): a hard,
-          straight-through sample ``a_i`` of pi_i(.|o_i);  L = -mean_b Q_i(x, a_1, .., a_i, .., a_N) + reg.
+          straight-through sample ``a_i`` of pi_i(. | o_{i,t});  L = -mean_b Q_i(x_t, (a_{-i,t}, a_i)) + reg.
         - ``actor_gradient="expected"``: agent i has only A actions, so its critic is evaluated at every
-          one of them and weighted by the policy: L = -mean_b sum_k pi_i(k|o_i) Q_i(x, a_1, .., k, .., a_N)
+          one of them and weighted by the policy: L = -mean_b sum_k pi_i(k | o_{i,t}) Q_i(x_t, (a_{-i,t}, k))
           + reg: an all-actions policy gradient through the centralised critic, with no sampling noise
           and no straight-through bias in agent i's own action.
         """
@@ -284,7 +288,7 @@ class MADDPG:
 
     @torch.no_grad()
     def q_of_every_own_action(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``Q_i(x, a_1, .., a_i = k, .., a_N)`` for every action k of agent i: ``(B, A)``.
+        """``Q_i(x_t, (a_{-i,t}, k))`` for every action k of agent i: ``(B, A)``.
 
         The batch is copied A times (copy k has agent i's action set to one_hot(k)) and the critic
         runs once on all ``B*A`` rows.

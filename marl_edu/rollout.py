@@ -137,8 +137,8 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
           end);
         - ``rewards`` float32 ``(B, L, N)``: each agent's own reward (``targets.critic_rewards`` decides what the
           critics learn from them);
-        - ``dones`` float32 ``(B, L)``: 1 where the team is done for good (every agent arrived) and on padding;
-        - ``step_mask`` float32 ``(B, L)``: 1 on real steps; ``agent_mask`` float32 ``(B, L, N)``: 1 while agent a
+        - ``dones`` float32 ``(B, L)``, d_t: 1 where the team is done for good (every agent arrived) and on padding;
+        - ``step_mask`` float32 ``(B, L)``: 1 on real steps; ``agent_mask`` float32 ``(B, L, N)``: 1 while agent i
           has not arrived yet;
         - ``epsilon``, a float: the behaviour policy's exploration (the update replays that policy).
 
@@ -153,7 +153,7 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
     rewards = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) each agent's own reward
     dones = np.ones((K, T), dtype=np.float32)  # (K, T) padding counts as done: nothing flows back from it
     step_mask = np.zeros((K, T), dtype=np.float32)  # (K, T)
-    agent_mask = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) agent a has not arrived yet
+    agent_mask = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) agent i has not arrived yet
     returns = np.zeros(K)
     playing = np.ones(K, dtype=bool)  # copy k is still in its first episode
     just_ended = np.zeros(K, dtype=bool)  # copy k's episode ended at the previous step

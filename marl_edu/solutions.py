@@ -26,10 +26,10 @@ BUILDING_BLOCKS: dict[str, object] = {}
 # -- 02 shape bookkeeping -------------------------------------------------------------------------------------------
 
 def flatten_for_critic(obs, actions):
-    """The centralised critic's input, one row per transition: x = [o_1, ..., o_N, a_1, ..., a_N].
+    """The centralised critic's input, one row per transition: [x_t, a_t] = [o_0, ..., o_{N-1}, a_0, ..., a_{N-1}].
     obs (B, N, O), actions (B, N, A) -> (B, N*(O+A))."""
     B = obs.shape[0]
-    all_obs = obs.reshape(B, -1)                 # (B, N*O)  o_1 then o_2 ...: agent-major, never mixes rows
+    all_obs = obs.reshape(B, -1)                 # (B, N*O)  o_0 then o_1 ...: agent-major, never mixes rows
     all_actions = actions.reshape(B, -1)         # (B, N*A)
     return torch.cat([all_obs, all_actions], dim=1)   # (B, N*O + N*A)
 
@@ -37,7 +37,8 @@ def flatten_for_critic(obs, actions):
 # -- 03 MADDPG critic -----------------------------------------------------------------------------------------------
 
 def td_target(rewards, dones, q_next, gamma):
-    """The one-step TD target y = r + gamma (1 - d) Q'(x', a'), a constant for the loss (no gradient into q_next).
+    """The one-step TD target y_t = r_t + gamma (1 - d_t) Q'_i(x_{t+1}, mu'(x_{t+1})), a constant for the loss (no
+    gradient into q_next, which holds the Q' values).
     rewards, dones, q_next: (B,) or (B, N), all the same shape -> y of that shape."""
     with torch.no_grad():
         return rewards + gamma * (1 - dones) * q_next   # (B,): element by element, no broadcasting
@@ -47,10 +48,10 @@ def td_target(rewards, dones, q_next, gamma):
 
 def td_lambda_targets(rewards, dones, next_values, gamma, lam):
     """TD(lambda) targets by the backward recursion
-    G_t = r_t + gamma (1 - d_t) ((1 - lam) V_{t+1} + lam G_{t+1}), starting from G_T = V_T.
-    rewards, dones, next_values (V_{t+1} at index t): (..., T) -> G (..., T)."""
+    y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'(s_{t+1}, a_{t+1}) + lam y_{t+1}), starting from y_T := Q'(s_T, a_T).
+    rewards, dones, next_values (Q'(s_{t+1}, a_{t+1}) at index t): (..., T) -> y (..., T)."""
     targets = torch.zeros_like(rewards)          # (..., T)
-    g_next = next_values[..., -1]                # (...,) G_T = V_T: a time-limit end bootstraps
+    g_next = next_values[..., -1]                # (...,) y_T := Q'(s_T, a_T): a time-limit end bootstraps
     for t in reversed(range(rewards.shape[-1])):
         bracket = (1 - lam) * next_values[..., t] + lam * g_next                # (...,)
         targets[..., t] = rewards[..., t] + gamma * (1 - dones[..., t]) * bracket  # (...,) d_t = 1 cuts it
@@ -61,8 +62,8 @@ def td_lambda_targets(rewards, dones, next_values, gamma, lam):
 # -- 06 COMA advantage ----------------------------------------------------------------------------------------------
 
 def coma_advantage(q, pi, actions):
-    """COMA's counterfactual advantage A^a(s, u) = Q(s, u) - sum_k pi^a(k) Q(s, (u^{-a}, k)).
-    q, pi: (..., A); actions: int (...), the action agent a took -> (...)."""
+    """COMA's counterfactual advantage Adv_{i,t} = Q(s_t, a_t) - sum_k pi(k | h_{i,t}, i) Q(s_t, (a_{-i,t}, k)).
+    q, pi: (..., A); actions: int (...), the action agent i took -> (...)."""
     q_taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)   # (...,) Q of the action taken
     baseline = (pi * q).sum(dim=-1)                             # (...,) the policy's expected Q
     return q_taken - baseline                                   # (...,)
@@ -71,7 +72,7 @@ def coma_advantage(q, pi, actions):
 # -- 09 continuous MADDPG -------------------------------------------------------------------------------------------
 
 def continuous_actor_loss(critic, actor, obs, actions, i):
-    """Agent i's actor loss, L(theta_i) = -1/B sum_b Q_i(x_b, a_1, ..., a_i = tanh(mu_i(o_i)), ..., a_N).
+    """Agent i's actor loss, L(theta_i) = -1/B sum_b Q_i(x_t, (a_{-i,t}, mu_i(o_{i,t}))), mu_i = tanh(actor).
     critic: (B, N*(O+A)) -> (B,);  actor: (B, O) -> (B, A);  obs (B, N, O);  actions (B, N, A) -> a number."""
     actions = actions.clone()                    # (B, N, A) a copy: the batch is shared with other updates
     actions[:, i] = torch.tanh(actor(obs[:, i]))   # (B, A) only agent i's action is recomputed, with a gradient
@@ -82,8 +83,8 @@ def continuous_actor_loss(critic, actor, obs, actions, i):
 # -- 10 ensembles and inferred policies ------------------------------------------------------------------------------
 
 def approximation_loss(mean, log_std, actions, entropy_coef):
-    """The inferred policy's loss, -1/B sum_b log N(a_b; mean_b, diag(exp(log_std)^2)) - lambda H, with
-    H = sum_a (log_std_a + 1/2 log(2 pi e)). mean (B, A), log_std (A,), actions (B, A) -> a number."""
+    """The inferred policy's loss, -1/B sum_b log N(a_b; mean_b, diag(exp(log_std)^2)) - beta H, beta = entropy_coef,
+    H = sum_k (log_std_k + 1/2 log(2 pi e)). mean (B, A), log_std (A,), actions (B, A) -> a number."""
     z = (actions - mean) / log_std.exp()                                        # (B, A) standardised errors
     log_prob = (-0.5 * z ** 2 - log_std - 0.5 * math.log(2 * math.pi)).sum(dim=1)   # (B,) summed over A
     entropy = (log_std + 0.5 * math.log(2 * math.pi * math.e)).sum()            # a number

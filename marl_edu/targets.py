@@ -1,10 +1,13 @@
 """Learning targets and target networks.
 
-    y = r + gamma * (1 - d) * Q'(s', a')                      (td_target)
-    G_t = r_t + gamma (1 - d_t) ((1 - lam) V_{t+1} + lam G_{t+1})   (td_lambda_targets)
-    theta' <- tau * theta + (1 - tau) * theta'                (soft_update, "polyak averaging")
-    theta' <- theta                                           (hard_update)
-    r_i, or sum_j r_j in every agent's column                 (critic_rewards: what each critic learns)
+    y_t = r_t + gamma (1 - d_t) Q'_i(x_{t+1}, mu'(x_{t+1}))                      (td_target)
+    y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'(s_{t+1}, a_{t+1}) + lam y_{t+1})   (td_lambda_targets)
+    psi' <- tau psi + (1 - tau) psi', theta' likewise                            (soft_update, "Polyak averaging")
+    psi' <- psi                                                                  (hard_update)
+    r_{i,t} in column i, or r_t = sum_j r_{j,t} in every column                  (critic_rewards: what critics learn)
+
+A prime marks a target network and nothing else; the next step is written with its time index (symbols as in the
+course's cheat sheet).
 
 A target network is a frozen *copy* of a network, refreshed slowly or now and then, so the value the
 critic chases does not move with every gradient step. ``make_target`` deep-copies: a second name for
@@ -27,10 +30,10 @@ def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.
     """The reward each critic learns, the one place every training loop and COMA decide it.
 
     Args:
-        rewards: float ``(..., N)``, each agent's own reward r_i in column i, with at least one leading axis
+        rewards: float ``(..., N)``, each agent's own reward r_{i,t} in column i, with at least one leading axis
             (``(K, N)`` for one lock-step of K env copies, ``(B, T, N)`` for a batch of episodes); numpy or torch.
-        team_reward: False: critic i learns its own r_i (the rewards unchanged). True: every critic learns the
-            team's r = sum_j r_j (Switch is cooperative; MADDPG and COMA on Switch, and ``team_reward=True`` of
+        team_reward: False: critic i learns its own r_{i,t} (the rewards unchanged). True: every critic learns the
+            team's r_t = sum_j r_{j,t} (Switch is cooperative; MADDPG and COMA on Switch, and ``team_reward=True`` of
             the continuous learners).
 
     Returns:
@@ -51,18 +54,18 @@ def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.
 
 
 def td_target(rewards: torch.Tensor, dones: torch.Tensor, q_next: torch.Tensor, gamma: float) -> torch.Tensor:
-    """The one-step TD target ``y = r + gamma * (1 - d) * q_next``, with no gradient through ``q_next``.
+    """The one-step TD target ``y_t = r_t + gamma (1 - d_t) q_next``, with no gradient through ``q_next``.
 
     Args:
-        rewards: float ``(B,)`` (or any shape) rewards r.
-        dones: ``(B,)`` 1 where s' is a real terminal state (not a time-limit end), else 0.
-        q_next: ``(B,)`` the target critic's value Q'(s', a') of the next state.
+        rewards: float ``(B,)`` (or any shape) rewards r_t.
+        dones: ``(B,)`` d_t: 1 where the next state is a real terminal state (not a time-limit end), else 0.
+        q_next: ``(B,)`` the target critic's value of the next state, such as MADDPG's Q'_i(x_{t+1}, mu'(x_{t+1})).
         gamma: discount in [0, 1].
     All three tensors must have exactly the same shape: ``(B,)`` against ``(B, 1)`` would broadcast
     to ``(B, B)``, so it is a ValueError here.
 
     Returns:
-        ``y``, same shape as ``rewards``, detached (a target is a constant for the loss).
+        ``y_t``, same shape as ``rewards``, detached (a target is a constant for the loss).
     """
     gamma = float(unit_interval(gamma, "gamma"))
     for tensor, name in ((rewards, "rewards"), (dones, "dones"), (q_next, "q_next")):
@@ -80,23 +83,24 @@ def td_target(rewards: torch.Tensor, dones: torch.Tensor, q_next: torch.Tensor, 
 
 def td_lambda_targets(rewards: torch.Tensor, dones: torch.Tensor, next_values: torch.Tensor, gamma: float,
                       lam: float) -> torch.Tensor:
-    """TD(lambda) targets of whole episodes, by the backward recursion
+    """TD(lambda) targets of whole episodes, by the backward recursion (lam is lambda)
 
-        G_t = r_t + gamma (1 - d_t) ((1 - lam) V_{t+1} + lam G_{t+1}),   G_{T-1} = r_{T-1} + gamma (1 - d_{T-1}) V_T
+        y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'(s_{t+1}, a_{t+1}) + lam y_{t+1}),
+        y_{T-1} = r_{T-1} + gamma (1 - d_{T-1}) Q'(s_T, a_T)
 
     Args:
         rewards: float ``(..., T)`` r_t.
         dones: ``(..., T)`` d_t = 1 where the state after step t is a real terminal state. A time-limit end
-            has d = 0: its last step bootstraps from V of the state it was cut in, as it should (the
+            has d = 0: its last step bootstraps from Q' of the state it was cut in, as it should (the
             episode did not end, it was stopped). Steps after a terminal step (padding) cannot leak into
             earlier targets, because d_t = 1 cuts the recursion.
-        next_values: float ``(..., T)``: ``next_values[..., t]`` is the target critic's value of the state
-            after step t, V_{t+1}.
+        next_values: float ``(..., T)``: ``next_values[..., t]`` is the target critic's value of what follows
+            step t, Q'(s_{t+1}, a_{t+1}) for COMA (for a state-value critic, V'(s_{t+1})).
         gamma, lam: in [0, 1]. lam = 0 gives TD(0) targets, lam = 1 the discounted Monte Carlo return
             (bootstrapped only at a time-limit end).
 
     Returns:
-        float ``(..., T)``, detached.
+        y, float ``(..., T)``, detached.
     """
     gamma = float(unit_interval(gamma, "gamma"))
     lam = float(unit_interval(lam, "lam"))
@@ -111,7 +115,7 @@ def td_lambda_targets(rewards: torch.Tensor, dones: torch.Tensor, next_values: t
     with torch.no_grad():
         not_done = 1.0 - dones.float()  # (..., T)
         targets = torch.empty_like(rewards)  # (..., T)
-        g_next = next_values[..., -1]  # (...,) the last step bootstraps fully from V_T
+        g_next = next_values[..., -1]  # (...,) the last step bootstraps fully from Q'(s_T, a_T)
         for t in reversed(range(dims["T"])):
             mixed = (1.0 - lam) * next_values[..., t] + lam * g_next  # (...,)
             targets[..., t] = rewards[..., t] + gamma * not_done[..., t] * mixed  # (...,)

@@ -47,7 +47,7 @@ def episode_explorer(episode: Episode, action_meanings: list[str]) -> widgets.VB
 
     def show(t: int) -> None:
         image.value = _png(episode.frames[t])
-        rows = ["<tr><th>agent</th><th>obs o_t</th><th>action a_t</th><th>reward r_t</th><th>done</th>"
+        rows = ["<tr><th>agent i</th><th>obs o_{i,t}</th><th>action a_{i,t}</th><th>reward r_{i,t}</th><th>done</th>"
                 "<th>return up to t</th></tr>"]
         for i in range(N):
             if t < T:
@@ -56,7 +56,7 @@ def episode_explorer(episode: Episode, action_meanings: list[str]) -> widgets.VB
                 cells = [obs, act, f"{episode.rewards[t, i]:+.1f}", bool(episode.dones[t, i])]
             else:
                 cells = [np.round(episode.next_obs[T - 1, i].astype(np.float64), 2).tolist(), "—", "—", "episode over"]
-            so_far = episode.rewards[: t + 1, i].sum(dtype=np.float64)  # r_0 + ... + r_t
+            so_far = episode.rewards[: t + 1, i].sum(dtype=np.float64)  # r_{i,0} + ... + r_{i,t}
             rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in [i, *cells, f"{so_far:+.1f}"])
                         + "</tr>")
         table.value = (f"<b>t = {t}</b> : the scene the agents observe; each row: what agent i sees, does and gets at step t"
@@ -79,11 +79,14 @@ def _figure_png(fig) -> bytes:
 
 
 def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = None, random: float | None = None,
-              window: int = 50):
+              window: int = 50, evaluation_label: str = "greedy"):
     """Learning curves of a reference run and a new run on one set of axes; returns the figure.
 
     Each run is a dict with ``episode_returns`` (E,) (team return of every training episode; may be empty) and
-    ``evaluations``, a list of ``(episode, greedy team return)``; ``label`` names it in the legend.
+    ``evaluations``, a list of ``(episode, team return of an evaluation)``; ``label`` names it in the legend.
+    ``evaluation_label`` says what the evaluations (the dots) played, in the legend and the title: "greedy" (the
+    argmax of a discrete policy, Switch's learners) or, for the continuous learners, "noise-free" (the forces
+    mu_i(o_{i,t}) without exploration noise).
     """
     fig, ax = plt.subplots(figsize=(8, 3.8))
     lines = {"optimal": optimal, "random": random}  # drawn once, with the first curve
@@ -95,27 +98,31 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
                                 random=lines.pop("random", None), label=data.get("label", name), window=window,
                                 ax=ax, color=color)
         if data["evaluations"]:
-            episodes, greedy = zip(*data["evaluations"])
-            ax.plot(episodes, greedy, "o", color=color, markersize=3.5, label=f"{data.get('label', name)}: greedy")
+            episodes, evaluated = zip(*data["evaluations"])
+            ax.plot(episodes, evaluated, "o", color=color, markersize=3.5,
+                    label=f"{data.get('label', name)}: {evaluation_label}")
     if optimal is not None:
         ax.set_ylim(top=optimal + 1.5)
-    ax.set_title("team return per training episode (exploring) and greedy evaluations (dots)")
+    ax.set_title(f"team return per training episode (exploring) and {evaluation_label} evaluations (dots)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize=7)
     return fig
 
 
 def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dict], reference: dict | None = None,
-                   optimal: float | None = None, random: float | None = None) -> widgets.VBox:
+                   optimal: float | None = None, random: float | None = None,
+                   evaluation_label: str = "greedy") -> widgets.VBox:
     """Sliders for hyperparameters and a button that runs ``train(**values)`` and draws the result.
 
     controls: name -> widget; the button calls ``train(**{name: widget.value})``, which returns a run
     dict (``episode_returns``, ``evaluations``, optionally ``label``), drawn over ``reference``.
-    The panel's ``status`` line reports the run's last greedy return, or the error for a bad setting.
+    The panel's ``status`` line reports the run's last evaluation return, or the error for a bad setting;
+    ``evaluation_label`` names those evaluations there and in the plot ("greedy", or "noise-free": see ``plot_runs``).
     """
     button = widgets.Button(description="train", button_style="primary", icon="play")
     progress = widgets.Output()
-    image = widgets.Image(format="png", value=_figure_png(plot_runs(reference, None, optimal, random)))
+    image = widgets.Image(format="png", value=_figure_png(plot_runs(reference, None, optimal, random,
+                                                                    evaluation_label=evaluation_label)))
     status = widgets.HTML("Move the sliders, then press <b>train</b>. The grey curve is the committed reference run.")
 
     def on_click(_button) -> None:
@@ -134,12 +141,12 @@ def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dic
         if error is not None:
             status.value = f"<b>not trained:</b> {html.escape(str(error))}"
             return
-        image.value = _figure_png(plot_runs(reference, run, optimal, random))
+        image.value = _figure_png(plot_runs(reference, run, optimal, random, evaluation_label=evaluation_label))
         last = run["evaluations"][-1][1] if run["evaluations"] else float("nan")
         ran, asked = len(run["episode_returns"]), values.get("episodes")
         rounded = (f" ({asked} asked for: the parallel env copies finish their episodes together)"
                    if asked is not None and ran != asked else "")
-        status.value = (f"done: {ran} episodes{rounded}, last greedy team return <b>{last:.2f}</b>"
+        status.value = (f"done: {ran} episodes{rounded}, last {evaluation_label} team return <b>{last:.2f}</b>"
                         + (f" (optimum {optimal:.2f})" if optimal is not None else ""))
 
     button.on_click(on_click)
@@ -263,7 +270,7 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
                 "label": f"your {'MADDPG' if centralised else 'independent DDPG'} (seed {seed})"}
 
-    return training_panel(controls, train, reference)
+    return training_panel(controls, train, reference, evaluation_label="noise-free")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -272,10 +279,10 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
 
 def advantage_explorer(action_meanings: list[str], q: list[float] | None = None,
                        pi: list[float] | None = None) -> widgets.VBox:
-    """Sliders for one agent's Q-values Q(s, (u^{-a}, k)) and policy weights pi(k), per action k.
+    """Sliders for one agent i's Q-values Q(s, (a_{-i}, k)) and policy weights pi(k), per action k.
 
-    Shows the counterfactual baseline b = sum_k pi(k) Q(s, (u^{-a}, k)) and every action's
-    advantage Q(s, (u^{-a}, k)) - b, next to the "advantage" against a state-value baseline V(s)
+    Shows the counterfactual baseline Qbar_i = sum_k pi(k) Q(s, (a_{-i}, k)) and every action's
+    advantage Q(s, (a_{-i}, k)) - Qbar_i, next to the "advantage" against a state-value baseline V(s)
     (its own slider): Q - V, which is not centred on this agent's policy. Policy weights are
     normalised to probabilities.
     """
@@ -305,18 +312,19 @@ def advantage_explorer(action_meanings: list[str], q: list[float] | None = None,
         versus_v = (q_values - v_slider.value).numpy()  # (A,)
         fig, ax = plt.subplots(figsize=(7, 3))
         x = np.arange(A)
-        ax.bar(x - 0.2, advantages, width=0.4, label="COMA: Q(s, (u^-a, k)) - b")
-        ax.bar(x + 0.2, versus_v, width=0.4, color="0.6", label="state-value baseline: Q - V(s)")
+        ax.bar(x - 0.2, advantages, width=0.4, label=r"COMA: $Q(s, (\mathbf{a}_{-i}, k)) - \bar{Q}_i$")
+        ax.bar(x + 0.2, versus_v, width=0.4, color="0.6", label=r"state-value baseline: $Q - V(s)$")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(x, [f"{m}\npi={p:.2f}" for m, p in zip(action_meanings, probs)])
-        ax.set_xlabel("action k of agent a (and its probability pi(k))")
+        ax.set_xlabel(r"action $k$ of agent $i$ (and its probability $\pi(k)$)")
         ax.set_ylabel("advantage of action k")
-        ax.set_title(f"counterfactual baseline b = {baseline:.2f}")
+        ax.set_title(rf"counterfactual baseline $\bar{{Q}}_i$ = {baseline:.2f}")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3, axis="y")
         image.value = _figure_png(fig)
-        expected = float((probs * advantages).sum())  # sum_k pi(k) (Q_k - b) = 0 always
-        summary.value = (f"b = sum_k pi(k) Q_k = <b>{baseline:.2f}</b>; policy-weighted mean of the COMA advantages: "
+        expected = float((probs * advantages).sum())  # sum_k pi(k) (Q_k - Qbar_i) = 0 always
+        summary.value = (f"baseline Q&#772;<sub>i</sub> = sum_k pi(k) Q_k = <b>{baseline:.2f}</b>; policy-weighted "
+                         f"mean of the COMA advantages: "
                          f"<b>{expected:+.2f}</b> (always 0); of Q - V: <b>{float((probs * versus_v).sum()):+.2f}</b>")
 
     for slider in [*q_sliders, *pi_sliders, v_slider]:

@@ -48,7 +48,7 @@ def test_td_error_advantage_by_hand(learner_class):
     advantage = learner.advantage(rows, batch, pi=None)  # (B, T, N)
     assert advantage.shape == (1, 2, 2)
     assert torch.allclose(advantage, torch.tensor([[[0.5, 0.5], [-3.0, -3.0]]]))
-    # per-agent rewards (the seed design): row a uses r^a: delta^0_0 = 1.0 + 1 - 2 = 0.0, delta^1_0 = 0.5 + 1 - 2 = -0.5
+    # own rewards (the seed design): row i uses r_i: delta_{0,0} = 1 + 1 - 2 = 0.0, delta_{1,0} = 0.5 + 1 - 2 = -0.5
     learner.config.team_reward = False
     assert torch.allclose(learner.advantage(rows, batch, pi=None)[0, 0], torch.tensor([0.0, -0.5]))
 

@@ -99,7 +99,7 @@ def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
 
     check_td_lambda_targets(no_bootstrap)
     out = capsys.readouterr().out
-    assert out.startswith("FAILED on shape=(6,)") and "must bootstrap from V_T" in out
+    assert out.startswith("FAILED on shape=(6,)") and "must bootstrap from Q'(s_T, a_T)" in out
 
     def swapped(rewards, dones, next_values, gamma, lam):
         return td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
@@ -118,7 +118,7 @@ def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
 
     check_td_lambda_targets(started_at_zero)
     out = capsys.readouterr().out
-    assert out.startswith("FAILED on shape=(6,)") and "started from G_T = 0" in out  # the time-limit case
+    assert out.startswith("FAILED on shape=(6,)") and "started from y_T = 0" in out  # the time-limit case
 
     def stub(rewards, dones, next_values, gamma, lam):
         raise NotImplementedError

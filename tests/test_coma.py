@@ -35,11 +35,11 @@ def test_row_a_does_not_change_with_agent_a_action():
 
 
 def test_baseline_and_advantage_by_hand():
-    q = torch.tensor([[1.0, 2.0, 4.0], [0.0, 3.0, 0.0]])  # (N=2, A=3): Q(s, u^-a, k) per agent a
+    q = torch.tensor([[1.0, 2.0, 4.0], [0.0, 3.0, 0.0]])  # (N=2, A=3): Q(s, (a_-i, k)) per agent i
     pi = torch.tensor([[0.5, 0.25, 0.25], [0.2, 0.6, 0.2]])  # (2, 3)
-    # agent 0: b = 0.5 * 1 + 0.25 * 2 + 0.25 * 4 = 2.0;  agent 1: b = 0.6 * 3 = 1.8
+    # agent 0: Qbar = 0.5 * 1 + 0.25 * 2 + 0.25 * 4 = 2.0;  agent 1: Qbar = 0.6 * 3 = 1.8
     assert counterfactual_baseline(q, pi).tolist() == pytest.approx([2.0, 1.8])
-    # agent 0 took 2: A = 4 - 2 = 2.0;  agent 1 took 0: A = 0 - 1.8 = -1.8
+    # agent 0 took 2: Adv = 4 - 2 = 2.0;  agent 1 took 0: Adv = 0 - 1.8 = -1.8
     assert coma_advantage(q, pi, torch.tensor([2, 0])).tolist() == pytest.approx([2.0, -1.8])
 
 
@@ -111,10 +111,10 @@ def test_actor_input_by_hand():
     obs = torch.tensor([[[0.1, 0.2], [0.3, 0.4]]])  # (B=1, N=2, O=2)
     last = torch.tensor([[-1, 2]])  # (B, N)
     gru = COMA(2, 2, 3, COMAConfig(hidden=4), seed=0)
-    # row a = [o^a (2), one_hot(u^a_{t-1}) (3, all zero before the first step), one_hot(a) (2)]
+    # row i = [o_i (2), one_hot(a_{i,t-1}) (3, all zero before the first step), one_hot(i) (2)]
     assert torch.allclose(gru.actor_input(obs, last), torch.tensor([[0.1, 0.2, 0, 0, 0, 1, 0],
                                                                      [0.3, 0.4, 0, 0, 1, 0, 1.]]))
-    # a feed-forward actor sees the current observation and its id only: [o^a, one_hot(a)]
+    # a feed-forward actor sees the current observation and its id only: [o_i, one_hot(i)]
     ff = COMA(2, 2, 3, COMAConfig(hidden=4, recurrent=False), seed=0)
     assert torch.allclose(ff.actor_input(obs, last), torch.tensor([[0.1, 0.2, 1, 0], [0.3, 0.4, 0, 1.]]))
 

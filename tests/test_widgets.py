@@ -179,7 +179,8 @@ def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
                                                  "centralised critics (off: independent DDPG)", "episodes", "seed"]
     controls[4].value, controls[5].value = 32, False  # a small batch, and independent critics
     panel.button.click()
-    assert panel.status.value.startswith("done: 96 episodes, last greedy team return"), panel.status.value
+    # the dots of a continuous learner are its noise-free policy's evaluations, not greedy ones
+    assert panel.status.value.startswith("done: 96 episodes, last noise-free team return"), panel.status.value
     learner, config = learners[0]
     assert learner is ContinuousIDDPG and config.batch_size == 32
 
@@ -192,6 +193,26 @@ def test_plot_runs_draws_a_reference_that_kept_only_its_evaluations():
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert "ref: greedy" in labels and not any(label.startswith("ref (") for label in labels)  # no empty curve
     assert any(label.startswith("mine") and "greedy" not in label for label in labels)  # the run's own curve
+    assert fig.axes[0].get_title().endswith("and greedy evaluations (dots)")  # the default: Switch's learners
+
+
+def test_plot_runs_and_the_panel_name_the_evaluations_they_are_given():
+    import ipywidgets as widgets
+
+    from marl_edu.widgets import plot_runs, training_panel
+
+    reference = {"episode_returns": [-70.0] * 32, "evaluations": [(16, -66.0), (32, -64.0)], "label": "ref"}
+    fig = plot_runs(reference, _fake_run(0.1, 20) | {"label": "mine"}, window=8, evaluation_label="noise-free")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "ref: noise-free" in labels and "mine: noise-free" in labels
+    assert not any("greedy" in label for label in labels), labels
+    assert fig.axes[0].get_title() == ("team return per training episode (exploring) and noise-free evaluations "
+                                       "(dots)")
+    panel = training_panel({"episodes": widgets.IntSlider(20)}, lambda episodes: _fake_run(0.1, episodes),
+                           evaluation_label="noise-free")
+    panel.button.click()
+    # the last evaluation of _fake_run(0.1, 20) is 8.0 + 0.1
+    assert panel.status.value == "done: 20 episodes, last noise-free team return <b>8.10</b>", panel.status.value
 
 
 def test_panels_start_at_the_defaults_exactly_and_default_to_the_command_lines_budget():

@@ -140,7 +140,7 @@ def _number(pattern: str, text: str) -> float:
 
 
 def _advantage_explorer(page):
-    """06: Q(UP) up by 2.0 moves the baseline b by pi(UP) * 2.0, the COMA advantages still average 0, and the chart
+    """06: Q(UP) up by 2.0 moves the baseline Qbar_i by pi(UP) * 2.0, the COMA advantages still average 0, and the chart
     is redrawn."""
     q_up = slider(page, "Q(UP)")
     output = cell_output(page, "Q(UP)")
@@ -148,8 +148,8 @@ def _advantage_explorer(page):
     before_text, before_chart, before_q = summary.inner_text(), image_src(chart), float(readout(q_up))
     weights = [float(readout(slider(page, f"pi({action}) weight"))) for action in SWITCH_ACTIONS]
     pi_up = weights[2] / sum(weights)  # the explorer normalises the weights to probabilities
-    baseline = r"b = sum_k pi\(k\) Q_k = (-?[\d.]+)"
-    expected = _number(baseline, before_text) + pi_up * 2.0  # b = sum_k pi(k) Q_k is linear in Q(UP)
+    baseline = r"= sum_k pi\(k\) Q_k = (-?[\d.]+)"  # "baseline Qbar_i = sum_k pi(k) Q_k = 2.00"
+    expected = _number(baseline, before_text) + pi_up * 2.0  # Qbar_i = sum_k pi(k) Q_k is linear in Q(UP)
     nudge(q_up, "ArrowRight", times=20)  # +2.0 in steps of 0.1; each step is a round trip to the kernel
     deadline = time.monotonic() + 15
     while abs(_number(baseline, summary.inner_text()) - expected) > 0.011 and time.monotonic() < deadline:
@@ -157,7 +157,7 @@ def _advantage_explorer(page):
     after_text = summary.inner_text()
     assert _number(baseline, after_text) == pytest.approx(expected, abs=0.011), (before_text, after_text)
     assert float(readout(q_up)) == pytest.approx(before_q + 2.0)
-    assert abs(_number(r"COMA advantages: ([-+][\d.]+)", after_text)) == 0.0  # sum_k pi(k) (Q_k - b) = 0
+    assert abs(_number(r"COMA advantages: ([-+][\d.]+)", after_text)) == 0.0  # sum_k pi(k) (Q_k - Qbar_i) = 0
     assert image_src(chart) != before_chart, "the advantage chart did not redraw"
 
 
