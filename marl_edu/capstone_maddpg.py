@@ -19,11 +19,11 @@ elsewhere; ``train_yours`` trains with them and ``plot_against_reference`` draws
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import pathlib
 from collections import deque
-from functools import partial
 from typing import Callable
 
 import matplotlib.pyplot as plt
@@ -92,7 +92,7 @@ REFERENCE: dict[str, Callable] = {
     "maddpg_update": _reference_update,
     "maddpg_training_loop": _reference_training_loop,
 }
-REFERENCE_UPDATE = partial(_reference_update, critic_loss=REFERENCE["maddpg_critic_loss"],
+REFERENCE_UPDATE = functools.partial(_reference_update, critic_loss=REFERENCE["maddpg_critic_loss"],
                            actor_loss=REFERENCE["maddpg_actor_loss"], soft_update=REFERENCE["soft_update"])
 
 
@@ -432,8 +432,8 @@ def _update_variant(agent: MADDPG, batch: dict, actors_first: bool = False, soft
 
 
 UPDATE_SLIPS = [
-    ({"actors_first": True}, "step every critic BEFORE any actor: the actor climbs the critic's values, so it should "
-                             "use the critic this batch has just corrected."),
+    ({"actors_first": True}, "step the critics BEFORE the actors: actor i climbs critic i's values, so it should use "
+                             "the critic this batch has just corrected."),
     ({"soft_every_agent": True}, "soft-update the targets once per update, after every agent's steps, not once per "
                                  "agent (that moves them N times as far)."),
     ({"soft": "none"}, "end the update with the soft updates of the target actors and target critics (tau = "
@@ -491,6 +491,13 @@ def check_maddpg_update(fn: Callable) -> None:
 LOOP_CASE = dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=8)
 LOOP_CONFIG = dict(n_envs=4, warmup_steps=64, batch_size=32, hidden=16, buffer_size=5_000)
 
+@functools.cache
+def _reference_loop_case() -> dict:
+    """``train_maddpg`` on the loop check's case, run once per session (it is deterministic, and ``assemble`` checks
+    every part again)."""
+    return _reference_training_loop(config=MADDPGConfig(**LOOP_CONFIG), update=REFERENCE_UPDATE, **LOOP_CASE)
+
+
 BUFFER_HINTS = {
     "obs": "store the observation each action was taken in: obs[k] from before venv.step.",
     "actions": "store the actions taken, one-hot: one_hot(actions[k], A) for copy k.",
@@ -517,7 +524,7 @@ def check_maddpg_training_loop(fn: Callable) -> None:
     if out is None:
         print(NOT_DONE_NONE)
         return
-    expected = _reference_training_loop(config=MADDPGConfig(**LOOP_CONFIG), update=REFERENCE_UPDATE, **LOOP_CASE)
+    expected = _reference_loop_case()
     keys = ("agent", "buffer", "episode_returns", "evaluations")
     if not isinstance(out, dict) or any(key not in out for key in keys):
         print(f"FAILED on {case}: expected a dict with {', '.join(keys)}, got "
@@ -606,13 +613,13 @@ def assemble(**mine: Callable) -> dict[str, Callable]:
 def train_yours(parts: dict[str, Callable], episodes: int = 600, seed: int = 0, eval_every: int = 50) -> dict:
     """Train MADDPG on Switch2-v2 (the default config, the committed run's) with ``assemble``'s parts: the loop
     ``parts["maddpg_training_loop"]`` calling ``parts["maddpg_update"]`` with the assembled losses and soft update."""
-    update = partial(parts["maddpg_update"], critic_loss=parts["maddpg_critic_loss"],
+    update = functools.partial(parts["maddpg_update"], critic_loss=parts["maddpg_critic_loss"],
                      actor_loss=parts["maddpg_actor_loss"], soft_update=parts["soft_update"])
     if all(parts[name] is REFERENCE[name] for name in PARTS[:4]):
         update = REFERENCE_UPDATE  # (the library's update itself)
     loop = parts["maddpg_training_loop"]
     if loop is REFERENCE["maddpg_training_loop"]:
-        loop = partial(loop, progress=True)  # (the learner's loop shows what it likes)
+        loop = functools.partial(loop, progress=True)  # (the learner's loop shows what it likes)
     return loop(ENV_ID, episodes, MADDPGConfig(), seed, update, eval_every)
 
 

@@ -234,7 +234,7 @@ def test_the_slip_helper_is_right_when_nothing_is_slipped(capsys):
 
 
 @pytest.mark.parametrize("slip, hint", [
-    (update_with(order="actors first"), "step every critic BEFORE any actor"),
+    (update_with(order="actors first"), "step the critics BEFORE the actors"),
     (update_with(soft="none"), "end the update with the soft updates"),
     (update_with(soft="hard"), "not by copying"),
     (update_with(clip=False), "clip each network's gradient norm"),
