@@ -96,7 +96,7 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
     from marl_edu.viz import plot_comparison
 
     colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
-              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4"}  # a method keeps its color in every plot
+              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5"}  # a method keeps its color in every plot
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharey=True)
     titles = {"gru": "on-policy, GRU actors", "ff": "on-policy, feed-forward actors", "mlp": "off-policy, MLP actors"}
     for ax, (variant, title) in zip(axes, titles.items()):

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 import marl_edu
-from marl_edu.baselines import IACV, IDDPG, CentralV
+from marl_edu.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
@@ -209,8 +209,9 @@ def _refusal(error: pickle.UnpicklingError) -> str:
 
 
 # the five learners the command line and the comparison know, by name
-ALGORITHMS = {"maddpg": MADDPG, "iddpg": IDDPG, "coma": COMA, "central_v": CentralV, "iac": IACV}
-ON_POLICY = ("coma", "central_v", "iac")  # whole-episode batches, COMAConfig; the others: replay, MADDPGConfig
+ALGORITHMS = {"maddpg": MADDPG, "iddpg": IDDPG, "coma": COMA, "central_qv": CentralQV, "central_v": CentralV,
+              "iac": IACV}
+ON_POLICY = ("coma", "central_qv", "central_v", "iac")  # whole-episode batches, COMAConfig; the others: replay, MADDPGConfig
 
 
 # the particle envs' learners (forces in [-1, 1]), trained by ``train_continuous`` (benchmarks/particle.py)

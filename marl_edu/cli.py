@@ -38,14 +38,15 @@ SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact op
 
 # "<algo>-<variant>": an on-policy learner with the GRU actor over the agent's history ("gru") or a feed-forward
 # actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp")
-METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp"]
+METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp",
+           "central_qv-gru"]
 
 
 # every learner's budget (the committed results': benchmarks/learning.py, compare.py, particle.py, competition.py) and
 # how often it is evaluated (discrete: one greedy episode; continuous: 10 noise-free episodes)
-DEFAULT_EPISODES = {"maddpg": 1500, "iddpg": 1500, "coma": 6000, "central_v": 6000, "iac": 6000,
+DEFAULT_EPISODES = {"maddpg": 1500, "iddpg": 1500, "coma": 6000, "central_qv": 6000, "central_v": 6000, "iac": 6000,
                     **{algo: 4000 for algo in CONTINUOUS_ALGORITHMS}}
-DEFAULT_EVAL_EVERY = {"maddpg": 50, "iddpg": 50, "coma": 200, "central_v": 200, "iac": 200,
+DEFAULT_EVAL_EVERY = {"maddpg": 50, "iddpg": 50, "coma": 200, "central_qv": 200, "central_v": 200, "iac": 200,
                       **{algo: 200 for algo in CONTINUOUS_ALGORITHMS}}
 DEFAULT_ENV = {"discrete": "Switch2-v0", "continuous": "simple_spread_v3"}
 SCORE_EPISODES = 100  # a continuous learner's final score: evaluate_particle over these episodes (benchmarks' too)
@@ -241,8 +242,9 @@ def _parser() -> argparse.ArgumentParser:
                                    "policy without training (--replay).", epilog=EPILOG)
     p.add_argument("--algo", choices=[*ALGORITHMS, *CONTINUOUS_ALGORITHMS],
                    help="maddpg and iddpg (independent DDPG: each critic sees its own agent only) learn off-policy "
-                        "from a replay buffer; coma, central_v (a centralised V(s) critic) and iac (IAC-V: each "
-                        "agent's V on its own observation) learn on-policy from whole episodes. On the particle envs, "
+                        "from a replay buffer; coma, central_qv (COMA's Q less a learned V(s)), central_v (a "
+                        "centralised V(s) critic) and iac (IAC-V: each agent's V on its own observation) learn "
+                        "on-policy from whole episodes. On the particle envs, "
                         f"with continuous forces: {continuous} (MADDPG, independent DDPG, MADDPG inferring the "
                         "others' policies, MADDPG with policy ensembles)")
     p.add_argument("--env", default=None,
@@ -252,7 +254,7 @@ def _parser() -> argparse.ArgumentParser:
                         "deception); with --replay: the env to play (default: the policy's own)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (default: 0)")
     p.add_argument("--episodes", type=int, default=None,
-                   help="training episodes per run (default: 1500 for maddpg/iddpg, 6000 for coma/central_v/iac, "
+                   help="training episodes per run (default: 1500 for maddpg/iddpg, 6000 for coma/central_qv/central_v/iac, "
                         "4000 for the continuous learners; on-policy runs round up to whole batches of --n-envs "
                         "episodes); with --replay: the episodes played (default: 100)")
     p.add_argument("--out", default=None, help="output folder (default: results/tmp/ALGO-ENV); one that holds another "
@@ -267,12 +269,12 @@ def _parser() -> argparse.ArgumentParser:
                         "scratch); give no other option but --no-progress and --threads")
     p.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
                    help="save the seed in progress at most this often, and on Ctrl-C (default: 60; Switch envs only)")
-    p.add_argument("--gamma", type=float, default=None, help="discount in [0, 1] (default: 0.99 coma/central_v/iac, "
+    p.add_argument("--gamma", type=float, default=None, help="discount in [0, 1] (default: 0.99 coma/central_qv/central_v/iac, "
                                                              "0.95 others)")
     p.add_argument("--actor-lr", type=float, default=None,
-                   help="actor learning rate (default: 3e-3 maddpg/iddpg, 2e-3 coma/central_v/iac, 1e-3 continuous)")
+                   help="actor learning rate (default: 3e-3 maddpg/iddpg, 2e-3 coma/central_qv/central_v/iac, 1e-3 continuous)")
     p.add_argument("--critic-lr", type=float, default=None,
-                   help="critic learning rate (default: 2e-3 maddpg/iddpg, 3e-3 coma/central_v/iac, 1e-3 continuous)")
+                   help="critic learning rate (default: 2e-3 maddpg/iddpg, 3e-3 coma/central_qv/central_v/iac, 1e-3 continuous)")
     p.add_argument("--hidden", type=int, default=None, help="hidden units per layer (default: 64)")
     p.add_argument("--n-envs", type=int, default=None, help="environment copies stepped in lock-step (default: 16); "
                                                             "for the on-policy learners, episodes per update")
@@ -326,8 +328,8 @@ def _parser() -> argparse.ArgumentParser:
 
 # options that apply to some learners only: option -> (those learners, how a refusal names them)
 OFF_POLICY = ("maddpg", "iddpg", *CONTINUOUS_ALGORITHMS)
-ONLY = {"feed_forward": (ON_POLICY, "coma, central_v and iac"), "lam": (ON_POLICY, "coma, central_v and iac"),
-        "entropy": (ON_POLICY, "coma, central_v and iac"), "per_agent_reward": (ON_POLICY, "coma, central_v and iac"),
+ONLY = {"feed_forward": (ON_POLICY, "coma, central_qv, central_v and iac"), "lam": (ON_POLICY, "coma, central_qv, central_v and iac"),
+        "entropy": (ON_POLICY, "coma, central_qv, central_v and iac"), "per_agent_reward": (ON_POLICY, "coma, central_qv, central_v and iac"),
         "actor_gradient": (("maddpg", "iddpg"), "maddpg and iddpg"),
         "batch_size": (OFF_POLICY, "maddpg, iddpg and the continuous learners"),
         "warmup": (OFF_POLICY, "maddpg, iddpg and the continuous learners"),
@@ -344,8 +346,8 @@ def config_from_args(args: argparse.Namespace):
         given = getattr(args, name) is not None and getattr(args, name) is not False  # (0 is given)
         if given and args.algo not in learners:
             raise ValueError(f"--{name.replace('_', '-')} applies to {family} only, not {args.algo}")
-    if args.algo == "central_v" and args.per_agent_reward:
-        raise ValueError("--per-agent-reward does not apply to central_v: its one V(s) has no agent id")
+    if args.algo in ("central_v", "central_qv") and args.per_agent_reward:
+        raise ValueError(f"--per-agent-reward does not apply to {args.algo}: its one V(s) has no agent id")
     values = {"gamma": args.gamma, "actor_lr": args.actor_lr, "critic_lr": args.critic_lr, "hidden": args.hidden,
               "n_envs": args.n_envs}
     if args.algo in ON_POLICY:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from marl_edu.baselines import IACV, IDDPG, CentralV
+from marl_edu.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 
@@ -106,3 +106,58 @@ def test_central_v_refuses_per_agent_rewards():
     # its rows carry no agent id: one V(s) cannot learn two agents' different own returns
     with pytest.raises(ValueError, match="central-V learns the team reward only"):
         CentralV(2, 2, 5, COMAConfig(team_reward=False))
+
+
+# -- central-QV: COMA's Q less a learned V(s) --------------------------------------------------------------------------
+
+def _constant_q_and_v(learner: CentralQV, q_row: list[float], v: float) -> CentralQV:
+    """Q(s, (a_{-i}, k)) = q_row[k] and V(s) = v for every input: zero weights, the last layers' biases set."""
+    with torch.no_grad():
+        for net in (learner.critic, learner.value_critic):
+            for p in net.parameters():
+                p.zero_()
+        learner.critic.net[-1].bias.copy_(torch.tensor(q_row))
+        learner.value_critic.net[-1].bias.fill_(v)
+    return learner
+
+
+def test_central_qv_advantage_by_hand():
+    learner = _constant_q_and_v(CentralQV(2, 2, 5), [1.0, 2.0, 3.0, 4.0, 5.0], 2.5)
+    actions = torch.tensor([[[1, 4], [0, 2], [3, 3]]])  # (B=1, T+1=3, N=2); index 2 is the end state
+    batch = {"obs": torch.zeros(1, 3, 2, 2), "actions": actions}
+    rows = learner.critic_rows(batch["obs"], actions)
+    # Adv_{i,t} = Q(s_t, a_t) - V(s_t) = q_row[a_{i,t}] - 2.5:
+    #   t=0: actions (1, 4) -> (2 - 2.5, 5 - 2.5) = (-0.5, 2.5);  t=1: actions (0, 2) -> (1 - 2.5, 3 - 2.5) = (-1.5, 0.5)
+    advantage = learner.advantage(rows, batch, pi=None)  # (B, T, N)
+    assert torch.allclose(advantage, torch.tensor([[[-0.5, 2.5], [-1.5, 0.5]]]))
+    # COMA's counterfactual baseline on the same Q under a uniform policy is the row mean 3.0 instead of V = 2.5
+    coma_advantage = COMA.advantage(learner, rows, batch, torch.full((1, 2, 2, 5), 0.2))
+    assert torch.allclose(coma_advantage, advantage - 0.5)
+
+
+def test_central_qv_starts_as_coma_and_adds_only_v():
+    coma, qv = COMA(2, 2, 5, seed=3), CentralQV(2, 2, 5, seed=3)
+    for a, b in ((coma.actor, qv.actor), (coma.critic, qv.critic)):
+        assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+    assert qv.value_critic.in_dim == 4 and qv.value_critic.out_dim == 1  # V(s), S = N*O
+    assert all(not p.requires_grad for p in qv.target_value_critic.parameters())
+    with pytest.raises(ValueError, match="central-QV learns the team reward only"):
+        CentralQV(2, 2, 5, COMAConfig(team_reward=False))
+
+
+def test_central_qv_update_trains_v_towards_its_targets_and_copies_it_on_q_s_schedule():
+    from marl_edu.envs import make_vec_env
+    from marl_edu.rollout import collect_episodes
+
+    learner = CentralQV(2, 2, 5, COMAConfig(n_envs=4, hidden=16, target_update_every=2), seed=0)
+    batch, _, _ = collect_episodes(learner, make_vec_env("Switch2-v0", 4, seed=0), epsilon=0.0)
+    before = [p.clone() for p in learner.value_critic.parameters()]
+    stats = learner.update(batch)
+    assert set(stats) == {"critic_loss", "actor_loss", "entropy", "value_loss"} and stats["value_loss"] >= 0.0
+    assert any(not torch.equal(a, b) for a, b in zip(before, learner.value_critic.parameters()))
+    assert not all(torch.equal(a, b) for a, b in zip(learner.target_value_critic.parameters(),
+                                                     learner.value_critic.parameters()))  # 1 update: no copy yet
+    learner.update(batch)  # update 2: the copy, with Q's
+    assert all(torch.equal(a, b) for a, b in zip(learner.target_value_critic.parameters(),
+                                                 learner.value_critic.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(learner.target_critic.parameters(), learner.critic.parameters()))

@@ -315,7 +315,7 @@ def test_a_continuous_policy_meets_a_particle_env(tmp_path):
         check_fits(agent, make_env("simple_adversary_v3"))  # N=3, O=10
 
 
-@pytest.mark.parametrize("algo", ["maddpg", "iddpg", "coma", "central_v", "iac", "maddpg_continuous",
+@pytest.mark.parametrize("algo", ["maddpg", "iddpg", "coma", "central_qv", "central_v", "iac", "maddpg_continuous",
                                   "iddpg_continuous", "maddpg_inferred", "maddpg_ensemble", "coma-ff"])
 def test_every_learner_round_trips_through_its_policy_file(tmp_path, algo):
     """The shapes load_policy expects before building a learner are the ones the learner builds."""

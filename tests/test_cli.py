@@ -24,7 +24,7 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--episodes", "-5"], "--episodes must be a positive number of episodes, got -5"),
     (["--algo", "coma", "--gamma", "1.5"], "--gamma must be a number in [0, 1], got 1.5"),
     (["--algo", "maddpg", "--gamma", "-0.1"], "--gamma must be a number in [0, 1], got -0.1"),
-    (["--algo", "maddpg", "--feed-forward"], "--feed-forward applies to coma, central_v and iac only, not maddpg"),
+    (["--algo", "maddpg", "--feed-forward"], "--feed-forward applies to coma, central_qv, central_v and iac only, not maddpg"),
     (["--algo", "iac", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, not iac"),
     (["--algo", "coma", "--seeds", "1", "1"], "--seeds must be distinct ints in [0, 2147483647], got [1, 1]"),
     (["--algo", "coma", "--seeds", "-1"], "--seeds must be distinct ints in [0, 2147483647], got [-1]"),
@@ -43,7 +43,7 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--device", "gpu"], "--device gpu: not a device this machine has"),
     (["--algo", "coma", "--checkpoint-every", "0"], "--checkpoint-every must be a positive number of seconds"),
     (["--episodes", "5"], "the following arguments are required: --algo (or --resume OUT, or --replay POLICY)"),
-    (["--algo", "maddpg", "--lam", "0"], "--lam applies to coma, central_v and iac only, not maddpg"),
+    (["--algo", "maddpg", "--lam", "0"], "--lam applies to coma, central_qv, central_v and iac only, not maddpg"),
     (["--algo", "coma", "--actor-lr", "nan"], "--actor-lr must be a positive number, got nan"),
     (["--algo", "iddpg", "--critic-lr", "inf"], "--critic-lr must be a learning rate in (0, 1], got inf"),
     (["--algo", "coma", "--entropy", "nan"], "--entropy must be a non-negative number, got nan"),
@@ -61,9 +61,9 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "iddpg_continuous", "--env", "simple_spreed_v3"], "unknown particle environment 'simple_spreed_v3'"),
     (["--algo", "maddpg_ensemble", "--env", "ma_gym:Switch2-v0"], "not on ma_gym:Switch2-v0"),
     # options for other learners, and the continuous learners' own options out of range
-    (["--algo", "maddpg_continuous", "--lam", "0.5"], "--lam applies to coma, central_v and iac only, not "
+    (["--algo", "maddpg_continuous", "--lam", "0.5"], "--lam applies to coma, central_qv, central_v and iac only, not "
                                                       "maddpg_continuous"),
-    (["--algo", "maddpg_inferred", "--per-agent-reward"], "--per-agent-reward applies to coma, central_v and iac only"),
+    (["--algo", "maddpg_inferred", "--per-agent-reward"], "--per-agent-reward applies to coma, central_qv, central_v and iac only"),
     (["--algo", "maddpg_ensemble", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, "
                                                                   "not maddpg_ensemble"),
     (["--algo", "coma", "--batch-size", "16"],
@@ -201,6 +201,7 @@ def test_every_learner_round_trips_through_a_checkpoint(algo, tmp_path):
     ("central_v-ff", "central_v", COMAConfig(recurrent=False)),
     ("iac-gru", "iac", COMAConfig(recurrent=True)), ("iac-ff", "iac", COMAConfig(recurrent=False)),
     ("maddpg-mlp", "maddpg", MADDPGConfig()), ("iddpg-mlp", "iddpg", MADDPGConfig()),
+    ("central_qv-gru", "central_qv", COMAConfig(recurrent=True)),
 ])
 def test_method_config_names_a_learner_and_its_config(method, algo, config):
     assert method in METHODS
@@ -208,9 +209,9 @@ def test_method_config_names_a_learner_and_its_config(method, algo, config):
     assert got_algo == algo and type(got_config) is type(config) and got_config == config
 
 
-def test_methods_are_the_eight_compare_trains():
+def test_methods_are_the_eight_of_notebook_08_and_central_qv():
     assert METHODS == ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp",
-                       "iddpg-mlp"]
+                       "iddpg-mlp", "central_qv-gru"]
 
 
 @pytest.mark.parametrize("method", ["qmix-gru", "coma", "coma-mlp", "maddpg-gru", "COMA-GRU", ""])
