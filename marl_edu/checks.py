@@ -128,10 +128,12 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         mixed = torch.cat([obs.transpose(0, 1).reshape(B, N * O),
                            actions.transpose(0, 1).reshape(B, N * A)], dim=1)  # rows from other transitions
         hint = _named_mistake(out, [
-            (interleaved, "you interleaved [o_1, a_1, o_2, a_2, ...]; this course's critic takes all observations "
-                          "first, then all actions: [o_1, ..., o_N, a_1, ..., a_N]."),
-            (swapped, "actions come after observations: [o_1, ..., o_N, a_1, ..., a_N]."),
-            (wrong_axis, "you flattened feature-major (o_1[0], o_2[0], o_1[1], ...): transpose before reshape mixed "
+            (interleaved, "you interleaved [o_0, a_0, o_1, a_1, ...]: a valid layout if the critic is trained and "
+                          "queried with it everywhere, but this course's critic (and every function that builds its "
+                          "rows) takes all observations first, then all actions: [o_0, ..., o_{N-1}, a_0, ..., "
+                          "a_{N-1}]."),
+            (swapped, "actions come after observations: [o_0, ..., o_{N-1}, a_0, ..., a_{N-1}]."),
+            (wrong_axis, "you flattened feature-major (o_0[0], o_1[0], o_0[1], ...): transpose before reshape mixed "
                          "the agents' features. Reshape (B, N, O) straight to (B, N*O)."),
             (mixed, "a row holds observations from different transitions: the batch and agent axes were swapped "
                     "before flattening. Row b must be transition b only."),
@@ -140,7 +142,7 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
               f"expected row 0: {[round(v, 3) for v in expected[0].tolist()]}\n"
               f"got row 0:      {[round(v, 3) for v in out[0].tolist()]}\nHint: {hint}")
         return
-    print(f"PASSED: flatten_for_critic gives (B, N*(O+A)) rows [o_1..o_N, a_1..a_N] on all {len(cases)} cases.")
+    print(f"PASSED: flatten_for_critic gives (B, N*(O+A)) rows [o_0..o_{{N-1}}, a_0..a_{{N-1}}] on all {len(cases)} cases.")
 
 
 def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]) -> None:
