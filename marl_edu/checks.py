@@ -82,9 +82,15 @@ def _named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], 
 
 
 def _values_differ(case: str, expected: torch.Tensor, out: torch.Tensor, hint: str, shown: int) -> None:
-    """Print FAILED with the first ``shown`` expected and returned values (rounded) and the hint."""
-    print(f"FAILED on {case}: values differ.\nexpected {[round(v, 3) for v in expected.flatten()[:shown].tolist()]}\n"
-          f"got      {[round(v, 3) for v in out.detach().flatten()[:shown].tolist()]}\nHint: {hint}")
+    """Print FAILED with ``shown`` expected and returned values (rounded) from the first entry that differs (flattened,
+    so the learner sees a difference, not the equal values before it), its index in the tensor, and the hint."""
+    want, got = expected.detach().flatten(), out.detach().flatten()
+    differ = ~torch.isclose(got, want, atol=1e-5, rtol=0.0)
+    first = int(differ.nonzero()[0]) if differ.any() else 0
+    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), expected.shape)) if expected.dim() else ()
+    print(f"FAILED on {case}: values differ, first at index {where}.\n"
+          f"expected {[round(v, 3) for v in want[first:first + shown].tolist()]}\n"
+          f"got      {[round(v, 3) for v in got[first:first + shown].tolist()]}\nHint: {hint}")
 
 
 def _not_one_number(out: torch.Tensor, case: str, hint: str) -> bool:

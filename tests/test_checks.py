@@ -1,5 +1,6 @@
 import torch
 
+from marl_edu import checks
 from marl_edu.checks import check_flatten_for_critic
 
 
@@ -343,3 +344,14 @@ def test_team_rewards_mistakes_are_named(capsys):
         raise NotImplementedError
 
     assert _team_verdict(stub, capsys).startswith("NOT DONE YET")
+
+
+def test_a_failed_comparison_shows_the_first_values_that_differ(capsys):
+    # the first 6 entries agree; row 1, column 2 (flat index 6) is the first that does not
+    expected = torch.arange(12.0).reshape(3, 4)
+    got = expected.clone()
+    got[1, 2] += 1.0
+    checks._values_differ("a case", expected, got, "a hint", shown=3)
+    out = capsys.readouterr().out
+    assert "first at index (1, 2)" in out
+    assert "expected [6.0, 7.0, 8.0]" in out and "got      [7.0, 7.0, 8.0]" in out
