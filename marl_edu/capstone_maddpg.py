@@ -32,6 +32,7 @@ import torch
 
 from marl_edu.checks import NOT_DONE_NONE, NOT_DONE_RAISES, _call
 from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
+from marl_edu.nets import gradient_step
 from marl_edu.targets import hard_update, soft_update
 from marl_edu.train import TrainResult, train_maddpg
 
@@ -55,18 +56,13 @@ def _reference_update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_l
     c = agent.config
     b = agent.checked_tensors(batch)  # float32 tensors (B, N, .)
     for i in range(agent.n_agents):
-        _step(agent.critic_optimizers[i], agent.critics[i], critic_loss(agent, i, b), c.grad_clip)
+        gradient_step(agent.critic_optimizers[i], agent.critics[i], critic_loss(agent, i, b), c.grad_clip,
+                      f"agent {i}'s critic loss")
     for i in range(agent.n_agents):
-        _step(agent.actor_optimizers[i], agent.actors[i], actor_loss(agent, i, b), c.grad_clip)
+        gradient_step(agent.actor_optimizers[i], agent.actors[i], actor_loss(agent, i, b), c.grad_clip,
+                      f"agent {i}'s actor loss")
     soft_update(agent.target_actors, agent.actors, c.tau)
     soft_update(agent.target_critics, agent.critics, c.tau)
-
-
-def _step(optimizer: torch.optim.Optimizer, net: torch.nn.Module, loss: torch.Tensor, grad_clip: float) -> None:
-    optimizer.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(net.parameters(), grad_clip)
-    optimizer.step()
 
 
 def _reference_training_loop(env_id: str, episodes: int, config: MADDPGConfig, seed: int,
@@ -93,7 +89,7 @@ REFERENCE: dict[str, Callable] = {
     "maddpg_training_loop": _reference_training_loop,
 }
 REFERENCE_UPDATE = functools.partial(_reference_update, critic_loss=REFERENCE["maddpg_critic_loss"],
-                           actor_loss=REFERENCE["maddpg_actor_loss"], soft_update=REFERENCE["soft_update"])
+                                     actor_loss=REFERENCE["maddpg_actor_loss"], soft_update=REFERENCE["soft_update"])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -610,11 +606,12 @@ def assemble(**mine: Callable) -> dict[str, Callable]:
     return parts
 
 
-def train_yours(parts: dict[str, Callable], episodes: int = 600, seed: int = 0, eval_every: int = 50) -> dict:
-    """Train MADDPG on Switch2-v2 (the default config, the committed run's) with ``assemble``'s parts: the loop
-    ``parts["maddpg_training_loop"]`` calling ``parts["maddpg_update"]`` with the assembled losses and soft update."""
+def train_yours(parts: dict[str, Callable], episodes: int = 1500, seed: int = 0, eval_every: int = 50) -> dict:
+    """Train MADDPG on Switch2-v2 (the default config and budget, the committed run's) with ``assemble``'s parts: the
+    loop ``parts["maddpg_training_loop"]`` calling ``parts["maddpg_update"]`` with the assembled losses and soft
+    update. Returns the loop's dict (agent, buffer, episode_returns, evaluations)."""
     update = functools.partial(parts["maddpg_update"], critic_loss=parts["maddpg_critic_loss"],
-                     actor_loss=parts["maddpg_actor_loss"], soft_update=parts["soft_update"])
+                               actor_loss=parts["maddpg_actor_loss"], soft_update=parts["soft_update"])
     if all(parts[name] is REFERENCE[name] for name in PARTS[:4]):
         update = REFERENCE_UPDATE  # (the library's update itself)
     loop = parts["maddpg_training_loop"]
