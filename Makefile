@@ -4,6 +4,7 @@
 #   make test       setup, then unit tests and nbval on every notebook (make test-unit: the unit tests only)
 #   make notebooks  re-execute every notebook in place, top to bottom, in a fresh kernel
 #   make test-browser  setup, Debian's Chromium and Playwright, then every notebook run and used in JupyterLab
+#   make test-ray   setup and the ray extra, then benchmarks/compare.py on Ray and on the local pool: the same files
 #   make test-colab    every notebook run as in Google Colab (Python 3.13 with Colab's package versions)
 #   make constraints   (maintainers) record this environment's versions for make setup, after make test passed
 # Options, used when the environment is created: PYTHON=/path/to/python3.X (3.11 to 3.13), TORCH_INDEX=url;
@@ -42,11 +43,11 @@ PIP_INSTALL = $(VPY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-bi
 # Pass --allow-root to JupyterLab only when we are root (containers, some cloud machines).
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup lab test test-unit notebooks wheelhouse constraints clean check-python chromium setup-browser \
+.PHONY: help setup lab test test-unit test-ray notebooks wheelhouse constraints clean check-python chromium setup-browser \
 	test-browser test-colab
 
 help:
-	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
 ifeq ($(strip $(VENV)),)
 $(error VENV is empty: activate the conda environment first (for VENV="$$CONDA_PREFIX"), or leave VENV out for .venv)
@@ -108,6 +109,15 @@ test: setup
 
 test-unit: setup
 	$(VPY) -m pytest tests -p no:randomly --ignore=tests/browser $(PYTEST_ARGS)
+
+# Ray (an optional extra: compare.py's runs on a Ray cluster, or a local Ray instance) against the local process pool.
+RAY_STAMP := $(VENV)/.marl-edu-ray-installed
+$(RAY_STAMP): pyproject.toml $(STAMP)
+	$(PIP_INSTALL) -e ".[dev,ray]"
+	touch $(RAY_STAMP)
+
+test-ray: $(RAY_STAMP)
+	RAY_USAGE_STATS_ENABLED=0 $(VPY) -m pytest tests/test_compare_runners.py -p no:randomly $(PYTEST_ARGS)
 
 # Browser tests: Debian's Chromium (no browser download at run time) driven by Playwright for Python.
 chromium:

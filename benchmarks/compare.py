@@ -16,13 +16,21 @@ Switch2, optimum 8.3); "to solve" is the first periodic evaluation that reached 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
 results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
 range over seeds against the optimum); prints one table row per method and environment (the README's table).
+
+Where the runs go (--runner): Ray when it is installed (pip install -e ".[ray]"), else a local process pool. With
+Ray and no --address, a local Ray instance with --jobs CPUs; with --address (e.g. auto, or ray://head:10001) the
+same command runs on that cluster, one CPU per run, and every run's files come back to this process, which writes
+them: the results are the same files whichever runner ran them (only the wall-clock figures differ). Every node of
+a cluster needs the course's environment (make setup) and joins it from there (ray start --address=HEAD:6379).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing
+import os
 import pathlib
 import sys
 import time
@@ -31,32 +39,73 @@ import numpy as np
 
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.cli import METHODS, method_config, rounded, run_seed, save_artifacts, solved_threshold, split
+from marl_edu.files import atomic_write_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "compare"
 
 
-def run_one(job: tuple[str, str, int, int | None, pathlib.Path, bool]) -> dict:
-    """Train one method on one env with one seed (in a worker process, one torch thread) and record it: the row
-    returned, in ``seed<S>.json``, and for the first seed the policy and its greedy GIF."""
+def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str, bytes]]:
+    """Train one method on one env with one seed (in a worker process, one torch thread): its table row, and the
+    files to write under ENV/METHOD/ as bytes (``seed<S>.json``, and for the first seed the policy and its greedy
+    GIF), so that the process writing them may be on another machine than the one that trained."""
+    import tempfile
+
     import torch
 
     from marl_edu.planning import optimal_team_return
     from marl_edu.cli import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY
 
-    env_id, method, seed, episodes, out, keep_artifacts = job
+    env_id, method, seed, episodes, keep_artifacts = job
     torch.set_num_threads(1)
     algo, config = method_config(method)
     budget = episodes or DEFAULT_EPISODES[algo]
     eval_every = min(DEFAULT_EVAL_EVERY[algo], budget)  # (the default unless --episodes is tiny)
     run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, optimal_team_return(env_id))
     row = {"env": env_id, "method": method, **rounded(figures)}
-    folder = out / env_id / method
+    files = {}
     if keep_artifacts:
-        save_artifacts(run, env_id, folder)
+        with tempfile.TemporaryDirectory() as folder:
+            save_artifacts(run, env_id, pathlib.Path(folder))
+            files = {name: (pathlib.Path(folder) / name).read_bytes() for name in ("policy.pt", "greedy.gif")}
+    files[f"seed{seed}.json"] = (json.dumps(row) + "\n").encode()  # written last: the mark of a finished run
+    return row, files
+
+
+def write_run(out: pathlib.Path, row: dict, files: dict[str, bytes]) -> None:
+    """One finished run's files under ``out/ENV/METHOD/``, each atomically, ``seed<S>.json`` last."""
+    folder = out / row["env"] / row["method"]
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"seed{seed}.json").write_text(json.dumps(row) + "\n")  # last: the mark of a finished run
-    return row
+    for name in sorted(files, key=lambda name: name.startswith("seed")):
+        atomic_write_bytes(folder / name, files[name])
+
+
+def runs(todo: list[tuple], runner: str, jobs: int, address: str | None):
+    """``(row, files)`` of every job as it finishes: on a local process pool of ``jobs`` processes, or on Ray (a
+    local instance with ``jobs`` CPUs, or the cluster at ``address``), one CPU per run."""
+    if runner == "pool":
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            yield from pool.imap_unordered(run_one, todo)
+        return
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
+    ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False, log_to_driver=False)
+    if run_one.__module__ != "__main__":  # imported (the tests): send this file's functions by value, as Ray does
+        ray.cloudpickle.register_pickle_by_value(sys.modules[run_one.__module__])  # for a script it runs
+    try:
+        remote_run = ray.remote(num_cpus=1)(run_one)
+        pending = [remote_run.remote(job) for job in todo]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        ray.shutdown()
+
+
+def default_runner() -> str:
+    """Ray when it is installed, else the local process pool."""
+    return "ray" if importlib.util.find_spec("ray") is not None else "pool"
 
 
 def finished(path: pathlib.Path, budget: int, n_envs: int = 16) -> bool:
@@ -87,7 +136,8 @@ def format_row(t: dict) -> str:
 
 
 def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pathlib.Path) -> pathlib.Path:
-    """The on-policy and the off-policy learners side by side (``marl_edu.viz.plot_comparison``)."""
+    """The on-policy and the off-policy learners side by side (``marl_edu.viz.plot_comparison``), one panel per kind
+    of actor that ran."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,9 +147,10 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
 
     colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
               "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5"}  # a method keeps its color in every plot
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharey=True)
     titles = {"gru": "on-policy, GRU actors", "ff": "on-policy, feed-forward actors", "mlp": "off-policy, MLP actors"}
-    for ax, (variant, title) in zip(axes, titles.items()):
+    titles = {variant: title for variant, title in titles.items() if any(split(m)[1] == variant for m in results)}
+    fig, axes = plt.subplots(1, len(titles), figsize=(14 * len(titles) / 3, 3.8), sharey=True, squeeze=False)
+    for ax, (variant, title) in zip(axes[0], titles.items()):
         plot_comparison({m: rows for m, rows in results.items() if split(m)[1] == variant}, optimum, ax=ax,
                         title=f"{env_id}: {title}", colors=colors)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26))  # below: curves stay visible
@@ -110,12 +161,32 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
     return path
 
 
+def drop_runner_options(argv: list[str]) -> list[str]:
+    """The command line without --runner and --address and their values: where the runs went does not change the
+    results, so summary.json's command does not record it."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--runner", "--address"):
+            skip = True
+        elif not arg.startswith(("--runner=", "--address=")):
+            kept.append(arg)
+    return kept
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=["Switch2-v0", "Switch2-v2"])
     parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
+                                                              "--address, the cluster's CPUs decide")
+    parser.add_argument("--runner", choices=["ray", "pool"], default=default_runner(),
+                        help="ray (a local Ray instance, or the cluster at --address) or pool (local processes); "
+                             "default: ray when it is installed, else pool")
+    parser.add_argument("--address", default=None,
+                        help="a Ray cluster to run on (auto, or ray://host:10001); default: a local instance")
     parser.add_argument("--reuse", action="store_true",
                         help="keep runs whose seed<S>.json exists (to finish an interrupted comparison)")
     parser.add_argument("--episodes", type=int, default=None,
@@ -126,27 +197,32 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if len(set(args.seeds)) != len(args.seeds) or args.jobs < 1:
         parser.error("--seeds must be distinct and --jobs positive")
+    if args.address and args.runner != "ray":
+        parser.error("--address needs --runner ray (and Ray installed: pip install -e '.[ray]')")
+    if args.runner == "ray" and importlib.util.find_spec("ray") is None:
+        parser.error("--runner ray needs Ray: pip install -e '.[ray]' (or --runner pool)")
     args.out = args.out.resolve()
     from marl_edu.planning import optimal_team_return
     from marl_edu.cli import DEFAULT_EPISODES
 
     optima = {env_id: optimal_team_return(env_id) for env_id in args.envs}  # also checks the ids
     # seed by seed, so that an interrupted comparison has every method on its first seeds
-    jobs = [(env_id, method, seed, args.episodes, args.out, seed == args.seeds[0])
+    jobs = [(env_id, method, seed, args.episodes, seed == args.seeds[0])
             for seed in args.seeds for env_id in args.envs for method in args.methods]
     budget = {method: args.episodes or DEFAULT_EPISODES[split(method)[0]] for method in args.methods}
     todo = [job for job in jobs
             if not (args.reuse and finished(args.out / job[0] / job[1] / f"seed{job[2]}.json", budget[job[1]]))]
     # --reuse only skips runs that are already on disk: the results are those of the command without it
     given = sys.argv[1:] if argv is None else argv
-    command = " ".join(["benchmarks/compare.py", *[a for a in given if a != "--reuse"]])
+    command = " ".join(["benchmarks/compare.py", *drop_runner_options([a for a in given if a != "--reuse"])])
     start = time.perf_counter()
-    print(f"{len(todo)} runs of {len(jobs)} to do, {args.jobs} at a time", flush=True)
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        for row in pool.imap_unordered(run_one, todo):
-            print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
-                  f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
-                  f"({time.perf_counter() - start:.0f} s so far)", flush=True)
+    where = f"on the Ray cluster at {args.address}" if args.address else f"{args.jobs} at a time ({args.runner})"
+    print(f"{len(todo)} runs of {len(jobs)} to do, {where}", flush=True)
+    for row, files in runs(todo, args.runner, args.jobs, args.address):
+        write_run(args.out, row, files)
+        print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
+              f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
+              f"({time.perf_counter() - start:.0f} s so far)", flush=True)
     print("\n| env | method | median greedy | min greedy | solved at the end | to solve: median episodes / "
           "wall-clock (seeds that got there) | episodes | env steps/s |")
     print("|---|---|---|---|---|---|---|---|")

@@ -1,0 +1,71 @@
+"""benchmarks/compare.py gives the same files whichever runner ran the grid: the local process pool, or Ray (here a
+local Ray instance on two CPUs; the same code runs on a cluster given --address). Needs Ray (make test-ray installs
+the ray extra); without it the Ray test is skipped and the pool's is still run."""
+
+import importlib
+import json
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# wall-clock figures, the only ones a runner may change; and the command, whose --out differs between the two runs
+TIMINGS = {"wall_s", "steps_per_s", "seconds_to_solve", "command"}
+GRID = ["--envs", "Switch2-v0", "--methods", "coma-gru", "iddpg-mlp", "--seeds", "0", "--episodes", "32",
+        "--jobs", "2"]
+
+
+def compare_module():
+    """benchmarks/compare.py imported by name, so the pool's processes (which import their function by module name)
+    find it too."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    return importlib.import_module("compare")
+
+
+def without_timings(value):
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def results(out: pathlib.Path) -> dict[str, object]:
+    """Every file the grid wrote (but the figure), the JSON ones without their wall-clock figures and command."""
+    found = {}
+    for path in sorted(out.rglob("*")):
+        if path.is_file() and path.suffix != ".png":
+            name = str(path.relative_to(out))
+            found[name] = without_timings(json.loads(path.read_text())) if path.suffix == ".json" else path.read_bytes()
+    return found
+
+
+@pytest.fixture(scope="module")
+def pool_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pool")
+    assert compare_module().main([*GRID, "--runner", "pool", "--out", str(out)]) == 0
+    return results(out)
+
+
+def test_the_pool_writes_every_run_and_the_summary(pool_results):
+    assert {"Switch2-v0/coma-gru/seed0.json", "Switch2-v0/coma-gru/policy.pt", "Switch2-v0/coma-gru/greedy.gif",
+            "Switch2-v0/iddpg-mlp/seed0.json", "Switch2-v0/summary.json"} <= set(pool_results)
+    assert [row["method"] for row in pool_results["Switch2-v0/summary.json"]["table"]] == ["coma-gru", "iddpg-mlp"]
+
+
+def test_ray_gives_the_same_files_as_the_pool(pool_results, tmp_path):
+    pytest.importorskip("ray", reason="Ray is an optional extra: make test-ray installs it")
+    out = tmp_path / "ray"
+    assert compare_module().main([*GRID, "--runner", "ray", "--out", str(out)]) == 0
+    assert results(out) == pool_results
+
+
+def test_runner_options_are_checked_and_left_out_of_the_record(capsys):
+    compare = compare_module()
+    assert compare.drop_runner_options(["--envs", "Switch2-v0", "--runner", "ray", "--address=auto", "--jobs", "2"]) \
+        == ["--envs", "Switch2-v0", "--jobs", "2"]
+    with pytest.raises(SystemExit):
+        compare.main(["--runner", "pool", "--address", "auto"])  # refused before any run
+    assert "--address needs --runner ray" in capsys.readouterr().err
