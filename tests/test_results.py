@@ -68,7 +68,7 @@ def _compare_module():
     return _module("compare")
 
 
-@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2"])
+@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch4-v0"])
 def test_readme_table_is_what_compare_printed(env_id):
     # compare.py prints these rows from the seed<S>.json files and keeps them in summary.json
     compare = _compare_module()
