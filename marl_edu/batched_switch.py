@@ -2,7 +2,7 @@
 
 ma-gym's ``Switch`` keeps one world in Python lists and redraws its picture on every reset; ``envs.VecEnv`` steps K of
 them one after the other. ``BatchedSwitch`` holds the K worlds as arrays and moves them together, with ma-gym's rules
-(``ma_gym/envs/switch/switch_one_corridor.py``):
+(``ma_gym/envs/switch/switch_one_corridor.py``), for Switch2, Switch4 and the Switch3 that ``envs`` registers:
 
 - the grid is 3 x 7: a corridor along row 1, and rooms of two columns at each end of rows 0 and 2; everything else is
   wall. Agent i starts at ``START[i]`` and must reach ``GOAL[i]`` at the other end.
@@ -15,8 +15,8 @@ them one after the other. ``BatchedSwitch`` holds the K worlds as arrays and mov
 - observation of agent i: ``(row / 2, col / 6)`` rounded to 2 decimals, plus ``step / max_steps`` for the ``-v2`` and
   ``-v3`` ids (the clock); the ``-v1`` and ``-v3`` ids give every agent all N agents' observations, concatenated.
 
-Its transitions are ma-gym's to the last bit (``tests/test_batched_switch.py`` compares them over 10^6 random steps and
-named corner cases); ``make_vec_env(..., backend="ma-gym")`` still steps ma-gym itself.
+Its transitions are ma-gym's to the last bit (``tests/test_batched_switch.py`` compares them over 1.5 x 10^6 random
+steps and named corner cases); ``make_vec_env(..., backend="ma-gym")`` still steps ma-gym itself.
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ class BatchedSwitch:
         self.env_id = resolve_env_id(env_id)
         match = SWITCH_ID.fullmatch(self.env_id)
         if match is None:
-            raise ValueError(f"BatchedSwitch plays ma-gym's Switch ids (Switch2-v0 .. Switch4-v3), got {env_id!r}")
+            raise ValueError(f"BatchedSwitch plays the Switch ids (Switch2-v0 .. Switch4-v3, with Switch3), "
+                             f"got {env_id!r}")
         self.n_envs = positive_int(n_envs, "n_envs")
         self.seed = non_negative_int(seed, "seed")  # (Switch has no randomness; kept for VecEnv's interface)
         self.n_agents = int(match.group(1))

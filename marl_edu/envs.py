@@ -32,11 +32,27 @@ from marl_edu.shapes import check_shape
 from marl_edu.validate import index_range, non_negative_int, positive_int
 
 
-def _registry_ids() -> list[str]:
-    """The native ma-gym environment ids (not the wrapped single-agent gym ones)."""
+def register_switch3() -> None:
+    """Register ``Switch3-v0`` .. ``Switch3-v3``: ma-gym's Switch with three agents, which its ``Switch`` class allows
+    (``n_agents`` from 2 to 4) but does not register. The same four variants as Switch2 and Switch4 (v1 and v3 see
+    every agent, v2 and v3 add the clock), the same step cost; agents 0 and 1 cross the top row as in Switch2 and
+    agent 2 crosses from the bottom left, so three agents share the one-cell corridor."""
     import gym
-    import ma_gym  # noqa: F401  (registers the ids)
+    import ma_gym  # noqa: F401  (registers its own ids first)
 
+    for version, (full_observable, clock) in enumerate([(False, False), (True, False), (False, True), (True, True)]):
+        env_id = f"Switch3-v{version}"
+        if env_id not in gym.envs.registry.env_specs:
+            gym.envs.register(id=env_id, entry_point="ma_gym.envs.switch:Switch",
+                              kwargs={"n_agents": 3, "full_observable": full_observable, "step_cost": -0.1,
+                                      "clock": clock})
+
+
+def _registry_ids() -> list[str]:
+    """The native ma-gym environment ids (not the wrapped single-agent gym ones), with ``Switch3-v*``."""
+    import gym
+
+    register_switch3()
     return sorted(
         spec.id
         for spec in gym.envs.registry.all()

@@ -6,7 +6,7 @@ import pytest
 from marl_edu.batched_switch import BatchedSwitch
 from marl_edu.envs import VecEnv, make_vec_env
 
-SWITCH_IDS = [f"Switch{n}-v{v}" for n in (2, 4) for v in range(4)]
+SWITCH_IDS = [f"Switch{n}-v{v}" for n in (2, 3, 4) for v in range(4)]  # (Switch3: registered by marl_edu.envs)
 D, L, U, R, NOOP = range(5)  # ma-gym's actions: down, left, up, right, no-op
 
 
@@ -32,7 +32,7 @@ def _pair(env_id, n_envs):
 
 @pytest.mark.parametrize("env_id", SWITCH_IDS)
 def test_a_million_random_transitions_match_ma_gym(env_id):
-    # 8 ids x 32 copies x 3,907 steps = 1,000,192 transitions. Half the actions head for the agent's goal (down or up
+    # 12 ids x 32 copies x 3,907 steps = 1,500,288 transitions. Half the actions head for the agent's goal (down or up
     # to the corridor, then along it), so that agents arrive, block each other in the corridor and end episodes early;
     # the other half are uniform, so that walls, no-ops and the time limit are met too.
     n_envs, steps = 32, 3907

@@ -17,6 +17,21 @@ def test_switch2_spaces_and_first_observation():
     np.testing.assert_allclose(obs, [[0 / 2, 0.17], [0 / 2, 0.83]])
 
 
+def test_switch3_is_ma_gym_switch_with_three_agents():
+    # ma-gym's Switch allows 2 to 4 agents but registers only Switch2 and Switch4; marl_edu registers Switch3-v0..v3
+    # the same way (v1/v3 see every agent, v2/v3 add the clock), idempotently (a second registration changes nothing).
+    from marl_edu.envs import register_switch3
+
+    register_switch3()
+    register_switch3()
+    sizes = {v: make_env(f"ma_gym:Switch3-v{v}").obs_dim for v in range(4)}
+    assert sizes == {0: 2, 1: 3 * 2, 2: 2 + 1, 3: 3 * (2 + 1)}
+    env = make_env("Switch3-v0", seed=0)
+    assert (env.n_agents, env.n_actions, env.max_steps) == (3, 5, 50)
+    # agents 0 and 1 start as in Switch2, agent 2 at (row 2, col 1): obs (2 / 2, 1 / 6)
+    np.testing.assert_allclose(env.reset(), [[0.0, 0.17], [0.0, 0.83], [1.0, 0.17]])
+
+
 def test_one_step_by_hand():
     env = make_env("ma_gym:Switch2-v0", seed=0)  # the prefixed id works too
     env.reset()

@@ -29,7 +29,18 @@ def test_switch2_optimum_by_hand():
     assert optimal_team_return("ma_gym:Switch2-v0") == pytest.approx(8.3)
 
 
-@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch4-v0"])
+def test_switch3_optimum_by_hand():
+    # Agents 0 and 2 both go right (top row and bottom row), agent 1 goes left along the top row.
+    # Agent 0 passes first and arrives at step 7: 5 - 6 x 0.1 = 4.4. Agent 2 follows one cell behind it through the
+    # corridor and arrives at step 8: 5 - 0.7 = 4.3. Agent 1 waits until both have left the corridor and arrives at
+    # step 14: 5 - 1.3 = 3.7. Team return = 4.4 + 4.3 + 3.7 = 12.4, between Switch2's 8.3 and Switch4's 16.1.
+    plan = optimal_plan("Switch3-v0")
+    assert plan.arrival_steps.tolist() == [7, 14, 8]
+    assert plan.agent_returns.tolist() == pytest.approx([4.4, 3.7, 4.3])
+    assert plan.team_return == pytest.approx(12.4) == optimal_team_return("Switch3-v3")
+
+
+@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch3-v0", "Switch4-v0"])
 def test_the_plan_replayed_in_the_real_env_earns_the_optimum(env_id):
     plan = optimal_plan(env_id)
     returns, dones, info = replay(env_id, plan.joint_actions)
@@ -56,7 +67,7 @@ def test_bad_ids():
     with pytest.raises(ValueError, match="Switch environments only"):
         optimal_plan("PredatorPrey5x5-v0")
     with pytest.raises(ValueError, match="unknown ma-gym environment"):
-        optimal_plan("Switch3-v0")
+        optimal_plan("Switch5-v0")
 
 
 def test_position_only_policies_census():
