@@ -135,9 +135,23 @@ def format_row(t: dict) -> str:
             f"{t['episodes']} | {t['steps_per_s']:.0f} |")
 
 
-def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pathlib.Path) -> pathlib.Path:
+RANDOM_EPISODES = 1000  # the random reference line: uniformly random actions, this many episodes, seed 0
+
+
+def random_line(env_id: str) -> float:
+    """The mean team return of uniformly random actions over ``RANDOM_EPISODES`` episodes (seed 0), rounded."""
+    from marl_edu.envs import make_env
+    from marl_edu.rollout import random_policy, team_returns
+
+    env = make_env(env_id, seed=0)
+    policy = random_policy(env.n_agents, env.n_actions, np.random.default_rng(0))
+    return round(float(team_returns(env, policy, RANDOM_EPISODES, progress=False).mean()), 2)
+
+
+def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pathlib.Path,
+         random: float | None = None) -> pathlib.Path:
     """The on-policy and the off-policy learners side by side (``marl_edu.viz.plot_comparison``), one panel per kind
-    of actor that ran."""
+    of actor that ran, against the optimum and the random policy."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -146,13 +160,13 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
     from marl_edu.viz import plot_comparison
 
     colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
-              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5"}  # a method keeps its color in every plot
+              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5"}  # the same in every plot
     titles = {"gru": "on-policy, GRU actors", "ff": "on-policy, feed-forward actors", "mlp": "off-policy, MLP actors"}
     titles = {variant: title for variant, title in titles.items() if any(split(m)[1] == variant for m in results)}
     fig, axes = plt.subplots(1, len(titles), figsize=(14 * len(titles) / 3, 3.8), sharey=True, squeeze=False)
     for ax, (variant, title) in zip(axes[0], titles.items()):
         plot_comparison({m: rows for m, rows in results.items() if split(m)[1] == variant}, optimum, ax=ax,
-                        title=f"{env_id}: {title}", colors=colors)
+                        title=f"{env_id}: {title}", colors=colors, random=random)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26))  # below: curves stay visible
     fig.tight_layout()
     path = media / f"compare_{env_id.lower().replace('-', '_')}.png"
@@ -231,9 +245,12 @@ def main(argv=None) -> int:
                             for seed in args.seeds] for method in args.methods}
         table = [table_row(env_id, method, rows, optima[env_id], budget[method]) for method, rows in results.items()]
         print("\n".join(format_row(t) for t in table))
+        random = random_line(env_id)
+        print(f"reference lines on {env_id}: exact optimum {optima[env_id]:.1f}, uniformly random actions {random:.2f} "
+              f"(mean of {RANDOM_EPISODES} episodes)")
         (args.out / env_id / "summary.json").write_text(json.dumps({"command": command, "seeds": args.seeds,
-                                                                   "table": table}, indent=1) + "\n")
-        plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out)
+                                                                   "random": random, "table": table}, indent=1) + "\n")
+        plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out, random)
     return 0
 
 

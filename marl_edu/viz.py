@@ -195,11 +195,15 @@ def plot_ctde(n_agents: int = 2, ax: plt.Axes | None = None) -> plt.Axes:
     return ax
 
 
-def _greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style: tuple[str, str]) -> plt.Axes:
-    """Labels, the optimum line (color, linestyle), grid and legend of a greedy-evaluation plot."""
+def _greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style: tuple[str, str],
+                 random: float | None = None) -> plt.Axes:
+    """Labels, the optimum line (color, linestyle), the random policy's line, grid and legend of a greedy-evaluation
+    plot."""
     if optimal is not None:
         color, linestyle = optimum_style
         ax.axhline(optimal, color=color, linestyle=linestyle, label=f"exact optimum ({optimal:.1f})")
+    if random is not None:
+        ax.axhline(random, color="0.5", linestyle=":", label=f"random policy ({random:.1f})")
     ax.set_xlabel("training episode")
     # at most 5 round ticks, so a narrow 20000-episode axis stays readable
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], integer=True))
@@ -308,12 +312,13 @@ def plot_outcomes(rows: Sequence[dict], ax: plt.Axes | None = None, color: str =
 
 
 def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = None, ax: plt.Axes | None = None,
-                    title: str = "", colors: dict[str, str] | None = None) -> plt.Axes:
+                    title: str = "", colors: dict[str, str] | None = None, random: float | None = None) -> plt.Axes:
     """Per method, the mean greedy team return over seeds (line) and its range (band) against training episodes.
 
     Args:
         results: method name -> that method's runs, each a dict with ``evaluations`` (see ``seed_band``).
         colors: method name -> matplotlib color, to keep a method's color the same across plots.
+        random: the uniformly random policy's mean team return, drawn as a grey dotted line (None: not drawn).
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.6))
@@ -324,4 +329,4 @@ def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = 
         ax.plot(episodes, greedy.mean(axis=0), style, color=color, linewidth=max(2.4 - 0.5 * k, 0.9),
                 label=f"{method} (mean of {len(rows)} seeds; band: min to max)")  # thinner on top: overlaps show
         ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=color, alpha=0.12, linewidth=0)
-    return _greedy_axes(ax, optimal, title, optimum_style=("black", ":"))
+    return _greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random)
