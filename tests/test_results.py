@@ -68,7 +68,7 @@ def _compare_module():
     return _module("compare")
 
 
-@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch4-v0"])
+@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch3-v0", "Switch4-v0"])
 def test_readme_table_is_what_compare_printed(env_id):
     # compare.py prints these rows from the seed<S>.json files and keeps them in summary.json
     compare = _compare_module()
@@ -79,6 +79,16 @@ def test_readme_table_is_what_compare_printed(env_id):
                 for s in summary["seeds"]]
         assert compare.table_row(env_id, row["method"], rows, row["optimal"], row["episodes"]) == row
         assert compare.format_row(row) in readme
+
+
+@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch3-v0", "Switch4-v0"])
+def test_the_random_reference_line_is_reproduced(env_id):
+    # summary.json's random line (1,000 episodes of uniformly random actions, seed 0) comes out the same again, and
+    # lies between "nobody moves" (-0.1 x 50 steps x N agents) and one agent home (5 - 0.1 x 6 - 0.1 x 50 x (N - 1))
+    summary = json.loads((RESULTS / "compare" / env_id / "summary.json").read_text())
+    n_agents = int(env_id[len("Switch")])
+    assert -5.0 * n_agents < summary["random"] < 4.4 - 5.0 * (n_agents - 1)
+    assert _compare_module().random_line(env_id) == summary["random"]
 
 
 # -- the particle environments (benchmarks/particle.py): continuous MADDPG and independent DDPG ------------------------
