@@ -4,7 +4,7 @@
 #   make test       setup, then unit tests and nbval on every notebook (make test-unit: the unit tests only)
 #   make notebooks  re-execute every notebook in place, top to bottom, in a fresh kernel
 #   make test-browser  setup, Debian's Chromium and Playwright, then every notebook run and used in JupyterLab
-#   make test-ray   setup and the ray extra, then benchmarks/compare.py on Ray and on the local pool: the same files
+#   make test-ray   setup and the ray extra, then compare.py and sweep.py on Ray and on the local pool: the same results
 #   make test-colab    every notebook run as in Google Colab (Python 3.13 with Colab's package versions)
 #   make constraints   (maintainers) record this environment's versions for make setup, after make test passed
 # Options, used when the environment is created: PYTHON=/path/to/python3.X (3.11 to 3.13), TORCH_INDEX=url;
@@ -110,7 +110,7 @@ test: setup
 test-unit: setup
 	$(VPY) -m pytest tests -p no:randomly --ignore=tests/browser $(PYTEST_ARGS)
 
-# Ray (an optional extra: compare.py's runs on a Ray cluster, or a local Ray instance) against the local process pool.
+# Ray (an optional extra: the benchmarks' grids on a Ray cluster or a local Ray instance) against the local pool.
 RAY_STAMP := $(VENV)/.marl-edu-ray-installed
 $(RAY_STAMP): pyproject.toml $(STAMP)
 	$(PIP_INSTALL) -e ".[dev,ray]"

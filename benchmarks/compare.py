@@ -27,16 +27,14 @@ a cluster needs the course's environment (make setup) and joins it from there (r
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import multiprocessing
-import os
 import pathlib
 import sys
 import time
 
 import numpy as np
 
+from grid import add_runner_options, check_runner_options, drop_runner_options, run_grid, where
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.cli import METHODS, method_config, rounded, run_seed, save_artifacts, solved_threshold, split
 from marl_edu.files import atomic_write_bytes
@@ -78,34 +76,6 @@ def write_run(out: pathlib.Path, row: dict, files: dict[str, bytes]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name in sorted(files, key=lambda name: name.startswith("seed")):
         atomic_write_bytes(folder / name, files[name])
-
-
-def runs(todo: list[tuple], runner: str, jobs: int, address: str | None):
-    """``(row, files)`` of every job as it finishes: on a local process pool of ``jobs`` processes, or on Ray (a
-    local instance with ``jobs`` CPUs, or the cluster at ``address``), one CPU per run."""
-    if runner == "pool":
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            yield from pool.imap_unordered(run_one, todo)
-        return
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
-    ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False, log_to_driver=False)
-    if run_one.__module__ != "__main__":  # imported (the tests): send this file's functions by value, as Ray does
-        ray.cloudpickle.register_pickle_by_value(sys.modules[run_one.__module__])  # for a script it runs
-    try:
-        remote_run = ray.remote(num_cpus=1)(run_one)
-        pending = [remote_run.remote(job) for job in todo]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
-    finally:
-        ray.shutdown()
-
-
-def default_runner() -> str:
-    """Ray when it is installed, else the local process pool."""
-    return "ray" if importlib.util.find_spec("ray") is not None else "pool"
 
 
 def finished(path: pathlib.Path, budget: int, n_envs: int = 16) -> bool:
@@ -175,20 +145,6 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
     return path
 
 
-def drop_runner_options(argv: list[str]) -> list[str]:
-    """The command line without --runner and --address and their values: where the runs went does not change the
-    results, so summary.json's command does not record it."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("--runner", "--address"):
-            skip = True
-        elif not arg.startswith(("--runner=", "--address=")):
-            kept.append(arg)
-    return kept
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=["Switch2-v0", "Switch2-v2"])
@@ -196,11 +152,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
                                                               "--address, the cluster's CPUs decide")
-    parser.add_argument("--runner", choices=["ray", "pool"], default=default_runner(),
-                        help="ray (a local Ray instance, or the cluster at --address) or pool (local processes); "
-                             "default: ray when it is installed, else pool")
-    parser.add_argument("--address", default=None,
-                        help="a Ray cluster to run on (auto, or ray://host:10001); default: a local instance")
+    add_runner_options(parser)
     parser.add_argument("--reuse", action="store_true",
                         help="keep runs whose seed<S>.json exists (to finish an interrupted comparison)")
     parser.add_argument("--episodes", type=int, default=None,
@@ -209,12 +161,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS,
                         help="results folder (default: results/compare; the figures go to media/ only then)")
     args = parser.parse_args(argv)
-    if len(set(args.seeds)) != len(args.seeds) or args.jobs < 1:
-        parser.error("--seeds must be distinct and --jobs positive")
-    if args.address and args.runner != "ray":
-        parser.error("--address needs --runner ray (and Ray installed: pip install -e '.[ray]')")
-    if args.runner == "ray" and importlib.util.find_spec("ray") is None:
-        parser.error("--runner ray needs Ray: pip install -e '.[ray]' (or --runner pool)")
+    if len(set(args.seeds)) != len(args.seeds):
+        parser.error("--seeds must be distinct")
+    check_runner_options(parser, args)
     args.out = args.out.resolve()
     from marl_edu.planning import optimal_team_return
     from marl_edu.cli import DEFAULT_EPISODES
@@ -230,9 +179,8 @@ def main(argv=None) -> int:
     given = sys.argv[1:] if argv is None else argv
     command = " ".join(["benchmarks/compare.py", *drop_runner_options([a for a in given if a != "--reuse"])])
     start = time.perf_counter()
-    where = f"on the Ray cluster at {args.address}" if args.address else f"{args.jobs} at a time ({args.runner})"
-    print(f"{len(todo)} runs of {len(jobs)} to do, {where}", flush=True)
-    for row, files in runs(todo, args.runner, args.jobs, args.address):
+    print(f"{len(todo)} runs of {len(jobs)} to do, {where(args)}", flush=True)
+    for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address):
         write_run(args.out, row, files)
         print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
               f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "

@@ -5,7 +5,8 @@
 
 Every ``--set`` is one config (``key=value`` pairs on top of the learner's defaults; none: the defaults). Each config
 trains once per seed for ``--episodes`` episodes (the whole budget: the entropy and epsilon schedules are fractions
-of it), one torch thread per run, ``--jobs`` runs at a time, with a greedy evaluation every ``--eval-every``
+of it), one torch thread per run, ``--jobs`` runs at a time (on Ray when it is installed, or a local process pool:
+``--runner`` and ``--address`` as for compare.py, see grid.py), with a greedy evaluation every ``--eval-every``
 episodes. Per run it prints the first episode and wall-clock at which a greedy evaluation reached the solved line
 (within 0.3 of the exact optimum: 8.0 on Switch2) and the final greedy return; per config a SUMMARY line: the median
 seconds and episodes to solve (a seed that never solved counts as infinite), how many seeds solved at some point, and
@@ -16,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import multiprocessing
 import statistics
 import sys
 
 import torch
 
+from grid import add_runner_options, check_runner_options, run_grid, where
 from marl_edu.checkpoints import config_class
 from marl_edu.cli import run_seed, solved_threshold
 from marl_edu.planning import optimal_team_return
@@ -47,11 +48,12 @@ def parse_config(algo: str, pairs: list[str]):
     return dataclasses.replace(config, **changes).validate()
 
 
-def one_run(job: tuple) -> dict:
-    algo, env_id, episodes, config, seed, eval_every, target = job
+def one_run(job: tuple) -> tuple[int, dict]:
+    """One config (``index`` in the sweep) on one seed: ``(index, run_seed's figures)``."""
+    index, algo, env_id, episodes, config, seed, eval_every, target = job
     torch.set_num_threads(1)
     run, figures = run_seed(algo, env_id, episodes, config, seed, eval_every, optimum=target)
-    return figures
+    return index, figures
 
 
 def median_or_never(values: list) -> str:
@@ -62,7 +64,7 @@ def median_or_never(values: list) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", default="coma", choices=["coma", "central_v", "iac", "maddpg", "iddpg"])
+    parser.add_argument("--algo", default="coma", choices=["coma", "central_qv", "central_v", "iac", "maddpg", "iddpg"])
     parser.add_argument("--env", default="Switch2-v0")
     parser.add_argument("--episodes", type=int, required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[10, 11, 12, 13, 14],
@@ -70,29 +72,34 @@ def main(argv=None) -> int:
     parser.add_argument("--eval-every", type=int, default=None, help="default: the command line's for the learner")
     parser.add_argument("--set", dest="configs", nargs="*", action="append", default=None,
                         help="one config as field=value pairs; repeat --set for more configs")
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time, one core each (default: 1); with "
+                                                             "--address, the cluster's CPUs decide")
+    add_runner_options(parser)
     args = parser.parse_args(argv)
+    check_runner_options(parser, args)
     try:
         configs = [(pairs, parse_config(args.algo, pairs)) for pairs in (args.configs or [[]])]
     except ValueError as error:
         parser.error(str(error))
     optimum = optimal_team_return(args.env)
     print(f"{args.algo} on {args.env}, {args.episodes} episodes, seeds {args.seeds}, solved at "
-          f">= {solved_threshold(optimum):.1f}", flush=True)
-    jobs = [(args.algo, args.env, args.episodes, config, seed, args.eval_every, optimum)
-            for _, config in configs for seed in args.seeds]
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        results = pool.map(one_run, jobs, chunksize=1)
+          f">= {solved_threshold(optimum):.1f}; {len(configs) * len(args.seeds)} runs, {where(args)}", flush=True)
+    jobs = [(index, args.algo, args.env, args.episodes, config, seed, args.eval_every, optimum)
+            for index, (_, config) in enumerate(configs) for seed in args.seeds]
+    results = {index: [] for index in range(len(configs))}
+    for index, figures in run_grid(one_run, jobs, args.runner, args.jobs, args.address):
+        results[index].append(figures)
     target = solved_threshold(optimum) - 1e-6
     for index, (pairs, _) in enumerate(configs):
-        rows = results[index * len(args.seeds):(index + 1) * len(args.seeds)]
+        rows = sorted(results[index], key=lambda row: args.seeds.index(row["seed"]))  # in the order of --seeds
         print(f"\n{' '.join(pairs) or '(defaults)'}")
         for row in rows:
             print(f"  seed {row['seed']:>3}: solved at {row['episodes_to_solve']} episodes / "
                   f"{row['seconds_to_solve'] if row['seconds_to_solve'] is None else round(row['seconds_to_solve'], 1)}"
                   f" s, final greedy {row['greedy']:.2f}, {row['steps_per_s']:.0f} steps/s, {row['wall_s']:.1f} s")
-        print(f"SUMMARY {' '.join(pairs) or '(defaults)'}: median {median_or_never([r['seconds_to_solve'] for r in rows])}"
-              f" s / {median_or_never([r['episodes_to_solve'] for r in rows])} episodes to solve, "
+        seconds = median_or_never([r["seconds_to_solve"] for r in rows])
+        episodes = median_or_never([r["episodes_to_solve"] for r in rows])
+        print(f"SUMMARY {' '.join(pairs) or '(defaults)'}: median {seconds} s / {episodes} episodes to solve, "
               f"{sum(r['episodes_to_solve'] is not None for r in rows)}/{len(rows)} solved at some point, "
               f"{sum(r['greedy'] >= target for r in rows)}/{len(rows)} end solved", flush=True)
     return 0

@@ -1,10 +1,12 @@
-"""benchmarks/compare.py gives the same files whichever runner ran the grid: the local process pool, or Ray (here a
-local Ray instance on two CPUs; the same code runs on a cluster given --address). Needs Ray (make test-ray installs
-the ray extra); without it the Ray test is skipped and the pool's is still run."""
+"""benchmarks/compare.py gives the same files, and benchmarks/sweep.py prints the same figures, whichever runner ran
+the grid (benchmarks/grid.py): the local process pool, or Ray (here a local Ray instance on two CPUs; the same code
+runs on a cluster given --address). Needs Ray (make test-ray installs the ray extra); without it the Ray tests are
+skipped and the pool's are still run."""
 
 import importlib
 import json
 import pathlib
+import re
 import sys
 
 import pytest
@@ -69,3 +71,39 @@ def test_runner_options_are_checked_and_left_out_of_the_record(capsys):
     with pytest.raises(SystemExit):
         compare.main(["--runner", "pool", "--address", "auto"])  # refused before any run
     assert "--address needs --runner ray" in capsys.readouterr().err
+
+
+# -- benchmarks/sweep.py, the tuning grid, on the same runners ---------------------------------------------------------
+
+SWEEP = ["--algo", "coma", "--env", "Switch2-v0", "--episodes", "32", "--seeds", "3", "1", "--eval-every", "16",
+         "--set", "--set", "critic_steps=2", "--jobs", "2"]
+SEED_LINE = re.compile(r"^  seed +(\d+): solved at (\S+) episodes / .* s, final greedy (-?[\d.]+),")
+
+
+def sweep_figures(runner: str, capsys) -> list[tuple]:
+    """Run the tiny sweep on ``runner``; every seed line's (config, seed, episodes to solve, final greedy), in the
+    order printed, and the SUMMARY lines without their seconds."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    assert importlib.import_module("sweep").main([*SWEEP, "--runner", runner]) == 0
+    figures, config = [], None
+    for line in capsys.readouterr().out.splitlines():
+        if line in ("(defaults)", "critic_steps=2"):
+            config = line
+        elif match := SEED_LINE.match(line):
+            figures.append((config, *match.groups()))
+        elif line.startswith("SUMMARY"):
+            figures.append(re.sub(r"median \S+ s / ", "", line))
+    return figures
+
+
+def test_a_sweep_prints_every_config_and_seed_in_order_on_the_pool(capsys):
+    figures = sweep_figures("pool", capsys)
+    assert [f[:2] for f in figures if isinstance(f, tuple)] == [("(defaults)", "3"), ("(defaults)", "1"),
+                                                               ("critic_steps=2", "3"), ("critic_steps=2", "1")]
+    assert sum(isinstance(f, str) for f in figures) == 2  # one SUMMARY per config
+
+
+def test_a_sweep_on_ray_prints_what_it_prints_on_the_pool(capsys):
+    pytest.importorskip("ray", reason="Ray is an optional extra: make test-ray installs it")
+    assert sweep_figures("ray", capsys) == sweep_figures("pool", capsys)

@@ -1,0 +1,88 @@
+"""A grid of independent training runs, on Ray or on a local process pool: what compare.py and sweep.py share.
+
+Each run is one call ``function(job)`` in its own process, on one CPU. ``--runner ray`` (the default when the optional
+ray extra is installed: ``pip install -e ".[ray]"``) starts a local Ray instance with ``--jobs`` CPUs, or joins the
+cluster at ``--address`` (``auto`` on a cluster node, or ``ray://HEAD:10001``), where every node has the course's
+environment (``make setup``) and joined the cluster from it (``ray start --address=HEAD:6379``). ``--runner pool``
+runs them on ``--jobs`` local processes. Only where the runs go changes: a run's results are the same whichever
+runner ran it, so the scripts leave these options out of the commands they record (``drop_runner_options``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import multiprocessing
+import os
+import sys
+from typing import Callable, Iterator
+
+RUNNER_OPTIONS = ("--runner", "--address")
+
+
+def default_runner() -> str:
+    """Ray when it is installed, else the local process pool."""
+    return "ray" if importlib.util.find_spec("ray") is not None else "pool"
+
+
+def add_runner_options(parser: argparse.ArgumentParser) -> None:
+    """``--runner`` and ``--address`` (the script has its own ``--jobs``)."""
+    parser.add_argument("--runner", choices=["ray", "pool"], default=default_runner(),
+                        help="ray (a local Ray instance, or the cluster at --address) or pool (local processes); "
+                             "default: ray when it is installed, else pool")
+    parser.add_argument("--address", default=None,
+                        help="a Ray cluster to run on (auto, or ray://host:10001); default: a local instance")
+
+
+def check_runner_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before any run, an address without Ray, Ray when it is not installed, and fewer than one job."""
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.address and args.runner != "ray":
+        parser.error("--address needs --runner ray (and Ray installed: pip install -e '.[ray]')")
+    if args.runner == "ray" and importlib.util.find_spec("ray") is None:
+        parser.error("--runner ray needs Ray: pip install -e '.[ray]' (or --runner pool)")
+
+
+def where(args: argparse.Namespace) -> str:
+    """Where the runs go, for the scripts' first line."""
+    return f"on the Ray cluster at {args.address}" if args.address else f"{args.jobs} at a time ({args.runner})"
+
+
+def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: str | None) -> Iterator:
+    """``function(job)`` of every job in ``todo``, yielded as each run finishes (not in order): on a local process pool
+    of ``jobs`` processes, or on Ray (a local instance with ``jobs`` CPUs, or the cluster at ``address``), one CPU
+    per run. ``function`` must be a module-level function of the calling script."""
+    if runner == "pool":
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            yield from pool.imap_unordered(function, todo)
+        return
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
+    ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False, log_to_driver=False)
+    if function.__module__ != "__main__":  # imported (the tests): Ray's workers cannot import the benchmarks'
+        # scripts, so send the function's module by value, as Ray does for a script's own functions
+        ray.cloudpickle.register_pickle_by_value(sys.modules[function.__module__])
+    try:
+        remote = ray.remote(num_cpus=1)(function)
+        pending = [remote.remote(job) for job in todo]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        ray.shutdown()
+
+
+def drop_runner_options(argv: list[str]) -> list[str]:
+    """The command line without --runner and --address and their values: where the runs went does not change the
+    results, so a recorded command leaves it out."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in RUNNER_OPTIONS:
+            skip = True
+        elif not arg.startswith(tuple(f"{option}=" for option in RUNNER_OPTIONS)):
+            kept.append(arg)
+    return kept
