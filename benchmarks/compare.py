@@ -9,9 +9,11 @@ Methods (``marl_edu.checkpoints.ALGORITHMS``), each on its family's budget:
   over the agent's history ("gru") and with a feed-forward actor on the current observation ("ff");
 - off-policy, 1500 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg.
 Every run evaluates its greedy policy periodically (every 200 or 50 episodes) and at the end, where the
-final greedy team return (Switch is deterministic: one episode is exact) and the mean sampled return of 100
-episodes are recorded. "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on
-Switch2, optimum 8.3); "to solve" is the first periodic evaluation that reached it.
+final greedy team return (Switch is deterministic: one episode is exact; on other tasks, such as PredatorPrey7x7-v0
+whose prey move at random, the mean of 10 episodes periodically and 100 at the end) and the mean sampled return of
+100 episodes are recorded. "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on Switch2,
+optimum 8.3); "to solve" is the first periodic evaluation that reached it. Without an exact optimum (not Switch)
+nothing is called solved. Every task also gets a random line: the mean team return of uniformly random actions.
 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
 results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
@@ -51,15 +53,14 @@ def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str
 
     import torch
 
-    from marl_edu.planning import optimal_team_return
-    from marl_edu.cli import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY
+    from marl_edu.cli import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, known_optimum
 
     env_id, method, seed, episodes, keep_artifacts = job
     torch.set_num_threads(1)
     algo, config = method_config(method)
     budget = episodes or DEFAULT_EPISODES[algo]
     eval_every = min(DEFAULT_EVAL_EVERY[algo], budget)  # (the default unless --episodes is tiny)
-    run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, optimal_team_return(env_id))
+    run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, known_optimum(env_id))
     row = {"env": env_id, "method": method, **rounded(figures)}
     files = {}
     if keep_artifacts:
@@ -83,25 +84,29 @@ def finished(path: pathlib.Path, budget: int, n_envs: int = 16) -> bool:
     return path.exists() and budget <= json.loads(path.read_text())["episodes"] < budget + n_envs
 
 
-def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
+def table_row(env_id: str, method: str, rows: list[dict], optimum: float | None, budget: int) -> dict:
     """Median and min final greedy return over seeds, how many solved, the medians of episodes and seconds
     to solve over the seeds that solved, and the median env steps per second. ``budget``: episodes per run
-    (a run may overshoot it by less than one lock-step of its 16 env copies)."""
+    (a run may overshoot it by less than one lock-step of its 16 env copies). Without a known optimum (``None``: not
+    Switch) nothing is "solved" and the solved counts are None."""
     greedy = np.array([r["greedy"] for r in rows])
     solved = [r for r in rows if r["episodes_to_solve"] is not None]
     median = (lambda key: float(np.median([r[key] for r in solved]))) if solved else (lambda key: None)
+    final_solved = None if optimum is None else int((greedy >= solved_threshold(optimum) - 1e-6).sum())
     return {"env": env_id, "method": method, "seeds": len(rows), "median_greedy": float(np.median(greedy)),
-            "min_greedy": float(greedy.min()), "final_solved": int((greedy >= solved_threshold(optimum) - 1e-6).sum()),
-            "ever_solved": len(solved), "episodes_to_solve": median("episodes_to_solve"),
+            "min_greedy": float(greedy.min()), "final_solved": final_solved,
+            "ever_solved": None if optimum is None else len(solved), "episodes_to_solve": median("episodes_to_solve"),
             "seconds_to_solve": median("seconds_to_solve"), "episodes": budget,
             "steps_per_s": float(np.median([r["steps_per_s"] for r in rows])), "optimal": optimum}
 
 
 def format_row(t: dict) -> str:
+    """One row of the README's table; "no optimum" in the solved columns of a task without a known optimum."""
     to_solve = ("-" if t["episodes_to_solve"] is None
                 else f"{t['episodes_to_solve']:.0f} ep / {t['seconds_to_solve']:.0f} s")
-    return (f"| {t['env']} | {t['method']} | {t['median_greedy']:.1f} | {t['min_greedy']:.1f} | "
-            f"{t['final_solved']}/{t['seeds']} | {to_solve} ({t['ever_solved']}/{t['seeds']}) | "
+    solved, ever = ((f"{t['final_solved']}/{t['seeds']}", f"{to_solve} ({t['ever_solved']}/{t['seeds']})")
+                    if t["optimal"] is not None else ("no optimum", "no optimum"))
+    return (f"| {t['env']} | {t['method']} | {t['median_greedy']:.1f} | {t['min_greedy']:.1f} | {solved} | {ever} | "
             f"{t['episodes']} | {t['steps_per_s']:.0f} |")
 
 
@@ -165,10 +170,14 @@ def main(argv=None) -> int:
         parser.error("--seeds must be distinct")
     check_runner_options(parser, args)
     args.out = args.out.resolve()
-    from marl_edu.planning import optimal_team_return
-    from marl_edu.cli import DEFAULT_EPISODES
+    from marl_edu.cli import DEFAULT_EPISODES, known_optimum
+    from marl_edu.envs import resolve_env_id
 
-    optima = {env_id: optimal_team_return(env_id) for env_id in args.envs}  # also checks the ids
+    try:
+        args.envs = [resolve_env_id(env_id) for env_id in args.envs]
+    except ValueError as error:
+        parser.error(str(error))
+    optima = {env_id: known_optimum(env_id) for env_id in args.envs}  # Switch's exact optimum, else None
     # seed by seed, so that an interrupted comparison has every method on its first seeds
     jobs = [(env_id, method, seed, args.episodes, seed == args.seeds[0])
             for seed in args.seeds for env_id in args.envs for method in args.methods]
@@ -194,7 +203,8 @@ def main(argv=None) -> int:
         table = [table_row(env_id, method, rows, optima[env_id], budget[method]) for method, rows in results.items()]
         print("\n".join(format_row(t) for t in table))
         random = random_line(env_id)
-        print(f"reference lines on {env_id}: exact optimum {optima[env_id]:.1f}, uniformly random actions {random:.2f} "
+        optimum = "not known" if optima[env_id] is None else f"{optima[env_id]:.1f}"
+        print(f"reference lines on {env_id}: exact optimum {optimum}, uniformly random actions {random:.2f} "
               f"(mean of {RANDOM_EPISODES} episodes)")
         (args.out / env_id / "summary.json").write_text(json.dumps({"command": command, "seeds": args.seeds,
                                                                    "random": random, "table": table}, indent=1) + "\n")

@@ -29,8 +29,9 @@ from marl_edu.checkpoints import (ALGORITHMS, CONTINUOUS_ALGORITHMS, ON_POLICY, 
                                   config_class, save_policy)
 from marl_edu.competition import DECEPTION
 from marl_edu.ensembles import EnsembleMADDPG
-from marl_edu.envs import PARTICLE_ENVS, make_env, steps_as_arrays
-from marl_edu.train import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return, sampled_returns,
+from marl_edu.envs import PARTICLE_ENVS, is_deterministic, make_env, steps_as_arrays
+from marl_edu.train import (FINAL_GREEDY_EPISODES, PARTICLE_EVAL_SEED, TrainResult, evaluate_particle,
+                            greedy_return, greedy_team_return, sampled_returns,
                             train_coma, train_continuous, train_maddpg)
 from marl_edu.validate import LIMITS as CONFIG_LIMITS
 
@@ -101,13 +102,13 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
     ``resume.RunCheckpoint`` that saves a discrete run in progress (and resumes it), or None.
 
     Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
-    record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return,
-    one episode: exact on Switch, which is deterministic) and ``sampled`` (mean team return of 100 episodes with
-    sampled actions, env seeded with ``seed``); ``episodes``, ``env_steps``, ``wall_s`` (training's wall-clock),
-    ``steps_per_s``, ``updates``; for a discrete learner ``episodes_to_solve`` and ``seconds_to_solve`` (when a
-    periodic greedy evaluation first reached ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None);
-    ``evaluations``, the periodic ``(episode, value)`` of ``run.evaluations``. (A continuous learner's final score is
-    ``particle_figures``.)
+    record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return:
+    one episode on Switch, which is deterministic, else the mean of 100, ``train.greedy_team_return``) and
+    ``sampled`` (mean team return of 100 episodes with sampled actions, env seeded with ``seed``); ``episodes``,
+    ``env_steps``, ``wall_s`` (training's wall-clock), ``steps_per_s``, ``updates``; for a discrete learner
+    ``episodes_to_solve`` and ``seconds_to_solve`` (when a periodic greedy evaluation first reached
+    ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None); ``evaluations``, the periodic
+    ``(episode, value)`` of ``run.evaluations``. (A continuous learner's final score is ``particle_figures``.)
     """
     if algo in CONTINUOUS_ALGORITHMS:
         if stop_at is not None:
@@ -116,7 +117,7 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
                                progress=progress, device=device, learner=CONTINUOUS_ALGORITHMS[algo])
         return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint)
-    greedy = greedy_return(run.agent, env_id).team_return
+    greedy = greedy_team_return(run.agent, env_id, FINAL_GREEDY_EPISODES)
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=100, seed=seed).mean())
     target = float("inf") if optimum is None else solved_threshold(optimum) - 1e-6
     first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= target), None)
@@ -596,10 +597,10 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[
                         saved is not None)
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(_one_line(error))
-    return _Plan(args, env_id, config, episodes, eval_every, device, out, _optimum(env_id), saved)
+    return _Plan(args, env_id, config, episodes, eval_every, device, out, known_optimum(env_id), saved)
 
 
-def _optimum(env_id: str) -> float | None:
+def known_optimum(env_id: str) -> float | None:
     """The exact optimal team return of ``env_id`` (exact planning knows the Switch envs only), else None."""
     from marl_edu.planning import optimal_team_return
 
@@ -923,13 +924,13 @@ def _check_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 
 def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progress: bool = False) -> dict:
-    """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``greedy`` (one
-    greedy episode, exact on Switch, the same one training measures) and ``sampled`` (mean team return of
+    """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``greedy``
+    (``greedy_team_return``: one episode on Switch, exact; else the mean of 100) and ``sampled`` (mean team return of
     ``episodes`` episodes with actions sampled from the actors, the env and the sampling generator seeded with
     ``seed``); continuous, ``particle_figures`` over ``episodes`` episodes from ``seed``."""
     if algo_name(agent) in CONTINUOUS_ALGORITHMS:
         return rounded(particle_figures(agent, env_id, episodes, seed, progress))
-    greedy = greedy_return(agent, env_id).team_return
+    greedy = greedy_team_return(agent, env_id, FINAL_GREEDY_EPISODES)
     agent.generator.manual_seed(seed)  # the actors' samples: the replay's own stream (training's is not saved)
     sampled = float(sampled_returns(agent, env_id, n_episodes=episodes, seed=seed).mean())
     return rounded({"greedy": greedy, "sampled": sampled})
@@ -945,7 +946,8 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(_one_line(error))
     torch.set_num_threads(args.threads)
     what = (f"without noise, {plan.episodes} episodes from seed {plan.seed}" if plan.continuous else
-            f"greedy (one episode) and sampled ({plan.episodes} episodes, seed {plan.seed})")
+            f"greedy ({'one episode' if is_deterministic(plan.env_id) else f'{FINAL_GREEDY_EPISODES} episodes'}) and "
+            f"sampled ({plan.episodes} episodes, seed {plan.seed})")
     print(f"{plan.algo} policy {args.replay} (trained on {plan.trained_on}) played on {plan.env_id}: {what}",
           flush=True)
     try:

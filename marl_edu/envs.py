@@ -152,12 +152,15 @@ class MultiAgentEnv:
     def _finished(self) -> np.ndarray:
         """At the time limit: which agents finished the task itself, bool ``(N,)``.
 
-        Switch: the agents standing on their goal (arriving on the very last step counts). Other
-        envs do not say, so only the agents that were done before the limit count as finished.
+        Switch: the agents standing on their goal (arriving on the very last step counts). PredatorPrey:
+        every agent when no prey is left (the last capture on the very last step counts). Other envs do
+        not say, so only the agents that were done before the limit count as finished.
         """
         env = self._env.unwrapped
         if hasattr(env, "agent_pos") and hasattr(env, "final_agent_pos"):
             return np.array([env.agent_pos[i] == env.final_agent_pos[i] for i in range(self.n_agents)], dtype=bool)
+        if hasattr(env, "_prey_alive"):
+            return np.full(self.n_agents, not any(env._prey_alive), dtype=bool)
         return self._dones.copy()
 
     def render_frame(self) -> np.ndarray:
@@ -385,6 +388,13 @@ class VecEnv:
 
 
 BACKENDS = ("batched", "ma-gym")
+
+
+def is_deterministic(env_id) -> bool:
+    """Whether an episode of ``env_id`` depends on the actions alone: the Switch ids (no randomness but the
+    policy's), so one greedy episode gives a greedy policy's exact return. Elsewhere (PredatorPrey's prey move at
+    random, ...) a greedy policy's return is a mean over episodes (``train.greedy_team_return``)."""
+    return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith("Switch")
 
 
 def steps_as_arrays(env_id) -> bool:

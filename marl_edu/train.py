@@ -24,7 +24,7 @@ from marl_edu.checkpoints import algo_name_of_class, check_fits, config_class
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
-from marl_edu.envs import ParticleEnv, make_env, make_vec_env
+from marl_edu.envs import ParticleEnv, is_deterministic, make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.resume import RunCheckpoint
 from marl_edu.rollout import collect_episodes, run_episode
@@ -57,6 +57,21 @@ def greedy_return(agent, env_id: str, record_frames: bool = False):
     env = make_env(env_id, seed=0)
     check_fits(agent, env)
     return run_episode(env, agent.greedy_policy(), record_frames=record_frames)
+
+
+GREEDY_EPISODES = 10  # a periodic greedy evaluation where episodes are random (not Switch): the mean of this many
+FINAL_GREEDY_EPISODES = 100  # ... and a run's final greedy figure there
+
+
+def greedy_team_return(agent, env_id: str, episodes: int = GREEDY_EPISODES) -> float:
+    """The greedy policy's team return: on Switch (``envs.is_deterministic``) its one episode, exact; elsewhere the
+    mean of ``episodes`` successive episodes of one env seeded 0, the same episodes for the same policy."""
+    positive_int(episodes, "episodes")
+    if is_deterministic(env_id):
+        return greedy_return(agent, env_id).team_return
+    env = make_env(env_id, seed=0)
+    check_fits(agent, env)
+    return float(np.mean([run_episode(env, agent.greedy_policy()).team_return for _ in range(episodes)]))
 
 
 def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0) -> np.ndarray:
@@ -92,9 +107,10 @@ def _finish(result: TrainResult, bar) -> TrainResult:
 
 
 def _greedy_evaluation(result: TrainResult, env_id: str, bar, stop_at: float | None, **shown) -> bool:
-    """Play the greedy policy once (exact: Switch is deterministic), record ``(episodes so far, team return)`` and
-    the time, show it on the progress bar; True when it reached ``stop_at``."""
-    value = greedy_return(result.agent, env_id).team_return
+    """Play the greedy policy (once on Switch, exact; else ``GREEDY_EPISODES`` episodes: ``greedy_team_return``),
+    record ``(episodes so far, team return)`` and the time, show it on the progress bar; True when it reached
+    ``stop_at``."""
+    value = greedy_team_return(result.agent, env_id)
     _record_evaluation(result, value)
     bar.set_postfix(greedy=f"{value:.1f}", **shown)
     return stop_at is not None and value >= stop_at - 1e-6

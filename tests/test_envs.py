@@ -58,6 +58,23 @@ def test_time_limit_is_truncation_not_termination():
     assert total == pytest.approx(50 * 2 * -0.1)  # 50 steps x 2 agents x -0.1 = -10.0
 
 
+def test_predator_prey_ends_terminated_only_when_no_prey_is_left():
+    # At the time limit (100 steps) with prey still alive every predator is truncated, not terminated. The last prey
+    # caught on the very last step is a real end: terminated (the env is told the prey are gone just before it).
+    for prey_left, terminated in ((True, False), (False, True)):
+        env = make_env("PredatorPrey7x7-v0", seed=0)
+        env.reset()
+        noop = np.full(env.n_agents, NOOP)
+        for _ in range(env.max_steps - 1):
+            _, _, dones, info = env.step(noop)
+            if dones.all():  # (no-ops never catch a prey: two predators must stand next to it)
+                raise AssertionError("the episode ended early")
+        if not prey_left:
+            env._env.unwrapped._prey_alive = [False] * len(env._env.unwrapped._prey_alive)
+        _, _, dones, info = env.step(noop)
+        assert dones.all() and (info["terminated"] == terminated).all() and (info["truncated"] != terminated).all()
+
+
 def test_arrival_on_the_last_step_is_termination():
     env = make_env("Switch2-v0")
     env.reset()

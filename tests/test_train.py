@@ -58,3 +58,25 @@ def test_a_policy_played_on_an_env_of_other_sizes_is_a_value_error():
             greedy_return(agent, "Switch4-v0")
         with pytest.raises(ValueError, match=r"the policy does not fit Switch2-v2 \(O differs\)"):
             sampled_returns(agent, "Switch2-v2", n_episodes=1)
+
+
+def test_a_greedy_evaluation_is_one_episode_on_switch_and_a_mean_where_episodes_are_random():
+    import numpy as np
+
+    from marl_edu.coma import COMA
+    from marl_edu.envs import is_deterministic, make_env
+    from marl_edu.rollout import run_episode
+    from marl_edu.train import GREEDY_EPISODES, greedy_return, greedy_team_return
+
+    assert is_deterministic("Switch3-v0") and is_deterministic("ma_gym:Switch2-v2")
+    assert not is_deterministic("PredatorPrey7x7-v0") and not is_deterministic("simple_spread_v3")
+    switch = COMA(2, 2, 5, seed=0)
+    assert greedy_team_return(switch, "Switch2-v0") == greedy_return(switch, "Switch2-v0").team_return
+    # PredatorPrey's prey move at random: the mean of GREEDY_EPISODES successive episodes of one env seeded 0
+    agent = COMA(4, 28, 5, seed=0)
+    env = make_env("PredatorPrey7x7-v0", seed=0)
+    by_hand = np.mean([run_episode(env, agent.greedy_policy()).team_return for _ in range(GREEDY_EPISODES)])
+    assert greedy_team_return(agent, "PredatorPrey7x7-v0") == pytest.approx(by_hand)
+    assert greedy_team_return(agent, "PredatorPrey7x7-v0", 3) == greedy_team_return(agent, "PredatorPrey7x7-v0", 3)
+    with pytest.raises(ValueError, match="episodes"):
+        greedy_team_return(agent, "PredatorPrey7x7-v0", 0)
