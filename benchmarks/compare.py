@@ -13,7 +13,8 @@ final greedy team return (Switch is deterministic: one episode is exact; on othe
 whose prey move at random, the mean of 10 episodes periodically and 100 at the end) and the mean sampled return of
 100 episodes are recorded. "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on Switch2,
 optimum 8.3); "to solve" is the first periodic evaluation that reached it. Without an exact optimum (not Switch)
-nothing is called solved. Every task also gets a random line: the mean team return of uniformly random actions.
+nothing is called solved, and the table gives the final sampled returns instead. Every task also gets a random line:
+the mean team return of uniformly random actions.
 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
 results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
@@ -88,25 +89,41 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float | None,
     """Median and min final greedy return over seeds, how many solved, the medians of episodes and seconds
     to solve over the seeds that solved, and the median env steps per second. ``budget``: episodes per run
     (a run may overshoot it by less than one lock-step of its 16 env copies). Without a known optimum (``None``: not
-    Switch) nothing is "solved" and the solved counts are None."""
+    Switch) nothing is "solved": the solved counts are None, and the row has the median and min final sampled return
+    (the stochastic policy that was trained, 100 episodes) instead."""
     greedy = np.array([r["greedy"] for r in rows])
     solved = [r for r in rows if r["episodes_to_solve"] is not None]
     median = (lambda key: float(np.median([r[key] for r in solved]))) if solved else (lambda key: None)
     final_solved = None if optimum is None else int((greedy >= solved_threshold(optimum) - 1e-6).sum())
-    return {"env": env_id, "method": method, "seeds": len(rows), "median_greedy": float(np.median(greedy)),
-            "min_greedy": float(greedy.min()), "final_solved": final_solved,
-            "ever_solved": None if optimum is None else len(solved), "episodes_to_solve": median("episodes_to_solve"),
-            "seconds_to_solve": median("seconds_to_solve"), "episodes": budget,
-            "steps_per_s": float(np.median([r["steps_per_s"] for r in rows])), "optimal": optimum}
+    row = {"env": env_id, "method": method, "seeds": len(rows), "median_greedy": float(np.median(greedy)),
+           "min_greedy": float(greedy.min()), "final_solved": final_solved,
+           "ever_solved": None if optimum is None else len(solved), "episodes_to_solve": median("episodes_to_solve"),
+           "seconds_to_solve": median("seconds_to_solve"), "episodes": budget,
+           "steps_per_s": float(np.median([r["steps_per_s"] for r in rows])), "optimal": optimum}
+    if optimum is None:
+        sampled = np.array([r["sampled"] for r in rows])
+        row.update(median_sampled=float(np.median(sampled)), min_sampled=float(sampled.min()))
+    return row
+
+
+def table_header(optimum: float | None) -> str:
+    """The README table's header and rule for a task with a known optimum (solved counts) or without (sampled)."""
+    middle = ("median sampled | min sampled" if optimum is None else
+              "solved at the end | to solve: median episodes / wall-clock (seeds that got there)")
+    return (f"| env | method | median greedy | min greedy | {middle} | episodes | env steps/s |\n"
+            "|---|---|---|---|---|---|---|---|")
 
 
 def format_row(t: dict) -> str:
-    """One row of the README's table; "no optimum" in the solved columns of a task without a known optimum."""
-    to_solve = ("-" if t["episodes_to_solve"] is None
-                else f"{t['episodes_to_solve']:.0f} ep / {t['seconds_to_solve']:.0f} s")
-    solved, ever = ((f"{t['final_solved']}/{t['seeds']}", f"{to_solve} ({t['ever_solved']}/{t['seeds']})")
-                    if t["optimal"] is not None else ("no optimum", "no optimum"))
-    return (f"| {t['env']} | {t['method']} | {t['median_greedy']:.1f} | {t['min_greedy']:.1f} | {solved} | {ever} | "
+    """One row of the README's table (``table_header``'s columns): a task without a known optimum has the sampled
+    returns where the others have their solved counts."""
+    if t["optimal"] is None:
+        middle = f"{t['median_sampled']:.1f} | {t['min_sampled']:.1f}"
+    else:
+        to_solve = ("-" if t["episodes_to_solve"] is None
+                    else f"{t['episodes_to_solve']:.0f} ep / {t['seconds_to_solve']:.0f} s")
+        middle = f"{t['final_solved']}/{t['seeds']} | {to_solve} ({t['ever_solved']}/{t['seeds']})"
+    return (f"| {t['env']} | {t['method']} | {t['median_greedy']:.1f} | {t['min_greedy']:.1f} | {middle} | "
             f"{t['episodes']} | {t['steps_per_s']:.0f} |")
 
 
@@ -194,13 +211,11 @@ def main(argv=None) -> int:
         print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
               f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
               f"({time.perf_counter() - start:.0f} s so far)", flush=True)
-    print("\n| env | method | median greedy | min greedy | solved at the end | to solve: median episodes / "
-          "wall-clock (seeds that got there) | episodes | env steps/s |")
-    print("|---|---|---|---|---|---|---|---|")
     for env_id in args.envs:
         results = {method: [json.loads((args.out / env_id / method / f"seed{seed}.json").read_text())
                             for seed in args.seeds] for method in args.methods}
         table = [table_row(env_id, method, rows, optima[env_id], budget[method]) for method, rows in results.items()]
+        print("\n" + table_header(optima[env_id]))
         print("\n".join(format_row(t) for t in table))
         random = random_line(env_id)
         optimum = "not known" if optima[env_id] is None else f"{optima[env_id]:.1f}"

@@ -75,6 +75,19 @@ def test_predator_prey_ends_terminated_only_when_no_prey_is_left():
         assert dones.all() and (info["terminated"] == terminated).all() and (info["truncated"] != terminated).all()
 
 
+def test_predators_that_stand_still_pay_only_the_step_cost():
+    # The README's reference line for PredatorPrey7x7-v0: the prey never step beside a predator, so a team that never
+    # moves is never penalised: 100 steps x 4 predators x -0.01 = -4.0, in every episode
+    env = make_env("PredatorPrey7x7-v0", seed=0)
+    for _ in range(20):
+        env.reset()
+        total, dones = 0.0, np.zeros(env.n_agents, dtype=bool)
+        while not dones.all():
+            _, rewards, dones, _ = env.step(np.full(env.n_agents, NOOP))
+            total += rewards.sum()
+        assert total == pytest.approx(100 * 4 * -0.01)
+
+
 def test_arrival_on_the_last_step_is_termination():
     env = make_env("Switch2-v0")
     env.reset()

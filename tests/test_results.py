@@ -71,7 +71,7 @@ def _compare_module():
     return _module("compare")
 
 
-@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch3-v0", "Switch4-v0"])
+@pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch3-v0", "Switch4-v0", "PredatorPrey7x7-v0"])
 def test_readme_table_is_what_compare_printed(env_id):
     # compare.py prints these rows from the seed<S>.json files and keeps them in summary.json
     compare = _compare_module()
@@ -85,14 +85,20 @@ def test_readme_table_is_what_compare_printed(env_id):
 
 
 def test_a_task_without_a_known_optimum_has_no_solved_counts():
-    # PredatorPrey's optimum is not known: its rows say so instead of counting solves against a made-up line
-    rows = [{"greedy": 12.5, "episodes_to_solve": None, "seconds_to_solve": None, "steps_per_s": 900.0},
-            {"greedy": -3.0, "episodes_to_solve": None, "seconds_to_solve": None, "steps_per_s": 1100.0}]
+    # PredatorPrey's optimum is not known: its rows count no solves against a made-up line, and give the sampled
+    # returns (the policy that was trained) in their place: median (21.75 + -5.5) / 2 = 8.125, min -5.5
+    rows = [{"greedy": 12.5, "sampled": 21.75, "episodes_to_solve": None, "seconds_to_solve": None,
+             "steps_per_s": 900.0},
+            {"greedy": -3.0, "sampled": -5.5, "episodes_to_solve": None, "seconds_to_solve": None,
+             "steps_per_s": 1100.0}]
     compare = _compare_module()
     row = compare.table_row("PredatorPrey7x7-v0", "coma-gru", rows, None, 15000)
     assert (row["final_solved"], row["ever_solved"], row["median_greedy"], row["min_greedy"]) == (None, None, 4.75, -3.0)
-    assert compare.format_row(row) == ("| PredatorPrey7x7-v0 | coma-gru | 4.8 | -3.0 | no optimum | no optimum | 15000 "
-                                       "| 1000 |")
+    assert (row["median_sampled"], row["min_sampled"]) == (8.125, -5.5)
+    assert compare.format_row(row) == "| PredatorPrey7x7-v0 | coma-gru | 4.8 | -3.0 | 8.1 | -5.5 | 15000 | 1000 |"
+    header, rule = compare.table_header(None).splitlines()
+    assert header.count("|") == rule.count("|") == compare.format_row(row).count("|")
+    assert "sampled" in compare.table_header(None) and "solved" in compare.table_header(8.3)
 
 
 @pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch3-v0", "Switch4-v0"])
@@ -103,6 +109,16 @@ def test_the_random_reference_line_is_reproduced(env_id):
     n_agents = int(env_id[len("Switch")])
     assert -5.0 * n_agents < summary["random"] < 4.4 - 5.0 * (n_agents - 1)
     assert _compare_module().random_line(env_id) == summary["random"]
+
+
+def test_predator_prey_random_line_is_reproduced_and_below_standing_still():
+    # PredatorPrey7x7-v0 has no exact optimum; its random line (summary.json, compare.py) comes out the same again and
+    # lies below standing still: 100 steps x 4 predators x the step cost 0.01 = -4.0 (the prey never step beside a
+    # predator, so a still team is never penalised), which random predators fall far below by standing alone beside
+    # a prey (-0.5 to every predator, -2.0 to the team, per step)
+    summary = json.loads((RESULTS / "compare" / "PredatorPrey7x7-v0" / "summary.json").read_text())
+    assert summary["random"] < -4.0
+    assert _compare_module().random_line("PredatorPrey7x7-v0") == summary["random"]
 
 
 # -- the particle environments (benchmarks/particle.py): continuous MADDPG and independent DDPG ------------------------
