@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from marl_edu.batched_switch import BatchedSwitch
 from marl_edu.envs import MultiAgentEnv, ParticleEnv, VecEnv
 from marl_edu.shapes import check_shape
+from marl_edu.threads import torch_threads
 from marl_edu.validate import finite, generator, index_range, positive_int, unit_interval, zero_one
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -75,40 +76,43 @@ def random_policy(n_agents: int, n_actions: int, rng: np.random.Generator) -> Po
     return policy
 
 
-def run_episode(env: MultiAgentEnv | ParticleEnv, policy: Policy, record_frames: bool = False) -> Episode:
-    """Reset ``env`` and run ``policy`` until every agent is done. Returns an :class:`Episode`."""
-    if not callable(policy):
-        raise ValueError(f"policy must be a function obs (N, O) -> actions (N,), got {type(policy).__name__}")
-    obs = env.reset()  # (N, O)
-    frames = [env.render_frame()] if record_frames else None
-    steps: dict[str, list[np.ndarray]] = {k: [] for k in
-                                          ("obs", "actions", "rewards", "next_obs", "dones", "terminated", "truncated")}
-    metrics: dict[str, list] = {}
-    dones = np.zeros(env.n_agents, dtype=bool)
-    while not dones.all():
-        actions = np.asarray(policy(obs))  # (N,) or (N, 2)
-        next_obs, rewards, dones, info = env.step(actions)
-        for key, value in (("obs", obs), ("actions", actions), ("rewards", rewards), ("next_obs", next_obs),
-                           ("dones", dones), ("terminated", info["terminated"]), ("truncated", info["truncated"])):
-            steps[key].append(value)
-        for key in sorted(info.keys() - {"terminated", "truncated", "step"}):
-            if isinstance(info[key], (int, float, np.ndarray)):  # the figures, not ma-gym's other notes
-                metrics.setdefault(key, []).append(info[key])
-        if frames is not None:
-            frames.append(env.render_frame())
-        obs = next_obs
-    action_dtype = np.float32 if isinstance(env, ParticleEnv) else np.int64
-    return Episode(
-        obs=np.stack(steps["obs"]),  # (T, N, O)
-        actions=np.stack(steps["actions"]).astype(action_dtype),  # (T, N) ints, or (T, N, 2) forces
-        rewards=np.stack(steps["rewards"]),  # (T, N)
-        next_obs=np.stack(steps["next_obs"]),  # (T, N, O)
-        dones=np.stack(steps["dones"]),  # (T, N)
-        terminated=np.stack(steps["terminated"]),  # (T, N)
-        truncated=np.stack(steps["truncated"]),  # (T, N)
-        frames=frames,
-        metrics={key: np.stack(values) for key, values in metrics.items()},  # each (T, ...)
-    )
+def run_episode(env: MultiAgentEnv | ParticleEnv, policy: Policy, record_frames: bool = False,
+                threads: int | None = None) -> Episode:
+    """Reset ``env`` and run ``policy`` until every agent is done. Returns an :class:`Episode`. ``threads``: torch
+    threads for the policy (``threads.torch_threads``: by default one, or the enclosing loop's)."""
+    with torch_threads(threads):
+        if not callable(policy):
+            raise ValueError(f"policy must be a function obs (N, O) -> actions (N,), got {type(policy).__name__}")
+        obs = env.reset()  # (N, O)
+        frames = [env.render_frame()] if record_frames else None
+        steps: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "dones",
+                                                              "terminated", "truncated")}
+        metrics: dict[str, list] = {}
+        dones = np.zeros(env.n_agents, dtype=bool)
+        while not dones.all():
+            actions = np.asarray(policy(obs))  # (N,) or (N, 2)
+            next_obs, rewards, dones, info = env.step(actions)
+            for key, value in (("obs", obs), ("actions", actions), ("rewards", rewards), ("next_obs", next_obs),
+                               ("dones", dones), ("terminated", info["terminated"]), ("truncated", info["truncated"])):
+                steps[key].append(value)
+            for key in sorted(info.keys() - {"terminated", "truncated", "step"}):
+                if isinstance(info[key], (int, float, np.ndarray)):  # the figures, not ma-gym's other notes
+                    metrics.setdefault(key, []).append(info[key])
+            if frames is not None:
+                frames.append(env.render_frame())
+            obs = next_obs
+        action_dtype = np.float32 if isinstance(env, ParticleEnv) else np.int64
+        return Episode(
+            obs=np.stack(steps["obs"]),  # (T, N, O)
+            actions=np.stack(steps["actions"]).astype(action_dtype),  # (T, N) ints, or (T, N, 2) forces
+            rewards=np.stack(steps["rewards"]),  # (T, N)
+            next_obs=np.stack(steps["next_obs"]),  # (T, N, O)
+            dones=np.stack(steps["dones"]),  # (T, N)
+            terminated=np.stack(steps["terminated"]),  # (T, N)
+            truncated=np.stack(steps["truncated"]),  # (T, N)
+            frames=frames,
+            metrics={key: np.stack(values) for key, values in metrics.items()},  # each (T, ...)
+        )
 
 
 def team_returns(env: MultiAgentEnv, policy: Policy, n_episodes: int, progress: bool = True) -> np.ndarray:
