@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/compare.py --envs Switch2-v0 --seeds 0 1 --jobs 1
     .venv/bin/python benchmarks/compare.py --envs Switch4-v0 --methods coma-gru maddpg-mlp --seeds 0 1
 
-Methods (``marl_edu.checkpoints.ALGORITHMS``), each on its family's budget:
+Methods (``marl_edu.learners.LEARNERS``), each on its family's budget:
 - on-policy, 6000 episodes (batches of 16 whole episodes): coma, central_v, iac, each with the GRU actor
   over the agent's history ("gru") and with a feed-forward actor on the current observation ("ff");
 - off-policy, 1500 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg.
@@ -39,7 +39,7 @@ import numpy as np
 
 from grid import add_runner_options, check_runner_options, drop_runner_options, run_grid, where
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
-from marl_edu.cli import METHODS, method_config, rounded, run_seed, save_artifacts, solved_threshold, split
+from marl_edu.runs import METHODS, method_config, rounded, run_seed, save_artifacts, solved_threshold, split
 from marl_edu.files import atomic_write_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -54,13 +54,14 @@ def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str
 
     import torch
 
-    from marl_edu.cli import DEFAULT_EPISODES, DEFAULT_EVAL_EVERY, known_optimum
+    from marl_edu.learners import entry
+    from marl_edu.runs import known_optimum
 
     env_id, method, seed, episodes, keep_artifacts = job
     torch.set_num_threads(1)
     algo, config = method_config(method)
-    budget = episodes or DEFAULT_EPISODES[algo]
-    eval_every = min(DEFAULT_EVAL_EVERY[algo], budget)  # (the default unless --episodes is tiny)
+    budget = episodes or entry(algo).episodes
+    eval_every = min(entry(algo).eval_every, budget)  # (the default unless --episodes is tiny)
     run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, known_optimum(env_id))
     row = {"env": env_id, "method": method, **rounded(figures)}
     files = {}
@@ -187,7 +188,8 @@ def main(argv=None) -> int:
         parser.error("--seeds must be distinct")
     check_runner_options(parser, args)
     args.out = args.out.resolve()
-    from marl_edu.cli import DEFAULT_EPISODES, known_optimum
+    from marl_edu.learners import entry
+    from marl_edu.runs import known_optimum
     from marl_edu.envs import resolve_env_id
 
     try:
@@ -198,7 +200,7 @@ def main(argv=None) -> int:
     # seed by seed, so that an interrupted comparison has every method on its first seeds
     jobs = [(env_id, method, seed, args.episodes, seed == args.seeds[0])
             for seed in args.seeds for env_id in args.envs for method in args.methods]
-    budget = {method: args.episodes or DEFAULT_EPISODES[split(method)[0]] for method in args.methods}
+    budget = {method: args.episodes or entry(split(method)[0]).episodes for method in args.methods}
     todo = [job for job in jobs
             if not (args.reuse and finished(args.out / job[0] / job[1] / f"seed{job[2]}.json", budget[job[1]]))]
     # --reuse only skips runs that are already on disk: the results are those of the command without it

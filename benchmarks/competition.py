@@ -34,25 +34,25 @@ import torch
 
 ENV_ID = "simple_adversary_v3"
 METHODS = {"maddpg": ("maddpg_continuous", {}), "ensemble": ("maddpg_ensemble", {"n_subpolicies": 3}),
-           "team": ("maddpg_continuous", {"team_reward": True})}  # name -> (CONTINUOUS_ALGORITHMS key, config)
+           "team": ("maddpg_continuous", {"team_reward": True})}  # name -> (learners.LEARNERS key, config)
 MATCHUP_EPISODES = 50
 
 
 def make_config(method: str):
-    from marl_edu.checkpoints import config_class
+    from marl_edu.learners import config_class
 
     algo, overrides = METHODS[method]
     return config_class(algo)(**overrides)
 
 
 def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
-    """Train one learner for one seed (one torch thread, ``marl_edu.cli.run_seed``) and score it in self-play
+    """Train one learner for one seed (one torch thread, ``marl_edu.runs.run_seed``) and score it in self-play
     (``play_matchup``); for the first seed with ``out``, save its policy and a GIF. Returns its row: method, seed, the
     score's fields, counts, config, its actors' weights (for the cross-play matchups) and evaluations during
     training."""
     torch.set_num_threads(1)
     from marl_edu.checkpoints import save_policy
-    from marl_edu.cli import rounded, run_seed
+    from marl_edu.runs import rounded, run_seed
     from marl_edu.competition import play_matchup
 
     config = make_config(method)
@@ -78,7 +78,7 @@ def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed
 
 def rebuild(row: dict):
     """The trained learner of one row, from its config and actors' weights."""
-    from marl_edu.checkpoints import CONTINUOUS_ALGORITHMS
+    from marl_edu.learners import CONTINUOUS_ALGORITHMS
 
     algo, _ = METHODS[row["method"]]
     config = type(make_config(row["method"]))(**row["config"])

@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from marl_edu.checkpoints import save_policy
-from marl_edu.cli import DEFAULT_EPISODES, run_seed
+from marl_edu.learners import entry
+from marl_edu.runs import run_seed
 from marl_edu.coma import COMAConfig
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.planning import optimal_team_return
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
                         help="write summary.json, run.json and policy.pt (first seed) to this folder")
     args = parser.parse_args(argv)
     if args.episodes is None:
-        args.episodes = DEFAULT_EPISODES[args.algo]
+        args.episodes = entry(args.algo).episodes
     if args.episodes < 1:
         parser.error("--episodes must be positive")
     torch.set_num_threads(1)  # one core per run, as the target says

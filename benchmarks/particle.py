@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 ENV_ID = "simple_spread_v3"
-METHODS = {  # short name -> (CONTINUOUS_ALGORITHMS key, config values other than the defaults)
+METHODS = {  # short name -> (learners.LEARNERS key, config values other than the defaults)
     "maddpg": ("maddpg_continuous", {}), "iddpg": ("iddpg_continuous", {}),
     "inferred": ("maddpg_inferred", {}),  # MADDPG whose critics bootstrap from inferred policies (paper 4.2)
     "team": ("maddpg_continuous", {"team_reward": True}),  # MADDPG whose every critic learns the team's summed reward
@@ -41,12 +41,13 @@ EVAL_EPISODES = 100
 
 
 def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
-    """Train one learner for one seed (one torch thread, ``marl_edu.cli.run_seed``) and score its final policy
+    """Train one learner for one seed (one torch thread, ``marl_edu.runs.run_seed``) and score its final policy
     (``evaluate_particle``); for the first seed with ``out``, save its policy and a GIF. Returns its row of
     summary.json's runs: method, seed, the score's fields, counts, speed, config and evaluations during training."""
     torch.set_num_threads(1)
-    from marl_edu.checkpoints import config_class, save_policy
-    from marl_edu.cli import rounded, run_seed
+    from marl_edu.checkpoints import save_policy
+    from marl_edu.learners import config_class
+    from marl_edu.runs import rounded, run_seed
     from marl_edu.train import evaluate_particle
 
     algo, overrides = METHODS[method]

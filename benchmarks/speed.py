@@ -9,7 +9,7 @@ included, no wrapper) on each env the methods train on. Then the two ways the le
 (``BatchedSwitch``: the same transitions as arrays).
 
 Then each method trains with each backend on every seed, one torch thread, with the defaults the command line and
-the notebooks' panels use (``DEFAULT_EPISODES``, the learner's config), on its family's task unless ``--env`` is
+the notebooks' panels use (the learner table's budget, the learner's config), on its family's task unless ``--env`` is
 given: the on-policy learners (COMA, central-V, IAC-V) on Switch2-v0, the off-policy ones (MADDPG, IDDPG) on
 Switch2-v2, where the issue's goal measures them. Every run trains its whole budget, so the row says both when a
 periodic greedy evaluation first got within 0.3 of the optimum (8.0 on Switch2) and whether the final policy is
@@ -39,8 +39,8 @@ import numpy as np
 import torch
 
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
-from marl_edu.checkpoints import ON_POLICY
-from marl_edu.cli import DEFAULT_EPISODES, METHODS, method_config, run_seed, solved_threshold, split
+from marl_edu.learners import ON_POLICY, entry
+from marl_edu.runs import METHODS, method_config, run_seed, solved_threshold, split
 
 DEFAULT = ["coma-gru", "central_v-gru", "iac-gru", "maddpg-mlp", "iddpg-mlp"]  # one per learner
 TASK = {"on-policy": "Switch2-v0", "off-policy": "Switch2-v2"}  # where the issue's goal measures each family
@@ -84,7 +84,7 @@ def vec_env_speed(env_id: str, backend: str, n_envs: int, steps: int, seed: int 
 def paths(method: str, backends: list[str], before: bool) -> list[tuple[str, str, object, int, bool]]:
     """``(label, backend, config, episodes, stop_at_solve)`` for every way ``method`` is timed."""
     algo, config = method_config(method)
-    now = [("now", backend, config, DEFAULT_EPISODES[algo], False) for backend in backends]
+    now = [("now", backend, config, entry(algo).episodes, False) for backend in backends]
     if not before:
         return now
     changes, episodes = PREVIOUS["on-policy" if algo in ON_POLICY else "off-policy"]

@@ -23,8 +23,8 @@ import sys
 import torch
 
 from grid import add_runner_options, check_runner_options, run_grid, where
-from marl_edu.checkpoints import config_class
-from marl_edu.cli import run_seed, solved_threshold
+from marl_edu.learners import config_class
+from marl_edu.runs import run_seed, solved_threshold
 from marl_edu.planning import optimal_team_return
 
 

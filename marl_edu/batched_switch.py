@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from marl_edu.envs import resolve_env_id
 from marl_edu.shapes import check_shape
 from marl_edu.validate import index_range, non_negative_int, positive_int
 
@@ -90,11 +89,12 @@ class BatchedSwitch:
     """
 
     def __init__(self, env_id: str, n_envs: int, seed: int = 0):
-        self.env_id = resolve_env_id(env_id)
-        match = SWITCH_ID.fullmatch(self.env_id)
+        name = env_id.removeprefix("ma_gym:") if isinstance(env_id, str) else ""
+        match = SWITCH_ID.fullmatch(name)  # (the ids envs registers: ma-gym's Switch2 and 4, and Switch3)
         if match is None:
             raise ValueError(f"BatchedSwitch plays the Switch ids (Switch2-v0 .. Switch4-v3, with Switch3), "
                              f"got {env_id!r}")
+        self.env_id = name
         self.n_envs = positive_int(n_envs, "n_envs")
         self.seed = non_negative_int(seed, "seed")  # (Switch has no randomness; kept for VecEnv's interface)
         self.n_agents = int(match.group(1))

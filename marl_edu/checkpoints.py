@@ -13,10 +13,10 @@ Loading checks the header's fields and types and refuses non-finite tensors; a f
 (truncated, or what ``weights_only`` refused).
 
 Policy files (``save_policy``, ``load_policy``) are checkpoints of a learner's actors, under the name the learner is
-known by (``ALGORITHMS``, ``CONTINUOUS_ALGORITHMS``), with the config and sizes to rebuild it. Before building
+known by (``learners.LEARNERS``), with the config and sizes to rebuild it. Before building
 anything, ``load_policy`` bounds the sizes (``SIZE_BOUNDS``) and compares them with the tensors stored, so a
 damaged or hand-edited file is a ValueError naming the field or tensor, never a 12.8 GB allocation or a deep
-traceback from ``load_state_dict``; ``check_fits`` says whether a policy's sizes fit an environment.
+traceback from ``load_state_dict``; ``learners.check_fits`` says whether a policy's sizes fit an environment.
 """
 
 from __future__ import annotations
@@ -33,13 +33,8 @@ import numpy as np
 import torch
 
 import marl_edu
-from marl_edu.baselines import IACV, IDDPG, CentralQV, CentralV
-from marl_edu.coma import COMA, COMAConfig
-from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
 from marl_edu.files import atomic_write
-from marl_edu.inference import InferenceConfig, InferringMADDPG
-from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.learners import LEARNERS, algo_name, check_fits, config_class, entry
 from marl_edu.nets import Actor, RecurrentActor
 
 FORMAT = 1
@@ -208,49 +203,12 @@ def _refusal(error: pickle.UnpicklingError) -> str:
     return f"weights_only load refused it: {_first_line(after)}"
 
 
-# the five learners the command line and the comparison know, by name
-ALGORITHMS = {"maddpg": MADDPG, "iddpg": IDDPG, "coma": COMA, "central_qv": CentralQV, "central_v": CentralV,
-              "iac": IACV}
-ON_POLICY = ("coma", "central_qv", "central_v", "iac")  # whole-episode batches, COMAConfig; the others: replay, MADDPGConfig
-
-
-# the particle envs' learners (forces in [-1, 1]), trained by ``train_continuous`` (benchmarks/particle.py)
-CONTINUOUS_ALGORITHMS = {"maddpg_continuous": ContinuousMADDPG, "iddpg_continuous": ContinuousIDDPG,
-                         "maddpg_inferred": InferringMADDPG, "maddpg_ensemble": EnsembleMADDPG}
-_ALL_LEARNERS = {**ALGORITHMS, **CONTINUOUS_ALGORITHMS}
-
-
-def algo_name_of_class(learner: type) -> str:
-    """The name a learner class is known by in ``ALGORITHMS`` or ``CONTINUOUS_ALGORITHMS``."""
-    for name, known in _ALL_LEARNERS.items():
-        if learner is known:
-            return name
-    raise ValueError(f"not one of the learners {sorted(_ALL_LEARNERS)}: {getattr(learner, '__name__', learner)}")
-
-
-def algo_name(agent) -> str:
-    """The name a learner is known by in ``ALGORITHMS`` or ``CONTINUOUS_ALGORITHMS`` (and in its checkpoints)."""
-    return algo_name_of_class(type(agent))
-
-
-def config_class(algo: str):
-    """``COMAConfig`` for the on-policy learners, ``ContinuousMADDPGConfig`` for the continuous ones
-    (``InferenceConfig`` for the one that infers the others' policies, ``EnsembleConfig`` for ensembles),
-    ``MADDPGConfig`` for the others."""
-    if algo not in _ALL_LEARNERS:
-        raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(_ALL_LEARNERS)}")
-    if algo in CONTINUOUS_ALGORITHMS:
-        special = {"maddpg_inferred": InferenceConfig, "maddpg_ensemble": EnsembleConfig}
-        return special.get(algo, ContinuousMADDPGConfig)
-    return COMAConfig if algo in ON_POLICY else MADDPGConfig
-
-
 def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     """Save what a greedy or sampled evaluation needs (the actors: tens of kilobytes) with the config and
     the sizes to rebuild the learner. MADDPG and IDDPG keep N actors, the on-policy learners one shared.
 
     Args:
-        agent: one of the learners of ``ALGORITHMS`` or ``CONTINUOUS_ALGORITHMS``.
+        agent: one of the learners of ``learners.LEARNERS``.
         env_id: the environment it was trained on (``load_policy`` checks it).
         path: the file to write (``save_checkpoint``: atomic, and refused before writing if a weight is NaN).
     Returns ``path``.
@@ -258,7 +216,8 @@ def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     algo = algo_name(agent)
     header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
               "n_actions": agent.n_actions}
-    state = {"actor": agent.actor.state_dict()} if algo in ON_POLICY else {"actors": agent.actors.state_dict()}
+    shared = entry(algo).loop == "on_policy"
+    state = {"actor": agent.actor.state_dict()} if shared else {"actors": agent.actors.state_dict()}
     return save_checkpoint(path, algo, env_id, header, state)
 
 
@@ -285,49 +244,27 @@ def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str |
     path = pathlib.Path(path)
     payload = load_checkpoint(path, algo=algo, env_id=env_id)
     name = payload["algo"]
-    if name not in _ALL_LEARNERS:
-        raise ValueError(f"{path} holds a {name!r} checkpoint, not one of {sorted(_ALL_LEARNERS)}")
+    if name not in LEARNERS:
+        raise ValueError(f"{path} holds a {name!r} checkpoint, not one of {sorted(LEARNERS)}")
     try:
         sizes, config = _policy_header(name, dict(payload["config"]))
         stored = _policy_state(name, payload["state"])
         _check_shapes(_expected_shapes(name, sizes, config), stored, sizes, config)  # before building anything
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
-    agent = _ALL_LEARNERS[name](sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
-    modules = {"actor": agent.actor} if name in ON_POLICY else {"actors": agent.actors}
+    agent = LEARNERS[name].learner(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
+    modules = {"actor": agent.actor} if entry(name).loop == "on_policy" else {"actors": agent.actors}
     try:  # what the learner built is what was expected (so load_state_dict cannot fail deep inside torch)
         _check_shapes({key: _shapes(module) for key, module in modules.items()}, stored, sizes, config)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     for key, module in modules.items():
         module.load_state_dict(stored[key])
-    if name not in ON_POLICY:
+    if entry(name).loop != "on_policy":
         agent.target_actors.load_state_dict(stored["actors"])
     if env_id is not None:
         _check_fits_env(agent, env_id, path)
     return agent
-
-
-def check_fits(agent, env) -> None:
-    """Raise ValueError unless ``agent``'s policy can play ``env``: the same N agents, O observation dims and A
-    actions (discrete) or action dims (forces), naming the sizes that differ.
-
-    Args:
-        agent: a learner (``n_agents``, ``obs_dim``, ``n_actions``), e.g. one ``load_policy`` returned.
-        env: an environment of ``envs.make_env`` or ``make_vec_env`` (``env_id``, ``n_agents``, ``obs_dim``, and
-            ``n_actions`` or, for forces, ``action_dim``).
-    """
-    continuous = hasattr(env, "action_dim")
-    mine = {"N": agent.n_agents, "O": agent.obs_dim, "A": agent.n_actions}
-    theirs = {"N": env.n_agents, "O": env.obs_dim, "A": env.action_dim if continuous else env.n_actions}
-    differ = [size for size in mine if mine[size] != theirs[size]]
-    if differ:
-        env_id = getattr(env, "env_id", type(env).__name__)
-        verb = "differs" if len(differ) == 1 else "differ"
-        raise ValueError(f"the policy does not fit {env_id} ({' and '.join(differ)} {verb}): it was built for "
-                         f"N={mine['N']} agents, O={mine['O']} obs dims, A={mine['A']} "
-                         f"{'action dims' if continuous else 'actions'}, and {env_id} has N={theirs['N']}, "
-                         f"O={theirs['O']}, A={theirs['A']}")
 
 
 def _check_fits_env(agent, env_id: str, path: pathlib.Path) -> None:
@@ -380,9 +317,9 @@ def _policy_header(algo: str, header: dict):
 def _policy_state(algo: str, state: dict) -> dict[str, dict[str, torch.Tensor]]:
     """The state of a policy file: ``{"actor": ...}`` (on-policy learners) or ``{"actors": ...}`` (the others),
     a dict of tensors, and nothing else."""
-    key = "actor" if algo in ON_POLICY else "actors"
+    key = "actor" if entry(algo).loop == "on_policy" else "actors"
     if key not in state:
-        whose = "shared actor's" if algo in ON_POLICY else "actors'"
+        whose = "shared actor's" if entry(algo).loop == "on_policy" else "actors'"
         raise ValueError(f"state has no {key!r} (where a {algo} policy file keeps its {whose} weights)")
     extra = [entry for entry in state if entry != key]
     if extra:
@@ -407,7 +344,7 @@ def _expected_shapes(algo: str, sizes: dict, config) -> dict[str, dict[str, tupl
     others (N*M for an ensemble of M sub-policies per agent)."""
     n, o, a, hidden = sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config.hidden
     with torch.device("meta"):
-        if algo in ON_POLICY:
+        if entry(algo).loop == "on_policy":
             in_dim = o + (a if config.recurrent else 0) + n
             return {"actor": _shapes(RecurrentActor(in_dim, a, hidden, config.recurrent))}
         one = _shapes(Actor(o, a, (hidden, hidden)))

@@ -284,6 +284,19 @@ class COMA:
         step_mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
         return (((q_taken - targets) ** 2) * step_mask).sum() / step_mask.sum()
 
+    @staticmethod
+    def actor_loss(pi: torch.Tensor, advantage: torch.Tensor, actions: torch.Tensor, agent_mask: torch.Tensor,
+                   entropy_coef: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """The policy-gradient loss ``-sum_{b,t,i} m_{b,t,i} (Adv_{i,t} log pi(a_{i,t} | h_{i,t}) + beta H(pi_{i,t}))
+        / sum m`` over the steps at which agent i acts (``m``: agent_mask), and the mean entropy it rewards (a
+        figure to log). pi ``(B, T, N, A)`` the behaviour policy (with its gradient), advantage ``(B, T, N)`` (no
+        gradient), actions int ``(B, T, N)`` the actions taken, agent_mask ``(B, T, N)``, entropy_coef beta."""
+        log_pi_taken = torch.log(pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
+        entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)
+        n_valid = agent_mask.sum().clamp(min=1.0)
+        loss = -((advantage * log_pi_taken + entropy_coef * entropy) * agent_mask).sum() / n_valid
+        return loss, ((entropy * agent_mask).sum() / n_valid).detach()
+
     @torch.no_grad()
     def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:
         """The counterfactual advantage ``Adv_{i,t} = Q(s_t, a_t) - sum_k pi(k | h_{i,t}, i) Q(s_t, (a_{-i,t}, k))``
@@ -328,18 +341,13 @@ class COMA:
         # actor: the counterfactual advantage of each agent's own action, under the behaviour policy
         pi = self.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
         advantage = self.advantage(rows, batch, pi.detach())  # (B, T, N)
-        log_pi_taken = torch.log(pi.gather(-1, actions[:, :T].unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
-        entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)
-        agent_mask = batch["agent_mask"]  # (B, T, N)
-        n_valid = agent_mask.sum().clamp(min=1.0)
-        actor_loss = -((advantage * log_pi_taken + entropy_coef * entropy) * agent_mask).sum() / n_valid
+        actor_loss, entropy = self.actor_loss(pi, advantage, actions[:, :T], batch["agent_mask"], entropy_coef)
         gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip, "actor loss", self.updates + 1)
 
         self.updates += 1
         if self.updates % c.target_update_every == 0:
             hard_update(self.target_critic, self.critic)
-        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(),
-                "entropy": ((entropy * agent_mask).sum() / n_valid).item()}
+        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": entropy.item()}
 
     def state_dict(self) -> dict:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),

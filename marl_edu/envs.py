@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from marl_edu.batched_switch import BatchedSwitch
 from marl_edu.shapes import check_shape
 from marl_edu.validate import index_range, non_negative_int, positive_int
 
@@ -390,16 +391,12 @@ class VecEnv:
 BACKENDS = ("batched", "ma-gym")
 
 
-def is_deterministic(env_id) -> bool:
-    """Whether an episode of ``env_id`` depends on the actions alone: the Switch ids (no randomness but the
-    policy's), so one greedy episode gives a greedy policy's exact return. Elsewhere (PredatorPrey's prey move at
-    random, ...) a greedy policy's return is a mean over episodes (``train.greedy_team_return``)."""
-    return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith("Switch")
-
-
-def steps_as_arrays(env_id) -> bool:
-    """Whether ``make_vec_env``'s batched backend steps ``env_id`` as arrays (``BatchedSwitch``: the Switch ids),
-    whose whole state can then be saved mid-episode (``resume``)."""
+def is_switch(env_id) -> bool:
+    """Whether ``env_id`` is a Switch id (``"Switch2-v0"``, ``"ma_gym:Switch4-v3"``, ...), which decides three things:
+    its episodes depend on the actions alone (no randomness but the policy's), so one greedy episode gives a greedy
+    policy's exact return (elsewhere, PredatorPrey's prey move at random: ``train.greedy_team_return`` averages);
+    ``make_vec_env``'s batched backend steps it as arrays (``BatchedSwitch``); and so the whole state of a run on it
+    can be saved mid-episode and resumed (``resume``)."""
     return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith("Switch")
 
 
@@ -412,8 +409,6 @@ def make_vec_env(env_id: str, n_envs: int, seed: int = 0, backend: str = "batche
     ma-gym's own environments (``VecEnv``)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
-    if backend == "batched" and steps_as_arrays(env_id):
-        from marl_edu.batched_switch import BatchedSwitch
-
-        return BatchedSwitch(env_id, n_envs, seed)
+    if backend == "batched" and is_switch(env_id):
+        return BatchedSwitch(resolve_env_id(env_id), n_envs, seed)  # (a typo is named with ma-gym's close ids)
     return VecEnv(env_id, n_envs, seed)

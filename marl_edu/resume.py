@@ -6,8 +6,9 @@ requested, everything the rest of the run depends on:
 
 - the learner: every network, target network and optimiser (state dicts), its random generators and counters;
 - the replay buffer (off-policy) with its write position, and the env copies mid-episode (their arrays);
-- the loop's own state: the numpy generator that samples batches, the current observations, the n-step steps
-  waiting to be stored, when the next evaluation is due, the returns and evaluations so far;
+- the loop's own state, one object per loop (``train.OffPolicyLoop``, ``train.OnPolicyLoop``): the numpy generator
+  that samples batches, the current observations, the n-step steps waiting to be stored, when the next evaluation
+  is due; and the run's returns, evaluations and counts so far (its ``TrainResult``);
 - torch's global random state.
 
 A stop requested with ``request_stop`` (the command line's Ctrl-C handler calls it) is honoured at the next iteration
@@ -28,6 +29,8 @@ from collections import deque
 
 import numpy as np
 import torch
+
+from marl_edu.checkpoints import load_checkpoint, save_checkpoint
 
 KIND = "run-in-progress"  # the checkpoint header's "algo" field says what the file is; "config" names the learner
 
@@ -66,9 +69,18 @@ def _decode(value):
     return value
 
 
+def _decode_like(saved, current):
+    """``_decode`` of ``saved``, with deques (and lists of deques) rebuilt like ``current``'s, bound included."""
+    if isinstance(current, deque):
+        return deque(_decode(saved), maxlen=current.maxlen)
+    if isinstance(current, list) and current and isinstance(current[0], deque):
+        return [_decode_like(item, now) for item, now in zip(saved, current, strict=True)]
+    return _decode(saved)
+
+
 def object_state(obj) -> dict:
-    """Every attribute of a learner, buffer or env copies as plain data: networks and optimisers by their state dicts
-    (lists of them too), torch and numpy generators by their states, arrays and numbers by value. Its config (any
+    """Every attribute of a learner, buffer, env copies or a loop's state object as plain data: networks and
+    optimisers by their state dicts (lists of them too), torch and numpy generators by their states, arrays and numbers by value. Its config (any
     dataclass attribute) and device are not saved: the resumed run rebuilds the object from the same ones, which the
     command line checks against the file's header. An attribute of any other type raises TypeError, so nothing is
     silently left out."""
@@ -111,7 +123,7 @@ def restore_object(obj, state: dict, what: str) -> None:
         elif isinstance(value, np.random.Generator):
             value.bit_generator.state = saved
         else:
-            setattr(obj, name, _decode(saved))
+            setattr(obj, name, _decode_like(saved, value))
 
 
 class RunCheckpoint:
@@ -138,18 +150,14 @@ class RunCheckpoint:
         """Ask the loop to save and stop at the end of its current iteration (a signal handler may call this)."""
         self.stop_requested = True
 
-    def save(self, result, parts: dict, loop: dict) -> None:
+    def save(self, result, parts: dict) -> None:
         """At an iteration's end: save when a stop was requested or ``every_seconds`` passed, then raise
         ``TrainingInterrupted`` if a stop was requested. ``result``: the loop's ``TrainResult``; ``parts``: the
-        objects whose attributes are the state (learner, buffer, env copies, ...); ``loop``: the loop's own values
-        (generators, arrays, numbers, lists and deques of them)."""
+        objects whose attributes are the state, by name: the learner, buffer and env copies, and the loop's own state
+        object (``train.OffPolicyLoop``: generators, arrays, numbers, lists and deques of them)."""
         if not self.stop_requested and time.monotonic() - self._last < self.every_seconds:
             return
-        from marl_edu.checkpoints import save_checkpoint
-
         state = {"parts": {name: object_state(obj) for name, obj in parts.items()},
-                 "loop": {name: value.bit_generator.state if isinstance(value, np.random.Generator) else _encode(value)
-                          for name, value in loop.items()},
                  "result": _result_state(result), "torch_rng": torch.get_rng_state()}
         save_checkpoint(self.path, KIND, self.header.get("env", ""), self.header, state)
         self.saves += 1
@@ -157,35 +165,26 @@ class RunCheckpoint:
         if self.stop_requested:
             raise TrainingInterrupted(self.path, len(result.episode_returns))
 
-    def restore(self, result, parts: dict, loop: dict) -> dict:
-        """Continue from ``self.resume`` (if any): restore ``parts`` in place, fill ``result`` and torch's global
-        random state, and return the loop's values by name (generators in ``loop`` are restored in place, others
-        returned decoded; without a state to resume, ``loop`` itself comes back)."""
+    def restore(self, result, parts: dict) -> None:
+        """Continue from ``self.resume`` (if any): restore ``parts`` in place (the loop's state object among them),
+        and fill ``result`` and torch's global random state. Without a state to resume, nothing changes."""
         if self.resume is None:
-            return loop
+            return
         try:
-            return self._restore(self.resume, result, parts, loop)
+            self._restore(self.resume, result, parts)
         except (KeyError, TypeError, RuntimeError, ValueError) as error:  # another version's file, another learner
             raise ValueError(f"{self.path} cannot be resumed here ({type(error).__name__}: "
                              f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no detail'}): delete it "
                              f"to train that seed again from its start") from None
 
-    def _restore(self, saved: dict, result, parts: dict, loop: dict) -> dict:
-        if set(saved["parts"]) != set(parts) or set(saved["loop"]) != set(loop):
-            raise ValueError(f"it was saved by another training loop (parts {sorted(saved['parts'])}, loop values "
-                             f"{sorted(saved['loop'])}; this loop's: {sorted(parts)}, {sorted(loop)})")
+    def _restore(self, saved: dict, result, parts: dict) -> None:
+        if set(saved["parts"]) != set(parts):
+            raise ValueError(f"it was saved by another training loop (parts {sorted(saved['parts'])}; this "
+                             f"loop's: {sorted(parts)})")
         for name, obj in parts.items():
             restore_object(obj, saved["parts"][name], name)
-        values = {}
-        for name, value in loop.items():
-            if isinstance(value, np.random.Generator):
-                value.bit_generator.state = saved["loop"][name]
-                values[name] = value
-            else:
-                values[name] = _decode(saved["loop"][name])
         _restore_result(result, saved["result"])
         torch.set_rng_state(saved["torch_rng"])
-        return values
 
 
 def _result_state(result) -> dict:
@@ -205,10 +204,45 @@ def _restore_result(result, saved: dict) -> None:
 
 def load_run_state(path: str | pathlib.Path) -> tuple[dict, dict]:
     """A run-in-progress checkpoint's ``(header, state)``; ValueError if the file is not one (a policy file, say)."""
-    from marl_edu.checkpoints import load_checkpoint
-
     payload = load_checkpoint(path)
     if payload["algo"] != KIND:
         raise ValueError(f"{path} is a {payload['algo']} checkpoint, not a run in progress")
     return payload["config"], payload["state"]
 
+
+def seed_checkpoint(path: pathlib.Path, header: dict, every_seconds: float, resuming: bool) -> RunCheckpoint:
+    """The ``RunCheckpoint`` of one seed of a run at ``path``; when ``resuming`` a run and ``path`` exists, holding
+    its saved state to continue from. ValueError if that file was saved by another run (a key of ``header`` differs),
+    naming the keys, or is not a run in progress."""
+    state = None
+    if resuming and path.exists():
+        saved_header, state = load_run_state(path)
+        differ = [key for key in header if saved_header.get(key) != header[key]]
+        if differ:
+            raise ValueError(f"{path} was saved by another run ({', '.join(differ)} differ): delete it to train seed "
+                             f"{header.get('seed')} again from its start")
+    return RunCheckpoint(path, every_seconds, resume=state, header=header)
+
+
+class StopOnSignal:
+    """The command line's SIGINT (Ctrl-C) and SIGTERM handler while seeds train. While outputs are being written
+    (``protect``) it only notes the request, so every file stays whole and the run stops once they are written; while
+    a seed trains with a ``RunCheckpoint``, the first request asks it to save and stop at the end of the current
+    step; otherwise (a run that cannot be saved in progress, or a second request) it stops at once."""
+
+    def __init__(self):
+        self.checkpoint, self.protect, self.signum = None, False, None  # signum: the first request's signal
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    def __call__(self, signum, frame):
+        first = not self.requested
+        self.signum = self.signum or signum
+        if self.protect:
+            return
+        if first and self.checkpoint is not None:
+            self.checkpoint.request_stop()
+            return
+        raise KeyboardInterrupt

@@ -53,6 +53,18 @@ def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.
     return np.repeat(rewards.sum(axis=-1, keepdims=True), rewards.shape[-1], axis=-1)  # (..., N) N copies
 
 
+def _check_alike(spec: tuple, rewards: torch.Tensor, dones: torch.Tensor, values: torch.Tensor,
+                 values_name: str) -> dict[str, int]:
+    """A target's three inputs share one shape ``spec`` (rewards and ``values`` float, dones any 0/1 dtype) and hold
+    finite numbers; ValueError naming the first that does not. Returns the sizes by name (``check_shape``'s)."""
+    dims = check_shape(rewards, spec, "rewards", dtype="float")
+    check_shape(dones, spec, "dones", dims)
+    check_shape(values, spec, values_name, dims, dtype="float")
+    for tensor, name in ((rewards, "rewards"), (dones, "dones"), (values, values_name)):
+        finite(tensor, name)
+    return dims
+
+
 def td_target(rewards: torch.Tensor, dones: torch.Tensor, q_next: torch.Tensor, gamma: float) -> torch.Tensor:
     """The one-step TD target ``y_t = r_t + gamma (1 - d_t) q_next``, with no gradient through ``q_next``.
 
@@ -72,11 +84,7 @@ def td_target(rewards: torch.Tensor, dones: torch.Tensor, q_next: torch.Tensor, 
         if not isinstance(tensor, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
     spec = (("B", "N") + tuple(f"d{k}" for k in range(2, rewards.dim())))[: rewards.dim()]  # (B,) or (B, N) ...
-    dims = check_shape(rewards, spec, "rewards", dtype="float")
-    check_shape(dones, spec, "dones", dims)
-    check_shape(q_next, spec, "q_next", dims, dtype="float")
-    for tensor, name in ((rewards, "rewards"), (dones, "dones"), (q_next, "q_next")):
-        finite(tensor, name)
+    _check_alike(spec, rewards, dones, q_next, "q_next")
     with torch.no_grad():
         return rewards + gamma * (1.0 - dones.float()) * q_next  # same shape as rewards
 
@@ -107,11 +115,7 @@ def td_lambda_targets(rewards: torch.Tensor, dones: torch.Tensor, next_values: t
     if not isinstance(rewards, torch.Tensor) or rewards.dim() < 1:
         raise ValueError(f"rewards must be a torch.Tensor (..., T), got {type(rewards).__name__}")
     spec = tuple(f"d{k}" for k in range(rewards.dim() - 1)) + ("T",)  # (..., T)
-    dims = check_shape(rewards, spec, "rewards", dtype="float")
-    check_shape(dones, spec, "dones", dims)
-    check_shape(next_values, spec, "next_values", dims, dtype="float")
-    for tensor, name in ((rewards, "rewards"), (dones, "dones"), (next_values, "next_values")):
-        finite(tensor, name)
+    dims = _check_alike(spec, rewards, dones, next_values, "next_values")
     with torch.no_grad():
         not_done = 1.0 - dones.float()  # (..., T)
         targets = torch.empty_like(rewards)  # (..., T)

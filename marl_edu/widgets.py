@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from marl_edu.cli import DEFAULT_EPISODES
 from marl_edu.coma import COMAConfig, counterfactual_baseline
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.learners import LEARNERS
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.rollout import Episode
 from marl_edu.train import train_coma, train_continuous, train_maddpg
@@ -171,7 +171,7 @@ def _learning_rate_slider(value: float, description: str, style: dict) -> widget
 
 
 def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", optimal: float | None = None,
-                 random: float | None = None, episodes: int = DEFAULT_EPISODES["maddpg"],
+                 random: float | None = None, episodes: int = LEARNERS["maddpg"].episodes,
                  seed: int = 0) -> widgets.VBox:
     """The MADDPG hyperparameter panel: learning rates, gamma, tau, batch size, episodes and seed.
 
@@ -202,7 +202,7 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
 
 
 def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal: float | None = None,
-               random: float | None = None, episodes: int = DEFAULT_EPISODES["coma"],
+               random: float | None = None, episodes: int = LEARNERS["coma"].episodes,
                seed: int = 0) -> widgets.VBox:
     """The COMA hyperparameter panel: learning rates, lambda, entropy bonus, episodes per batch,
     recurrent or feed-forward actors, episodes and seed.

@@ -6,6 +6,7 @@ import torch
 
 import marl_edu
 from marl_edu.checkpoints import load_checkpoint, save_checkpoint
+from marl_edu.learners import CONTINUOUS_ALGORITHMS, LEARNERS, ON_POLICY, config_class
 
 
 def _save(path, **overrides):
@@ -201,13 +202,13 @@ def test_the_real_unpickling_error_is_reported_not_truncation(tmp_path):
 
 def _refuse_to_build(monkeypatch):
     """Make building any learner fail the test: the header must be refused before anything is allocated."""
-    import marl_edu.checkpoints as checkpoints
+    import dataclasses
 
     def never(*args, **kwargs):
         raise AssertionError("load_policy built a learner before checking the header's sizes")
 
-    for name in checkpoints._ALL_LEARNERS:
-        monkeypatch.setitem(checkpoints._ALL_LEARNERS, name, never)
+    for name, row in LEARNERS.items():  # (the table load_policy reads its learners from)
+        monkeypatch.setitem(LEARNERS, name, dataclasses.replace(row, learner=never))
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -285,7 +286,8 @@ def test_a_tampered_policy_file_is_a_value_error_naming_the_field(tmp_path, chan
 
 
 def test_a_policy_meets_an_env_of_other_sizes(tmp_path):
-    from marl_edu.checkpoints import check_fits, load_policy, save_policy
+    from marl_edu.checkpoints import load_policy, save_policy
+    from marl_edu.learners import check_fits
     from marl_edu.coma import COMA, COMAConfig
     from marl_edu.envs import make_env
 
@@ -305,7 +307,7 @@ def test_a_policy_meets_an_env_of_other_sizes(tmp_path):
 
 
 def test_a_continuous_policy_meets_a_particle_env(tmp_path):
-    from marl_edu.checkpoints import check_fits
+    from marl_edu.learners import check_fits
     from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
     from marl_edu.envs import make_env
 
@@ -315,18 +317,16 @@ def test_a_continuous_policy_meets_a_particle_env(tmp_path):
         check_fits(agent, make_env("simple_adversary_v3"))  # N=3, O=10
 
 
-@pytest.mark.parametrize("algo", ["maddpg", "iddpg", "coma", "central_qv", "central_v", "iac", "maddpg_continuous",
-                                  "iddpg_continuous", "maddpg_inferred", "maddpg_ensemble", "coma-ff"])
+@pytest.mark.parametrize("algo", [*LEARNERS, "coma-ff"])
 def test_every_learner_round_trips_through_its_policy_file(tmp_path, algo):
     """The shapes load_policy expects before building a learner are the ones the learner builds."""
-    from marl_edu.checkpoints import (_ALL_LEARNERS, CONTINUOUS_ALGORITHMS, ON_POLICY, config_class, load_policy,
-                                      save_policy)
+    from marl_edu.checkpoints import load_policy, save_policy
 
     name, recurrent = (algo[:-3], False) if algo.endswith("-ff") else (algo, True)
     config = config_class(name)(hidden=8, **({} if name in CONTINUOUS_ALGORITHMS else {"n_envs": 2}))
     if hasattr(config, "recurrent"):
         config.recurrent = recurrent
-    agent = _ALL_LEARNERS[name](2, 3, 2 if name in CONTINUOUS_ALGORITHMS else 5, config, seed=1)
+    agent = LEARNERS[name].learner(2, 3, 2 if name in CONTINUOUS_ALGORITHMS else 5, config, seed=1)
     loaded = load_policy(save_policy(agent, "any-env", tmp_path / "policy.pt"), algo=name)
     assert type(loaded) is type(agent) and loaded.config == agent.config
     mine, theirs = (agent.actor, loaded.actor) if name in ON_POLICY else (agent.actors, loaded.actors)

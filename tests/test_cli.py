@@ -1,6 +1,6 @@
 """``python -m marl_edu.train``: bad arguments stop in one line before training; a run (discrete or continuous) writes
-its outputs; Ctrl-C and --resume; --replay plays a saved policy. The per-seed runner the command line and the benchmarks
-share (``run_seed``, ``rounded``) and the method names (``method_config``)."""
+its outputs; Ctrl-C and --resume; --replay plays a saved policy. (The per-seed runner it shares with the benchmarks is
+tested in test_runs.)"""
 
 import json
 import subprocess
@@ -8,12 +8,11 @@ import sys
 
 import pytest
 
-from marl_edu.checkpoints import ALGORITHMS, CONTINUOUS_ALGORITHMS, load_policy, save_policy
-from marl_edu.cli import METHODS, main, method_config, rounded, run_seed, train
-from marl_edu.coma import COMAConfig
-from marl_edu.continuous import ContinuousMADDPGConfig
-from marl_edu.maddpg import MADDPGConfig
-from marl_edu.train import greedy_return, sampled_returns, train_continuous
+from marl_edu.checkpoints import load_policy
+from marl_edu.cli import main
+from marl_edu.learners import ALGORITHMS, CONTINUOUS_ALGORITHMS
+from marl_edu.run_folder import RunLog
+from marl_edu.train import greedy_return, sampled_returns
 
 TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4", "--no-progress"]
 
@@ -31,13 +30,13 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--seeds", str(2**64)], f"--seeds must be distinct ints in [0, 2147483647], got [{2**64}]"),
     (["--algo", "coma", "--threads", str(10**20)], "--threads must be at most 256, got 100,000,000,000,000,000,000"),
     (["--algo", "coma", "--threads", "0"], "--threads must be positive, got 0"),
-    (["--algo", "maddpg", "--hidden", "200000"], "--hidden must be at most 4,096, got 200,000"),
-    (["--algo", "coma", "--n-envs", "100000"], "--n-envs must be at most 4,096, got 100,000"),
-    (["--algo", "maddpg", "--batch-size", "10000000"], "--batch-size must be at most 65,536, got 10,000,000"),
+    (["--algo", "maddpg", "--hidden", "200000"], "--hidden must be a positive int at most 4,096, got 200000"),
+    (["--algo", "coma", "--n-envs", "100000"], "--n-envs must be a positive int at most 4,096, got 100000"),
+    (["--algo", "maddpg", "--batch-size", "10000000"], "--batch-size must be a positive int at most 65,536, got 10000000"),
     (["--algo", "coma", "--episodes", str(10**9)], "--episodes must be at most 10,000,000, got 1,000,000,000"),
-    (["--algo", "coma", "--actor-lr", "1e308"], "--actor-lr must be a learning rate in (0, 1], got 1e+308"),
-    (["--algo", "maddpg", "--critic-lr", "2"], "--critic-lr must be a learning rate in (0, 1], got 2.0"),
-    (["--algo", "coma", "--entropy", "1e308"], "--entropy must be at most 100.0, got 1e+308"),
+    (["--algo", "coma", "--actor-lr", "1e308"], "--actor-lr must be a positive number at most 1, got 1e+308"),
+    (["--algo", "maddpg", "--critic-lr", "2"], "--critic-lr must be a positive number at most 1, got 2.0"),
+    (["--algo", "coma", "--entropy", "1e308"], "--entropy must be a non-negative number at most 100, got 1e+308"),
     (["--algo", "coma", "--device", "meta"], "--device meta: not a device this machine has; choose one of cpu"),
     (["--algo", "coma", "--device", "xpu"], "--device xpu: not a device this machine has"),
     (["--algo", "coma", "--device", "gpu"], "--device gpu: not a device this machine has"),
@@ -45,7 +44,7 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--episodes", "5"], "the following arguments are required: --algo (or --resume OUT, or --replay POLICY)"),
     (["--algo", "maddpg", "--lam", "0"], "--lam applies to coma, central_qv, central_v and iac only, not maddpg"),
     (["--algo", "coma", "--actor-lr", "nan"], "--actor-lr must be a positive number, got nan"),
-    (["--algo", "iddpg", "--critic-lr", "inf"], "--critic-lr must be a learning rate in (0, 1], got inf"),
+    (["--algo", "iddpg", "--critic-lr", "inf"], "--critic-lr must be a positive number, got inf"),
     (["--algo", "coma", "--entropy", "nan"], "--entropy must be a non-negative number, got nan"),
     (["--algo", "central_v", "--per-agent-reward"], "--per-agent-reward does not apply to central_v"),
     (["--algo", "iac", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and --episodes"),
@@ -72,9 +71,9 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "iac", "--noise-start", "0.3"], "--noise-start applies to the continuous learners only, not iac"),
     (["--algo", "maddpg_continuous", "--subpolicies", "2"], "--subpolicies applies to maddpg_ensemble only, not "
                                                             "maddpg_continuous"),
-    (["--algo", "maddpg_ensemble", "--subpolicies", "1000"], "--subpolicies must be at most 64, got 1,000"),
+    (["--algo", "maddpg_ensemble", "--subpolicies", "1000"], "--subpolicies must be a positive int at most 64, got 1000"),
     (["--algo", "maddpg_ensemble", "--subpolicies", "0"], "--subpolicies must be a positive int, got 0"),
-    (["--algo", "maddpg_continuous", "--noise-end", "50"], "--noise-end must be at most 10.0, got 50.0"),
+    (["--algo", "maddpg_continuous", "--noise-end", "50"], "--noise-end must be a non-negative number at most 10, got 50.0"),
     (["--algo", "iddpg_continuous", "--noise-start", "nan"], "--noise-start must be a non-negative number, got nan"),
     (["--algo", "maddpg_continuous", "--warmup", "-1"], "--warmup must be a non-negative int, got -1"),
     (["--algo", "maddpg_inferred", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and "
@@ -176,112 +175,6 @@ def test_an_untrained_off_policy_run_is_flagged(tmp_path, capsys):
     assert "warning: seed 0 made no update" in out and "SUMMARY algo=maddpg" in out
 
 
-@pytest.mark.parametrize("algo", list(ALGORITHMS))
-def test_every_learner_round_trips_through_a_checkpoint(algo, tmp_path):
-    from marl_edu.checkpoints import config_class
-
-    config = config_class(algo)(hidden=8, n_envs=2, **({"warmup_steps": 16, "batch_size": 8}
-                                                       if algo in ("maddpg", "iddpg") else {}))
-    run = train(algo, "Switch2-v2", 2, config, seed=1, progress=False)
-    path = save_policy(run.agent, "Switch2-v2", tmp_path / "policy.pt")
-    loaded = load_policy(path, env_id="Switch2-v2")
-    assert type(loaded) is ALGORITHMS[algo] and loaded.config == run.agent.config
-    replayed, original = greedy_return(loaded, "Switch2-v2"), greedy_return(run.agent, "Switch2-v2")
-    assert replayed.actions.tolist() == original.actions.tolist()
-    other = "coma" if algo != "coma" else "iac"
-    with pytest.raises(ValueError, match=f"is a {algo} checkpoint, expected {other}"):
-        load_policy(path, algo=other)
-
-
-# -- the per-seed runner and the method names ------------------------------------------------------------------------
-
-@pytest.mark.parametrize("method, algo, config", [
-    ("coma-gru", "coma", COMAConfig(recurrent=True)), ("coma-ff", "coma", COMAConfig(recurrent=False)),
-    ("central_v-gru", "central_v", COMAConfig(recurrent=True)),
-    ("central_v-ff", "central_v", COMAConfig(recurrent=False)),
-    ("iac-gru", "iac", COMAConfig(recurrent=True)), ("iac-ff", "iac", COMAConfig(recurrent=False)),
-    ("maddpg-mlp", "maddpg", MADDPGConfig()), ("iddpg-mlp", "iddpg", MADDPGConfig()),
-    ("central_qv-gru", "central_qv", COMAConfig(recurrent=True)),
-])
-def test_method_config_names_a_learner_and_its_config(method, algo, config):
-    assert method in METHODS
-    got_algo, got_config = method_config(method)
-    assert got_algo == algo and type(got_config) is type(config) and got_config == config
-
-
-def test_methods_are_the_eight_of_notebook_08_and_central_qv():
-    assert METHODS == ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp",
-                       "iddpg-mlp", "central_qv-gru"]
-
-
-@pytest.mark.parametrize("method", ["qmix-gru", "coma", "coma-mlp", "maddpg-gru", "COMA-GRU", ""])
-def test_a_bad_method_name_is_named(method):
-    with pytest.raises(ValueError, match=f"unknown method {method!r}; choose one of coma-gru, coma-ff"):
-        method_config(method)
-
-
-DISCRETE_KEYS = ["seed", "greedy", "sampled", "episodes", "env_steps", "wall_s", "steps_per_s", "updates",
-                 "episodes_to_solve", "seconds_to_solve", "evaluations"]
-
-
-@pytest.mark.parametrize("algo, config", [
-    ("maddpg", MADDPGConfig(hidden=8, n_envs=2, warmup_steps=16, batch_size=8)),
-    ("coma", COMAConfig(hidden=8, n_envs=2)),
-])
-def test_run_seed_measures_what_train_returns(algo, config):
-    run, figures = run_seed(algo, "Switch2-v2", 4, config, seed=3, eval_every=2, optimum=-9.7)
-    direct = train(algo, "Switch2-v2", 4, config, seed=3, eval_every=2, progress=False)  # the same seed, directly
-    assert run.episode_returns == direct.episode_returns and run.evaluations == direct.evaluations
-    assert (run.env_steps, run.updates) == (direct.env_steps, direct.updates) and run.updates > 0
-    assert list(figures) == DISCRETE_KEYS
-    assert figures["seed"] == 3 and figures["greedy"] == greedy_return(direct.agent, "Switch2-v2").team_return
-    assert figures["sampled"] == float(sampled_returns(direct.agent, "Switch2-v2", n_episodes=100, seed=3).mean())
-    assert (figures["episodes"], figures["env_steps"], figures["updates"]) == (
-        len(direct.episode_returns), direct.env_steps, direct.updates)
-    assert figures["wall_s"] == run.seconds and figures["steps_per_s"] == run.env_steps / run.seconds
-    assert figures["evaluations"] == direct.evaluations
-    # an optimum of -9.7 makes -10.0 "solved": the untrained policy's first greedy evaluation already reaches it
-    assert figures["episodes_to_solve"] == run.evaluations[0][0] and figures["seconds_to_solve"] == run.eval_seconds[0]
-    unknown = run_seed(algo, "Switch2-v2", 4, config, seed=3, eval_every=2)[1]  # no optimum: never solved
-    assert unknown["episodes_to_solve"] is None and unknown["seconds_to_solve"] is None
-    assert unknown["evaluations"] == figures["evaluations"] and unknown["greedy"] == figures["greedy"]
-
-
-def test_run_seed_stops_a_discrete_run_at_stop_at():
-    config = COMAConfig(hidden=8, n_envs=2)
-    run, figures = run_seed("coma", "Switch2-v2", 40, config, seed=0, eval_every=2, stop_at=-10.0)
-    assert figures["episodes"] == 2 and run.evaluations == [(2, run.evaluations[0][1])]
-
-
-def test_run_seed_trains_a_continuous_learner_with_train_continuous():
-    config = ContinuousMADDPGConfig(hidden=8, n_envs=2, warmup_steps=16, batch_size=8)
-    run, figures = run_seed("maddpg_continuous", "simple_spread_v3", 4, config, seed=1, eval_every=2)
-    direct = train_continuous("simple_spread_v3", 4, config, seed=1, eval_every=2, progress=False)
-    assert run.episode_returns == direct.episode_returns and run.evaluations == direct.evaluations
-    assert list(figures) == ["seed", "episodes", "env_steps", "wall_s", "steps_per_s", "updates", "evaluations"]
-    assert (figures["seed"], figures["episodes"], figures["env_steps"], figures["updates"]) == (
-        1, 4, direct.env_steps, direct.updates) and direct.updates > 0
-    assert figures["evaluations"] == direct.evaluations and len(direct.evaluations) == 2
-    with pytest.raises(ValueError, match="stop_at applies to the discrete learners only, not maddpg_continuous"):
-        run_seed("maddpg_continuous", "simple_spread_v3", 4, config, stop_at=-50.0)
-
-
-def test_rounded_gives_the_figures_as_the_files_record_them():
-    figures = {"seed": 2, "greedy": 8.19999997317791, "sampled": 8.152999972477556, "episodes": 3001,
-               "env_steps": 79392, "wall_s": 86.55585186799999, "steps_per_s": 917.2343439132798, "updates": 4896,
-               "episodes_to_solve": None, "seconds_to_solve": None, "evaluations": [(64, -10.0), (100, 7.8999999)]}
-    row = rounded(figures)
-    assert row == {"seed": 2, "greedy": 8.2, "sampled": 8.153, "episodes": 3001, "env_steps": 79392, "wall_s": 86.6,
-                   "steps_per_s": 917, "updates": 4896, "episodes_to_solve": None, "seconds_to_solve": None,
-                   "evaluations": [(64, -10.0), (100, 7.9)]}
-    assert list(row) == list(figures) and type(row["steps_per_s"]) is int
-    assert rounded({**figures, "seconds_to_solve": 52.84})["seconds_to_solve"] == 52.8
-    continuous = rounded({"seed": 0, "episodes": 40, "env_steps": 1000, "wall_s": 2.04, "steps_per_s": 490.2,
-                          "updates": 3, "evaluations": [(20, -71.234)]})
-    assert continuous == {"seed": 0, "episodes": 40, "env_steps": 1000, "wall_s": 2.0, "steps_per_s": 490,
-                          "updates": 3, "evaluations": [(20, -71.23)]}
-
-
 # -- Ctrl-C and --resume ----------------------------------------------------------------------------------------------
 
 def ctrl_c_at(monkeypatch, episodes: int, run: int = 2):
@@ -293,13 +186,13 @@ def ctrl_c_at(monkeypatch, episodes: int, run: int = 2):
 
     original, runs, sent = RunCheckpoint.save, [], []
 
-    def save(self, result, parts, loop):
+    def save(self, result, parts):
         if not runs or runs[-1] is not result:
             runs.append(result)
         if len(runs) == run and len(result.episode_returns) >= episodes and not sent:
             sent.append(True)
             signal.raise_signal(signal.SIGINT)
-        original(self, result, parts, loop)
+        original(self, result, parts)
 
     monkeypatch.setattr(RunCheckpoint, "save", save)
 
@@ -405,9 +298,9 @@ def signal_inside(monkeypatch, target, name: str, signum=None, call: int = 1):
 
 
 def test_ctrl_c_while_a_seed_is_written_keeps_its_files_whole_and_stops_before_the_next(tmp_path, capsys, monkeypatch):
-    from marl_edu import cli
+    from marl_edu import run_folder
 
-    signal_inside(monkeypatch, cli, "write_curve")  # inside the first seed's outputs, after its policy and GIF
+    signal_inside(monkeypatch, run_folder, "write_curve")  # inside the first seed's outputs, after its policy and GIF
     assert main(["--algo", "coma", "--seeds", "0", "1", "--out", str(tmp_path), *TINY]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("interrupted: seeds [0] finished; continue with")
@@ -430,10 +323,8 @@ def test_ctrl_c_while_a_seed_is_measured_finishes_it_then_stops(tmp_path, capsys
 
 
 def test_a_second_ctrl_c_while_the_interruption_is_written_changes_nothing(tmp_path, capsys, monkeypatch):
-    from marl_edu import cli
-
     ctrl_c_at(monkeypatch, 20, run=1)
-    signal_inside(monkeypatch, cli._Run, "write", call=2)  # the first writes the new run; the second, Ctrl-C's
+    signal_inside(monkeypatch, RunLog, "write", call=2)  # the first writes the new run; the second, Ctrl-C's
     assert main(["--algo", "coma", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8",
                  "--no-progress", "--out", str(tmp_path)]) == 130
     assert capsys.readouterr().err.startswith("interrupted: no seed finished; seed 0 saved after ")
@@ -660,3 +551,32 @@ def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts
     assert main(["--resume", str(tmp_path / "cut"), "--no-progress"]) == 0
     assert comparable(tmp_path / "cut") == comparable(tmp_path / "whole")  # seed 1 trained again from its start
     assert not list((tmp_path / "cut").rglob("*.tmp")) and not list((tmp_path / "cut").rglob(".probe*"))
+
+
+def test_a_learner_added_as_one_table_row_trains_saves_and_replays(tmp_path, capsys, monkeypatch):
+    """Adding a learner is its class and one row of learners.LEARNERS: the command line's --algo, its options and
+    their defaults, the policy file and --replay follow from the row."""
+    import dataclasses
+
+    from marl_edu.coma import COMA
+    from marl_edu.learners import LEARNERS
+
+    class TwinCOMA(COMA):  # a "new" learner: COMA under another name
+        pass
+
+    monkeypatch.setitem(LEARNERS, "twin_coma", dataclasses.replace(LEARNERS["coma"], learner=TwinCOMA,
+                                                                   about="COMA's twin"))
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "twin_coma: COMA's twin" in help_text
+    assert "--lam LAM coma, central_qv, central_v, iac and twin_coma: TD(lambda)" in help_text
+    out = tmp_path / "out"
+    assert main(["--algo", "twin_coma", "--episodes", "4", "--n-envs", "2", "--hidden", "8", "--lam", "0.5",
+                 "--eval-every", "2", "--out", str(out), "--no-progress"]) == 0
+    assert "SUMMARY algo=twin_coma" in capsys.readouterr().out
+    recorded = json.loads((out / "runs.json").read_text())
+    assert recorded["config"]["lam"] == 0.5 and recorded["status"] == "complete"
+    assert type(load_policy(out / "seed0" / "policy.pt")) is TwinCOMA
+    assert main(["--replay", str(out / "seed0" / "policy.pt"), "--episodes", "2", "--no-progress"]) == 0
+    assert f"greedy={recorded['seeds'][0]['greedy']}" in capsys.readouterr().out

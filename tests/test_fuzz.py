@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from marl_edu.buffers import ReplayBuffer
-from marl_edu.checkpoints import ALGORITHMS, ON_POLICY, config_class
+from marl_edu.learners import ALGORITHMS, ON_POLICY, config_class
 from marl_edu.cli import main
 from marl_edu.coma import build_critic_input, coma_advantage, counterfactual_baseline
 from marl_edu.maddpg import flatten_for_critic, gumbel_softmax, own_critic_input

@@ -23,10 +23,10 @@ class StopAt(RunCheckpoint):
         super().__init__(path, every_seconds=math.inf)
         self.at = episodes
 
-    def save(self, result, parts, loop):
+    def save(self, result, parts):
         if len(result.episode_returns) >= self.at:
             self.request_stop()
-        super().save(result, parts, loop)
+        super().save(result, parts)
 
 
 def tensors(agent) -> dict:
@@ -145,3 +145,39 @@ def test_object_state_round_trips_arrays_generators_and_refuses_unknown_types():
 def test_every_seconds_must_be_positive():
     with pytest.raises(ValueError, match="every_seconds must be positive"):
         RunCheckpoint("x.pt", every_seconds=0)
+
+
+@pytest.mark.parametrize("kind", ["OffPolicyLoop", "OnPolicyLoop"])
+def test_a_loops_state_object_is_saved_whole_and_restored_in_place(kind):
+    """A value added to a loop's state object is saved with it (never left out of the checkpoint): every field goes
+    in, and comes back with its kind (a deque keeps its bound)."""
+    import dataclasses
+    from collections import deque
+
+    import numpy as np
+
+    from marl_edu import train
+    from marl_edu.resume import object_state, restore_object
+
+    cls = getattr(train, kind)
+    if kind == "OffPolicyLoop":
+        state = cls(rng=np.random.default_rng(5), obs=np.arange(12, dtype=np.float32).reshape(2, 3, 2),
+                    pending=[deque([(np.ones(2), np.zeros(2, dtype=np.int64), 0.5)], maxlen=3), deque(maxlen=3)],
+                    next_eval=40)
+    else:
+        state = cls(next_eval=40)
+    saved = object_state(state)
+    assert set(saved) == {field.name for field in dataclasses.fields(cls)}
+    if kind == "OffPolicyLoop":
+        expected_draw = np.random.default_rng(5).random()
+        fresh = cls(rng=np.random.default_rng(0), obs=np.zeros((2, 3, 2), dtype=np.float32),
+                    pending=[deque(maxlen=3), deque(maxlen=3)], next_eval=0)
+        restore_object(fresh, saved, "loop")
+        assert fresh.rng.random() == expected_draw and fresh.obs.dtype == np.float32
+        assert np.array_equal(fresh.obs, state.obs) and fresh.next_eval == 40
+        assert [d.maxlen for d in fresh.pending] == [3, 3] and len(fresh.pending[0]) == 1
+        assert np.array_equal(fresh.pending[0][0][0], np.ones(2)) and fresh.pending[0][0][2] == 0.5
+    else:
+        fresh = cls(next_eval=0)
+        restore_object(fresh, saved, "loop")
+        assert fresh.next_eval == 40

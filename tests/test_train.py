@@ -64,12 +64,12 @@ def test_a_greedy_evaluation_is_one_episode_on_switch_and_a_mean_where_episodes_
     import numpy as np
 
     from marl_edu.coma import COMA
-    from marl_edu.envs import is_deterministic, make_env
+    from marl_edu.envs import is_switch, make_env
     from marl_edu.rollout import run_episode
     from marl_edu.train import GREEDY_EPISODES, greedy_return, greedy_team_return
 
-    assert is_deterministic("Switch3-v0") and is_deterministic("ma_gym:Switch2-v2")
-    assert not is_deterministic("PredatorPrey7x7-v0") and not is_deterministic("simple_spread_v3")
+    assert is_switch("Switch3-v0") and is_switch("ma_gym:Switch2-v2")
+    assert not is_switch("PredatorPrey7x7-v0") and not is_switch("simple_spread_v3")
     switch = COMA(2, 2, 5, seed=0)
     assert greedy_team_return(switch, "Switch2-v0") == greedy_return(switch, "Switch2-v0").team_return
     # PredatorPrey's prey move at random: the mean of GREEDY_EPISODES successive episodes of one env seeded 0

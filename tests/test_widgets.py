@@ -218,14 +218,14 @@ def test_plot_runs_and_the_panel_name_the_evaluations_they_are_given():
 def test_panels_start_at_the_defaults_exactly_and_default_to_the_command_lines_budget():
     # a FloatLogSlider's browser side snaps 2e-3 to the nearest quarter decade, 10**-2.75 = 1.78e-3: the panels use
     # sliders over 1, 2, 3 and 5 per decade that hold each default exactly
-    from marl_edu.cli import DEFAULT_EPISODES
+    from marl_edu.learners import LEARNERS
     from marl_edu.coma import COMAConfig
     from marl_edu.continuous import ContinuousMADDPGConfig
     from marl_edu.maddpg import MADDPGConfig
     from marl_edu.widgets import coma_panel, continuous_maddpg_panel, maddpg_panel
 
-    for panel, defaults, budget in [(maddpg_panel(), MADDPGConfig(), DEFAULT_EPISODES["maddpg"]),
-                                    (coma_panel(), COMAConfig(), DEFAULT_EPISODES["coma"]),
+    for panel, defaults, budget in [(maddpg_panel(), MADDPGConfig(), LEARNERS["maddpg"].episodes),
+                                    (coma_panel(), COMAConfig(), LEARNERS["coma"].episodes),
                                     (continuous_maddpg_panel(), ContinuousMADDPGConfig(), None)]:
         controls = {child.description: child for child in panel.children[0].children}
         assert controls["actor lr"].value == defaults.actor_lr and controls["critic lr"].value == defaults.critic_lr

@@ -1,0 +1,117 @@
+"""The one table of the course's learners, read by everything above it: the training loops, policy files, the
+runs module, the command line, the benchmarks and the widgets.
+
+Each row says, for a learner's name (the name its policy files and runs are known by):
+
+- ``learner``: the class, built as ``learner(N, O, A, config, seed=..., device=...)``;
+- ``config``: its config dataclass; the command line's options for it are that dataclass's fields;
+- ``loop``: how it trains: ``"on_policy"`` (``train.train_coma``: K whole episodes with the current policy, used once),
+  ``"off_policy"`` (``train.train_maddpg``: a replay buffer on the discrete ma-gym envs) or ``"continuous"``
+  (``train.train_continuous``: a replay buffer on the particle envs, forces in [-1, 1]);
+- ``episodes`` and ``eval_every``: its default budget (the committed results') and how often it is evaluated (a
+  discrete learner: one greedy episode on Switch; a continuous one: 10 noise-free episodes);
+- ``about``: one line for the command line's help.
+
+Adding a learner is one row here, its module (class and config) and its tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from marl_edu.baselines import IACV, IDDPG, CentralQV, CentralV
+from marl_edu.coma import COMA, COMAConfig
+from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
+from marl_edu.inference import InferenceConfig, InferringMADDPG
+from marl_edu.maddpg import MADDPG, MADDPGConfig
+
+LOOPS = ("on_policy", "off_policy", "continuous")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of ``LEARNERS``."""
+
+    learner: type
+    config: type
+    loop: str
+    episodes: int
+    eval_every: int
+    about: str
+
+
+LEARNERS: dict[str, Entry] = {
+    "maddpg": Entry(MADDPG, MADDPGConfig, "off_policy", 1500, 50,
+                    "MADDPG: one centralised critic per agent on every observation and action, from a replay buffer"),
+    "iddpg": Entry(IDDPG, MADDPGConfig, "off_policy", 1500, 50,
+                   "independent DDPG: MADDPG whose critics see their own agent only"),
+    "coma": Entry(COMA, COMAConfig, "on_policy", 6000, 200,
+                  "COMA: a centralised Q critic and the counterfactual baseline, from whole episodes"),
+    "central_qv": Entry(CentralQV, COMAConfig, "on_policy", 6000, 200,
+                        "central-QV: COMA's Q critic less a learned V(s), no counterfactual baseline"),
+    "central_v": Entry(CentralV, COMAConfig, "on_policy", 6000, 200,
+                       "central-V: a centralised V(s) critic"),
+    "iac": Entry(IACV, COMAConfig, "on_policy", 6000, 200,
+                 "IAC-V: each agent's V on its own observation"),
+    "maddpg_continuous": Entry(ContinuousMADDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,
+                               "MADDPG with continuous forces on the particle envs"),
+    "iddpg_continuous": Entry(ContinuousIDDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,
+                              "independent DDPG with continuous forces"),
+    "maddpg_inferred": Entry(InferringMADDPG, InferenceConfig, "continuous", 4000, 200,
+                             "MADDPG inferring the other agents' policies from their actions"),
+    "maddpg_ensemble": Entry(EnsembleMADDPG, EnsembleConfig, "continuous", 4000, 200,
+                             "MADDPG with an ensemble of sub-policies per agent"),
+}
+
+# views of the table, by the loop that trains them
+ON_POLICY = tuple(name for name, entry in LEARNERS.items() if entry.loop == "on_policy")
+ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if entry.loop != "continuous"}  # discrete
+CONTINUOUS_ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if entry.loop == "continuous"}
+
+
+def entry(algo: str) -> Entry:
+    """The row of learner ``algo``; ValueError naming the known learners for any other name."""
+    if not isinstance(algo, str) or algo not in LEARNERS:
+        raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(LEARNERS)}")
+    return LEARNERS[algo]
+
+
+def config_class(algo: str) -> type:
+    """Learner ``algo``'s config dataclass (``COMAConfig`` for the on-policy learners, ...)."""
+    return entry(algo).config
+
+
+def algo_name_of_class(learner: type) -> str:
+    """The name a learner class is known by in ``LEARNERS``."""
+    for name, row in LEARNERS.items():
+        if learner is row.learner:
+            return name
+    raise ValueError(f"not one of the learners {sorted(LEARNERS)}: {getattr(learner, '__name__', learner)}")
+
+
+def algo_name(agent) -> str:
+    """The name a learner is known by in ``LEARNERS`` (and in its policy files and runs)."""
+    return algo_name_of_class(type(agent))
+
+
+def check_fits(agent, env) -> None:
+    """Raise ValueError unless ``agent``'s policy can play ``env``: the same N agents, O observation dims and A
+    actions (discrete) or action dims (forces), naming the sizes that differ.
+
+    Args:
+        agent: a learner (``n_agents``, ``obs_dim``, ``n_actions``), e.g. one ``load_policy`` returned.
+        env: an environment of ``envs.make_env`` or ``make_vec_env`` (``env_id``, ``n_agents``, ``obs_dim``, and
+            ``n_actions`` or, for forces, ``action_dim``).
+    """
+    continuous = hasattr(env, "action_dim")
+    mine = {"N": agent.n_agents, "O": agent.obs_dim, "A": agent.n_actions}
+    theirs = {"N": env.n_agents, "O": env.obs_dim, "A": env.action_dim if continuous else env.n_actions}
+    differ = [size for size in mine if mine[size] != theirs[size]]
+    if differ:
+        env_id = getattr(env, "env_id", type(env).__name__)
+        verb = "differs" if len(differ) == 1 else "differ"
+        raise ValueError(f"the policy does not fit {env_id} ({' and '.join(differ)} {verb}): it was built for "
+                         f"N={mine['N']} agents, O={mine['O']} obs dims, A={mine['A']} "
+                         f"{'action dims' if continuous else 'actions'}, and {env_id} has N={theirs['N']}, "
+                         f"O={theirs['O']}, A={theirs['A']}")
