@@ -22,7 +22,6 @@ learner's output matches a known slip (computed here by running that slip on the
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 import pathlib
@@ -33,13 +32,14 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from marl_edu.checks import _call, _named_mistake, _output, _values_differ
+from marl_edu.checks import call, named_mistake, output, values_differ
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.envs import make_env, make_vec_env
 from marl_edu.nets import gradient_step
 from marl_edu.rollout import collect_episodes, random_policy, team_returns
 from marl_edu.schedules import linear
 from marl_edu.targets import hard_update
+from marl_edu.threads import on_one_thread
 from marl_edu.train import TrainResult, _finish, _greedy_evaluation
 from marl_edu.validate import positive_int
 
@@ -47,21 +47,6 @@ PARTS = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "com
 RESULTS = pathlib.Path(__file__).resolve().parent.parent / "results" / "coma"
 TOLERANCE = 1e-5         # values of the four tensor parts
 UPDATE_TOLERANCE = 1e-4  # every parameter after a few updates (float32 sums in another order drift a little)
-
-
-def _one_thread(fn: Callable) -> Callable:
-    """Run ``fn`` with torch on one thread, then restore the count: these networks are tiny, and on a machine whose
-    other core is busy two threads spend most of a GRU's backward pass waiting for each other (seconds instead of
-    milliseconds). The values are the same."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(threads)
-    return wrapper
 
 
 def _reference_update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Callable,
@@ -162,7 +147,7 @@ def _no_gradient(out: torch.Tensor, case: str, what: str) -> bool:
 # Part 1: the critic's rows
 # ----------------------------------------------------------------------------------------------------------------
 
-@_one_thread
+@on_one_thread
 def check_coma_critic_rows(fn: Callable) -> None:
     """Check ``fn(agent, obs (B, T+1, N, O), actions int (B, T+1, N)) -> (B*(T+1), N, D)``, row (b, t, i) being
     ``[s_t, o_{i,t}, every one-hot action with agent i's block zeroed, one_hot(i)]`` with s_t the concatenated
@@ -190,7 +175,7 @@ def check_coma_critic_rows(fn: Callable) -> None:
                 return "keep the agent axis: (B*(T+1), N, D), row i of each step is agent i's."
             return f"rows (B*(T+1), N, S+O+N*A+N) = {(B * T1, N, D)}: [s, o_i, a_-i one-hot (N*A), one-hot i]."
 
-        out = _output(fn, case, expected, (agent, obs.clone(), actions.clone()), shape_hint)
+        out = output(fn, case, expected, (agent, obs.clone(), actions.clone()), shape_hint)
         if out is None:
             return
         if torch.allclose(out, expected, atol=1e-6):
@@ -203,7 +188,7 @@ def check_coma_critic_rows(fn: Callable) -> None:
         time_major = agent.critic_rows(obs.transpose(0, 1).contiguous(), actions.transpose(0, 1).contiguous())
         own_only = expected.clone()
         own_only[..., S + O:S + O + N * A] = unmasked[..., S + O:S + O + N * A] - expected[..., S + O:S + O + N * A]
-        hint = _named_mistake(out, [
+        hint = named_mistake(out, [
             (unmasked, "agent i's own action is still in its row: the critic would see the answer. Row i outputs "
                        "Q(s, (a_-i, k)) for every k, so zero agent i's one-hot block in row i."),
             (own_only, "the mask is inverted: row i keeps only agent i's own action; it must keep every OTHER "
@@ -212,7 +197,7 @@ def check_coma_critic_rows(fn: Callable) -> None:
                          "(B*(T+1), ...), no transpose."),
         ], "row i = cat([obs of every agent flattened (N*O), obs[i] (O), one-hot actions with block i zeroed "
            "(N*A), eye(N)[i] (N)]).", atol=1e-6)
-        _values_differ(case, expected, out, hint, shown=8)
+        values_differ(case, expected, out, hint, shown=8)
         return
     print(f"PASSED: the critic's rows [s, o_i, a_-i, id] on all {len(cases)} cases (within 1e-6; B = 1 to 3, N = 2 "
           f"and 3, and O = A, where blocks in the wrong order would still have the right widths).")
@@ -284,24 +269,24 @@ _TARGET_SLIPS = [
 ]
 
 
-@_one_thread
+@on_one_thread
 def check_coma_critic_targets(fn: Callable) -> None:
     """Check ``fn(agent, rows (B*(T+1), N, D), batch) -> y (B, T, N)``, TD(lambda) targets of the team reward from
     the target critic's Q' of the taken joint action, against ``COMA.critic_targets``: padding after terminal ends,
     a time-limit end, B = 1, N = 3, lam 0 to 0.8."""
     for case, agent, batch, rows in _batch_cases():
         expected = agent.critic_targets(rows, batch)  # (B, T, N)
-        out = _output(fn, case, expected, (agent, rows.clone(), _copy(batch)),
+        out = output(fn, case, expected, (agent, rows.clone(), _copy(batch)),
                       "one target per step and agent row: (B, T, N), T = batch['rewards'].shape[1] (the end-state "
                       "column T has no target).")
         if out is None or _no_gradient(out, case, "target"):
             return
         if torch.allclose(out, expected, atol=TOLERANCE):
             continue
-        hint = _named_mistake(out, [(_targets(agent, rows, batch, slip), text) for slip, text in _TARGET_SLIPS],
+        hint = named_mistake(out, [(_targets(agent, rows, batch, slip), text) for slip, text in _TARGET_SLIPS],
                               "go backwards from t = T-1: y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'_{t+1} + lam "
                               "y_{t+1}), with y_T := Q'_T, Q' of the taken joint action from the target critic.")
-        _values_differ(case, expected, out, hint, shown=6)
+        values_differ(case, expected, out, hint, shown=6)
         return
     print(f"PASSED: TD(lambda) targets of the team reward from the target critic on all {len(_BATCH_CASES)} cases "
           f"(within {TOLERANCE:g}; padding, a time-limit end, B = 1, N = 3, lam 0 to 0.8).")
@@ -329,7 +314,7 @@ def _advantage(agent: COMA, rows: torch.Tensor, batch: dict, pi: torch.Tensor, s
         return taken - (pi * q).sum(-1)
 
 
-@_one_thread
+@on_one_thread
 def check_coma_batch_advantage(fn: Callable) -> None:
     """Check ``fn(agent, rows, batch, pi (B, T, N, A)) -> Adv (B, T, N)``, ``Q(s_t, a_t) - sum_k pi(k) Q(s_t,
     (a_-i, k))`` from the critic (not its target), carrying no gradient, against ``COMA.advantage``."""
@@ -338,7 +323,7 @@ def check_coma_batch_advantage(fn: Callable) -> None:
         B, T1, N = batch["actions"].shape
         pi = torch.softmax(torch.randn(B, T1 - 1, N, agent.n_actions, generator=generator), -1).requires_grad_()
         expected = agent.advantage(rows, batch, pi.detach())
-        out = _output(fn, case, expected, (agent, rows.clone(), _copy(batch), pi), lambda got: (
+        out = output(fn, case, expected, (agent, rows.clone(), _copy(batch), pi), lambda got: (
             "pick Q of the action each agent took: q.gather(-1, actions.unsqueeze(-1)).squeeze(-1), (B, T, N)."
             if got == (B, T1 - 1, N, agent.n_actions) else
             "drop the end-state column: Q of steps 0..T-1 only, (B, T, N)." if got == (B, T1, N) else
@@ -347,7 +332,7 @@ def check_coma_batch_advantage(fn: Callable) -> None:
             return
         if torch.allclose(out, expected, atol=TOLERANCE):
             continue
-        hint = _named_mistake(out, [
+        hint = named_mistake(out, [
             (_advantage(agent, rows, batch, pi, "uniform"), "the baseline averaged Q uniformly over the actions; "
                                                             "weigh each action by the policy: sum_k pi(k) Q_k."),
             (_advantage(agent, rows, batch, pi, "target critic"), "the advantage uses the target critic: use the "
@@ -357,7 +342,7 @@ def check_coma_batch_advantage(fn: Callable) -> None:
             (_advantage(agent, rows, batch, pi, "next step"), "Q of step t is column t of (B, T+1, N, A): drop the "
                                                               "LAST column (the end state), not the first."),
         ], "Adv = q[..., taken] - (pi * q).sum(-1), with q = critic(rows) reshaped (B, T+1, N, A) and cut to T.")
-        _values_differ(case, expected, out, hint, shown=6)
+        values_differ(case, expected, out, hint, shown=6)
         return
     print(f"PASSED: the counterfactual advantage on all {len(_BATCH_CASES)} cases (within {TOLERANCE:g}, from the "
           f"critic, no gradient; padding, B = 1, N = 3).")
@@ -396,7 +381,7 @@ def _replay(agent: COMA, obs: torch.Tensor, actions: torch.Tensor, epsilon: floa
     return torch.stack(probs, dim=1)
 
 
-@_one_thread
+@on_one_thread
 def check_coma_replay_policy(fn: Callable) -> None:
     """Check ``fn(agent, obs (B, T, N, O), actions int (B, T, N), epsilon) -> probs (B, T, N, A)``, the behaviour
     policy ``(1 - eps) softmax(logits) + eps / A`` replayed step by step with the GRU (input ``[o_{i,t},
@@ -413,7 +398,7 @@ def check_coma_replay_policy(fn: Callable) -> None:
         weights = torch.rand(B, T, N, A, generator=generator)  # a fixed loss sum(weights * probs): its gradient
         expected = agent.replay_policy(obs, actions, eps)
         expected_grads = torch.autograd.grad((weights * expected).sum(), list(agent.actor.parameters()))
-        out = _output(fn, case, expected.detach(), (agent, obs.clone(), actions.clone(), eps),
+        out = output(fn, case, expected.detach(), (agent, obs.clone(), actions.clone(), eps),
                       "probabilities of every action, per episode, step and agent: (B, T, N, A); stack the steps "
                       "on dim=1.")
         if out is None:
@@ -432,9 +417,9 @@ def check_coma_replay_policy(fn: Callable) -> None:
                                    " and the loss replays that behaviour policy."),
                     ("logits", "these are logits: softmax them over the action axis."),
                 ]]
-            hint = _named_mistake(out.detach(), mistakes, "x_t = cat([obs[:, t], one_hot(last action), eye(N)], -1)"
+            hint = named_mistake(out.detach(), mistakes, "x_t = cat([obs[:, t], one_hot(last action), eye(N)], -1)"
                                                           " reshaped (B*N, O+A+N); logits, h = agent.actor(x_t, h).")
-            _values_differ(case, expected.detach(), out, hint, shown=6)
+            values_differ(case, expected.detach(), out, hint, shown=6)
             return
         grads = (torch.autograd.grad((weights * out).sum(), list(agent.actor.parameters()), allow_unused=True)
                  if out.requires_grad else [None])
@@ -554,13 +539,13 @@ def _run_updates(update: Callable, case_index: int, parts: tuple) -> tuple[COMA,
         shorter = [max(1, length - k % 2) for length in lengths]  # every other batch one step shorter: the
         batch = _episode_batch(generator, shorter, ends, N, O, A,  # masked means' divisors change their ratio
                                epsilon=0.1 * (k % 2))             # to the padded sizes from batch to batch
-        _, error = _call(update, agent, batch, *parts)
+        _, error = call(update, agent, batch, *parts)
         if error:
             return agent, error
     return agent, None
 
 
-@_one_thread
+@on_one_thread
 def check_coma_update(fn: Callable) -> None:
     """Check ``fn(agent, batch, critic_rows, critic_targets, advantage, replay_policy)``, one COMA update in place
     (critic steps, then the actor's step with the entropy bonus over agent_mask, gradients clipped, the periodic
@@ -649,7 +634,7 @@ def assemble(**mine: Callable) -> dict[str, Callable]:
     return parts
 
 
-@_one_thread
+@on_one_thread
 def train_yours(parts: dict[str, Callable], env_id: str = "Switch2-v0", episodes: int = 6000, seed: int = 0,
                 eval_every: int = 100, stop_at: float | None = 8.0, progress: bool = True) -> TrainResult:
     """COMA on ``env_id`` with ``parts`` (``assemble``'s): K = 16 episodes per batch from ``collect_episodes`` with
@@ -716,7 +701,7 @@ def plot_against_reference(result: TrainResult, optimal: float | None = None, ra
     matplotlib axes."""
     import matplotlib.pyplot as plt
 
-    from marl_edu.viz import _greedy_axes
+    from marl_edu.viz import greedy_axes
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 3.4))
@@ -727,4 +712,4 @@ def plot_against_reference(result: TrainResult, optimal: float | None = None, ra
         ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label=label)
     if random is not None:
         ax.axhline(random, color="0.5", linestyle=":", label=f"random policy ({random:.2f})")
-    return _greedy_axes(ax, optimal, f"{env_id}: greedy team return", optimum_style=("C2", "--"))
+    return greedy_axes(ax, optimal, f"{env_id}: greedy team return", optimum_style=("C2", "--"))

@@ -23,17 +23,17 @@ import functools
 import io
 import json
 import pathlib
-from collections import deque
 from typing import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from marl_edu.checks import NOT_DONE_NONE, NOT_DONE_RAISES, _call
+from marl_edu.checks import NOT_DONE_NONE, call
 from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
 from marl_edu.nets import gradient_step
 from marl_edu.targets import hard_update, soft_update
+from marl_edu.threads import on_one_thread
 from marl_edu.train import TrainResult, train_maddpg
 
 TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's
@@ -136,7 +136,7 @@ def _largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) 
 
 def _verdict_of_call(fn: Callable, case: str, *args):
     """(output, None), or (None, the verdict to print) when the learner's function raised."""
-    out, error = _call(fn, *args)
+    out, error = call(fn, *args)
     if error:
         return None, error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}"
     return out, None
@@ -213,6 +213,7 @@ CRITIC_SLIPS = [
 ]
 
 
+@on_one_thread
 def check_maddpg_critic_loss(fn: Callable) -> None:
     """Check ``fn(agent, i, batch) -> 0-d loss`` against ``MADDPG.critic_loss`` (within TOLERANCE) on a 2-agent and a
     3-agent learner, every agent i, batches with terminal transitions; the learner's generator is rewound between the
@@ -293,6 +294,7 @@ ACTOR_SLIPS = [
 ]
 
 
+@on_one_thread
 def check_maddpg_actor_loss(fn: Callable) -> None:
     """Check ``fn(agent, i, batch) -> 0-d loss`` against ``MADDPG.actor_loss`` (the exact expectation over agent i's
     actions, ``actor_gradient="expected"``) within TOLERANCE, value and gradient on actor i's parameters."""
@@ -442,6 +444,7 @@ UPDATE_SLIPS = [
 ]
 
 
+@on_one_thread
 def check_maddpg_update(fn: Callable) -> None:
     """Check ``fn(agent, batch, critic_loss, actor_loss, soft_update)`` (in place, with the reference's losses and soft
     update passed in) against ``MADDPG.update``: every parameter of every network and target after 3 updates on
@@ -488,6 +491,7 @@ LOOP_CASE = dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=8)
 LOOP_CONFIG = dict(n_envs=4, warmup_steps=64, batch_size=32, hidden=16, buffer_size=5_000)
 
 @functools.cache
+@on_one_thread
 def _reference_loop_case() -> dict:
     """``train_maddpg`` on the loop check's case, run once per session (it is deterministic, and ``assemble`` checks
     every part again)."""
@@ -506,6 +510,7 @@ BUFFER_HINTS = {
 }
 
 
+@on_one_thread
 def check_maddpg_training_loop(fn: Callable) -> None:
     """Check ``fn(env_id, episodes, config, seed, update, eval_every) -> dict(agent, buffer, episode_returns,
     evaluations)`` against ``train.train_maddpg`` on a small budget (4 env copies, 24 episodes, updates from the
@@ -606,6 +611,7 @@ def assemble(**mine: Callable) -> dict[str, Callable]:
     return parts
 
 
+@on_one_thread
 def train_yours(parts: dict[str, Callable], episodes: int = 1500, seed: int = 0, eval_every: int = 50) -> dict:
     """Train MADDPG on Switch2-v2 (the default config and budget, the committed run's) with ``assemble``'s parts: the
     loop ``parts["maddpg_training_loop"]`` calling ``parts["maddpg_update"]`` with the assembled losses and soft

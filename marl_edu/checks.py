@@ -7,6 +7,10 @@ NotImplementedError and one that returns None (``pass``, or a forgotten ``return
 not done. The answer to exercise ``<thing>`` is ``marl_edu.solutions.<thing>``, shown on request.
 Where a wrong answer matches a known mistake (agents mixed by a reshape, a missing axis), the hint
 names that mistake.
+
+The helpers every checker uses are public, for the capstones' checkers too (``capstone_maddpg``, ``capstone_coma``):
+``call`` (the learner's function run, its error caught), ``output`` (its tensor, of the reference's dtype and shape),
+``named_mistake`` (the hint of the known mistake it reproduces) and ``values_differ`` (the FAILED line).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ NOT_DONE_NONE = ("NOT DONE YET: the function returned None (a stub, or a missing
                  "cell again.")
 
 
-def _call(fn: Callable, *args):
-    """(output, None) or (None, message) when the learner's function raised."""
+def call(fn: Callable, *args):
+    """``fn(*args)`` as ``(output, None)``, or ``(None, message)`` when the learner's function raised: the message is
+    ``NOT_DONE_RAISES`` for NotImplementedError, else ``"your function raised <type>: <error>"``."""
     try:
         return fn(*args), None
     except NotImplementedError:
@@ -37,7 +42,7 @@ def _call(fn: Callable, *args):
 
 def _run_case(fn: Callable, case: str, *args) -> torch.Tensor | None:
     """The learner's output on one case, or None after printing why there is none to compare."""
-    out, error = _call(fn, *args)
+    out, error = call(fn, *args)
     if error:
         print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
         return None
@@ -59,9 +64,10 @@ def _wrong_dtype(out: torch.Tensor, expected: torch.Tensor, case: str) -> bool:
     return True
 
 
-def _output(fn: Callable, case: str, expected: torch.Tensor, args: tuple, shape_hint) -> torch.Tensor | None:
-    """The learner's output on one case if it has the reference's dtype and shape, else None after printing why.
-    ``shape_hint``: the hint for a wrong shape, or a function of the wrong shape that returns it."""
+def output(fn: Callable, case: str, expected: torch.Tensor, args: tuple, shape_hint) -> torch.Tensor | None:
+    """``fn(*args)``, the learner's output on one case, if it is a tensor of ``expected``'s dtype and shape, else None
+    after printing why (NOT DONE YET or FAILED). ``shape_hint``: the hint for a wrong shape, or a function of the wrong
+    shape (a tuple) that returns it."""
     out = _run_case(fn, case, *args)
     if out is None or _wrong_dtype(out, expected, case):
         return None
@@ -72,18 +78,20 @@ def _output(fn: Callable, case: str, expected: torch.Tensor, args: tuple, shape_
     return out
 
 
-def _named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], fallback: str,
-                   atol: float = 1e-5) -> str:
-    """The hint of the first known mistake whose output ``out`` reproduces, else ``fallback``."""
+def named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], fallback: str,
+                  atol: float = 1e-5) -> str:
+    """The hint of the first known mistake whose output (of ``out``'s shape) ``out`` reproduces within ``atol``, else
+    ``fallback``."""
     for wrong_output, hint in mistakes:
         if torch.allclose(out, wrong_output, atol=atol):
             return hint
     return fallback
 
 
-def _values_differ(case: str, expected: torch.Tensor, out: torch.Tensor, hint: str, shown: int) -> None:
+def values_differ(case: str, expected: torch.Tensor, out: torch.Tensor, hint: str, shown: int) -> None:
     """Print FAILED with ``shown`` expected and returned values (rounded) from the first entry that differs (flattened,
-    so the learner sees a difference, not the equal values before it), its index in the tensor, and the hint."""
+    so the learner sees a difference, not the equal values before it), its index in the tensor, and the hint.
+    ``expected`` and ``out``: tensors of one shape."""
     want, got = expected.detach().flatten(), out.detach().flatten()
     differ = ~torch.isclose(got, want, atol=1e-5, rtol=0.0)
     first = int(differ.nonzero()[0]) if differ.any() else 0
@@ -121,7 +129,7 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         obs = torch.rand(B, N, O, generator=generator)  # (B, N, O)
         actions = torch.rand(B, N, A, generator=generator)  # (B, N, A)
         expected = flatten_for_critic(obs, actions)  # (B, N*(O+A))
-        out = _output(fn, case, expected, (obs.clone(), actions.clone()),
+        out = output(fn, case, expected, (obs.clone(), actions.clone()),
                       lambda shape: _shape_hint(shape, B, N, O, A))
         if out is None:
             return
@@ -133,7 +141,7 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         swapped = torch.cat([actions.reshape(B, N * A), obs.reshape(B, N * O)], dim=1)
         mixed = torch.cat([obs.transpose(0, 1).reshape(B, N * O),
                            actions.transpose(0, 1).reshape(B, N * A)], dim=1)  # rows from other transitions
-        hint = _named_mistake(out, [
+        hint = named_mistake(out, [
             (interleaved, "you interleaved [o_0, a_0, o_1, a_1, ...]: a valid layout if the critic is trained and "
                           "queried with it everywhere, but this course's critic (and every function that builds its "
                           "rows) takes all observations first, then all actions: [o_0, ..., o_{N-1}, a_0, ..., "
@@ -164,7 +172,7 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
         dones.view(-1)[0] = 1.0  # every case holds at least one terminal transition
         q_next = torch.randn(shape, generator=generator).requires_grad_(True)
         expected = rewards + gamma * (1 - dones) * q_next.detach()
-        out = _output(fn, case, expected, (rewards.clone(), dones.clone(), q_next, gamma), lambda shape: (
+        out = output(fn, case, expected, (rewards.clone(), dones.clone(), q_next, gamma), lambda shape: (
             "(B,) met (B, 1) somewhere and broadcast to (B, B): keep every tensor (B,)."
             if len(shape) == 2 and shape[0] == shape[1] else "y has the shape of rewards."))
         if out is None:
@@ -178,7 +186,7 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
         with torch.no_grad():
             no_mask = rewards + gamma * q_next
             flipped = rewards + gamma * dones * q_next
-        hint = _named_mistake(out, [
+        hint = named_mistake(out, [
             (no_mask, "you bootstrap after terminal transitions too: multiply gamma * q_next by (1 - dones)."),
             (flipped, "the mask is flipped: bootstrap where dones == 0, i.e. multiply by (1 - dones), not dones."),
         ], "y = rewards + gamma * (1 - dones) * q_next, element by element.", atol=1e-6)
@@ -208,7 +216,7 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
         elif ending == "mixed":  # some rows end early (and are padded), some are cut by the time limit
             dones[0, :, 3:] = 1.0
         expected = td_lambda_targets(rewards, dones, next_values, gamma, lam)
-        out = _output(fn, case, expected, (rewards.clone(), dones.clone(), next_values.clone(), gamma, lam),
+        out = output(fn, case, expected, (rewards.clone(), dones.clone(), next_values.clone(), gamma, lam),
                       "y has the shape of rewards, (..., T); loop over the last axis only.")
         if out is None:
             return
@@ -221,7 +229,7 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
         started_at_zero[..., -1] *= 1.0 - lam
         swapped = td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
         no_mask = td_lambda_targets(rewards, torch.zeros(shape), next_values, gamma, lam)
-        hint = _named_mistake(out, [
+        hint = named_mistake(out, [
             (td_lambda_targets(rewards, dones, no_bootstrap, gamma, lam),
              "the last step must bootstrap from Q'(s_T, a_T) = next_values[..., -1]: an episode cut by the time "
              "limit did not end (d = 0), it was stopped. Start the recursion with y_T := next_values[..., -1]."),
@@ -232,7 +240,7 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
                       "lam weighs y_{t+1}."),
             (no_mask, "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."),
         ], "go backwards from t = T-1; keep y_{t+1} from the previous iteration.")
-        _values_differ(case, expected, out, hint, shown=5)
+        values_differ(case, expected, out, hint, shown=5)
         return
     print(f"PASSED: TD(lambda) targets on all {len(cases)} cases (lam 0, 0.5 and 1, a time-limit end, "
           f"padding after a terminal step, a (B, N, T) batch).")
@@ -250,7 +258,7 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
         actions = torch.randint(0, 5, lead, generator=generator)
         expected = coma_advantage(q, pi, actions)
         broadcast = (*lead, lead[-1]) if lead else (1,)  # (B, 1) - (B,) -> (B, B); () -> (1,)
-        out = _output(fn, case, expected, (q.clone(), pi.clone(), actions.clone()), lambda shape: (
+        out = output(fn, case, expected, (q.clone(), pi.clone(), actions.clone()), lambda shape: (
             "Q of the taken action came out with a trailing axis of 1 and broadcast against the baseline: squeeze "
             "it, q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)." if shape == broadcast else
             "one advantage per agent and step: sum over the action axis only, and pick Q of the taken action with "
@@ -260,13 +268,13 @@ def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
         if torch.allclose(out, expected, atol=1e-5):
             continue
         q_taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        hint = _named_mistake(out, [
+        hint = named_mistake(out, [
             (q_taken - q.mean(-1), "you averaged Q uniformly; the baseline weighs each action by the agent's policy: "
                                    "sum_k pi(k) Q_k."),
             (-expected, "the sign is flipped: advantage = Q(s, a) - baseline."),
             (q_taken - q.max(-1).values, "the baseline is the policy's expected Q, not the best Q."),
         ], "advantage = q[..., taken action] - (pi * q).sum(-1).")
-        _values_differ(case, expected, out, hint, shown=4)
+        values_differ(case, expected, out, hint, shown=4)
         return
     print(f"PASSED: the counterfactual advantage on all {len(cases)} cases (one agent, (B,), (B, N), (B, T, N)).")
 
@@ -303,7 +311,7 @@ def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
                 raw[:, i] = agent.actors[i](obs[:, i])  # the pre-activation, not squashed
                 no_tanh = -agent.critics[i](agent.critic_input(i, obs, raw)).mean()
                 from_batch = -agent.critics[i](agent.critic_input(i, obs, actions)).mean()
-            hint = _named_mistake(out.detach(), [
+            hint = named_mistake(out.detach(), [
                 (-expected.detach(), "the sign is flipped: the actor climbs Q, so its loss is -Q.mean()."),
                 (no_tanh, "agent i's action is tanh(actor(o_i)): without the tanh it leaves [-1, 1]."),
                 (from_batch, "this is the critic's value of the batch's actions: agent i's action must be "
@@ -357,7 +365,7 @@ def check_approximation_loss(fn: Callable[..., torch.Tensor]) -> None:
                 no_norm = (-0.5 * z ** 2).sum(dim=1).mean()  # only the squared error
                 variance_as_std = (-0.5 * ((actions - mean) / log_std.exp().pow(2)) ** 2 - log_std
                                    - 0.5 * math.log(2 * math.pi)).sum(dim=1).mean()
-            hint = _named_mistake(out.detach(), [
+            hint = named_mistake(out.detach(), [
                 (-per_entry - coef * entropy.detach(), "the log-density of a vector is the SUM of its A entries' "
                                                        "log-densities (independent Gaussians); average over the "
                                                        "batch only: log_prob.sum(dim=1).mean()."),
@@ -417,7 +425,7 @@ def check_subpolicy_actions(fn: Callable[[torch.Tensor, torch.Tensor], torch.Ten
                 swapped = every.transpose(1, 2).gather(2, subpolicies[:, :, None, None].expand(B, N, 1, A))
                 mistakes.append((swapped.squeeze(2), "the N and M axes are swapped: every is (B, N, M, A), agents "
                                                      "before sub-policies; gather on dim 2."))
-            hint = _named_mistake(out, mistakes, "out[b, i] must be every[b, i, subpolicies[b, i]] for every b, i.")
+            hint = named_mistake(out, mistakes, "out[b, i] must be every[b, i, subpolicies[b, i]] for every b, i.")
             print(f"FAILED on {case}: wrong values.\nHint: {hint}")
             return
     print(f"PASSED: each agent's action from the sub-policy it plays, on all {len(cases)} cases (B from 1 to 5, "
@@ -450,7 +458,7 @@ def check_team_rewards(fn: Callable) -> None:
             return
         if not torch.allclose(out, expected, atol=1e-6):
             everyone = rewards.sum(dim=1, keepdim=True).expand(K, N)  # the whole team's sum for everyone
-            hint = _named_mistake(out, [
+            hint = named_mistake(out, [
                 (rewards, "this is every agent's own reward: add up the rewards of its whole team."),
                 (everyone, "this sums over ALL agents, opponents included: in a competitive game that pays each "
                            "side for the other's success. Sum over the agents with teams[j] == teams[i] only."),

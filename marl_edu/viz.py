@@ -195,10 +195,12 @@ def plot_ctde(n_agents: int = 2, ax: plt.Axes | None = None) -> plt.Axes:
     return ax
 
 
-def _greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style: tuple[str, str],
+def greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style: tuple[str, str],
                  random: float | None = None) -> plt.Axes:
-    """Labels, the optimum line (color, linestyle), the random policy's line, grid and legend of a greedy-evaluation
-    plot."""
+    """Finish a plot of greedy evaluations against training episodes on ``ax``: the exact optimum's horizontal line
+    (``optimum_style`` = (color, linestyle); None: not drawn), the random policy's (None: not drawn), axis labels,
+    at most 5 round episode ticks, ``title``, grid and legend. Returns ``ax``. Every greedy-evaluation plot of the
+    course ends with it (the capstones' too), so they read alike."""
     if optimal is not None:
         color, linestyle = optimum_style
         ax.axhline(optimal, color=color, linestyle=linestyle, label=f"exact optimum ({optimal:.1f})")
@@ -229,7 +231,7 @@ def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, a
             raise ValueError(f"seed {row['seed']} has no evaluations to plot")
         episodes, greedy = zip(*row["evaluations"])
         ax.plot(episodes, greedy, "-o", markersize=2, linewidth=0.8, label=f"seed {row['seed']}")
-    return _greedy_axes(ax, optimal, title, optimum_style=("C2", "--"))
+    return greedy_axes(ax, optimal, title, optimum_style=("C2", "--"))
 
 
 def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -329,4 +331,4 @@ def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = 
         ax.plot(episodes, greedy.mean(axis=0), style, color=color, linewidth=max(2.4 - 0.5 * k, 0.9),
                 label=f"{method} (mean of {len(rows)} seeds; band: min to max)")  # thinner on top: overlaps show
         ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=color, alpha=0.12, linewidth=0)
-    return _greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random)
+    return greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random)

@@ -346,6 +346,8 @@ def test_the_answers_assembled_solve_switch2_v2(capsys):
     parts = capstone.assemble(**{name: getattr(solutions, name) for name in capstone.PARTS})
     assert all(parts[name] is getattr(solutions, name) for name in capstone.PARTS), capsys.readouterr().out
     run = capstone.train_yours(parts, episodes=1500, seed=0)
-    assert run["evaluations"][-1][0] == 1500
+    # several of the 16 copies can end an episode in the same step, so the count may pass 1,500 by a few (on one
+    # thread, seed 0: the last evaluation is at episode 1,501, greedy 8.2)
+    assert 1500 <= run["evaluations"][-1][0] < 1500 + 16
     assert run["evaluations"][-1][1] >= 8.0 - 1e-6
     assert optimal_team_return(capstone.ENV_ID) == pytest.approx(8.3, abs=1e-6)

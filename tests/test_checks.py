@@ -351,7 +351,7 @@ def test_a_failed_comparison_shows_the_first_values_that_differ(capsys):
     expected = torch.arange(12.0).reshape(3, 4)
     got = expected.clone()
     got[1, 2] += 1.0
-    checks._values_differ("a case", expected, got, "a hint", shown=3)
+    checks.values_differ("a case", expected, got, "a hint", shown=3)
     out = capsys.readouterr().out
     assert "first at index (1, 2)" in out
     assert "expected [6.0, 7.0, 8.0]" in out and "got      [7.0, 7.0, 8.0]" in out
