@@ -9,10 +9,12 @@ config, ``updates`` counter and ``entropy_coef``; ``batch`` is ``rollout.collect
     coma_replay_policy(agent, obs (B, T, N, O), actions int (B, T, N), epsilon)      -> probs (B, T, N, A)
     coma_update(agent, batch, critic_rows, critic_targets, advantage, replay_policy) -> None, in place
 
-This module owns what checks and assembles them: ``REFERENCE`` (marl_edu's own version of each part, in the same
-signature), one ``check_<part>(fn)`` per part (one printed verdict, PASSED / FAILED with a hint / NOT DONE YET, in the
-style of ``marl_edu.checks``; never raises), ``assemble(**mine)`` (the learner's parts that PASSED, marl_edu's for the
-rest), ``train_yours(parts)`` (COMA on Switch2-v0 with those parts) and ``plot_against_reference``.
+This module owns what checks them: ``REFERENCE`` (marl_edu's own version of each part, in the same signature) and
+one ``check_<part>(fn)`` per part (one printed verdict, PASSED / FAILED with a hint / NOT DONE YET, in the style of
+``marl_edu.checks``; never raises). Assembling, training and drawing follow the API both capstones share
+(``marl_edu.capstones``): ``assemble(**mine)`` (the learner's parts that PASSED, marl_edu's for the rest), ``whose``,
+``train_yours(parts)`` (``train.train_coma`` on Switch2-v0 with the learner's update), ``reference_run``,
+``random_return`` and ``plot_against_reference``.
 
 The checks build small fixed-seed cases: batches of whole episodes with padding after a terminal step, a time-limit
 end and B = 1, and learners whose critic and target critic differ (so that using the wrong one shows). Where the
@@ -21,30 +23,22 @@ learner's output matches a known slip (computed here by running that slip on the
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import pathlib
 from typing import Callable
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
+from marl_edu import capstones
+from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 13 draws it)
 from marl_edu.checks import call, named_mistake, output, values_differ
 from marl_edu.coma import COMA, COMAConfig
-from marl_edu.envs import make_env, make_vec_env
 from marl_edu.nets import gradient_step
-from marl_edu.rollout import collect_episodes, random_policy, team_returns
-from marl_edu.schedules import linear
 from marl_edu.targets import hard_update
 from marl_edu.threads import on_one_thread
-from marl_edu.train import TrainResult, _finish, _greedy_evaluation
-from marl_edu.validate import positive_int
+from marl_edu.train import TrainResult, train_coma
 
 PARTS = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy", "coma_update")
-RESULTS = pathlib.Path(__file__).resolve().parent.parent / "results" / "coma"
+ENV_ID = "Switch2-v0"  # COMA's task in this course: each agent sees its own position only
 TOLERANCE = 1e-5         # values of the four tensor parts
 UPDATE_TOLERANCE = 1e-4  # every parameter after a few updates (float32 sums in another order drift a little)
 
@@ -603,113 +597,38 @@ CHECKERS = {name: globals()[f"check_{name}"] for name in PARTS}
 
 
 def assemble(**mine: Callable) -> dict[str, Callable]:
-    """Check each of the learner's parts (keyword = part name), print one table (part | your verdict | what
-    training uses) and return the parts to train with: the learner's where its check PASSED, marl_edu's reference
-    for the others (not given, NOT DONE YET or FAILED)."""
-    unknown = sorted(set(mine) - set(PARTS))
-    if unknown:
-        raise ValueError(f"unknown parts {unknown}; the parts are {', '.join(PARTS)}")
-    parts, rows = {}, []
-    for name in PARTS:
-        if name not in mine:
-            verdict = "not given"
-        else:
-            captured = io.StringIO()
-            with contextlib.redirect_stdout(captured):
-                try:
-                    CHECKERS[name](mine[name])
-                except Exception as error:  # a checker never raises; this is a belt for braces
-                    print(f"FAILED: the check raised {type(error).__name__}: {error}")
-            verdict = next(iter(captured.getvalue().splitlines()), "no verdict")
-        passed = verdict.startswith("PASSED")
-        parts[name] = mine[name] if passed else REFERENCE[name]
-        short = "PASSED" if passed else "NOT DONE YET" if verdict.startswith("NOT DONE") else \
-            "FAILED" if verdict.startswith("FAILED") else verdict
-        rows.append((name, short, "yours" if passed else "marl_edu's reference"))
-    width = max(len(name) for name in PARTS)
-    print(f"{'part':<{width}} | {'your verdict':<12} | training uses")
-    print(f"{'-' * width}-+-{'-' * 12}-+-{'-' * 20}")
-    for name, short, used in rows:
-        print(f"{name:<{width}} | {short:<12} | {used}")
-    return parts
-
-
-@on_one_thread
-def train_yours(parts: dict[str, Callable], env_id: str = "Switch2-v0", episodes: int = 6000, seed: int = 0,
-                eval_every: int = 100, stop_at: float | None = 8.0, progress: bool = True) -> TrainResult:
-    """COMA on ``env_id`` with ``parts`` (``assemble``'s): K = 16 episodes per batch from ``collect_episodes`` with
-    the current policy, one ``parts["coma_update"]`` per batch (given the other four parts), the entropy bonus
-    decayed as ``train_coma`` does over ``episodes``, a greedy evaluation every ``eval_every`` episodes, and a stop
-    at the first greedy team return >= ``stop_at``. ``COMAConfig()``'s defaults, deterministic for a seed; with
-    marl_edu's five parts it is ``train.train_coma``'s run."""
-    missing = [name for name in PARTS if name not in parts]
-    if missing:
-        raise ValueError(f"parts is missing {missing}: pass assemble(...)'s dict")
-    positive_int(episodes, "episodes")
-    positive_int(eval_every, "eval_every")
-    config = COMAConfig().validate()
-    venv = make_vec_env(env_id, config.n_envs, seed)
-    agent = COMA(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed)
-    update = parts["coma_update"]
-    given = tuple(parts[name] for name in PARTS[:4])
-    result = TrainResult(agent=agent)
-    next_eval = eval_every
-    bar = tqdm(total=episodes, desc=f"your COMA {env_id} seed {seed}", disable=not progress, leave=False)
-    while len(result.episode_returns) < episodes:
-        anneal = config.anneal_fraction * episodes
-        epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns), anneal)
-        agent.entropy_coef = linear(config.entropy_start, 0.0, len(result.episode_returns), anneal)
-        batch, returns, steps = collect_episodes(agent, venv, epsilon)
-        update(agent, batch, *given)
-        result.episode_returns.extend(returns)
-        result.env_steps += steps
-        result.updates += 1
-        bar.update(len(returns))
-        if len(result.episode_returns) >= next_eval:
-            next_eval += eval_every
-            if _greedy_evaluation(result, env_id, bar, stop_at):
-                break
-    return _finish(result, bar)
+    """Check each of the learner's parts (keyword = part name), print one table (part | your verdict | training
+    uses) and return the parts to train with: the learner's where its check PASSED, marl_edu's reference for the
+    others (not given, NOT DONE YET or FAILED). ``capstones.assemble``."""
+    return capstones.assemble(mine, CHECKERS, REFERENCE)
 
 
 def whose(parts: dict[str, Callable]) -> str:
     """A legend label for a run trained with ``parts``: how many of them are the learner's (not ``REFERENCE``'s)."""
-    mine = sum(parts[name] is not REFERENCE[name] for name in PARTS)
-    if mine == len(PARTS):
-        return "your COMA"
-    if mine == 0:
-        return "marl_edu's parts (your stubs are empty)"
-    return f"your COMA ({mine} of {len(PARTS)} parts yours)"
+    return capstones.whose(parts, REFERENCE, "COMA")
 
 
-def reference_run(env_id: str = "Switch2-v0") -> dict:
+@on_one_thread
+def train_yours(parts: dict[str, Callable], env_id: str = ENV_ID, episodes: int = 6000, seed: int = 0,
+                eval_every: int = 100, stop_at: float | None = 8.0, progress: bool = True) -> TrainResult:
+    """COMA on ``env_id`` with ``parts`` (``assemble``'s): ``train.train_coma`` itself, with ``COMAConfig()``'s
+    defaults (K = 16 episodes per batch, the entropy bonus decayed over ``episodes``), a greedy evaluation every
+    ``eval_every`` episodes and a stop at the first greedy team return >= ``stop_at`` (None: the whole budget), and
+    the learner's update passed in: ``parts["coma_update"]`` given the other four parts. With marl_edu's five parts
+    it is ``train_coma``'s own run, to the bit. Deterministic for a seed."""
+    capstones.check_parts(parts, REFERENCE)
+    update = capstones.learner_update(parts, REFERENCE, "coma_update", PARTS[:4])
+    return train_coma(env_id, episodes, COMAConfig(), seed, eval_every, progress, stop_at=stop_at, update=update)
+
+
+def reference_run(env_id: str = ENV_ID) -> dict:
     """The committed reference run of COMA (``results/coma/<env_id>/run.json``): its ``evaluations`` and more."""
-    return json.loads((RESULTS / env_id / "run.json").read_text())
-
-
-def random_return(env_id: str = "Switch2-v0", episodes: int = 100, seed: int = 0) -> float:
-    """The mean team return of uniformly random actions over ``episodes`` episodes."""
-    env = make_env(env_id, seed=seed)
-    policy = random_policy(env.n_agents, env.n_actions, np.random.default_rng(seed))
-    return float(team_returns(env, policy, episodes, progress=False).mean())
+    return capstones.reference_run("coma", env_id)
 
 
 def plot_against_reference(result: TrainResult, optimal: float | None = None, random: float | None = None,
-                           env_id: str = "Switch2-v0", ax=None, label: str = "your COMA"):
+                           env_id: str = ENV_ID, ax=None, label: str = "your COMA"):
     """Your run's greedy evaluations (legend ``label``: ``whose(parts)`` says whose parts trained it) against the
     committed reference run's, with the exact optimum and the random policy as horizontal lines. Returns the
     matplotlib axes."""
-    import matplotlib.pyplot as plt
-
-    from marl_edu.viz import greedy_axes
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 3.4))
-    episodes, greedy = zip(*reference_run(env_id)["evaluations"])
-    ax.plot(episodes, greedy, "-o", color="0.45", markersize=3, linewidth=1, label="marl_edu's COMA (committed run)")
-    if result.evaluations:
-        episodes, greedy = zip(*result.evaluations)
-        ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label=label)
-    if random is not None:
-        ax.axhline(random, color="0.5", linestyle=":", label=f"random policy ({random:.2f})")
-    return greedy_axes(ax, optimal, f"{env_id}: greedy team return", optimum_style=("C2", "--"))
+    return capstones.plot_against_reference(result, reference_run(env_id), "COMA", optimal, random, env_id, ax, label)

@@ -12,23 +12,25 @@ The learner writes five functions; each is checked against the library's own MAD
 
 ``REFERENCE`` holds the library's version of each part with the same signature. Each ``check_<part>(fn)`` prints
 one verdict (PASSED, FAILED with a hint naming the slip when it recognises one, or NOT DONE YET) and never raises.
-``assemble`` runs every check quietly and hands training the learner's part where it passed and the reference
-elsewhere; ``train_yours`` trains with them and ``plot_against_reference`` draws the run against the committed one.
+Assembling, training and drawing follow the API both capstones share (``marl_edu.capstones``): ``assemble`` runs
+every check quietly and hands training the learner's part where it passed and the reference elsewhere; ``whose``;
+``train_yours`` trains with them (the learner's loop if it passed, else ``train.train_maddpg`` itself, with the
+learner's update passed in); ``reference_run``, ``random_return`` and ``plot_against_reference`` draw the run against
+the committed one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
-import json
-import pathlib
+import time
 from typing import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from marl_edu import capstones
+from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 12 draws it)
 from marl_edu.checks import NOT_DONE_NONE, call
 from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
 from marl_edu.nets import gradient_step
@@ -37,8 +39,7 @@ from marl_edu.threads import on_one_thread
 from marl_edu.train import TrainResult, train_maddpg
 
 TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's
-ENV_ID = "Switch2-v2"
-REFERENCE_RUN = pathlib.Path(__file__).resolve().parent.parent / "results" / "maddpg" / ENV_ID / "run.json"
+ENV_ID = "Switch2-v2"  # Switch2 with the observation MADDPG needs (notebook 04 says why)
 PARTS = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "maddpg_training_loop")
 
 
@@ -48,35 +49,19 @@ PARTS = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_updat
 
 def _reference_update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_loss: Callable,
                       soft_update: Callable) -> None:
-    """MADDPG.update with the given parts: every critic's step, then every actor's, then both soft updates."""
-    if (critic_loss, actor_loss, soft_update) == (REFERENCE["maddpg_critic_loss"], REFERENCE["maddpg_actor_loss"],
-                                                  REFERENCE["soft_update"]):
-        agent.update(batch)  # the library's update itself
-        return
-    c = agent.config
-    b = agent.checked_tensors(batch)  # float32 tensors (B, N, .)
-    for i in range(agent.n_agents):
-        gradient_step(agent.critic_optimizers[i], agent.critics[i], critic_loss(agent, i, b), c.grad_clip,
-                      f"agent {i}'s critic loss")
-    for i in range(agent.n_agents):
-        gradient_step(agent.actor_optimizers[i], agent.actors[i], actor_loss(agent, i, b), c.grad_clip,
-                      f"agent {i}'s actor loss")
-    soft_update(agent.target_actors, agent.actors, c.tau)
-    soft_update(agent.target_critics, agent.critics, c.tau)
+    """``MADDPG.update`` with its two losses and its soft update passed in: the same steps in the same order
+    (``_update`` below, without a slip). With marl_edu's parts it gives ``agent.update(batch)``'s parameters to the
+    bit (the training loop then calls ``agent.update`` itself: ``capstones.learner_update``)."""
+    _update(agent, batch, critic_loss, actor_loss, soft_update)
 
 
-def _reference_training_loop(env_id: str, episodes: int, config: MADDPGConfig, seed: int,
-                             update: Callable, eval_every: int, progress: bool = False) -> dict:
-    """``train.train_maddpg`` with ``update(agent, batch)`` as the learner's update; its results as a dict."""
-    if update is REFERENCE_UPDATE:
-        learner = MADDPG
-    else:  # the same loop, calling the given update instead of MADDPG.update
-        learner = type("MADDPG", (MADDPG,), {"update": lambda self, batch: update(self, batch)})
-    result = train_maddpg(env_id, episodes, config, seed, eval_every, progress=progress, learner=learner)
-    return _as_dict(result)
-
-
-def _as_dict(result: TrainResult) -> dict:
+def _reference_training_loop(env_id: str, episodes: int, config: MADDPGConfig, seed: int, update: Callable | None,
+                             eval_every: int) -> dict:
+    """``train.train_maddpg`` itself with ``update(agent, batch)`` passed in (None: ``MADDPG.update``), its results as
+    the loop part's dict (agent, buffer, episode_returns, evaluations). With the same update the course's answer to
+    the loop gives the same buffer, returns, evaluations and networks, to the bit (measured over 300 episodes of the
+    default config, and 200 of the check's)."""
+    result = train_maddpg(env_id, episodes, config, seed, eval_every, progress=False, update=update)
     return {"agent": result.agent, "buffer": result.buffer, "episode_returns": result.episode_returns,
             "evaluations": result.evaluations}
 
@@ -88,6 +73,7 @@ REFERENCE: dict[str, Callable] = {
     "maddpg_update": _reference_update,
     "maddpg_training_loop": _reference_training_loop,
 }
+# the update(agent, batch) a training loop calls, from the reference parts: MADDPG.update's parameters to the bit
 REFERENCE_UPDATE = functools.partial(_reference_update, critic_loss=REFERENCE["maddpg_critic_loss"],
                                      actor_loss=REFERENCE["maddpg_actor_loss"], soft_update=REFERENCE["soft_update"])
 
@@ -395,52 +381,63 @@ def check_soft_update(fn: Callable) -> None:
 # Part 4: one update
 # ----------------------------------------------------------------------------------------------
 
-def _update_variant(agent: MADDPG, batch: dict, actors_first: bool = False, soft_every_agent: bool = False,
-                    soft: str = "soft", clip: bool = True, zero_grad: bool = True) -> None:
-    """MADDPG.update with one thing done differently (a known slip)."""
+def _update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_loss: Callable, soft_update: Callable,
+            slip: str | None = None) -> None:
+    """MADDPG's update with its parts passed in (as ``MADDPG.update``: every critic's step, then every actor's, then
+    both soft updates, and the updates counter), or with a named slip. batch: ``ReplayBuffer.sample``'s (B, N, .)."""
     c = agent.config
-    b = agent.checked_tensors(batch)
+    b = agent.checked_tensors(batch)  # float32 tensors (B, N, .)
+    n = agent.updates + 1  # this update's number, for an error's message
 
-    def step(optimizer, net, loss):
-        if zero_grad:
-            optimizer.zero_grad()
-        loss.backward()
-        if clip:
+    def step(optimizer, net, loss, name):
+        if slip == "no zero_grad":  # the gradients pile up from update to update
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), c.grad_clip)
-        optimizer.step()
+            optimizer.step()
+        else:
+            gradient_step(optimizer, net, loss, 1e9 if slip == "no clipping" else c.grad_clip, name, n)
 
     def targets():
-        for target, source in ((agent.target_actors, agent.actors), (agent.target_critics, agent.critics)):
-            if soft == "soft":
-                soft_update(target, source, c.tau)
-            elif soft == "hard":
-                hard_update(target, source)
+        if slip == "hard copy":
+            hard_update(agent.target_actors, agent.actors)
+            hard_update(agent.target_critics, agent.critics)
+        elif slip != "no soft update":
+            soft_update(agent.target_actors, agent.actors, c.tau)
+            soft_update(agent.target_critics, agent.critics, c.tau)
 
-    critics = [lambda i=i: step(agent.critic_optimizers[i], agent.critics[i], agent.critic_loss(i, b))
-               for i in range(agent.n_agents)]
-    actors = [lambda i=i: step(agent.actor_optimizers[i], agent.actors[i], agent.actor_loss(i, b))
-              for i in range(agent.n_agents)]
-    for i in range(agent.n_agents):
-        for part in ((actors[i], critics[i]) if actors_first else (critics[i], actors[i])):
-            part()
-        if soft_every_agent:
-            targets()
-    if not soft_every_agent:
+    def critic_steps():
+        for i in range(agent.n_agents):
+            step(agent.critic_optimizers[i], agent.critics[i], critic_loss(agent, i, b), f"agent {i}'s critic loss")
+
+    def actor_steps():
+        for i in range(agent.n_agents):
+            step(agent.actor_optimizers[i], agent.actors[i], actor_loss(agent, i, b), f"agent {i}'s actor loss")
+            if slip == "soft per agent":
+                targets()
+
+    if slip == "actors first":
+        actor_steps()
+        critic_steps()
+    else:
+        critic_steps()
+        actor_steps()
+    if slip != "soft per agent":
         targets()
+    agent.updates += 1
 
 
 UPDATE_SLIPS = [
-    ({"actors_first": True}, "step the critics BEFORE the actors: actor i climbs critic i's values, so it should use "
-                             "the critic this batch has just corrected."),
-    ({"soft_every_agent": True}, "soft-update the targets once per update, after every agent's steps, not once per "
-                                 "agent (that moves them N times as far)."),
-    ({"soft": "none"}, "end the update with the soft updates of the target actors and target critics (tau = "
+    ("actors first", "step the critics BEFORE the actors: actor i climbs critic i's values, so it should use the "
+                     "critic this batch has just corrected."),
+    ("soft per agent", "soft-update the targets once per update, after every agent's steps, not once per agent "
+                       "(that moves them N times as far)."),
+    ("no soft update", "end the update with the soft updates of the target actors and target critics (tau = "
                        "agent.config.tau)."),
-    ({"soft": "hard"}, "MADDPG moves its targets softly every update (tau), not by copying."),
-    ({"clip": False}, "clip each network's gradient norm to agent.config.grad_clip before its optimiser steps "
-                      "(torch.nn.utils.clip_grad_norm_)."),
-    ({"zero_grad": False}, "zero each optimiser's gradients before backward(): otherwise they pile up from update to "
-                           "update."),
+    ("hard copy", "MADDPG moves its targets softly every update (tau), not by copying."),
+    ("no clipping", "clip each network's gradient norm to agent.config.grad_clip before its optimiser steps "
+                    "(torch.nn.utils.clip_grad_norm_)."),
+    ("no zero_grad", "zero each optimiser's gradients before backward(): otherwise they pile up from update to "
+                     "update."),
 ]
 
 
@@ -470,12 +467,12 @@ def check_maddpg_update(fn: Callable) -> None:
         if worst > TOLERANCE:
             hint = "critic steps for every agent, then actor steps for every agent, each: zero_grad, backward, clip, " \
                    "step; then soft_update(agent.target_actors, agent.actors, tau) and the same for the critics."
-            for flags, slip in UPDATE_SLIPS:
+            for slip, text in UPDATE_SLIPS:
                 variant = _agent(N, O, A, seed=N)
                 for batch in batches:
-                    _update_variant(variant, batch, **flags)
+                    _update(variant, batch, *parts.values(), slip=slip)
                 if _largest_difference(_parameters(yours), _parameters(variant))[0] <= TOLERANCE:
-                    hint = slip
+                    hint = text
                     break
             print(f"FAILED on {case}: {where} is off by up to {worst:.3g} (tolerance {TOLERANCE:g}).\nHint: {hint}")
             return
@@ -493,9 +490,9 @@ LOOP_CONFIG = dict(n_envs=4, warmup_steps=64, batch_size=32, hidden=16, buffer_s
 @functools.cache
 @on_one_thread
 def _reference_loop_case() -> dict:
-    """``train_maddpg`` on the loop check's case, run once per session (it is deterministic, and ``assemble`` checks
-    every part again)."""
-    return _reference_training_loop(config=MADDPGConfig(**LOOP_CONFIG), update=REFERENCE_UPDATE, **LOOP_CASE)
+    """``train_maddpg`` on the loop check's case (with ``MADDPG.update``, which ``REFERENCE_UPDATE`` gives to the
+    bit), run once per session (it is deterministic, and ``assemble`` checks every part again)."""
+    return _reference_training_loop(config=MADDPGConfig(**LOOP_CONFIG), update=None, **LOOP_CASE)
 
 
 BUFFER_HINTS = {
@@ -587,63 +584,55 @@ def check_maddpg_training_loop(fn: Callable) -> None:
 # Putting the learner's parts together, training them, and drawing the run
 # ----------------------------------------------------------------------------------------------
 
-def assemble(**mine: Callable) -> dict[str, Callable]:
-    """The parts to train with: the learner's where its check PASSED, marl_edu's reference elsewhere.
+CHECKERS = {name: globals()[f"check_{name}"] for name in PARTS}
 
-    Args:
-        mine: part name -> the learner's function, for any of ``PARTS`` (e.g. ``maddpg_critic_loss=my_critic_loss``).
-    Prints one line per part: its verdict and which implementation training will use.
-    """
-    unknown = sorted(set(mine) - set(PARTS))
-    if unknown:
-        raise ValueError(f"unknown parts {unknown}: the MADDPG capstone's parts are {', '.join(PARTS)}")
-    checkers = {name: globals()[f"check_{name}"] for name in PARTS}
-    parts = {}
-    for name in PARTS:
-        verdict = "NOT GIVEN"
-        if name in mine:
-            captured = io.StringIO()
-            with contextlib.redirect_stdout(captured):
-                checkers[name](mine[name])
-            verdict = captured.getvalue().split(":")[0].strip() or "NO VERDICT"
-        parts[name] = mine[name] if verdict == "PASSED" else REFERENCE[name]
-        print(f"{name:22s} {verdict:13s} -> training uses {'yours' if verdict == 'PASSED' else 'marl_edu reference'}")
-    return parts
+
+def assemble(**mine: Callable) -> dict[str, Callable]:
+    """Check each of the learner's parts (keyword = part name, e.g. ``maddpg_critic_loss=my_critic_loss``), print one
+    table (part | your verdict | training uses) and return the parts to train with: the learner's where its check
+    PASSED, marl_edu's reference for the others (not given, NOT DONE YET or FAILED). ``capstones.assemble``."""
+    return capstones.assemble(mine, CHECKERS, REFERENCE)
+
+
+def whose(parts: dict[str, Callable]) -> str:
+    """A legend label for a run trained with ``parts``: how many of them are the learner's (not ``REFERENCE``'s)."""
+    return capstones.whose(parts, REFERENCE, "MADDPG")
 
 
 @on_one_thread
-def train_yours(parts: dict[str, Callable], episodes: int = 1500, seed: int = 0, eval_every: int = 50) -> dict:
-    """Train MADDPG on Switch2-v2 (the default config and budget, the committed run's) with ``assemble``'s parts: the
-    loop ``parts["maddpg_training_loop"]`` calling ``parts["maddpg_update"]`` with the assembled losses and soft
-    update. Returns the loop's dict (agent, buffer, episode_returns, evaluations)."""
-    update = functools.partial(parts["maddpg_update"], critic_loss=parts["maddpg_critic_loss"],
-                               actor_loss=parts["maddpg_actor_loss"], soft_update=parts["soft_update"])
-    if all(parts[name] is REFERENCE[name] for name in PARTS[:4]):
-        update = REFERENCE_UPDATE  # (the library's update itself)
+def train_yours(parts: dict[str, Callable], env_id: str = ENV_ID, episodes: int = 1500, seed: int = 0,
+                eval_every: int = 50, stop_at: float | None = None, progress: bool = True) -> TrainResult:
+    """Train MADDPG on ``env_id`` with ``assemble``'s parts, ``MADDPGConfig()``'s defaults (the committed run's config
+    and budget): the update is ``parts["maddpg_update"]`` given the assembled losses and soft update, and the loop is
+    yours if it passed (``parts["maddpg_training_loop"]``, whose dict becomes the ``TrainResult``; it runs the whole
+    budget, so ``stop_at`` must stay None, and shows no progress bar), else ``train.train_maddpg`` itself with that
+    update passed in (a stop at the first greedy team return >= ``stop_at``; None: the whole budget). With
+    marl_edu's five parts it is ``train_maddpg``'s own run, to the bit. Deterministic for a seed."""
+    capstones.check_parts(parts, REFERENCE)
+    update = capstones.learner_update(parts, REFERENCE, "maddpg_update", PARTS[:3])
+    config = MADDPGConfig()
     loop = parts["maddpg_training_loop"]
     if loop is REFERENCE["maddpg_training_loop"]:
-        loop = functools.partial(loop, progress=True)  # (the learner's loop shows what it likes)
-    return loop(ENV_ID, episodes, MADDPGConfig(), seed, update, eval_every)
+        return train_maddpg(env_id, episodes, config, seed, eval_every, progress, stop_at=stop_at, update=update)
+    if stop_at is not None:
+        raise ValueError(f"stop_at={stop_at}: your training loop (maddpg_training_loop) has no stop, it runs the "
+                         f"whole budget; pass stop_at=None")
+    tic = time.perf_counter()
+    out = loop(env_id, episodes, config, seed, update or REFERENCE_UPDATE, eval_every)
+    return TrainResult(agent=out["agent"], episode_returns=list(out["episode_returns"]),
+                       evaluations=list(out["evaluations"]), seconds=time.perf_counter() - tic, buffer=out["buffer"])
 
 
-def reference_run() -> dict:
-    """The committed reference run (``results/maddpg/Switch2-v2/run.json``: seed 0, the default config)."""
-    return json.loads(REFERENCE_RUN.read_text())
+def reference_run(env_id: str = ENV_ID) -> dict:
+    """The committed reference run of MADDPG (``results/maddpg/<env_id>/run.json``: seed 0, the default config): its
+    ``evaluations`` and more."""
+    return capstones.reference_run("maddpg", env_id)
 
 
-def plot_against_reference(run: dict, optimal: float, random: float, ax: plt.Axes | None = None) -> plt.Axes:
-    """The run's greedy evaluations against the committed reference run's, the exact optimum and a random team."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 3.4))
-    reference = reference_run()
-    episodes, greedy = zip(*reference["evaluations"])
-    ax.plot(episodes, greedy, "-", color="0.6", linewidth=2.5, label=f"committed reference run (seed {reference['seed']})")
-    episodes, greedy = zip(*run["evaluations"])
-    ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label="this run")
-    ax.axhline(optimal, color="C2", linestyle="--", label=f"exact optimum ({optimal:.1f})")
-    ax.axhline(random, color="C3", linestyle=":", label=f"random actions ({random:.1f})")
-    ax.set_xlabel("training episode")
-    ax.set_ylabel("greedy team return")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    return ax
+def plot_against_reference(result: TrainResult, optimal: float | None = None, random: float | None = None,
+                           env_id: str = ENV_ID, ax: plt.Axes | None = None, label: str = "your MADDPG") -> plt.Axes:
+    """Your run's greedy evaluations (legend ``label``: ``whose(parts)`` says whose parts trained it) against the
+    committed reference run's, with the exact optimum and the random policy as horizontal lines. Returns the
+    matplotlib axes."""
+    return capstones.plot_against_reference(result, reference_run(env_id), "MADDPG", optimal, random, env_id, ax,
+                                            label)

@@ -246,9 +246,9 @@ def test_update_slips_are_named(slip, hint, capsys):
 
 
 def test_update_that_soft_updates_after_every_agent_fails(capsys):
-    # (its parameters are off in the same way as the checker's own once-per-agent variant only for N = 2, where
-    # 'after every agent's actor' and 'after every agent' coincide; FAILED is what matters)
-    assert verdict(capstone.check_maddpg_update, update_with(soft_per_agent=True), capsys).startswith("FAILED")
+    # (the checker's own slip soft-updates after every agent's actor step too, so the hint names it)
+    out = verdict(capstone.check_maddpg_update, update_with(soft_per_agent=True), capsys)
+    assert out.startswith("FAILED") and "once per update" in out, out
 
 
 # -- part 5: the training loop ---------------------------------------------------------------------------------------
@@ -327,16 +327,67 @@ def test_assemble_uses_only_what_passed(capsys):
     assert parts["maddpg_actor_loss"] is capstone.REFERENCE["maddpg_actor_loss"]  # FAILED: never trained with
     assert parts["soft_update"] is capstone.REFERENCE["soft_update"]  # NOT DONE YET
     assert parts["maddpg_update"] is capstone.REFERENCE["maddpg_update"]  # not given
-    lines = printed.splitlines()
-    assert len(lines) == len(capstone.PARTS)
-    assert "PASSED" in lines[0] and "yours" in lines[0]
-    assert "FAILED" in lines[1] and "marl_edu reference" in lines[1]
-    assert "NOT DONE YET" in lines[2] and "NOT GIVEN" in lines[3]
+    lines = printed.splitlines()  # the table both capstones print (capstones.assemble): a header, a rule, the parts
+    assert len(lines) == 2 + len(capstone.PARTS)
+    assert "PASSED" in lines[2] and lines[2].endswith("yours")
+    assert "FAILED" in lines[3] and "marl_edu's reference" in lines[3]
+    assert "NOT DONE YET" in lines[4] and "not given" in lines[5] and "not given" in lines[6]
 
 
 def test_assemble_refuses_an_unknown_part():
     with pytest.raises(ValueError, match="critic_los"):
         capstone.assemble(critic_los=solutions.maddpg_critic_loss)
+
+
+def test_the_update_with_the_parts_passed_in_is_maddpgs_own_to_the_bit():
+    # the reference update part (the slips' _update without a slip) is MADDPG.update itself, counter included
+    reference, yours = capstone._agent(3, 2, 4, seed=1), capstone._agent(3, 2, 4, seed=1)
+    parts = [capstone.REFERENCE[name] for name in capstone.PARTS[:3]]
+    for k in range(3):
+        batch = capstone._batch(16, 3, 2, 4, seed=k, as_tensors=False)
+        reference.update(batch)
+        capstone._reference_update(yours, batch, *parts)
+    mine, theirs = capstone._parameters(yours), capstone._parameters(reference)
+    assert all(torch.equal(mine[key], theirs[key]) for key in theirs)
+    assert yours.updates == reference.updates == 3
+    assert torch.equal(yours.generator.get_state(), reference.generator.get_state())
+
+
+SMALL = dict(episodes=48, seed=1, eval_every=16, progress=False)
+
+
+def test_with_the_references_train_yours_is_train_maddpg():
+    from marl_edu.maddpg import MADDPGConfig
+    from marl_edu.train import TrainResult, train_maddpg
+
+    ours = capstone.train_yours(dict(capstone.REFERENCE), **SMALL)
+    theirs = train_maddpg(capstone.ENV_ID, config=MADDPGConfig(), **SMALL)
+    assert isinstance(ours, TrainResult) and ours.updates == theirs.updates > 0
+    assert ours.episode_returns == theirs.episode_returns and ours.evaluations == theirs.evaluations
+    mine, reference = capstone._parameters(ours.agent), capstone._parameters(theirs.agent)
+    assert all(torch.equal(mine[key], reference[key]) for key in reference)
+
+
+def test_your_loop_trains_with_your_update_and_gives_a_train_result():
+    from marl_edu.maddpg import MADDPGConfig
+    from marl_edu.train import TrainResult, train_maddpg
+
+    calls = []
+
+    def counted_update(agent, batch, critic_loss, actor_loss, soft_update):
+        calls.append(critic_loss)
+        solutions.maddpg_update(agent, batch, critic_loss, actor_loss, soft_update)
+
+    parts = {**capstone.REFERENCE, "maddpg_update": counted_update,
+             "maddpg_training_loop": solutions.maddpg_training_loop}
+    ours = capstone.train_yours(parts, **SMALL)
+    theirs = train_maddpg(capstone.ENV_ID, config=MADDPGConfig(), **SMALL)
+    assert isinstance(ours, TrainResult) and ours.buffer is not None
+    assert len(calls) == theirs.updates > 0 and calls[0] is capstone.REFERENCE["maddpg_critic_loss"]
+    assert ours.episode_returns == theirs.episode_returns  # the same loop; the updates agree within 1e-5
+    assert [e for e, _ in ours.evaluations] == [e for e, _ in theirs.evaluations]
+    with pytest.raises(ValueError, match="no stop"):
+        capstone.train_yours(parts, stop_at=8.0, **SMALL)
 
 
 def test_the_answers_assembled_solve_switch2_v2(capsys):
@@ -345,9 +396,22 @@ def test_the_answers_assembled_solve_switch2_v2(capsys):
     # 8.2, 8.2 and 8.1 for seeds 0, 1 and 2 (optimum 8.3)
     parts = capstone.assemble(**{name: getattr(solutions, name) for name in capstone.PARTS})
     assert all(parts[name] is getattr(solutions, name) for name in capstone.PARTS), capsys.readouterr().out
-    run = capstone.train_yours(parts, episodes=1500, seed=0)
+    run = capstone.train_yours(parts, episodes=1500, seed=0, progress=False)
     # several of the 16 copies can end an episode in the same step, so the count may pass 1,500 by a few (on one
     # thread, seed 0: the last evaluation is at episode 1,501, greedy 8.2)
-    assert 1500 <= run["evaluations"][-1][0] < 1500 + 16
-    assert run["evaluations"][-1][1] >= 8.0 - 1e-6
+    assert 1500 <= run.evaluations[-1][0] < 1500 + 16
+    assert run.evaluations[-1][1] >= 8.0 - 1e-6
     assert optimal_team_return(capstone.ENV_ID) == pytest.approx(8.3, abs=1e-6)
+
+
+def test_the_plot_draws_both_runs_and_the_lines_and_whose_says_whose_parts():
+    import matplotlib
+    matplotlib.use("Agg")
+    from marl_edu.train import TrainResult
+    result = TrainResult(agent=None, evaluations=[(50, -10.0), (100, 8.1)])
+    ax = capstone.plot_against_reference(result, optimal=8.3, random=-9.3, label=capstone.whose(capstone.REFERENCE))
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "marl_edu's parts (your stubs are empty)" in labels and any("committed" in label for label in labels)
+    assert any("optimum" in label for label in labels) and any("random" in label for label in labels)
+    assert capstone.reference_run()["evaluations"][-1][0] == 1500
+    assert capstone.whose({name: getattr(solutions, name) for name in capstone.PARTS}) == "your MADDPG"
