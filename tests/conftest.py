@@ -3,6 +3,8 @@ hands out the tests when `make test` runs them in parallel workers (-n): a noteb
 and every other test to whichever worker is free.
 """
 
+import os
+
 import matplotlib
 import pytest
 import torch
@@ -12,7 +14,10 @@ matplotlib.use("Agg")  # unit tests draw figures without a screen (notebooks kee
 # One torch thread in every test process, whether pytest runs alone or as one of several workers: the course's
 # networks are tiny, and a second thread per process on a busy 2-core machine made training several times slower
 # (a 105 s capstone run took 21 minutes). The same number of threads everywhere also keeps a test's numbers the same
-# however many workers run. (This sets the test process only: a notebook's kernel keeps its own setting.)
+# however many workers run. OMP_NUM_THREADS does the same for the processes tests start: nbval's notebook kernels
+# (08 and 12 do not set threads yet, issue 29: in a parallel run beside other work one such kernel ran for over 9
+# minutes), command-line runs and pool or Ray workers. A value already set in the environment is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 
 # Tests that take long (training to a solve, million-step differential tests, end-to-end command-line runs, replays of
