@@ -1,14 +1,15 @@
 # marl-edu: one command to set up, one to open the course, one to test.
 #   make setup      create .venv and install everything (idempotent: does nothing when already done)
 #   make lab        setup, then JupyterLab on notebooks/
-#   make test       setup, then unit tests and nbval on every notebook (make test-unit: the unit tests only)
+#   make test       setup, then unit tests and nbval on every notebook, on every core (make test-unit: unit tests only)
 #   make notebooks  re-execute every notebook in place, top to bottom, in a fresh kernel
 #   make test-browser  setup, Debian's Chromium and Playwright, then every notebook run and used in JupyterLab
 #   make test-ray   setup and the ray extra, then compare.py and sweep.py on Ray and on the local pool: the same results
 #   make test-colab    every notebook run as in Google Colab (Python 3.13 with Colab's package versions)
 #   make constraints   (maintainers) record this environment's versions for make setup, after make test passed
 # Options, used when the environment is created: PYTHON=/path/to/python3.X (3.11 to 3.13), TORCH_INDEX=url;
-# VENV=folder (default .venv; an existing environment, such as a conda one, is installed into).
+# VENV=folder (default .venv; an existing environment, such as a conda one, is installed into). For make test and
+# test-unit: TEST_WORKERS=n parallel workers (default auto: one per core, at most 4; 0: one process, no workers).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -104,11 +105,17 @@ setup: $(STAMP)
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
+# Tests run in parallel worker processes (pytest-xdist), one per core: a notebook's cells stay in one worker, in order
+# (tests/conftest.py). At most 4: each worker holds torch and, while it runs a notebook, that notebook's kernel (about
+# 1 GB together), and the longest tests and notebooks take about a minute each, so more workers gain little.
+TEST_WORKERS ?= auto
+XDIST = -n $(TEST_WORKERS) $(if $(filter auto logical,$(TEST_WORKERS)),--maxprocesses 4)
+
 test: setup
-	$(VPY) -m pytest tests notebooks --nbval --nbval-current-env -p no:randomly --ignore=tests/browser $(PYTEST_ARGS)
+	$(VPY) -m pytest tests notebooks --nbval --nbval-current-env -p no:randomly --ignore=tests/browser $(XDIST) $(PYTEST_ARGS)
 
 test-unit: setup
-	$(VPY) -m pytest tests -p no:randomly --ignore=tests/browser $(PYTEST_ARGS)
+	$(VPY) -m pytest tests -p no:randomly --ignore=tests/browser $(XDIST) $(PYTEST_ARGS)
 
 # Ray (an optional extra: the benchmarks' grids on a Ray cluster or a local Ray instance) against the local pool.
 RAY_STAMP := $(VENV)/.marl-edu-ray-installed

@@ -113,3 +113,17 @@ def test_a_venv_variable_in_the_environment_is_ignored(tmp_path):
                            env={"PATH": os.environ["PATH"], "VENV": str(tmp_path)})
     assert result.returncode == 0 and str(tmp_path) not in result.stdout  # make clean never reads it
     assert probe.stdout.strip() == ".venv"
+
+
+@pytest.mark.parametrize("workers, expected", [((), "-n auto --maxprocesses 4"), (("TEST_WORKERS=0",), "-n 0")])
+def test_make_test_runs_in_parallel_workers_unless_told_otherwise(workers, expected, tmp_path):
+    result = make("-n", "test", f"VENV={tmp_path / 'venv'}", f"PYTHON={sys.executable}", *workers, path=os.environ["PATH"])
+    (command,) = [line for line in result.stdout.splitlines() if "-m pytest tests notebooks --nbval" in line]
+    assert f" {expected} " in f"{command} "
+
+
+def test_ci_runs_the_readmes_test_command():
+    """.ci/run runs `make test` on one Python (3.11, or the next one found), not only its parts."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "run_on 3.11 test\n" in ci and ci.count("run_on 3.13 test\n") == ci.count("run_on 3.12 test\n") == 1
+    assert "make test" in (ROOT / "README.md").read_text().split("## Tests")[1].split("CI (`.ci/run`)")[1]
