@@ -34,7 +34,7 @@ SLOW = {
     "test_cli.py::test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts_the_seed_in_progress",
     "test_cli.py::test_ctrl_c_saves_the_run_and_resume_finishes_it_to_the_same_bytes",
     "test_cli.py::test_ctrl_c_while_a_seed_is_written_keeps_its_files_whole_and_stops_before_the_next",
-    "test_cli.py::test_run_seed_measures_what_train_returns",
+    "test_runs.py::test_run_seed_measures_what_train_returns",
     "test_compare_runners.py",  # make test-ray runs it again, on Ray and on the pool
     "test_planning.py::test_the_plan_replayed_in_the_real_env_earns_the_optimum",
     "test_results.py::test_committed_policy_replays_its_recorded_return",
