@@ -12,6 +12,10 @@ batch with before using it.
 
 On-policy learners (COMA and its baselines) keep no buffer: each update learns from the batch of whole episodes that
 ``rollout.collect_episodes`` has just played, padded to the longest with its masks, and then forgets it.
+
+``EpisodeReplay`` (off-policy with recurrent agents: IQL, VDN, QMIX) keeps those batches of whole episodes instead, and
+samples B of them: a GRU's hidden state at step t depends on every step before it, so the unit of replay is the
+episode, not the transition.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from collections import deque
 from typing import Mapping
 
 import numpy as np
+import torch
 
+from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.validate import finite, generator, index_range, positive_int, zero_one
 
@@ -200,3 +206,77 @@ def check_replay_batch(batch: Mapping, n_agents: int, obs_dim: int, act_dim: int
     if n_subpolicies is not None:
         index_range(batch["subpolicies"], n_subpolicies, f"{name}['subpolicies']")
     return dims
+
+
+class EpisodeReplay:
+    """A ring buffer of whole episodes for the recurrent off-policy learners, arrays ``(capacity, T+1, N, .)`` and
+    ``(capacity, T, .)`` with T the env's time limit, each episode padded to T as ``collect_episodes`` pads a batch.
+
+    Args:
+        capacity: how many episodes to keep; the oldest are overwritten first.
+        max_steps: T, the env's time limit (every episode fits).
+        n_agents: N.  obs_dim: O.  n_actions: A.
+
+    ``add`` stores a batch of episodes (``rollout.collect_episodes``'s); ``sample`` draws B of them uniformly (with
+    replacement) and returns them as the same kind of batch, cut to the longest of the B.
+    """
+
+    KEYS = ("obs", "actions", "rewards", "dones", "step_mask", "agent_mask")
+
+    def __init__(self, capacity: int, max_steps: int, n_agents: int, obs_dim: int, n_actions: int):
+        self.capacity = positive_int(capacity, "capacity")
+        self.max_steps = positive_int(max_steps, "max_steps")
+        self.n_agents = positive_int(n_agents, "n_agents")
+        self.obs_dim = positive_int(obs_dim, "obs_dim")
+        self.n_actions = positive_int(n_actions, "n_actions")
+        C, T, N, O = self.capacity, self.max_steps, self.n_agents, self.obs_dim
+        self.obs = np.zeros((C, T + 1, N, O), dtype=np.float32)  # (C, T+1, N, O) steps, then the end state
+        self.actions = np.zeros((C, T + 1, N), dtype=np.int64)  # (C, T+1, N)
+        self.rewards = np.zeros((C, T, N), dtype=np.float32)  # (C, T, N) each agent's own reward
+        self.dones = np.ones((C, T), dtype=np.float32)  # (C, T) 1 at a real terminal step and on padding
+        self.step_mask = np.zeros((C, T), dtype=np.float32)  # (C, T) 1 on real steps
+        self.agent_mask = np.zeros((C, T, N), dtype=np.float32)  # (C, T, N)
+        self.lengths = np.zeros(C, dtype=np.int64)  # (C,) each stored episode's length
+        self._next = 0  # where the next episode goes
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return (f"EpisodeReplay({self._size}/{self.capacity} episodes of at most T={self.max_steps} steps, "
+                f"N={self.n_agents}, O={self.obs_dim}, A={self.n_actions})")
+
+    def add(self, batch: Mapping) -> None:
+        """Store every episode of a batch (``collect_episodes``'s, B episodes of at most L <= T steps: obs
+        ``(B, L+1, N, O)`` ...), checked first by ``rollout.check_episode_batch``; nothing is stored if it fails."""
+        dims = check_episode_batch(batch, self.n_agents, self.obs_dim, self.n_actions, behaviour=False)
+        B, L = dims["B"], dims["T"]
+        if L > self.max_steps:
+            raise ValueError(f"batch['rewards']: episodes of up to T={self.max_steps} steps fit, got {L} steps")
+        arrays = {key: batch[key].detach().cpu().numpy() for key in self.KEYS}
+        for b in range(B):
+            i = self._next
+            self.obs[i], self.actions[i], self.rewards[i] = 0.0, 0, 0.0  # padding, as collect_episodes pads
+            self.dones[i], self.step_mask[i], self.agent_mask[i] = 1.0, 0.0, 0.0
+            self.obs[i, :L + 1], self.actions[i, :L + 1] = arrays["obs"][b], arrays["actions"][b]
+            self.rewards[i, :L], self.dones[i, :L] = arrays["rewards"][b], arrays["dones"][b]
+            self.step_mask[i, :L], self.agent_mask[i, :L] = arrays["step_mask"][b], arrays["agent_mask"][b]
+            self.lengths[i] = int(arrays["step_mask"][b].sum())
+            self._next = (i + 1) % self.capacity
+            self._size = min(self._size + 1, self.capacity)
+
+    def sample(self, batch_size: int, rng: np.random.Generator, device: str | torch.device = "cpu") -> dict:
+        """B episodes drawn uniformly (with replacement), as a batch of tensors on ``device`` cut to the longest of
+        them, L: obs ``(B, L+1, N, O)``, actions ``(B, L+1, N)``, rewards ``(B, L, N)``, dones and step_mask
+        ``(B, L)``, agent_mask ``(B, L, N)``."""
+        batch_size = positive_int(batch_size, "batch_size")
+        generator(rng, "rng")
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty EpisodeReplay; add episodes first")
+        indices = rng.integers(0, self._size, size=batch_size)  # (B,)
+        L = int(self.lengths[indices].max())  # later columns are padding in every sampled episode
+        batch = {"obs": self.obs[indices, :L + 1], "actions": self.actions[indices, :L + 1],
+                 "rewards": self.rewards[indices, :L], "dones": self.dones[indices, :L],
+                 "step_mask": self.step_mask[indices, :L], "agent_mask": self.agent_mask[indices, :L]}
+        return {key: torch.as_tensor(value, device=device) for key, value in batch.items()}

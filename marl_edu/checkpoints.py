@@ -34,7 +34,7 @@ import torch
 
 import marl_edu
 from marl_edu.files import atomic_write
-from marl_edu.learners import LEARNERS, algo_name, check_fits, config_class, entry
+from marl_edu.learners import LEARNERS, POLICY_MODULE, algo_name, check_fits, config_class, entry
 from marl_edu.nets import Actor, RecurrentActor
 
 FORMAT = 1
@@ -204,8 +204,9 @@ def _refusal(error: pickle.UnpicklingError) -> str:
 
 
 def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
-    """Save what a greedy or sampled evaluation needs (the actors: tens of kilobytes) with the config and
-    the sizes to rebuild the learner. MADDPG and IDDPG keep N actors, the on-policy learners one shared.
+    """Save what a greedy or sampled evaluation needs (the policy's networks, ``learners.POLICY_MODULE``: tens of
+    kilobytes) with the config and the sizes to rebuild the learner. MADDPG and IDDPG keep N actors, the on-policy
+    learners one shared actor, IQL, VDN and QMIX their shared agent network (acting greedily on its Q-values).
 
     Args:
         agent: one of the learners of ``learners.LEARNERS``.
@@ -216,9 +217,8 @@ def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     algo = algo_name(agent)
     header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
               "n_actions": agent.n_actions}
-    shared = entry(algo).loop == "on_policy"
-    state = {"actor": agent.actor.state_dict()} if shared else {"actors": agent.actors.state_dict()}
-    return save_checkpoint(path, algo, env_id, header, state)
+    key = POLICY_MODULE[entry(algo).loop]  # "actor", "actors" or "q_net"
+    return save_checkpoint(path, algo, env_id, header, {key: getattr(agent, key).state_dict()})
 
 
 # the sizes a policy file's header gives to rebuild its learner (n_actions: A, the number of actions or the action
@@ -229,7 +229,8 @@ SIZE_BOUNDS = {"n_agents": 64, "obs_dim": 100_000, "n_actions": 10_000}  # the c
 
 
 def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None):
-    """The learner saved by ``save_policy``, its actors holding the checkpoint's weights (critics untrained).
+    """The learner saved by ``save_policy``, its policy's networks holding the checkpoint's weights (critics and
+    mixers untrained).
 
     Args:
         path: the policy file.
@@ -253,15 +254,15 @@ def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str |
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     agent = LEARNERS[name].learner(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
-    modules = {"actor": agent.actor} if entry(name).loop == "on_policy" else {"actors": agent.actors}
+    key = POLICY_MODULE[entry(name).loop]
     try:  # what the learner built is what was expected (so load_state_dict cannot fail deep inside torch)
-        _check_shapes({key: _shapes(module) for key, module in modules.items()}, stored, sizes, config)
+        _check_shapes({key: _shapes(getattr(agent, key))}, stored, sizes, config)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
-    for key, module in modules.items():
-        module.load_state_dict(stored[key])
-    if entry(name).loop != "on_policy":
-        agent.target_actors.load_state_dict(stored["actors"])
+    getattr(agent, key).load_state_dict(stored[key])
+    target = getattr(agent, f"target_{key}", None)  # MADDPG's target actors, VDN's target network: a copy
+    if target is not None:
+        target.load_state_dict(stored[key])
     if env_id is not None:
         _check_fits_env(agent, env_id, path)
     return agent
@@ -315,11 +316,12 @@ def _policy_header(algo: str, header: dict):
 
 
 def _policy_state(algo: str, state: dict) -> dict[str, dict[str, torch.Tensor]]:
-    """The state of a policy file: ``{"actor": ...}`` (on-policy learners) or ``{"actors": ...}`` (the others),
+    """The state of a policy file: ``{"actor": ...}`` (on-policy learners), ``{"q_net": ...}`` (IQL, VDN, QMIX) or
+    ``{"actors": ...}`` (the others),
     a dict of tensors, and nothing else."""
-    key = "actor" if entry(algo).loop == "on_policy" else "actors"
+    key = POLICY_MODULE[entry(algo).loop]
     if key not in state:
-        whose = "shared actor's" if entry(algo).loop == "on_policy" else "actors'"
+        whose = {"actor": "shared actor's", "actors": "actors'", "q_net": "shared agent network's"}[key]
         raise ValueError(f"state has no {key!r} (where a {algo} policy file keeps its {whose} weights)")
     extra = [entry for entry in state if entry != key]
     if extra:
@@ -340,13 +342,14 @@ def _shapes(module: torch.nn.Module) -> dict[str, tuple[int, ...]]:
 def _expected_shapes(algo: str, sizes: dict, config) -> dict[str, dict[str, tuple[int, ...]]]:
     """The tensors a policy file of ``algo`` with these sizes holds, name -> shape, from actor networks built on the
     meta device (shapes, no memory) as the learners build them: one shared ``RecurrentActor`` over
-    ``[o, last action (recurrent only), one-hot id]`` for the on-policy learners (``COMA``), N ``Actor``s for the
-    others (N*M for an ensemble of M sub-policies per agent)."""
+    ``[o, last action (recurrent only), one-hot id]`` for the on-policy learners (``COMA``) and for IQL, VDN and QMIX
+    (their agent network), N ``Actor``s for the others (N*M for an ensemble of M sub-policies per agent)."""
     n, o, a, hidden = sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config.hidden
     with torch.device("meta"):
-        if entry(algo).loop == "on_policy":
+        key = POLICY_MODULE[entry(algo).loop]
+        if key in ("actor", "q_net"):  # one shared GRU network over [o, last action (recurrent only), one-hot id]
             in_dim = o + (a if config.recurrent else 0) + n
-            return {"actor": _shapes(RecurrentActor(in_dim, a, hidden, config.recurrent))}
+            return {key: _shapes(RecurrentActor(in_dim, a, hidden, config.recurrent))}
         one = _shapes(Actor(o, a, (hidden, hidden)))
     count = n * getattr(config, "n_subpolicies", 1)
     return {"actors": {f"{i}.{name}": shape for i in range(count) for name, shape in one.items()}}

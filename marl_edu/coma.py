@@ -174,6 +174,10 @@ class COMA:
         last = F.one_hot(last_actions.clamp(min=0), A).float() * (last_actions >= 0).unsqueeze(-1)  # (B, N, A)
         return torch.cat([obs, last, ids], dim=-1).reshape(B * N, self.obs_dim + A + N)  # (B*N, O+A+N)
 
+    def initial_hidden(self, batch: int) -> torch.Tensor:
+        """The actor's hidden state before an episode's first step, zeros ``(batch, H)`` (batch = episodes * N)."""
+        return self.actor.initial_hidden(batch, self.device)  # (batch, H)
+
     def policy_step(self, obs: torch.Tensor, last_actions: torch.Tensor, h: torch.Tensor,
                     epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
         """One step of every agent's policy: obs ``(B, N, O)``, last actions int ``(B, N)``, hidden

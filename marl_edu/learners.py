@@ -6,8 +6,11 @@ Each row says, for a learner's name (the name its policy files and runs are know
 - ``learner``: the class, built as ``learner(N, O, A, config, seed=..., device=...)``;
 - ``config``: its config dataclass; the command line's options for it are that dataclass's fields;
 - ``loop``: how it trains: ``"on_policy"`` (``train.train_coma``: K whole episodes with the current policy, used once),
-  ``"off_policy"`` (``train.train_maddpg``: a replay buffer on the discrete ma-gym envs) or ``"continuous"``
-  (``train.train_continuous``: a replay buffer on the particle envs, forces in [-1, 1]);
+  ``"off_policy"`` (``train.train_maddpg``: a replay buffer of transitions on the discrete envs),
+  ``"episode_replay"`` (``train.train_value_decomposition``: K whole episodes played epsilon-greedily, kept in a
+  replay of episodes for recurrent agents) or ``"continuous"`` (``train.train_continuous``: a replay buffer on the
+  particle envs, forces in [-1, 1]); the loop also says which of the learner's networks is its policy
+  (``POLICY_MODULE``: what a policy file keeps);
 - ``episodes`` and ``eval_every``: its default budget (the committed results') and how often it is evaluated (a
   discrete learner: one greedy episode on Switch; a continuous one: 10 noise-free episodes);
 - ``about``: one line for the command line's help.
@@ -25,8 +28,12 @@ from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMAD
 from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
 
-LOOPS = ("on_policy", "off_policy", "continuous")
+LOOPS = ("on_policy", "off_policy", "episode_replay", "continuous")
+# the learner's attribute holding its policy's networks, by loop: one shared GRU actor, N actors (MLPs), or the
+# shared GRU agent network whose greedy action is the policy
+POLICY_MODULE = {"on_policy": "actor", "off_policy": "actors", "episode_replay": "q_net", "continuous": "actors"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,12 @@ LEARNERS: dict[str, Entry] = {
                        "central-V: a centralised V(s) critic"),
     "iac": Entry(IACV, COMAConfig, "on_policy", 6000, 200,
                  "IAC-V: each agent's V on its own observation"),
+    "iql": Entry(IQL, ValueDecompositionConfig, "episode_replay", 2000, 50,
+                 "independent Q-learning: each agent's recurrent Q on its own, from the team reward"),
+    "vdn": Entry(VDN, ValueDecompositionConfig, "episode_replay", 2000, 50,
+                 "VDN: the team's Q as the sum of the agents' recurrent Qs"),
+    "qmix": Entry(QMIX, ValueDecompositionConfig, "episode_replay", 2000, 50,
+                  "QMIX: the agents' Qs mixed monotonically, the mixer's weights from hypernetworks on the state"),
     "maddpg_continuous": Entry(ContinuousMADDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,
                                "MADDPG with continuous forces on the particle envs"),
     "iddpg_continuous": Entry(ContinuousIDDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,

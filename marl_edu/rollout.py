@@ -124,16 +124,19 @@ def team_returns(env: MultiAgentEnv, policy: Policy, n_episodes: int, progress: 
 
 def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
                      epsilon: float) -> tuple[dict[str, torch.Tensor], list[float], int]:
-    """Play one episode in each of the K lock-step env copies with an on-policy learner's behaviour policy.
+    """Play one episode in each of the K lock-step env copies with a learner's behaviour policy.
 
     Args:
-        agent: COMA, CentralV or IACV (its ``policy_step``, ``sample``, ``actor.initial_hidden`` and ``device``).
+        agent: a learner with a recurrent behaviour policy: COMA, CentralV or IACV (on-policy), or IQL, VDN and QMIX
+            (whose episodes go to a ``buffers.EpisodeReplay``): its ``policy_step``, ``sample``, ``initial_hidden``
+            and ``device``.
         venv: ``make_vec_env``'s K copies of a ma-gym env with a time limit T (either backend).
-        epsilon: the behaviour policy's exploration, ``(1 - eps) pi + eps / A``.
+        epsilon: the behaviour policy's exploration, ``(1 - eps) pi + eps / A`` (for the Q-learners pi is the greedy
+            policy, one-hot on the argmax: epsilon-greedy).
 
     Returns:
-        The on-policy batch, the K team returns and the number of real env steps. The batch is the one
-        structure every on-policy update takes, a dict of tensors with B = K episodes and L the longest of them
+        The batch of episodes, the K team returns and the number of real env steps. The batch is the one
+        structure every on-policy update takes (and ``buffers.EpisodeReplay`` stores), a dict of tensors with B = K episodes and L the longest of them
         (later columns would be padding in every episode):
 
         - ``obs`` float32 ``(B, L+1, N, O)`` and ``actions`` int64 ``(B, L+1, N)``: step t, and at index L' (an
@@ -163,7 +166,7 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
     just_ended = np.zeros(K, dtype=bool)  # copy k's episode ended at the previous step
     agent_alive = np.ones((K, N), dtype=bool)
     obs = venv.reset()  # (K, N, O)
-    h = agent.actor.initial_hidden(K * N, agent.device)  # (K*N, H)
+    h = agent.initial_hidden(K * N)  # (K*N, H)
     last = torch.full((K, N), -1, device=agent.device)  # (K, N) no action before the first step
     with torch.no_grad():
         for t in range(T + 1):
@@ -201,15 +204,19 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
 EPISODE_BATCH_KEYS = ("obs", "actions", "rewards", "dones", "step_mask", "agent_mask", "epsilon")
 
 
-def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: int) -> dict[str, int]:
-    """Check an on-policy batch (``collect_episodes``'s) before a learner's update touches it: the one check of
-    COMA, CentralV and IACV.
+def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: int,
+                        behaviour: bool = True) -> dict[str, int]:
+    """Check a batch of whole episodes before a learner's update touches it: the one check of the on-policy batch
+    (``collect_episodes``'s: COMA, CentralV and IACV) and of the episodes replayed from ``buffers.EpisodeReplay``
+    (IQL, VDN and QMIX).
 
     Args:
         batch: a dict of tensors, obs float32 ``(B, T+1, N, O)``, actions int64 ``(B, T+1, N)`` in [0, A), rewards
             float32 ``(B, T, N)``, dones and step_mask float32 ``(B, T)``, agent_mask float32 ``(B, T, N)`` (0/1,
-            at least one real step), and epsilon, a number in [0, 1]. Other keys are ignored.
+            at least one real step), and (with ``behaviour``) epsilon, a number in [0, 1]. Other keys are ignored.
         n_agents, obs_dim, n_actions: the learner's N, O and A.
+        behaviour: the batch records the behaviour policy's epsilon (an on-policy batch, whose update replays that
+            policy); False for replayed episodes, which an off-policy update learns from whatever played them.
 
     Returns:
         The sizes ``{"B": ..., "T+1": ..., "T": ..., "N": ..., "O": ..., "A": ...}``.
@@ -222,9 +229,11 @@ def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: 
     """
     if not isinstance(batch, Mapping):
         raise ValueError(f"batch must be a dict of tensors (collect_episodes's), got {type(batch).__name__}")
-    missing = [key for key in EPISODE_BATCH_KEYS if key not in batch]
+    keys = EPISODE_BATCH_KEYS if behaviour else EPISODE_BATCH_KEYS[:-1]
+    missing = [key for key in keys if key not in batch]
     if missing:
-        raise ValueError(f"batch is missing {missing}: an on-policy batch holds {', '.join(EPISODE_BATCH_KEYS)}")
+        kind = "an on-policy batch" if behaviour else "a batch of replayed episodes"
+        raise ValueError(f"batch is missing {missing}: {kind} holds {', '.join(keys)}")
     specs = {"obs": (("B", "T+1", "N", "O"), torch.float32), "actions": (("B", "T+1", "N"), torch.int64),
              "rewards": (("B", "T", "N"), torch.float32), "dones": (("B", "T"), torch.float32),
              "step_mask": (("B", "T"), torch.float32), "agent_mask": (("B", "T", "N"), torch.float32)}
@@ -244,7 +253,8 @@ def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: 
                                  f"steps and the end state), got B = {dims['B']}, T+1 = {dims['T+1']}")
             dims["T"] = dims["T+1"] - 1
     dims["A"] = n_actions
-    unit_interval(batch["epsilon"], "batch['epsilon']")  # the behaviour policy's (1 - eps) pi + eps / A
+    if behaviour:
+        unit_interval(batch["epsilon"], "batch['epsilon']")  # the behaviour policy's (1 - eps) pi + eps / A
     finite(batch["obs"], "batch['obs']")
     finite(batch["rewards"], "batch['rewards']")
     for key in ("dones", "step_mask", "agent_mask"):

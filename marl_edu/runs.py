@@ -25,7 +25,7 @@ from marl_edu.rollout import run_episode
 from marl_edu.threads import torch_threads
 from marl_edu.train import (FINAL_GREEDY_EPISODES, PARTICLE_EVAL_SEED, TrainResult, evaluate_particle,
                             greedy_return, greedy_team_return, sampled_returns, train_coma, train_continuous,
-                            train_maddpg)
+                            train_maddpg, train_value_decomposition)
 from marl_edu.viz import downscale, plot_seed_evaluations, save_gif
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
@@ -38,14 +38,16 @@ METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "i
 
 SCORE_EPISODES = 100  # a continuous learner's final score: evaluate_particle over these episodes (benchmarks' too)
 
-LOOPS = {"on_policy": train_coma, "off_policy": train_maddpg, "continuous": train_continuous}  # learners.Entry.loop
+LOOPS = {"on_policy": train_coma, "off_policy": train_maddpg, "episode_replay": train_value_decomposition,
+         "continuous": train_continuous}  # learners.Entry.loop
 
 
 def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
           progress: bool = True, device: str = "cpu", stop_at: float | None = None,
           env_backend: str = "batched", checkpoint=None, threads: int | None = None) -> TrainResult:
     """Train a discrete learner of ``LEARNERS`` by name with its loop (``LOOPS``): ``train_coma`` (whole-episode
-    batches) for the on-policy learners, ``train_maddpg`` (a replay buffer) for the others. ``config``: None for
+    batches) for the on-policy learners, ``train_value_decomposition`` (an episode replay) for IQL, VDN and QMIX,
+    ``train_maddpg`` (a replay buffer of transitions) for the others. ``config``: None for
     the learner's defaults; ``eval_every``: None for its row's."""
     row = entry(algo)
     if row.loop == "continuous":

@@ -3,7 +3,8 @@
 ``train_maddpg`` runs MADDPG on K lock-step copies of an environment (``make_vec_env``), with
 n-step returns of the **team reward** (Switch is cooperative: every critic learns the sum over agents).
 ``train_coma`` plays K whole episodes at a time with the current policy (on-policy) and makes one
-COMA update from them, also with the team reward. ``train_continuous`` runs MADDPG with continuous actions on
+COMA update from them, also with the team reward. ``train_value_decomposition`` plays K whole episodes at a time
+epsilon-greedily, keeps them in an episode replay and learns from B replayed episodes (IQL, VDN, QMIX). ``train_continuous`` runs MADDPG with continuous actions on
 the particle envs, where each critic learns its own agent's reward, as in the MADDPG paper.
 
 Every loop and evaluation here runs on ``threads`` torch threads (default 1: networks this small run fastest on one,
@@ -23,7 +24,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from marl_edu.batched_switch import BatchedSwitch
-from marl_edu.buffers import ReplayBuffer, n_step_transitions
+from marl_edu.buffers import EpisodeReplay, ReplayBuffer, n_step_transitions
 from marl_edu.learners import algo_name_of_class, check_fits, config_class
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
@@ -37,6 +38,7 @@ from marl_edu.shapes import one_hot
 from marl_edu.targets import critic_rewards
 from marl_edu.threads import torch_threads
 from marl_edu.validate import positive_int
+from marl_edu.value_decomposition import IQL, VDN, ValueDecompositionConfig
 
 
 @dataclass
@@ -44,7 +46,7 @@ class TrainResult:
     """What a training run produced: per-episode team returns (while exploring), periodic greedy
     evaluations ``(episode, greedy team return)``, counts and wall-clock time, and the learner."""
 
-    agent: MADDPG | COMA
+    agent: MADDPG | COMA | IQL
     episode_returns: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
     eval_seconds: list[float] = field(default_factory=list)  # wall-clock since the start, per evaluation
@@ -53,7 +55,7 @@ class TrainResult:
     seconds: float = 0.0
     update_seconds: float = 0.0  # of which spent in the learner's update (the rest: acting, stepping, evaluating)
     started: float = field(default_factory=time.perf_counter, repr=False)  # time.perf_counter() at the start
-    buffer: ReplayBuffer | None = field(default=None, repr=False)  # an off-policy run's replay buffer at the end
+    buffer: ReplayBuffer | EpisodeReplay | None = field(default=None, repr=False)  # an off-policy run's replay at the end
 
 
 def greedy_return(agent, env_id: str, record_frames: bool = False, threads: int | None = None):
@@ -374,6 +376,76 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config: COMACon
             result.env_steps += steps
             result.updates += 1
             bar.update(len(returns))
+            if len(result.episode_returns) >= loop.next_eval:  # evaluate
+                loop.next_eval += eval_every
+                if _greedy_evaluation(result, env_id, bar, stop_at, threads, eps=f"{epsilon:.2f}"):
+                    break
+            if checkpoint is not None:
+                checkpoint.save(result, parts)
+        return _finish(result, bar)
+
+
+# ----------------------------------------------------------------------------------------------
+# IQL, VDN and QMIX: whole episodes played epsilon-greedily, kept in an episode replay, learned from B at a time
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class EpisodeReplayLoop:
+    """What ``train_value_decomposition``'s loop carries from one collection to the next beside the learner, the
+    episode replay and the env copies (see ``OffPolicyLoop``)."""
+
+    rng: np.random.Generator  # samples the replayed episodes
+    next_eval: int  # the episode count at which the next greedy evaluation is due
+
+
+def train_value_decomposition(env_id: str = "Switch2-v0", episodes: int = 2000,
+                              config: ValueDecompositionConfig | None = None, seed: int = 0, eval_every: int = 100,
+                              progress: bool = True, device: str = "cpu", learner: type[IQL] = VDN,
+                              stop_at: float | None = None, env_backend: str = "batched",
+                              checkpoint: RunCheckpoint | None = None, threads: int | None = None,
+                              update=None) -> TrainResult:
+    """Train VDN (or ``learner=IQL`` or ``QMIX``) for ``episodes`` episodes, or until a periodic greedy evaluation
+    reaches ``stop_at``: play K = ``n_envs`` whole episodes epsilon-greedily (``collect_episodes``), store them in an
+    ``EpisodeReplay``, then make ``updates_per_collection`` updates, each from ``batch_episodes`` replayed episodes
+    (once the replay holds that many). Epsilon decays linearly from ``epsilon_start`` to ``epsilon_end`` over the
+    first ``epsilon_fraction`` of the episodes. Deterministic for a seed; ``checkpoint`` and ``update`` as in
+    ``train_coma`` (``update(agent, batch)`` gets each replayed batch)."""
+    with torch_threads(threads):
+        positive_int(episodes, "episodes")
+        positive_int(eval_every, "eval_every")
+        _check_update(update)
+        config = (config or ValueDecompositionConfig()).validate()
+        venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
+        if venv.max_steps is None:
+            raise ValueError(f"{env_id} has no time limit: the episode replay stores whole episodes of at most T steps")
+        N, O, A = venv.n_agents, venv.obs_dim, venv.n_actions
+        agent = learner(N, O, A, config, seed=seed, device=device)
+        replay = EpisodeReplay(config.buffer_episodes, venv.max_steps, N, O, A)
+        result = TrainResult(agent=agent, buffer=replay)
+        loop = EpisodeReplayLoop(rng=np.random.default_rng(seed), next_eval=eval_every)
+        if checkpoint is not None:  # the whole state of the run: resumed from it, saved after every collection
+            parts = {"agent": agent, "buffer": replay, "venv": _resumable(venv), "loop": loop}
+            checkpoint.restore(result, parts)
+        bar = tqdm(total=episodes, initial=len(result.episode_returns), desc=f"{learner.__name__} {env_id} seed {seed}",
+                   disable=not progress, leave=False)
+        while len(result.episode_returns) < episodes:
+            epsilon = linear(config.epsilon_start, config.epsilon_end, len(result.episode_returns),
+                             config.epsilon_fraction * episodes)
+            batch, returns, steps = collect_episodes(agent, venv, epsilon)  # collect K whole episodes
+            replay.add(batch)  # store them
+            result.episode_returns.extend(returns)
+            result.env_steps += steps
+            bar.update(len(returns))
+            if len(replay) >= config.batch_episodes:  # update, from B replayed episodes at a time
+                tic = time.perf_counter()
+                for _ in range(config.updates_per_collection):
+                    replayed = replay.sample(config.batch_episodes, loop.rng, agent.device)
+                    if update is None:
+                        agent.update(replayed)
+                    else:
+                        update(agent, replayed)
+                    result.updates += 1
+                result.update_seconds += time.perf_counter() - tic
             if len(result.episode_returns) >= loop.next_eval:  # evaluate
                 loop.next_eval += eval_every
                 if _greedy_evaluation(result, env_id, bar, stop_at, threads, eps=f"{epsilon:.2f}"):

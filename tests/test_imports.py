@@ -16,7 +16,7 @@ LAYERS = [
     ("envs", {"batched_switch", "envs", "planning"}),
     ("data", {"rollout", "buffers"}),
     ("pieces", {"nets", "targets"}),
-    ("learners", {"maddpg", "coma", "baselines", "continuous", "inference", "ensembles"}),
+    ("learners", {"maddpg", "coma", "baselines", "continuous", "inference", "ensembles", "value_decomposition"}),
     ("table", {"learners"}),
     ("formats", {"checkpoints"}),
     ("loops", {"train", "resume", "competition"}),
