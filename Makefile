@@ -96,7 +96,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) $(GYM_WHEEL) | $(VPY)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(if $(TORCH_INDEX),$(VPY) -m pip install --quiet --index-url $(TORCH_INDEX) "$(TORCH_REQUIREMENT)")
 	$(PIP_INSTALL) -e ".[dev]"
-	$(VPY) -c "import torch, gym, ma_gym, mpe2, marl_edu, sys; print('Python', sys.version.split()[0], '| torch', torch.__version__, '| gym', gym.__version__, '| mpe2 ok | marl_edu ok')"
+	$(VPY) -c "import torch, gym, ma_gym, mpe2, lbforaging, marl_edu, sys; print('Python', sys.version.split()[0], '| torch', torch.__version__, '| gym', gym.__version__, '| mpe2 ok | lbforaging ok | marl_edu ok')"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -324,3 +324,238 @@ def test_physical_deception_rewards_by_hand():
     assert dones.all() and not info["terminated"].any()  # 25 steps, a time limit
     # summed over the team, the adversary's distance counts twice for the good agents and once against it
     np.testing.assert_allclose(rewards.sum(), -2 * min(d[1], d[2]) + d[0], rtol=1e-5)
+
+
+# ---- Level-Based Foraging (lbforaging 2.0.0) behind the same numpy interface as ma-gym's.
+
+NONE, NORTH, SOUTH, WEST, EAST, LOAD = range(6)  # lbforaging's Action enum
+FORAGING = "Foraging-8x8-2p-3f-v3"  # 8x8 grid, 2 agents, 3 food: the MARL textbook's task
+
+
+def test_foraging_spaces_and_observation_layout():
+    env = make_env(FORAGING, seed=0)
+    assert (env.env_id, env.n_agents, env.obs_dim, env.n_actions, env.max_steps) == (FORAGING, 2, 15, 6, 50)
+    assert env.action_meanings == ["NONE", "NORTH", "SOUTH", "WEST", "EAST", "LOAD"]
+    obs = env.reset()
+    assert obs.shape == (2, 15) and obs.dtype == np.float32
+    # O = 3 food x (y, x, level) + 2 agents x (y, x, level) = 9 + 6 = 15, read against lbforaging's own state
+    lbf = env._env.unwrapped
+    food = [[y, x, lbf.field[y, x]] for y, x in zip(*np.nonzero(lbf.field))]  # row-major order
+    agents = [[*p.position, p.level] for p in lbf.players]
+    assert len(food) == 3 and all(1 <= level <= agents[0][2] + agents[1][2] for _, _, level in food)
+    assert obs[0].tolist() == [v for f in food for v in f] + agents[0] + agents[1]  # food, itself, the other
+    assert obs[1].tolist() == [v for f in food for v in f] + agents[1] + agents[0]  # each agent sees itself first
+
+
+def test_foraging_loading_rewards_by_hand():
+    # Drive lbforaging's state: food of level 3 at (2, 2) and of level 2 at (5, 5), so the spawned levels total
+    # F = 3 + 2 = 5; agent 0 (level 1) west of the first food at (2, 1), agent 1 (level 2) north of it at (1, 2).
+    env = make_env(FORAGING, seed=0)
+    env.reset()
+    lbf = env._env.unwrapped
+    lbf.field[:] = 0
+    lbf.field[2, 2], lbf.field[5, 5] = 3, 2
+    lbf._food_spawned = 5
+    (lbf.players[0].position, lbf.players[0].level), (lbf.players[1].position, lbf.players[1].level) = \
+        ((2, 1), 1), ((1, 2), 2)
+    lbf._gen_valid_moves()  # lbforaging's list of each agent's possible actions, as after a step
+
+    # Step 1: agent 0 alone cannot load the level-3 food (1 < 3): nothing happens
+    obs, rewards, dones, info = env.step(np.array([LOAD, NONE]))
+    assert rewards.tolist() == [0.0, 0.0] and rewards.dtype == np.float32 and not dones.any()
+    assert obs[0].tolist() == [2, 2, 3, 5, 5, 2, -1, -1, 0, 2, 1, 1, 1, 2, 2]  # empty third food slot: (-1, -1, 0)
+    assert obs[1].tolist() == [2, 2, 3, 5, 5, 2, -1, -1, 0, 1, 2, 2, 2, 1, 1]
+    # Step 2: together 1 + 2 = 3 >= 3: agent i gets level_i * 3 / ((1 + 2) * 5): 1 * 3 / 15 = 0.2 and 2 * 3 / 15 = 0.4
+    obs, rewards, dones, info = env.step(np.array([LOAD, LOAD]))
+    np.testing.assert_allclose(rewards, [0.2, 0.4], rtol=1e-6)
+    assert obs[0, :9].tolist() == [5, 5, 2, -1, -1, 0, -1, -1, 0]  # the food left moves up to the first slot
+    assert not dones.any() and info["step"] == 2
+    # Steps 3-49: 41 waits, then agent 1 walks (1, 2) -> (4, 2) -> (4, 5), north of the level-2 food
+    plan = [(NONE, NONE)] * 41 + [(NONE, SOUTH)] * 3 + [(NONE, EAST)] * 3
+    for actions in plan:
+        obs, rewards, dones, info = env.step(np.array(actions))
+    assert info["step"] == 49 and not dones.any() and obs[1, 9:11].tolist() == [4, 5]
+    # Step 50, the time limit: agent 1 loads it alone (2 >= 2): 2 * 2 / (2 * 5) = 0.4. The last food went on the last
+    # step: the task is over (terminated), not cut off (truncated)
+    obs, rewards, dones, info = env.step(np.array([NONE, LOAD]))
+    np.testing.assert_allclose(rewards, [0.0, 0.4], rtol=1e-6)
+    assert info["step"] == 50 and dones.tolist() == [True, True]
+    assert info["terminated"].tolist() == [True, True] and info["truncated"].tolist() == [False, False]
+    # over the episode: agent 0 0.2, agent 1 0.4 + 0.4 = 0.8; the team 1.0, as in every episode that loads all food
+    with pytest.raises(ValueError, match="episode is over"):
+        env.step(np.array([NONE, NONE]))
+
+
+def _first_move(start, goal, blocked, size):
+    """The first move (NORTH, SOUTH, WEST or EAST) of a shortest path from ``start`` to ``goal`` on a size x size grid
+    around the ``blocked`` cells; None when there is no path."""
+    from collections import deque
+
+    moves = {NORTH: (-1, 0), SOUTH: (1, 0), WEST: (0, -1), EAST: (0, 1)}
+    came_from, queue = {start: None}, deque([start])
+    while queue:
+        cell = queue.popleft()
+        if cell == goal:
+            while came_from[cell][0] != start:
+                cell = came_from[cell][0]
+            return came_from[cell][1]
+        for move, (dy, dx) in moves.items():
+            step = (cell[0] + dy, cell[1] + dx)
+            if 0 <= min(step) and max(step) < size and step not in blocked and step not in came_from:
+                came_from[step] = (cell, move)
+                queue.append(step)
+    return None
+
+
+def _load_together(obs):
+    """A scripted team for Foraging-8x8-2p-3f from the observation layout: both agents walk to the first food in
+    agent 0's observation, stand beside it (each on its nearest free side) and load it together."""
+    food = [(int(obs[0, k]), int(obs[0, k + 1])) for k in range(0, 9, 3) if obs[0, k + 2] > 0]
+    positions = [(int(obs[0, 9]), int(obs[0, 10])), (int(obs[0, 12]), int(obs[0, 13]))]  # itself, then agent 1
+    (fy, fx) = food[0]
+    sides = [(fy - 1, fx), (fy + 1, fx), (fy, fx - 1), (fy, fx + 1)]  # (food is never on the grid's edge)
+    goals = []
+    for (y, x) in positions:
+        goals.append(min((s for s in sides if s not in goals), key=lambda s: abs(s[0] - y) + abs(s[1] - x)))
+    if positions == goals:
+        return np.array([LOAD, LOAD])
+    moves = [None if positions[i] == goals[i] else
+             _first_move(positions[i], goals[i], blocked=set(food) | {positions[1 - i]}, size=8) for i in range(2)]
+    return np.array([NONE if move is None else move for move in moves])  # (N,) wait where there is no way yet
+
+
+def test_foraging_episode_that_loads_every_food_terminates():
+    env = make_env(FORAGING, seed=3)
+    obs = env.reset()
+    levels = obs[0, [11, 14]]  # (2,) agent 0's and agent 1's level
+    food_total = obs[0, 2:9:3].sum()  # F, the spawned food's levels added up
+    assert levels.tolist() == [1, 2]
+    returns, dones = np.zeros(2), np.zeros(2, dtype=bool)
+    while not dones.all():
+        food_before = obs[0, 2:9:3].sum()
+        obs, rewards, dones, info = env.step(_load_together(obs))
+        loaded = food_before - obs[0, 2:9:3].sum()  # the level of the food loaded this step (both agents load it)
+        # agent i's share: level_i * f / ((1 + 2) * F)
+        np.testing.assert_allclose(rewards, levels * loaded / (levels.sum() * food_total), rtol=1e-6)
+        returns += rewards
+    assert info["step"] < 50 and info["terminated"].all() and not info["truncated"].any()
+    assert (obs[:, 2:9:3] == 0).all()  # every food slot empty
+    # loading every food together, agent i gets level_i / (1 + 2) of the whole: 1/3 and 2/3, 1 for the team
+    np.testing.assert_allclose(returns, [1 / 3, 2 / 3], rtol=1e-6)
+
+
+def test_foraging_time_limit_is_truncation_not_termination():
+    env = make_env(FORAGING, seed=0)
+    env.reset()
+    for t in range(1, 51):
+        _, rewards, dones, info = env.step(np.array([NONE, NONE]))
+        assert rewards.tolist() == [0.0, 0.0] and dones.tolist() == [t == 50] * 2 and info["step"] == t
+    assert info["truncated"].tolist() == [True, True] and info["terminated"].tolist() == [False, False]
+    assert info["terminated"].dtype == info["truncated"].dtype == dones.dtype == bool
+    with pytest.raises(ValueError, match="episode is over"):
+        env.step(np.array([NONE, NONE]))
+
+
+def test_foraging_same_seed_same_episodes():
+    def play(seed):
+        env, rng = make_env(FORAGING, seed=seed), np.random.default_rng(0)
+        frames = []
+        for _ in range(2):  # the second episode continues the seed's random stream
+            frames.append(env.reset())
+            for _ in range(20):
+                frames.append(env.step(rng.integers(0, 6, size=2))[0])
+        return np.stack(frames)  # (42, N, O)
+
+    np.testing.assert_array_equal(play(5), play(5))
+    assert not np.array_equal(play(5)[0], play(6)[0])  # another seed, another start
+    assert not np.array_equal(play(5)[0], play(5)[21])  # the second episode starts elsewhere
+
+
+def test_foraging_ids_with_prefix_and_coop():
+    env = make_env("lbforaging:Foraging-8x8-2p-2f-coop-v3", seed=0)
+    assert env.env_id == "Foraging-8x8-2p-2f-coop-v3" and env.obs_dim == 2 * 3 + 2 * 3
+    obs = env.reset()
+    # -coop: every food's level is the agents' levels added up, so no agent can load one alone
+    assert obs[0, [2, 5]].tolist() == [obs[0, 8] + obs[0, 11]] * 2
+
+
+def test_foraging_bad_actions_raise_clear_errors():
+    env = make_env(FORAGING)
+    with pytest.raises(ValueError, match="call reset"):
+        env.step(np.array([0, 0]))
+    env.reset()
+    with pytest.raises(ValueError, match=r"actions must be in \[0, 5\] \(NONE, NORTH, SOUTH, WEST, EAST, LOAD\), "
+                                         r"got \[0, 6\]"):
+        env.step(np.array([0, 6]))
+    with pytest.raises(ValueError, match=r"actions must be in \[0, 5\].*got \[-1, 0\]"):
+        env.step(np.array([-1, 0]))
+    with pytest.raises(ValueError, match=r"actions: expected shape \(2,\), got \(3,\)"):
+        env.step(np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="expected int elements"):
+        env.step(np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="expected int elements"):
+        env.step(np.array([True, False]))
+    with pytest.raises(ValueError, match=r"one-hot actions\? pass actions.argmax\(-1\)"):
+        env.step(np.eye(6, dtype=np.float32)[[0, 5]])
+    assert env.step([LOAD, NONE])[3]["step"] == 1  # a list of ints is fine
+
+
+def test_unknown_foraging_id_lists_close_matches():
+    with pytest.raises(ValueError, match="unknown Level-Based Foraging environment 'Foraging-8x8-2p-3f-v2'; "
+                                         "did you mean 'Foraging-8x8-2p-3f-v3'"):
+        make_env("Foraging-8x8-2p-3f-v2")
+    with pytest.raises(ValueError, match="did you mean 'Foraging-8x8-2p-3f-coop-v3', 'Foraging-8x8-2p-3f-v3'"):
+        make_env("lbforaging:Foraging-8x8-2p-3f")
+    with pytest.raises(ValueError, match="'Foragin-8x8-2p-3f-v3'; did you mean 'Foraging-8x8-2p-3f-v3'"):
+        make_env("Foragin-8x8-2p-3f-v3")  # a typo in the name still gets Foraging's ids, not ma-gym's
+    with pytest.raises(ValueError, match=r"ids look like Foraging\{-2s\}-\{s\}x\{s\}-\{p\}p-\{f\}f\{-coop\}-v3"):
+        make_env("lbforaging:Forest-v0")
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
+        make_env(FORAGING, seed=-1)
+
+
+def test_foraging_vec_env_auto_resets():
+    from marl_edu.envs import ForagingEnv, VecEnv, make_env as one
+
+    venv = make_vec_env(FORAGING, n_envs=3, seed=0)  # the batched backend is Switch's only: this is a VecEnv
+    assert type(venv) is VecEnv and not venv.continuous and isinstance(venv.envs[0], ForagingEnv)
+    assert (venv.n_agents, venv.obs_dim, venv.n_actions, venv.max_steps) == (2, 15, 6, 50)
+    assert venv.action_meanings == ["NONE", "NORTH", "SOUTH", "WEST", "EAST", "LOAD"]
+    first = venv.reset()  # (K, N, O)
+    assert first.shape == (3, 2, 15) and first.dtype == np.float32
+    copies = [one(FORAGING, seed=k) for k in range(3)]  # copy k is seeded 0 + k
+    np.testing.assert_array_equal(first, np.stack([env.reset() for env in copies]))
+    wait = np.full((3, 2), NONE)
+    for _ in range(50):
+        obs, rewards, dones, info = venv.step(wait)
+        assert rewards.shape == dones.shape == (3, 2) and rewards.dtype == np.float32
+    assert info["episode_done"].tolist() == [True] * 3 and info["truncated"].all() and not info["terminated"].any()
+    np.testing.assert_array_equal(info["final_obs"], first)  # nobody moved or loaded
+    np.testing.assert_array_equal(info["episode_team_return"], [0.0] * 3)
+    np.testing.assert_array_equal(obs, np.stack([env.reset() for env in copies]))  # each copy's next episode
+    with pytest.raises(ValueError, match=r"actions must be in \[0, 5\] \(NONE, NORTH, SOUTH, WEST, EAST, LOAD\)"):
+        venv.step(np.array([[0, 0], [0, 6], [0, 0]]))
+    with pytest.raises(ValueError, match=r"actions: expected shape \(3, 2\)"):
+        venv.step(np.zeros(2, dtype=np.int64))
+    venv.close()
+
+
+def test_foraging_render_frame_is_headless_rgb(monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)  # no window: lbforaging's own renderer would need one
+    from marl_edu.envs import AGENT_COLORS
+
+    env = make_env(FORAGING, seed=0)
+    with pytest.raises(ValueError, match="call reset"):
+        env.render_frame()
+    obs = env.reset()
+    frame = env.render_frame()
+    assert frame.shape == (8 * 40 + 1, 8 * 40 + 1, 3) and frame.dtype == np.uint8  # 40 pixels a cell, 1 for the edge
+
+    def pixel(y, x):  # a point inside cell (y, x), left of its centre and clear of the level written there
+        return frame[int(y) * 40 + 20, int(x) * 40 + 10].tolist()
+
+    for k in range(0, 9, 3):  # food: green squares
+        assert pixel(obs[0, k], obs[0, k + 1]) == [44, 160, 44]
+    assert pixel(obs[0, 9], obs[0, 10]) == list(AGENT_COLORS[0])  # agent 0
+    assert pixel(obs[0, 12], obs[0, 13]) == list(AGENT_COLORS[1])  # agent 1
+    assert (frame == 255).all(axis=-1).mean() > 0.5  # mostly empty (white) cells

@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
         pip("install", "--quiet", "--find-links", str(ROOT / ".wheelhouse"), "--only-binary", "gym",
             "-c", pinned.name, *dependencies)
     STAMP.write_text(digest)
-    print("marl-edu is ready: " + ", ".join(f"{name} {installed(name)}" for name in ("torch", "gym", "ma-gym", "mpe2")))
+    print("marl-edu is ready: " + ", ".join(f"{name} {installed(name)}"
+                                            for name in ("torch", "gym", "ma-gym", "mpe2", "lbforaging")))
 
 
 if __name__ == "__main__":
