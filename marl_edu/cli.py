@@ -27,7 +27,7 @@ import torch
 
 from marl_edu.checkpoints import load_checkpoint, load_policy
 from marl_edu.competition import DECEPTION
-from marl_edu.envs import PARTICLE_ENVS, is_switch, make_env, resolve_env_id
+from marl_edu.envs import PARTICLE_ENVS, is_foraging, is_switch, make_env, resolve_env_id, resolve_foraging_id
 from marl_edu.learners import LEARNERS, algo_name, check_fits, config_class, entry
 from marl_edu.resume import KIND, StopOnSignal, TrainingInterrupted, seed_checkpoint
 from marl_edu.run_folder import RunLog, probe_writable, remove_run, remove_temporaries, run_files
@@ -71,7 +71,10 @@ CONFIG_OPTIONS = [
     ("--hidden", "hidden", int, "hidden units per layer"),
     ("--n-envs", "n_envs", int, "environment copies stepped in lock-step; for the on-policy learners, episodes per "
                                 "update"),
-    ("--lam", "lam", float, "TD(lambda) of the critic targets"),
+    ("--lam", "lam", float, "TD(lambda) of the targets"),
+    ("--lr", "lr", float, "learning rate of the agent network and the mixer"),
+    ("--batch-episodes", "batch_episodes", int, "replayed episodes per update"),
+    ("--epsilon-end", "epsilon_end", float, "the exploration's final epsilon, reached linearly early in training"),
     ("--entropy", "entropy_start", float, "starting entropy bonus, decayed to 0"),
     ("--actor-gradient", "actor_gradient", ["expected", "gumbel"],
      "the actor's gradient, exact over its own actions (expected) or a Gumbel-softmax sample (gumbel)"),
@@ -84,8 +87,10 @@ CONFIG_OPTIONS = [
 ]
 # Switches: each sets a config field to the value it names, for the learners whose default is the other one.
 CONFIG_SWITCHES = [
-    ("--feed-forward", "recurrent", False, "a feed-forward actor on [o_t, id] instead of the GRU over the history"),
+    ("--feed-forward", "recurrent", False,
+     "a feed-forward actor (agent network) on [o_t, id] instead of the GRU over the history"),
     ("--per-agent-reward", "team_reward", False, "critic row i learns agent i's own reward, not the team reward"),
+    ("--single-q", "double_q", False, "the target's own max at the next step instead of double Q's online argmax"),
     ("--team-reward", "team_reward", True, "every critic learns the team reward (the sum over agents) instead of "
                                            "its own agent's"),
 ]
@@ -237,8 +242,9 @@ def check_limits(args: argparse.Namespace) -> None:
 
 def check_env(algo: str, env: str | None) -> str:
     """The env ``algo`` trains (or a policy of it plays) on: ``env`` resolved (``"ma_gym:Switch2-v0"`` ->
-    ``"Switch2-v0"``), or ``DEFAULT_ENV`` if None. ValueError for an unknown id, a particle env for a discrete
-    learner, or a ma-gym env for a continuous one."""
+    ``"Switch2-v0"``, ``"lbforaging:Foraging-8x8-2p-3f-v3"`` -> ``"Foraging-8x8-2p-3f-v3"``), or ``DEFAULT_ENV`` if
+    None. ValueError for an unknown id, a particle env for a discrete learner, or a discrete env for a continuous
+    one."""
     continuous = entry(algo).loop == "continuous"
     if env is None:
         return DEFAULT_ENV["continuous" if continuous else "discrete"]
@@ -251,7 +257,9 @@ def check_env(algo: str, env: str | None) -> str:
                          f"continuous forces (its learners: {', '.join(_continuous_learners())})")
     if particle and env not in PARTICLE_ENVS:
         raise ValueError(f"unknown particle environment {env!r}; choose one of {', '.join(PARTICLE_ENVS)}")
-    return env if particle else resolve_env_id(env)
+    if particle:
+        return env
+    return resolve_foraging_id(env) if is_foraging(env) else resolve_env_id(env)
 
 
 def check_budget(args: argparse.Namespace) -> tuple[int, int]:

@@ -136,7 +136,8 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
 
     Returns:
         The batch of episodes, the K team returns and the number of real env steps. The batch is the one
-        structure every on-policy update takes (and ``buffers.EpisodeReplay`` stores), a dict of tensors with B = K episodes and L the longest of them
+        structure every on-policy update takes (and ``buffers.EpisodeReplay`` stores), a dict of tensors with
+        B = K episodes and L the longest of them
         (later columns would be padding in every episode):
 
         - ``obs`` float32 ``(B, L+1, N, O)`` and ``actions`` int64 ``(B, L+1, N)``: step t, and at index L' (an

@@ -4,8 +4,9 @@
 n-step returns of the **team reward** (Switch is cooperative: every critic learns the sum over agents).
 ``train_coma`` plays K whole episodes at a time with the current policy (on-policy) and makes one
 COMA update from them, also with the team reward. ``train_value_decomposition`` plays K whole episodes at a time
-epsilon-greedily, keeps them in an episode replay and learns from B replayed episodes (IQL, VDN, QMIX). ``train_continuous`` runs MADDPG with continuous actions on
-the particle envs, where each critic learns its own agent's reward, as in the MADDPG paper.
+epsilon-greedily, keeps them in an episode replay and learns from B replayed episodes (IQL, VDN, QMIX).
+``train_continuous`` runs MADDPG with continuous actions on the particle envs, where each critic learns its own
+agent's reward, as in the MADDPG paper.
 
 Every loop and evaluation here runs on ``threads`` torch threads (default 1: networks this small run fastest on one,
 and two fight any other work on the machine) and gives the caller's count back after (``threads.torch_threads``).

@@ -4,12 +4,13 @@ Each agent i has a utility Q_i(h_{i,t}, a), computed by one GRU network shared b
 id and its last action in the input, as COMA's actor), and acts greedily on it. The three learners differ only in
 what they regress onto the TD target of the team reward r_t = sum_i r_{i,t}:
 
-    IQL:   each Q_i(h_{i,t}, a_{i,t}) on its own            y_{i,t} = r_t + gamma (1 - d_t) Q'_i(h_{i,t+1}, a*_{i,t+1})
-    VDN:   Q_tot = sum_i Q_i(h_{i,t}, a_{i,t})               y_t = r_t + gamma (1 - d_t) sum_i Q'_i(h_{i,t+1}, a*_{i,t+1})
-    QMIX:  Q_tot = f(Q_1, ..., Q_N; s_t), df/dQ_i >= 0       y_t = r_t + gamma (1 - d_t) f'(Q'_1, ..., Q'_N; s_{t+1})
+    IQL:   each Q_i(h_{i,t}, a_{i,t}) on its own       y_{i,t} = r_t + gamma (1 - d_t) Q'_i(h_{i,t+1}, a*_{i,t+1})
+    VDN:   Q_tot = sum_i Q_i(h_{i,t}, a_{i,t})          y_t = r_t + gamma (1 - d_t) sum_i Q'_i(h_{i,t+1}, a*_{i,t+1})
+    QMIX:  Q_tot = f(Q_1, ..., Q_N; s_t), df/dQ_i >= 0  y_t = r_t + gamma (1 - d_t) f'(Q'_1, ..., Q'_N; s_{t+1})
 
 with double Q-learning's a*_{i,t+1} = argmax_a Q_i(h_{i,t+1}, a) from the online network, valued by the target one
-(primes). Because Q_tot grows with every Q_i (a sum does; QMIX's mixer f keeps its weights non-negative), each agent's
+(primes). With ``lam`` > 0 the one-step target becomes COMA's TD(lambda) recursion over the replayed episode
+(``td_targets``). Because Q_tot grows with every Q_i (a sum does; QMIX's mixer f keeps its weights non-negative), each agent's
 greedy action maximises Q_tot too: the individual-global-max principle, which lets every agent act on its own Q_i
 while learning from the team's. IQL has no Q_tot: each agent treats the others as part of the environment.
 
@@ -29,7 +30,7 @@ from torch import nn
 from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_step
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
-from marl_edu.targets import hard_update, make_target
+from marl_edu.targets import hard_update, make_target, td_lambda_targets
 from marl_edu.validate import LIMITS, boolean, positive_int, positive_number, unit_interval
 
 
@@ -86,6 +87,7 @@ class ValueDecompositionConfig:
     updates_per_collection: int = 1  # updates after each collection of n_envs episodes
     target_update_every: int = 50  # updates between hard copies into the target network (and target mixer)
     double_q: bool = True          # a*_{t+1} from the online network, valued by the target (False: max of the target)
+    lam: float = 0.0               # TD(lambda) of the targets over the replayed episode; 0: the one-step target
     epsilon_start: float = 1.0     # epsilon-greedy exploration, decayed linearly
     epsilon_end: float = 0.05
     epsilon_fraction: float = 0.3  # ... over this fraction of the training episodes
@@ -96,7 +98,7 @@ class ValueDecompositionConfig:
     def validate(self) -> ValueDecompositionConfig:
         self.lr = positive_number(self.lr, "lr", LIMITS["learning_rate"])
         self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
-        for name in ("gamma", "epsilon_start", "epsilon_end", "epsilon_fraction"):
+        for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "epsilon_fraction"):
             setattr(self, name, unit_interval(getattr(self, name), name))
         for name, limit in (("hidden", "hidden"), ("n_envs", "n_envs"), ("buffer_episodes", "buffer_size"),
                             ("batch_episodes", "batch_size"), ("updates_per_collection", "updates_per_step"),
@@ -216,9 +218,13 @@ class IQL:
         return q_taken
 
     def td_targets(self, batch: dict[str, torch.Tensor], q: torch.Tensor) -> torch.Tensor:
-        """``y = r_t + gamma (1 - d_t) mix'(Q'_1(h_{1,t+1}, a*_{1,t+1}), ...; s_{t+1})``, with no gradient: batch as
-        in ``update``, q ``(B, T+1, N, A)`` the online network's values (they choose a*, double Q). Returns ``(B, T)``
-        (VDN, QMIX) or ``(B, T, N)`` (IQL, one target per agent)."""
+        """``y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'_tot,t+1 + lam y_{t+1})`` with
+        ``Q'_tot,t+1 = mix'(Q'_1(h_{1,t+1}, a*_{1,t+1}), ...; s_{t+1})``: the TD(lambda) recursion of COMA's critic
+        (``targets.td_lambda_targets``) on the mixed target values, no gradient. lam = 0 is the one-step target
+        r_t + gamma (1 - d_t) Q'_tot,t+1 of the papers; lam > 0 also uses the rewards the replayed episode went on to
+        get (Peng's Q(lambda), as PyMARL2 does for QMIX: biased towards the policy that played it, faster to carry
+        a late reward back). batch as in ``update``, q ``(B, T+1, N, A)`` the online network's values (they choose
+        a*, double Q). Returns ``(B, T)`` (VDN, QMIX) or ``(B, T, N)`` (IQL, one target per agent)."""
         c = self.config
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
         B, T1, N, O = obs.shape
@@ -232,10 +238,12 @@ class IQL:
             next_state = obs[:, 1:].reshape(B, T1 - 1, N * O)  # (B, T, S) s_{t+1}
             next_value = self.mix(next_q, next_state, target=True)  # (B, T) or (B, T, N)
             team = batch["rewards"].sum(dim=-1)  # (B, T) r_t = sum_i r_{i,t}
-            not_done = 1.0 - batch["dones"]  # (B, T)
-            if next_value.dim() == 3:  # IQL: every agent's target from the same team reward
-                team, not_done = team.unsqueeze(-1), not_done.unsqueeze(-1)  # (B, T, 1) each, against (B, T, N)
-            return team + c.gamma * not_done * next_value  # (B, T) or (B, T, N)
+            dones = batch["dones"]  # (B, T)
+            if next_value.dim() == 2:  # VDN, QMIX: one target per step
+                return td_lambda_targets(team, dones, next_value, c.gamma, c.lam)  # (B, T)
+            # IQL: every agent's target from the same team reward, time last for the recursion: (B, N, T)
+            team, dones = team.unsqueeze(1).expand(B, N, T1 - 1), dones.unsqueeze(1).expand(B, N, T1 - 1)
+            return td_lambda_targets(team, dones, next_value.transpose(1, 2), c.gamma, c.lam).transpose(1, 2)
 
     @staticmethod
     def td_loss(q_tot: torch.Tensor, targets: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:

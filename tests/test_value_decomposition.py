@@ -1,4 +1,4 @@
-"""IQL, VDN and QMIX: the mixers and TD targets by hand, monotonicity, the episode replay, checks, determinism, resume."""
+"""IQL, VDN and QMIX: mixers and TD targets by hand, monotonicity, the episode replay, checks, determinism, resume."""
 
 import math
 
@@ -81,7 +81,7 @@ BATCH = {"obs": torch.zeros(1, 3, 2, 1), "actions": torch.zeros(1, 3, 2, dtype=t
 
 
 def targets_of(learner, double_q=True):
-    agent = learner(2, 1, 2, ValueDecompositionConfig(gamma=0.9, double_q=double_q))
+    agent = learner(2, 1, 2, ValueDecompositionConfig(gamma=0.9, double_q=double_q, lam=0.0))  # one-step targets
     if isinstance(agent, QMIX):
         agent.target_mixer = hand_mixer()
     agent.q_values = lambda obs, actions, target=False: TARGET if target else ONLINE  # the values above
@@ -93,6 +93,14 @@ def test_vdn_td_target_by_hand():
     assert targets_of(VDN).flatten().tolist() == pytest.approx([24.1, 4.9])
     # without double Q, the target's own max: y_0 = -0.2 + 0.9 * (20 + 9) = 25.9
     assert targets_of(VDN, double_q=False).flatten().tolist() == pytest.approx([25.9, 4.9])
+
+
+def test_td_lambda_target_by_hand():
+    # lam = 0.5: the step-1 target (terminal) is 4.9 as before, and step 0 mixes the next value with it:
+    # y_0 = -0.2 + 0.9 * ((1 - 0.5) * 27 + 0.5 * 4.9) = -0.2 + 0.9 * 15.95 = 14.155
+    agent = VDN(2, 1, 2, ValueDecompositionConfig(gamma=0.9, lam=0.5))
+    agent.q_values = lambda obs, actions, target=False: TARGET if target else ONLINE
+    assert agent.td_targets(BATCH, ONLINE).flatten().tolist() == pytest.approx([14.155, 4.9])
 
 
 def test_iql_td_targets_by_hand_one_per_agent():
