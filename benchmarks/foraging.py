@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "results" / "foraging",
                         help="results folder (default: results/foraging)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep runs whose OUT/METHOD/seed<S>.json holds this budget (an interrupted benchmark)")
     args = parser.parse_args(argv)
     if min(args.episodes, args.eval_every, args.jobs) < 1 or len(set(args.seeds)) != len(args.seeds) \
             or min(args.seeds) < 0:
@@ -110,10 +112,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'method':>6} {'seed':>4} {'to 0.8':>9} {'seconds':>7} {'final':>6} {'env steps':>9} {'wall_s':>7}")
     rows = []
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
+    kept = {}
+    for method, seed in jobs:
+        path = args.out / method / f"seed{seed}.json"
+        if args.reuse and path.exists():
+            row = json.loads(path.read_text())
+            if row["episodes"] >= args.episodes and row["config"]["n_envs"] > row["episodes"] - args.episodes:
+                kept[method, seed] = row  # this budget's run (a run overshoots by less than one collection)
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, method, seed, args.episodes, args.eval_every) for method, seed in jobs]
-        for future in futures:
-            row = future.result()
+        futures = [pool.submit(run_one, method, seed, args.episodes, args.eval_every) for method, seed in jobs
+                   if (method, seed) not in kept]
+        for future in [*kept.values(), *futures]:
+            row = future if isinstance(future, dict) else future.result()
             rows.append(row)
             folder = args.out / row["method"]
             folder.mkdir(parents=True, exist_ok=True)
@@ -130,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"SUMMARY method={method} env={ENV_ID} seeds={len(mine)} reached_0.8={reached}/{len(mine)} "
               f"final_median={np.median([row['final'] for row in mine]):.2f}")
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
-    command = "benchmarks/foraging.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    given = sys.argv[1:] if argv is None else argv
+    command = " ".join(["benchmarks/foraging.py", *[a for a in given if a != "--reuse"]])
     summary = {"command": command, "env": ENV_ID, "target": TARGET, "textbook": TEXTBOOK, "table": lines,
                "runs": [{key: value for key, value in row.items() if key != "evaluations"} for row in rows]}
     args.out.mkdir(parents=True, exist_ok=True)
