@@ -108,7 +108,7 @@ def team_rewards(rewards, teams):
     return rewards @ same                        # (K, N) out[k, i] = sum_j rewards[k, j] * same[j, i]
 
 
-# -- 12 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
+# -- 13 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
 # The building blocks it uses, each taught and tested in an earlier notebook (02, 04, 03-04, 01, 07):
 from collections import deque  # noqa: E402  (kept beside the section that uses them)
 
@@ -223,9 +223,9 @@ def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
 EXERCISES = ("flatten_for_critic", "td_target", "td_lambda_targets", "coma_advantage", "continuous_actor_loss",
              "approximation_loss", "subpolicy_actions", "team_rewards")  # in the order the notebooks meet them
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update",
-                   "maddpg_training_loop")  # 12_capstone_maddpg: checked by marl_edu.capstone_maddpg
+                   "maddpg_training_loop")  # 13_capstone_maddpg: checked by marl_edu.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",
-                 "coma_update")  # 13_capstone_coma: checked by marl_edu.capstone_coma
+                 "coma_update")  # 14_capstone_coma: checked by marl_edu.capstone_coma
 NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
 __all__ = ["NAMES", "show_solution", "checker_module", *NAMES]
 
@@ -250,7 +250,7 @@ def show_solution(name: str) -> None:
     print(inspect.getsource(globals()[name]), end="")
 
 
-# -- 13 COMA capstone -----------------------------------------------------------------------------------------------
+# -- 14 COMA capstone -----------------------------------------------------------------------------------------------
 
 def coma_critic_rows(agent, obs, actions):
     """The critic's input, one row per agent: row_{i,t} = [s_t, o_{i,t}, one-hot a_t with agent i's block zeroed,
