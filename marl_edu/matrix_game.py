@@ -15,8 +15,10 @@ overgeneralisation.
 utilities through a ``QMixer`` whose state is a constant, S = 1) to R by Adam, regressing Q_tot onto R over the joint
 actions that independent exploration plays: each joint action weighted by its probability p(a_0) p(a_1), which is
 what regressing on uniformly random joint actions converges to, without the sampling noise. ``vdn_least_squares``
-gives VDN's answer in closed form, ``mixer_slopes`` the monotonicity check dQ_tot/dQ_i >= 0, and ``set_mixer_weights``
-makes a ``QMixer`` compute hand-chosen weights (for worked examples). Symbols as in the cheat sheet.
+gives VDN's answer in closed form, ``fits_exactly`` which payoffs each method can represent at all, ``mixer_slopes``
+the monotonicity check dQ_tot/dQ_i >= 0, and ``set_mixer_weights`` makes a ``QMixer`` compute hand-chosen weights (for
+worked examples). Symbols as in the cheat sheet: the mixer's biases are v_1 and v_2 there (``b1``, ``b2`` in
+``QMixer``; b is the batch index).
 """
 
 from __future__ import annotations
@@ -115,6 +117,30 @@ def vdn_least_squares(payoff, probs=None) -> torch.Tensor:
     return row_means[:, None] + column_means[None, :] - overall  # (A, A)
 
 
+def fits_exactly(payoff, method: str, atol: float = 1e-6) -> bool:
+    """Whether ``method``'s Q_tot can equal the payoff ``(A, A)`` exactly, for some utilities:
+
+    - "vdn": a sum Q_0(a_0) + Q_1(a_1) does iff R has no interaction: R(a, b) - R(a, 0) - R(0, b) + R(0, 0) = 0 for
+      every (a, b).
+    - "qmix": a function monotonic in each utility (the mixer, at one state) does iff each agent's actions can be
+      ranked the same way whatever the other does: of any two rows, one is >= the other in every column (then give
+      the larger row the larger utility; equal rows equal ones), and the same for any two columns. An agent whose
+      best action depends on what the other plays (the penalty game's agent 0: action 0 if agent 1 plays 0, action 1
+      if it plays 1) has no such ranking."""
+    payoff = check_payoff(payoff)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "vdn":
+        interaction = payoff - payoff[:, :1] - payoff[:1, :] + payoff[0, 0]  # (A, A)
+        return bool((interaction.abs() <= atol).all())
+
+    def rankable(rows: torch.Tensor) -> bool:  # (A, A): every pair of rows ordered entrywise, one way or the other
+        ge = (rows[:, None, :] >= rows[None, :, :] - atol).all(dim=-1)  # (A, A) row a >= row a' in every column
+        return bool((ge | ge.T).all())
+
+    return rankable(payoff) and rankable(payoff.T)
+
+
 def joint_actions(n_actions: int) -> torch.Tensor:
     """Every joint action of two agents, row-major: int ``(A*A, 2)`` rows (a_0, a_1) = (0, 0), (0, 1), ..."""
     A = positive_int(n_actions, "n_actions")
@@ -160,7 +186,7 @@ def mixer_slopes(mix: Callable[[torch.Tensor], torch.Tensor], q_taken: torch.Ten
 
 def set_mixer_weights(mixer: QMixer, w1, b1, w2, b2: float) -> QMixer:
     """Make ``mixer`` compute hand-chosen weights for every state: its hypernetworks' last layers get zero weights and
-    these biases, so W_1 = |w1| ``(N, E)``, b_1 = b1 ``(E,)``, w_2 = |w2| ``(E,)`` and b_2 = b2 (the forward pass
+    these biases, so W_1 = |w1| ``(N, E)``, v_1 = b1 ``(E,)``, w_2 = |w2| ``(E,)`` and v_2 = b2 (the forward pass
     takes abs() of the weights itself). In place; returns the mixer. For worked examples, not for training."""
     if not isinstance(mixer, QMixer):
         raise ValueError(f"mixer must be a QMixer, got {type(mixer).__name__}")

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from marl_edu.matrix_game import (action_probs, check_payoff, greedy_joint_action, joint_actions, mixer_slopes,
-                                  optimum, payoff_matrix, q_tot_table, set_mixer_weights, train_matrix_game,
-                                  vdn_least_squares)
+from marl_edu.matrix_game import (action_probs, check_payoff, fits_exactly, greedy_joint_action, joint_actions,
+                                  mixer_slopes, optimum, payoff_matrix, q_tot_table, set_mixer_weights,
+                                  train_matrix_game, vdn_least_squares)
 from marl_edu.value_decomposition import QMixer, vdn_mix
 
 # The payoff R[a_0, a_1], agent 0's action the row, agent 1's the column:
@@ -112,6 +112,28 @@ def test_training_is_deterministic_and_leaves_the_callers_random_state_alone():
     assert len(first.losses) == 20
 
 
+def test_which_payoffs_each_method_can_fit_exactly():
+    cases = {
+        # the penalty game: R(0, 0) - R(0, 1) - R(1, 0) + R(1, 1) = 8 + 12 + 12 + 0 != 0, and agent 0's row 0 beats
+        # row 1 in column 0 (8 > -12) but loses in column 1 (-12 < 0): neither
+        "penalty game": (PAYOFF, False, False),
+        # additive: 1 - 2 - 3 + 4 = 0; row 1 >= row 0 and column 1 >= column 0 everywhere: both
+        "additive": ([[1.0, 2.0], [3.0, 4.0]], True, True),
+        # "both play 0": 1 - 0 - 0 + 0 != 0; row 0 (1, 0) >= row 1 (0, 0), column 0 >= column 1: QMIX only
+        "both play 0": ([[1.0, 0.0], [0.0, 0.0]], False, True),
+        # "play the same action": row 0 (1, 0) against row 1 (0, 1), neither >= the other: neither
+        "coordinate": ([[1.0, 0.0], [0.0, 1.0]], False, False),
+        # the best monotonic fit of the penalty game (test_qmix_misses_the_optimum_too): row 0 >= rows 1 and 2
+        "best monotonic fit": ([[8.0, -6.0, -6.0], [-6.0, -6.0, -6.0], [-6.0, -6.0, -6.0]], False, True),
+    }
+    for name, (payoff, vdn, qmix) in cases.items():
+        assert (fits_exactly(payoff, "vdn"), fits_exactly(payoff, "qmix")) == (vdn, qmix), name
+    # what VDN fits exactly, its least squares reproduce
+    torch.testing.assert_close(vdn_least_squares([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    with pytest.raises(ValueError, match="method must be one of vdn, qmix"):
+        fits_exactly(PAYOFF, "iql")
+
+
 def test_tables_and_greedy_actions_by_hand():
     q_0, q_1 = torch.tensor([1.0, 3.0]), torch.tensor([0.5, -1.0])
     # VDN: Q_tot[a_0, a_1] = q_0[a_0] + q_1[a_1] = [[1.5, 0.0], [3.5, 2.0]]; argmax (1, 0) = (argmax q_0, argmax q_1)
@@ -122,9 +144,9 @@ def test_tables_and_greedy_actions_by_hand():
 
 
 def test_a_mixer_with_hand_set_weights_by_hand():
-    # q = (Q_0, Q_1) = (1.0, -0.5); W_1 = |[[0.5, 1.0], [-2.0, 0.0]]| = [[0.5, 1.0], [2.0, 0.0]], b_1 = (0, -1)
-    #   W_1^T q + b_1 = (0.5 * 1 + 2 * (-0.5) + 0, 1 * 1 + 0 * (-0.5) - 1) = (-0.5, 0.0)
-    #   elu: (e^-0.5 - 1, 0) = (-0.39347, 0);  w_2 = (1, 0.5), b_2 = 0.2:  Q_tot = -0.39347 + 0 + 0.2 = -0.19347
+    # q = (Q_0, Q_1) = (1.0, -0.5); W_1 = |[[0.5, 1.0], [-2.0, 0.0]]| = [[0.5, 1.0], [2.0, 0.0]], v_1 = (0, -1)
+    #   W_1^T q + v_1 = (0.5 * 1 + 2 * (-0.5) + 0, 1 * 1 + 0 * (-0.5) - 1) = (-0.5, 0.0)
+    #   elu: (e^-0.5 - 1, 0) = (-0.39347, 0);  w_2 = (1, 0.5), v_2 = 0.2:  Q_tot = -0.39347 + 0 + 0.2 = -0.19347
     mixer = set_mixer_weights(QMixer(2, 3, embed=2, hyper_hidden=4), [[0.5, 1.0], [-2.0, 0.0]], [0.0, -1.0],
                               [1.0, 0.5], 0.2)
     states = torch.randn(4, 3)  # any state: the hypernetworks now output constants
