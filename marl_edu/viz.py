@@ -366,9 +366,9 @@ def plot_qmix(ax: plt.Axes | None = None) -> plt.Axes:
     ax.text(2.8, 1.4, "q_taken = [Q_0(h_0, a_0), Q_1(h_1, a_1)]  (B, N)\nthe utilities of the actions taken",
             ha="center", va="center", fontsize=7.5, bbox=dict(facecolor="white", edgecolor="none", pad=1))
     # the mixing network, middle left
-    box(0.3, 1.8, 5.0, 1.0, "layer 1:  hidden = elu( q W_1 + b_1 )\n"
+    box(0.3, 1.8, 5.0, 1.0, "layer 1:  hidden = elu( q W_1 + v_1 )\n"
         "(B, 1, N) @ (B, N, E) + (B, 1, E)  ->  (B, 1, E)", mixer)
-    box(0.3, 3.3, 5.0, 1.0, "layer 2:  Q_tot = hidden w_2 + b_2\n(B, 1, E) @ (B, E, 1) + (B, 1, 1)  ->  (B,)", mixer)
+    box(0.3, 3.3, 5.0, 1.0, "layer 2:  Q_tot = hidden w_2 + v_2\n(B, 1, E) @ (B, E, 1) + (B, 1, 1)  ->  (B,)", mixer)
     arrow(2.8, 2.8, 2.8, 3.3, "hidden (B, 1, E)")
     arrow(2.8, 4.3, 2.8, 4.95, "Q_tot (B,): regressed onto the TD target y_t")
     ax.text(2.8, 5.5, "mixing network: monotonic in each Q_i (W_1, w_2 >= 0)", ha="center", fontsize=9,
@@ -376,9 +376,9 @@ def plot_qmix(ax: plt.Axes | None = None) -> plt.Axes:
     # the state and the hypernetworks, right
     box(10.3, 2.55, 1.4, 0.8, "state s\n(B, S)", "#e8e8e8")
     rows = [(4.45, "hyper_w2:  |MLP(s)|\n-> w_2 (B, E, 1)", 3.95),
-            (3.55, "hyper_b2:  MLP(s)\n-> b_2 (B, 1, 1)", 3.6),
+            (3.55, "hyper_b2:  MLP(s)\n-> v_2 (B, 1, 1)", 3.6),
             (2.45, "hyper_w1:  |MLP(s)|\n-> W_1 (B, N, E)", 2.45),
-            (1.55, "hyper_b1:  Linear(s)\n-> b_1 (B, 1, E)", 2.1)]
+            (1.55, "hyper_b1:  Linear(s)\n-> v_1 (B, 1, E)", 2.1)]
     for y, text, target in rows:
         box(7.2, y - 0.3, 2.1, 0.7, text, hyper, fontsize=7.5)
         arrow(10.3, 2.95, 9.3, y + 0.05)

@@ -154,7 +154,7 @@ def test_qmix_diagram_names_every_mixer_tensor_with_its_shape():
 
     ax = plot_qmix()
     text = " ".join(t.get_text() for t in ax.texts)
-    for shape in ["W_1 (B, N, E)", "b_1 (B, 1, E)", "w_2 (B, E, 1)", "b_2 (B, 1, 1)", "q_taken = [Q_0(h_0, a_0), "
+    for shape in ["W_1 (B, N, E)", "v_1 (B, 1, E)", "w_2 (B, E, 1)", "v_2 (B, 1, 1)", "q_taken = [Q_0(h_0, a_0), "
                   "Q_1(h_1, a_1)]  (B, N)", "hidden (B, 1, E)", "Q_tot (B,)", "state s\n(B, S)"]:
         assert shape in text, shape
     assert text.count("|MLP(s)|") == 2  # abs() on the two weights, not on the biases
