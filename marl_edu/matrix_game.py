@@ -1,10 +1,10 @@
 """A one-step cooperative matrix game for value decomposition: two agents, A actions each, one shared payoff.
 
-The payoff table R ``(A, A)`` is the team's reward for the joint action (a_0, a_1); the game lasts one step, so the
-true Q_tot is R itself and the exact answer is known: ``optimum`` enumerates it. Notebook 12 uses the penalty game
+The payoff table r ``(A, A)`` is the team's reward for the joint action (a_0, a_1); the game lasts one step, so the
+true Q_tot is r itself and the exact answer is known: ``optimum`` enumerates it. Notebook 12 uses the penalty game
 (``payoff_matrix``, the QTRAN and Weighted QMIX papers' example)
 
-    R = [[  8, -12, -12],
+    r = [[  8, -12, -12],
          [-12,   0,   0],
          [-12,   0,   0]]      optimum 8 at (0, 0),
 
@@ -12,8 +12,8 @@ in which an agent that tries action 0 while its partner explores at random is pu
 overgeneralisation.
 
 ``train_matrix_game`` fits VDN (two utility vectors Q_0, Q_1 ``(A,)``, Q_tot = Q_0(a_0) + Q_1(a_1)) or QMIX (the same
-utilities through a ``QMixer`` whose state is a constant, S = 1) to R by Adam, regressing Q_tot onto R over the joint
-actions that independent exploration plays: each joint action weighted by its probability p(a_0) p(a_1), which is
+utilities through a ``QMixer`` whose state is a constant, S = 1) to r by Adam, regressing Q_tot onto r over the joint
+actions that independent exploration plays: each joint action weighted by its probability pi(a_0) pi(a_1), which is
 what regressing on uniformly random joint actions converges to, without the sampling noise. ``vdn_least_squares``
 gives VDN's answer in closed form, ``fits_exactly`` which payoffs each method can represent at all, ``mixer_slopes``
 the monotonicity check dQ_tot/dQ_i >= 0, and ``set_mixer_weights`` makes a ``QMixer`` compute hand-chosen weights (for
@@ -47,7 +47,7 @@ def payoff_matrix(penalty: float = -12.0, reward: float = 8.0) -> torch.Tensor:
     reward = positive_number(reward, "reward")
     return torch.tensor([[reward, penalty, penalty],
                          [penalty, 0.0, 0.0],
-                         [penalty, 0.0, 0.0]])  # (A, A) R[a_0, a_1]
+                         [penalty, 0.0, 0.0]])  # (A, A) r[a_0, a_1]
 
 
 def check_payoff(payoff) -> torch.Tensor:
@@ -101,18 +101,18 @@ def _check_probs(probs, A: int) -> torch.Tensor:
 
 def vdn_least_squares(payoff, probs=None) -> torch.Tensor:
     """VDN's answer in closed form: the Q_tot ``(A, A)`` closest to the payoff among sums Q_0(a_0) + Q_1(a_1), in
-    squared error weighted by independent exploration p(a_0) p(a_1) (``probs`` ``(A,)``, both agents; None: uniform):
+    squared error weighted by independent exploration pi(a_0) pi(a_1) (``probs`` ``(A,)``, both agents; None: uniform):
 
-        Q_tot(a_0, a_1) = m_0(a_0) + m_1(a_1) - m,    m_0(a_0) = sum_b p(b) R(a_0, b),
-                                                      m_1(a_1) = sum_a p(a) R(a, a_1),
-                                                      m = sum_{a, b} p(a) p(b) R(a, b):
+        Q_tot(a_0, a_1) = rbar_0(a_0) + rbar_1(a_1) - rbar,    rbar_0(a_0) = sum_a pi(a) r(a_0, a),
+                                                               rbar_1(a_1) = sum_a pi(a) r(a, a_1),
+                                                               rbar = sum_{a, a'} pi(a) pi(a') r(a, a'):
 
     the row means plus the column means minus the overall mean (under uniform exploration). Unique, though the
     utilities are not: Q_0 + c and Q_1 - c give the same Q_tot."""
     payoff = check_payoff(payoff)
     p = _check_probs(probs, payoff.shape[0])
-    row_means = payoff @ p  # (A,) m_0(a_0): agent 0's action against a partner that explores
-    column_means = p @ payoff  # (A,) m_1(a_1)
+    row_means = payoff @ p  # (A,) rbar_0(a_0): agent 0's action against a partner that explores
+    column_means = p @ payoff  # (A,) rbar_1(a_1)
     overall = p @ payoff @ p  # the mean payoff of the exploring pair
     return row_means[:, None] + column_means[None, :] - overall  # (A, A)
 
@@ -120,8 +120,8 @@ def vdn_least_squares(payoff, probs=None) -> torch.Tensor:
 def fits_exactly(payoff, method: str, atol: float = 1e-6) -> bool:
     """Whether ``method``'s Q_tot can equal the payoff ``(A, A)`` exactly, for some utilities:
 
-    - "vdn": a sum Q_0(a_0) + Q_1(a_1) does iff R has no interaction: R(a, b) - R(a, 0) - R(0, b) + R(0, 0) = 0 for
-      every (a, b).
+    - "vdn": a sum Q_0(a_0) + Q_1(a_1) does iff r has no interaction: r(a, a') - r(a, 0) - r(0, a') + r(0, 0) = 0 for
+      every (a, a').
     - "qmix": a function monotonic in each utility (the mixer, at one state) does iff each agent's actions can be
       ranked the same way whatever the other does: of any two rows, one is >= the other in every column (then give
       the larger row the larger utility; equal rows equal ones), and the same for any two columns. An agent whose
@@ -226,11 +226,11 @@ def train_matrix_game(payoff, method: str = "vdn", probs=None, steps: int = 300,
     """Fit VDN (``method="vdn"``) or QMIX (``"qmix"``: a ``QMixer`` with a constant state s = [1], S = 1, ``embed`` = E)
     to a one-step game by ``steps`` Adam steps on
 
-        L = sum_{a_0, a_1} p(a_0) p(a_1) (Q_tot(a_0, a_1) - R(a_0, a_1))^2,
+        L = sum_{a_0, a_1} pi(a_0) pi(a_1) (Q_tot(a_0, a_1) - r(a_0, a_1))^2,
 
     the squared error of the joint actions two independently exploring agents play (``probs`` ``(A,)``, both agents;
     None: uniform), each weighted by its probability. The utilities start at small random values (seeded), or at
-    ``init`` ``(2, A)``. The game lasts one step, so R is the TD target: there is nothing to bootstrap. Deterministic
+    ``init`` ``(2, A)``. The game lasts one step, so r is the TD target: there is nothing to bootstrap. Deterministic
     for a seed; the caller's torch random state is left as it was. payoff ``(A, A)``."""
     payoff = check_payoff(payoff)
     A = payoff.shape[0]
@@ -260,9 +260,9 @@ def train_matrix_game(payoff, method: str = "vdn", probs=None, steps: int = 300,
 
         learned = [utilities] + (list(qmixer.parameters()) if qmixer is not None else [])
         optimizer = torch.optim.Adam(learned, lr=lr, fused=True)  # fused: about 2x faster here
-        weights = (p[:, None] * p[None, :]).flatten()  # (A*A,) p(a_0) p(a_1)
+        weights = (p[:, None] * p[None, :]).flatten()  # (A*A,) pi(a_0) pi(a_1)
         joint = joint_actions(A)  # (A*A, 2)
-        target = payoff.flatten()  # (A*A,) R: the whole TD target of a one-step game
+        target = payoff.flatten()  # (A*A,) r: the whole TD target of a one-step game
         losses = []
         for _ in range(steps):
             q_taken = torch.stack([utilities[0, joint[:, 0]], utilities[1, joint[:, 1]]], dim=1)  # (A*A, 2)
