@@ -1,4 +1,4 @@
-"""Does the centralised critic help? The five learners on the same tasks, seeds and budgets.
+"""Does the centralised critic help, and how does value decomposition compare? The learners on the same tasks and seeds.
 
     .venv/bin/python benchmarks/compare.py                      # everything below, two runs at a time
     .venv/bin/python benchmarks/compare.py --envs Switch2-v0 --seeds 0 1 --jobs 1
@@ -7,7 +7,8 @@
 Methods (``marl_edu.learners.LEARNERS``), each on its family's budget:
 - on-policy, 6000 episodes (batches of 16 whole episodes): coma, central_v, iac, each with the GRU actor
   over the agent's history ("gru") and with a feed-forward actor on the current observation ("ff");
-- off-policy, 1500 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg.
+- off-policy, 1500 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg;
+- value decomposition, 2000 episodes (an episode replay; GRU agent networks, "gru"): iql, vdn, qmix.
 Every run evaluates its greedy policy periodically (every 200 or 50 episodes) and at the end, where the
 final greedy team return (Switch is deterministic: one episode is exact; on other tasks, such as PredatorPrey7x7-v0
 whose prey move at random, the mean of 10 episodes periodically and 100 at the end) and the mean sampled return of
@@ -152,13 +153,22 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
 
     from marl_edu.viz import plot_comparison
 
+    from marl_edu.learners import entry
+
     colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
-              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5"}  # the same in every plot
-    titles = {"gru": "on-policy, GRU actors", "ff": "on-policy, feed-forward actors", "mlp": "off-policy, MLP actors"}
-    titles = {variant: title for variant, title in titles.items() if any(split(m)[1] == variant for m in results)}
+              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5", "iql-gru": "C6",
+              "vdn-gru": "C8", "qmix-gru": "C9"}  # the same in every plot
+
+    def panel(method: str) -> str:  # the value-decomposition learners get their own panel
+        algo, variant = split(method)
+        return "vd" if entry(algo).loop == "episode_replay" else variant
+
+    titles = {"gru": "on-policy, GRU actors", "ff": "on-policy, feed-forward actors", "mlp": "off-policy, MLP actors",
+              "vd": "value decomposition, GRU agents"}
+    titles = {key: title for key, title in titles.items() if any(panel(m) == key for m in results)}
     fig, axes = plt.subplots(1, len(titles), figsize=(14 * len(titles) / 3, 3.8), sharey=True, squeeze=False)
-    for ax, (variant, title) in zip(axes[0], titles.items()):
-        plot_comparison({m: rows for m, rows in results.items() if split(m)[1] == variant}, optimum, ax=ax,
+    for ax, (key, title) in zip(axes[0], titles.items()):
+        plot_comparison({m: rows for m, rows in results.items() if panel(m) == key}, optimum, ax=ax,
                         title=f"{env_id}: {title}", colors=colors, random=random)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26))  # below: curves stay visible
     fig.tight_layout()

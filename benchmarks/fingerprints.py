@@ -5,7 +5,7 @@ sha256 of its per-episode returns, its periodic evaluations and every tensor of 
 and after a change on the same machine (and torch build): identical lines mean identical numerics. The values differ
 between CPUs (AVX2 and AVX-512 round differently), so they are compared run to run, never committed as a test.
 
-Usage: python benchmarks/fingerprints.py [--only NAME ...]     (about 25 s for all nine on one core)
+Usage: python benchmarks/fingerprints.py [--only NAME ...]     (about 40 s for all twelve on one core)
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMAD
 from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
-from marl_edu.train import train_coma, train_continuous, train_maddpg
+from marl_edu.train import train_coma, train_continuous, train_maddpg, train_value_decomposition
+from marl_edu.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
 
 SEED = 7
 SMALL_MADDPG = dict(n_envs=4, warmup_steps=200, batch_size=64, buffer_size=5_000)
@@ -40,6 +41,10 @@ def runs():
         return lambda: train_coma("Switch2-v0", 96, COMAConfig(n_envs=8), seed=SEED, eval_every=32,
                                   progress=False, learner=learner)
 
+    def value_decomposition(learner):
+        return lambda: train_value_decomposition("Switch2-v0", 64, ValueDecompositionConfig(n_envs=8, batch_episodes=8),
+                                                 seed=SEED, eval_every=32, progress=False, learner=learner)
+
     def continuous(learner, config):
         return lambda: train_continuous("simple_spread_v3", 24, config, seed=SEED, eval_every=12, eval_episodes=2,
                                         progress=False, learner=learner)
@@ -47,6 +52,7 @@ def runs():
     return {
         "maddpg": maddpg(MADDPG), "iddpg": maddpg(IDDPG),
         "coma": coma(COMA), "central_v": coma(CentralV), "iac": coma(IACV),
+        "iql": value_decomposition(IQL), "vdn": value_decomposition(VDN), "qmix": value_decomposition(QMIX),
         "maddpg_continuous": continuous(ContinuousMADDPG, ContinuousMADDPGConfig(**SMALL_CONTINUOUS)),
         "iddpg_continuous": continuous(ContinuousIDDPG, ContinuousMADDPGConfig(**SMALL_CONTINUOUS)),
         "maddpg_inferred": continuous(InferringMADDPG, InferenceConfig(**SMALL_CONTINUOUS)),

@@ -495,7 +495,10 @@ def _train_one(plan: _Plan, seed: int, checkpoint) -> tuple[TrainResult, dict]:
     run, figures = run_seed(plan.args.algo, plan.env_id, plan.episodes, plan.config, seed, plan.eval_every,
                             plan.optimum, progress=not plan.args.no_progress, device=plan.device,
                             checkpoint=checkpoint, threads=plan.args.threads)
-    if run.updates == 0 and entry(plan.args.algo).loop != "on_policy":
+    if run.updates == 0 and entry(plan.args.algo).loop == "episode_replay":
+        print(f"warning: seed {seed} made no update ({len(run.episode_returns)} episodes, fewer than a batch of "
+              f"{plan.config.batch_episodes}): the policy is untrained")
+    elif run.updates == 0 and entry(plan.args.algo).loop != "on_policy":
         print(f"warning: seed {seed} made no update ({run.env_steps} env steps, fewer than the warm-up "
               f"{plan.config.warmup_steps} or a batch of {plan.config.batch_size}): the policy is untrained")
     if plan.continuous:

@@ -189,7 +189,8 @@ class RunCheckpoint:
 
 def _result_state(result) -> dict:
     return {"episode_returns": list(result.episode_returns), "evaluations": [list(e) for e in result.evaluations],
-            "eval_seconds": list(result.eval_seconds), "env_steps": result.env_steps, "updates": result.updates,
+            "eval_seconds": list(result.eval_seconds), "eval_env_steps": list(result.eval_env_steps),
+            "env_steps": result.env_steps, "updates": result.updates,
             "update_seconds": result.update_seconds, "elapsed": time.perf_counter() - result.started}
 
 
@@ -197,6 +198,7 @@ def _restore_result(result, saved: dict) -> None:
     result.episode_returns[:] = saved["episode_returns"]
     result.evaluations[:] = [tuple(e) for e in saved["evaluations"]]
     result.eval_seconds[:] = saved["eval_seconds"]
+    result.eval_env_steps[:] = saved["eval_env_steps"]
     result.env_steps, result.updates = saved["env_steps"], saved["updates"]
     result.update_seconds = saved["update_seconds"]
     result.started = time.perf_counter() - saved["elapsed"]  # the wall-clock goes on from where it stopped

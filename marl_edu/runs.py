@@ -31,9 +31,10 @@ from marl_edu.viz import downscale, plot_seed_evaluations, save_gif
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
 
 # "<algo>-<variant>": an on-policy learner with the GRU actor over the agent's history ("gru") or a feed-forward
-# actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp")
+# actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp"); a
+# value-decomposition learner with its GRU agent network ("gru")
 METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp",
-           "central_qv-gru"]
+           "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru"]
 
 
 SCORE_EPISODES = 100  # a continuous learner's final score: evaluate_particle over these episodes (benchmarks' too)
@@ -70,7 +71,7 @@ def split(method: str) -> tuple[str, str]:
 
 def method_config(method: str):
     """A method of ``METHODS`` -> ``(algo, config)``: its learner's name and default config, with a GRU (``-gru``,
-    ``recurrent=True``) or feed-forward (``-ff``, ``recurrent=False``) actor for the on-policy learners; ``-mlp``
+    ``recurrent=True``) or feed-forward (``-ff``, ``recurrent=False``) actor (or agent network); ``-mlp``
     learners keep the default config. ValueError names a method not in ``METHODS``."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")

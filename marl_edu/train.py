@@ -51,6 +51,7 @@ class TrainResult:
     episode_returns: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
     eval_seconds: list[float] = field(default_factory=list)  # wall-clock since the start, per evaluation
+    eval_env_steps: list[int] = field(default_factory=list)  # env steps so far, per evaluation
     env_steps: int = 0
     updates: int = 0
     seconds: float = 0.0
@@ -110,9 +111,11 @@ def _update_from_replay(agent, buffer: ReplayBuffer, config, rng: np.random.Gene
 
 
 def _record_evaluation(result: TrainResult, value: float) -> None:
-    """Append a periodic evaluation ``(episodes so far, value)`` and the wall-clock time since the run started."""
+    """Append a periodic evaluation ``(episodes so far, value)``, the wall-clock time since the run started and the env
+    steps so far."""
     result.evaluations.append((len(result.episode_returns), value))
     result.eval_seconds.append(time.perf_counter() - result.started)
+    result.eval_env_steps.append(result.env_steps)
 
 
 def _check_update(update) -> None:

@@ -75,7 +75,10 @@ class QMixer(nn.Module):
 
 @dataclass
 class ValueDecompositionConfig:
-    """Hyperparameters of IQL, VDN and QMIX. Every value is checked by ``validate``."""
+    """Hyperparameters of IQL, VDN and QMIX. Every value is checked by ``validate``. The defaults were chosen for VDN on
+    Switch2-v0 on seeds 100-103 (never the tables' seeds): with one-step targets (lam = 0) and one update per
+    collection it stayed at greedy -10 after 2000 episodes on all three; lam = 0.6 with 4 updates per collection and
+    a target copy every 100 updates first reached 8.0 at 1456 and 1552 episodes on two, 7.5 on the third."""
 
     lr: float = 1e-3               # Adam, for the agent network and the mixer together
     gamma: float = 0.99
@@ -84,10 +87,10 @@ class ValueDecompositionConfig:
     n_envs: int = 8                # episodes played in lock-step per collection, each stored in the replay
     buffer_episodes: int = 5000    # the episode replay's capacity
     batch_episodes: int = 32       # episodes per update, B
-    updates_per_collection: int = 1  # updates after each collection of n_envs episodes
-    target_update_every: int = 50  # updates between hard copies into the target network (and target mixer)
+    updates_per_collection: int = 4  # updates after each collection of n_envs episodes
+    target_update_every: int = 100  # updates between hard copies into the target network (and target mixer)
     double_q: bool = True          # a*_{t+1} from the online network, valued by the target (False: max of the target)
-    lam: float = 0.0               # TD(lambda) of the targets over the replayed episode; 0: the one-step target
+    lam: float = 0.6               # TD(lambda) of the targets over the replayed episode; 0: the one-step target
     epsilon_start: float = 1.0     # epsilon-greedy exploration, decayed linearly
     epsilon_end: float = 0.05
     epsilon_fraction: float = 0.3  # ... over this fraction of the training episodes

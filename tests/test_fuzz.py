@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from marl_edu.buffers import ReplayBuffer
-from marl_edu.learners import ALGORITHMS, ON_POLICY, config_class
+from marl_edu.learners import ALGORITHMS, LEARNERS, config_class
 from marl_edu.cli import main
 from marl_edu.coma import build_critic_input, coma_advantage, counterfactual_baseline
 from marl_edu.maddpg import flatten_for_critic, gumbel_softmax, own_critic_input
@@ -40,14 +40,18 @@ BAD_OPTIONS = {  # values each option must refuse (whatever the learner), with t
     "--critic-lr": ["nan", "inf", "0", "-1e-3", "1e308", "1.01", "x"],
     "--device": ["meta", "xpu", "gpu", "cuda:99", "", "cpu:x"],
     "--checkpoint-every": ["0", "-1", "nan", "x"],
-    "--algo": ["qmix", "", "COMA", "maddpg "],
+    "--algo": ["mappo", "", "COMA", "maddpg "],
     "--env": ["Switch9-v0", "", "switch2-v0", "Switch2", "CartPole-v1"],
 }
 ON_POLICY_BAD = {"--lam": ["nan", "1.5", "-0.2", "x"], "--entropy": ["nan", "inf", "-1", "1e308", "101"]}
 OFF_POLICY_BAD = {"--batch-size": ["0", "-1", HUGE, "65537"], "--warmup": ["-1", HUGE, "x"],
                   "--actor-gradient": ["gumbell", ""]}
-WRONG_FAMILY = {"on": ["--batch-size 16", "--warmup 10", "--actor-gradient gumbel"],
-                "off": ["--lam 0.5", "--entropy 0.1", "--feed-forward", "--per-agent-reward"]}
+EPISODE_REPLAY_BAD = {"--lam": ["nan", "1.5", "-0.2"], "--lr": ["nan", "0", "-1e-3", "1.01", "x"],
+                      "--batch-episodes": ["0", "-1", HUGE], "--epsilon-end": ["nan", "1.5", "-0.1"]}
+WRONG_FAMILY = {"on_policy": ["--batch-size 16", "--warmup 10", "--actor-gradient gumbel", "--lr 1e-3"],
+                "off_policy": ["--lam 0.5", "--entropy 0.1", "--feed-forward", "--per-agent-reward", "--single-q"],
+                "episode_replay": ["--batch-size 16", "--entropy 0.1", "--per-agent-reward", "--actor-lr 1e-3"]}
+BAD_FOR_FAMILY = {"on_policy": ON_POLICY_BAD, "off_policy": OFF_POLICY_BAD, "episode_replay": EPISODE_REPLAY_BAD}
 
 
 def cli_cases(n: int = 150, seed: int = 0) -> list[list[str]]:
@@ -57,11 +61,12 @@ def cli_cases(n: int = 150, seed: int = 0) -> list[list[str]]:
     cases = []
     for _ in range(n):
         algo = str(rng.choice(list(ALGORITHMS)))
-        options = {**BAD_OPTIONS, **(ON_POLICY_BAD if algo in ON_POLICY else OFF_POLICY_BAD)}
+        family = LEARNERS[algo].loop
+        options = {**BAD_OPTIONS, **BAD_FOR_FAMILY[family]}
         argv = ["--algo", algo, "--episodes", "8", "--n-envs", "4", "--hidden", "8", "--no-progress"]
         for _ in range(rng.integers(1, 4)):
             if rng.random() < 0.15:
-                argv += str(rng.choice(WRONG_FAMILY["on" if algo in ON_POLICY else "off"])).split()
+                argv += str(rng.choice(WRONG_FAMILY[family])).split()
             else:
                 name = str(rng.choice(list(options)))
                 argv += [name, str(rng.choice(options[name]))]

@@ -10,6 +10,7 @@ from marl_edu.learners import ALGORITHMS, config_class
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.runs import METHODS, method_config, rounded, run_seed, train
 from marl_edu.train import greedy_return, sampled_returns, train_continuous
+from marl_edu.value_decomposition import ValueDecompositionConfig
 
 
 @pytest.mark.parametrize("algo", list(ALGORITHMS))
@@ -36,6 +37,7 @@ def test_every_learner_round_trips_through_a_checkpoint(algo, tmp_path):
     ("iac-gru", "iac", COMAConfig(recurrent=True)), ("iac-ff", "iac", COMAConfig(recurrent=False)),
     ("maddpg-mlp", "maddpg", MADDPGConfig()), ("iddpg-mlp", "iddpg", MADDPGConfig()),
     ("central_qv-gru", "central_qv", COMAConfig(recurrent=True)),
+    ("vdn-gru", "vdn", ValueDecompositionConfig(recurrent=True)), ("qmix-gru", "qmix", ValueDecompositionConfig()),
 ])
 def test_method_config_names_a_learner_and_its_config(method, algo, config):
     assert method in METHODS
@@ -43,12 +45,12 @@ def test_method_config_names_a_learner_and_its_config(method, algo, config):
     assert got_algo == algo and type(got_config) is type(config) and got_config == config
 
 
-def test_methods_are_the_eight_of_notebook_08_and_central_qv():
+def test_methods_are_the_eight_of_notebook_08_central_qv_and_value_decomposition():
     assert METHODS == ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp",
-                       "iddpg-mlp", "central_qv-gru"]
+                       "iddpg-mlp", "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru"]
 
 
-@pytest.mark.parametrize("method", ["qmix-gru", "coma", "coma-mlp", "maddpg-gru", "COMA-GRU", ""])
+@pytest.mark.parametrize("method", ["qmix-ff", "coma", "coma-mlp", "maddpg-gru", "COMA-GRU", ""])
 def test_a_bad_method_name_is_named(method):
     with pytest.raises(ValueError, match=f"unknown method {method!r}; choose one of coma-gru, coma-ff"):
         method_config(method)
