@@ -1,4 +1,4 @@
-"""The COMA capstone (notebook 13): checking a learner's own COMA, part by part, and training with it.
+"""The COMA capstone (notebook 14): checking a learner's own COMA, part by part, and training with it.
 
 The learner writes five parts, each with the signature below (``agent`` is a ``coma.COMA``: its networks, optimisers,
 config, ``updates`` counter and ``entropy_coef``; ``batch`` is ``rollout.collect_episodes``'s on-policy batch):
@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from marl_edu import capstones
-from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 13 draws it)
+from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 14 draws it)
 from marl_edu.checks import call, named_mistake, output, values_differ
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.nets import gradient_step

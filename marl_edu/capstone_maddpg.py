@@ -1,4 +1,4 @@
-"""The MADDPG capstone (notebook 12): check each part a learner writes, assemble them, train them on Switch2-v2.
+"""The MADDPG capstone (notebook 13): check each part a learner writes, assemble them, train them on Switch2-v2.
 
 The learner writes five functions; each is checked against the library's own MADDPG on fixed seeds:
 
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from marl_edu import capstones
-from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 12 draws it)
+from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 13 draws it)
 from marl_edu.checks import NOT_DONE_NONE, call
 from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
 from marl_edu.nets import gradient_step

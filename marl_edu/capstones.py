@@ -1,4 +1,4 @@
-"""What the two capstones (notebooks 12 and 13) do alike: the one API their modules follow, and its helpers.
+"""What the two capstones (notebooks 13 and 14) do alike: the one API their modules follow, and its helpers.
 
 Each capstone module (``capstone_maddpg``, ``capstone_coma``) owns its parts and their checks:
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 
 from marl_edu.coma import coma_advantage
 from marl_edu.maddpg import flatten_for_critic
 from marl_edu.targets import td_lambda_targets
+from marl_edu.value_decomposition import QMixer
 
 
 NOT_DONE_RAISES = "NOT DONE YET: the function still raises NotImplementedError. Fill it in and run this cell again."
@@ -467,3 +469,94 @@ def check_team_rewards(fn: Callable) -> None:
             return
     print(f"PASSED: per-team reward sums on all {len(cases)} cases (deception, one cooperative team, 3 against 1, "
           f"teams out of order).")
+
+
+class _MixerWithoutForward(QMixer):
+    """A ``QMixer`` whose own forward refuses to run: the exercise is to write it from the hypernetworks."""
+
+    def forward(self, q_taken, state):
+        raise RuntimeError("the exercise is the mixer's forward pass: build it from mixer.hyper_w1(state), "
+                           "mixer.hyper_b1(state), mixer.hyper_w2(state) and mixer.hyper_b2(state), not by calling "
+                           "mixer(q_taken, state)")
+
+
+def _mix_variant(mixer: QMixer, q_taken: torch.Tensor, state: torch.Tensor, abs_w1: bool = True, abs_w2: bool = True,
+                 abs_biases: bool = False, layout: str = "NE", activation=F.elu, b1: bool = True,
+                 b2: bool = True) -> torch.Tensor:
+    """The mixer's forward with one thing changed, to recognise a learner's slip: ``(B, N)``, ``(B, S)`` -> ``(B,)``."""
+    B, N, E = q_taken.shape[0], mixer.n_agents, mixer.embed
+    w1 = mixer.hyper_w1(state)  # (B, N*E)
+    w1 = (w1.view(B, N, E) if layout == "NE" else w1.view(B, E, N).transpose(1, 2))  # (B, N, E)
+    w1 = torch.abs(w1) if abs_w1 else w1
+    bias1 = mixer.hyper_b1(state).view(B, 1, E)  # (B, 1, E)
+    bias1 = torch.abs(bias1) if abs_biases else bias1
+    hidden = activation(torch.bmm(q_taken.view(B, 1, N), w1) + (bias1 if b1 else 0.0))  # (B, 1, E)
+    w2 = mixer.hyper_w2(state).view(B, E, 1)  # (B, E, 1)
+    w2 = torch.abs(w2) if abs_w2 else w2
+    bias2 = mixer.hyper_b2(state).view(B, 1, 1)  # (B, 1, 1)
+    bias2 = torch.abs(bias2) if abs_biases else bias2
+    return (torch.bmm(hidden, w2) + (bias2 if b2 else 0.0)).view(B)  # (B,)
+
+
+def check_qmix_mixer(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(mixer, q_taken (B, N), state (B, S)) -> Q_tot (B,)``, QMIX's mixing network
+    ``Q_tot = w_2^T elu(W_1^T q + v_1) + v_2`` with W_1 = |hyper_w1(s)| viewed ``(B, N, E)``, v_1 = hyper_b1(s)
+    ``(B, 1, E)``, w_2 = |hyper_w2(s)| ``(B, E, 1)`` and v_2 = hyper_b2(s) ``(B, 1, 1)`` (the biases: v in the cheat
+    sheet, b in ``QMixer``'s names), against ``QMixer.forward``: its values and that the gradient reaches the
+    utilities and the hypernetworks. Cases: B from 1 to 5, N = 2 and 3, E = 2 to 4 (one with N = E, where a
+    transposed W_1 keeps its shape)."""
+    cases = [(4, 2, 4, 3), (1, 2, 3, 2), (5, 3, 6, 4), (3, 3, 2, 3)]  # (B, N, S, E)
+    for k, (B, N, S, E) in enumerate(cases):
+        case = f"B={B}, N={N}, S={S}, E={E}"
+        with torch.random.fork_rng(devices=[]):  # the notebook's own random state is left as it was
+            torch.manual_seed(k)
+            mixer = _MixerWithoutForward(N, S, embed=E, hyper_hidden=8)
+        generator = torch.Generator().manual_seed(k)
+        q_taken = 3.0 * torch.randn(B, N, generator=generator)  # (B, N) some hidden units below 0, where elu bends
+        state = torch.randn(B, S, generator=generator)  # (B, S)
+        expected = QMixer.forward(mixer, q_taken, state)  # (B,)
+        given = q_taken.clone().requires_grad_(True)
+        out = output(fn, case, expected, (mixer, given, state.clone()), lambda shape: (
+            "Q_tot came out with the trailing axes of the last bmm, (B, 1, 1): .view(B) (or squeeze both)."
+            if shape in ((B, 1, 1), (B, 1)) else
+            "(B,) met (B, 1) somewhere and broadcast to (B, B): keep the bmm's (B, 1, 1) until the end, then .view(B)."
+            if shape == (B, B) else "one Q_tot per row of the batch: (B,)."))
+        if out is None:
+            return
+        if not torch.allclose(out, expected, atol=1e-5):
+            with torch.no_grad():
+                def variant(**changed):
+                    return _mix_variant(mixer, q_taken, state, **changed)
+
+                mistakes = [
+                    (variant(abs_w1=False, abs_w2=False), "you forgot abs(): the hypernetworks' weights can be "
+                                                          "negative, and then Q_tot is not monotonic in Q_i, so "
+                                                          "an agent's own argmax need not be the team's. W_1 = "
+                                                          "|hyper_w1(s)| and w_2 = |hyper_w2(s)|."),
+                    (variant(abs_w1=False), "W_1 = |hyper_w1(s)|: you forgot abs() on the first layer's weights."),
+                    (variant(abs_w2=False), "w_2 = |hyper_w2(s)|: you forgot abs() on the second layer's weights."),
+                    (variant(abs_biases=True), "only the weights W_1 and w_2 go through abs(): the biases v_1 and v_2 "
+                                               "may be negative (monotonicity does not depend on them)."),
+                    (variant(layout="EN"), "hyper_w1(s)'s N*E outputs are laid out agent by agent: .view(B, N, E). "
+                                           "Viewing them as (B, E, N) and transposing keeps the shape but mixes "
+                                           "up which weight belongs to which agent."),
+                    (variant(activation=F.relu), "the hidden layer is elu, not relu (QMIX's paper and QMixer)."),
+                    (variant(activation=lambda x: x), "the hidden layer needs its elu: without it the mixer is "
+                                                      "linear in q, VDN with state-dependent weights."),
+                    (variant(b1=False), "you left out v_1 = hyper_b1(s), viewed (B, 1, E), added before the elu."),
+                    (variant(b2=False), "you left out v_2 = hyper_b2(s), viewed (B, 1, 1), added at the end."),
+                ]
+            hint = named_mistake(out.detach(), mistakes, "Q_tot = bmm(elu(bmm(q (B, 1, N), W_1 (B, N, E)) + v_1), "
+                                                          "w_2 (B, E, 1)) + v_2, then .view(B).")
+            values_differ(case, expected, out, hint, shown=4)
+            return
+        learned = [given] + list(mixer.parameters())
+        grads = (torch.autograd.grad(out.sum(), learned, allow_unused=True) if out.requires_grad
+                 else [None] * len(learned))
+        if grads[0] is None or all(g is None for g in grads[1:]):
+            what = "the utilities q_taken" if grads[0] is None else "the hypernetworks"
+            print(f"FAILED on {case}: the values are right but no gradient reaches {what}.\nHint: QMIX trains the "
+                  f"agents and the mixer through Q_tot: no .detach(), .item(), numpy or torch.no_grad() inside.")
+            return
+    print(f"PASSED: QMIX's mixer on all {len(cases)} cases (values, and gradients into the utilities and the "
+          f"hypernetworks; B from 1 to 5, N = 2 and 3, E = 2 to 4).")

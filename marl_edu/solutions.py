@@ -108,7 +108,23 @@ def team_rewards(rewards, teams):
     return rewards @ same                        # (K, N) out[k, i] = sum_j rewards[k, j] * same[j, i]
 
 
-# -- 12 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
+# -- 12 value decomposition ----------------------------------------------------------------------------------------
+
+def qmix_mixer(mixer, q_taken, state):
+    """QMIX's mixing network, Q_tot = w_2^T elu(W_1^T q + v_1) + v_2, its weights from hypernetworks on the state,
+    made non-negative by abs() (so Q_tot is monotonic in every Q_i); the biases may be negative.
+    mixer: a QMixer (hyper_w1, hyper_b1, hyper_w2, hyper_b2); q_taken (B, N), state (B, S) -> Q_tot (B,)."""
+    B, N = q_taken.shape
+    w1 = torch.abs(mixer.hyper_w1(state)).view(B, N, -1)         # (B, N, E) agent by agent, non-negative
+    E = w1.shape[2]
+    b1 = mixer.hyper_b1(state).view(B, 1, E)                     # (B, 1, E)
+    hidden = torch.nn.functional.elu(torch.bmm(q_taken.view(B, 1, N), w1) + b1)   # (B, 1, N) @ (B, N, E) -> (B, 1, E)
+    w2 = torch.abs(mixer.hyper_w2(state)).view(B, E, 1)          # (B, E, 1) non-negative
+    b2 = mixer.hyper_b2(state).view(B, 1, 1)                     # (B, 1, 1)
+    return (torch.bmm(hidden, w2) + b2).view(B)                  # (B, 1, 1) -> (B,)
+
+
+# -- 13 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
 # The building blocks it uses, each taught and tested in an earlier notebook (02, 04, 03-04, 01, 07):
 from collections import deque  # noqa: E402  (kept beside the section that uses them)
 
@@ -221,11 +237,11 @@ def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
 
 
 EXERCISES = ("flatten_for_critic", "td_target", "td_lambda_targets", "coma_advantage", "continuous_actor_loss",
-             "approximation_loss", "subpolicy_actions", "team_rewards")  # in the order the notebooks meet them
+             "approximation_loss", "subpolicy_actions", "team_rewards", "qmix_mixer")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update",
-                   "maddpg_training_loop")  # 12_capstone_maddpg: checked by marl_edu.capstone_maddpg
+                   "maddpg_training_loop")  # 13_capstone_maddpg: checked by marl_edu.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",
-                 "coma_update")  # 13_capstone_coma: checked by marl_edu.capstone_coma
+                 "coma_update")  # 14_capstone_coma: checked by marl_edu.capstone_coma
 NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
 __all__ = ["NAMES", "show_solution", "checker_module", *NAMES]
 
@@ -250,7 +266,7 @@ def show_solution(name: str) -> None:
     print(inspect.getsource(globals()[name]), end="")
 
 
-# -- 13 COMA capstone -----------------------------------------------------------------------------------------------
+# -- 14 COMA capstone -----------------------------------------------------------------------------------------------
 
 def coma_critic_rows(agent, obs, actions):
     """The critic's input, one row per agent: row_{i,t} = [s_t, o_{i,t}, one-hot a_t with agent i's block zeroed,

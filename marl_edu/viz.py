@@ -39,14 +39,14 @@ def plot_learning_curve(returns: Sequence[float], optimal: float | None = None, 
     """Plot one curve of per-episode returns with dashed reference lines.
 
     Args:
-        returns: ``(E,)`` one team return per episode (or per evaluation).
+        returns: ``(episodes,)`` one team return per episode (or per evaluation).
         optimal: the exact optimum (``planning.optimal_team_return``), drawn as a green line.
         random: the random policy's mean return, drawn as a grey line.
         window: moving-average window; the raw returns are drawn faintly behind the average.
         color: the curve's colour, so several runs can share one ``ax``.
     """
     returns = np.asarray(returns, dtype=np.float64)
-    check_shape(returns, ("E",), "returns")
+    check_shape(returns, ("episodes",), "returns")
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.5))
     x = np.arange(1, len(returns) + 1)
@@ -235,7 +235,7 @@ def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, a
 
 
 def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
-    """Several runs' periodic greedy evaluations on one axis: ``(episodes (E,), greedy (seeds, E))``.
+    """Several runs' periodic greedy evaluations on one axis: ``(episodes (evals,), greedy (seeds, evals))``.
 
     Args:
         rows: one dict per seed with ``evaluations``, a list of ``(episode, greedy team return)``. Runs of a
@@ -245,9 +245,9 @@ def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
     if not rows or any(not row["evaluations"] for row in rows):
         raise ValueError("every run needs at least one evaluation")
     n = min(len(row["evaluations"]) for row in rows)
-    episodes = np.array([[e for e, _ in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, E)
-    greedy = np.array([[g for _, g in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, E)
-    return episodes.mean(axis=0), greedy  # (E,), (seeds, E)
+    episodes = np.array([[e for e, _ in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, evals)
+    greedy = np.array([[g for _, g in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, evals)
+    return episodes.mean(axis=0), greedy  # (evals,), (seeds, evals)
 
 
 # Greedy team returns on Switch2 fall into four levels: exactly -10.0 when nobody arrives (-0.1 per agent per step for
@@ -267,14 +267,15 @@ def outcome_counts(rows: Sequence[dict],
             the first level whose lowest return it reaches (one below every level is counted nowhere).
 
     Returns:
-        episodes ``(E,)`` and counts ``(len(levels), E)``: ``counts[l, e]`` runs at level ``l`` at evaluation ``e``.
+        episodes ``(evals,)`` and counts ``(len(levels), evals)``: ``counts[l, e]`` runs at level ``l`` at
+        evaluation ``e``.
     """
     lows = [float(low) for _, low in levels]
     if not lows or any(a <= b for a, b in zip(lows, lows[1:])):
         raise ValueError(f"levels need strictly decreasing lowest returns, best first; got {lows}")
-    episodes, greedy = seed_band(rows)  # (E,), (seeds, E)
+    episodes, greedy = seed_band(rows)  # (evals,), (seeds, evals)
     highs = [np.inf] + lows[:-1]
-    counts = np.stack([((greedy >= low) & (greedy < high)).sum(axis=0) for low, high in zip(lows, highs)])  # (L, E)
+    counts = np.stack([((greedy >= low) & (greedy < high)).sum(axis=0) for low, high in zip(lows, highs)])  # (L, evals)
     return episodes, counts
 
 
@@ -293,7 +294,7 @@ def plot_outcomes(rows: Sequence[dict], ax: plt.Axes | None = None, color: str =
     """
     from matplotlib.colors import to_rgba
 
-    episodes, counts = outcome_counts(rows, levels)  # (E,), (L, E)
+    episodes, counts = outcome_counts(rows, levels)  # (evals,), (L, evals)
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.4))
     alphas = np.linspace(1.0, 0.25, max(len(levels) - 1, 1))
@@ -332,3 +333,93 @@ def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = 
                 label=f"{method} (mean of {len(rows)} seeds; band: min to max)")  # thinner on top: overlaps show
         ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=color, alpha=0.12, linewidth=0)
     return greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random)
+
+
+def plot_qmix(ax: plt.Axes | None = None) -> plt.Axes:
+    """QMIX for two agents, drawn: the agent network (shared) gives each agent's utility of the action it took,
+    Q_0(h_0, a_0) and Q_1(h_1, a_1); the mixing network combines them into Q_tot in two layers; four hypernetworks
+    read the state s and output the mixing network's weights and biases (dashed: they set the mixer's parameters,
+    they are not its inputs). abs() keeps both weight tensors non-negative; every tensor is labelled with its shape.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 5.2))
+    ax.set_xlim(0, 12)
+    ax.set_ylim(0, 6.0)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, color, fontsize=8.5):
+        ax.add_patch(plt.Rectangle((x, y), w, h, facecolor=color, edgecolor="black", linewidth=1))
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fontsize)
+
+    def arrow(x0, y0, x1, y1, text="", dashed=False, color="black"):
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                    arrowprops=dict(arrowstyle="->", color=color, linestyle="--" if dashed else "-", linewidth=1.2))
+        if text:
+            ax.text(x0 + 0.1, (y0 + y1) / 2, text, ha="left", va="center", fontsize=7.5, color=color)
+
+    agent, mixer, hyper = "#cfe3f7", "#fde2c8", "#e2f0d9"
+    # the agents, bottom left: one shared network, each agent on its own history
+    for i, x in enumerate((0.3, 3.0)):
+        text = f"agent network (shared)\non agent {i}'s history h_{i}\n-> Q_{i}(h_{i}, .)  (B, A)"
+        box(x, 0.2, 2.3, 0.8, text, agent)
+        arrow(x + 1.15, 1.0, x + 1.15, 1.8)
+    ax.text(2.8, 1.4, "q_taken = [Q_0(h_0, a_0), Q_1(h_1, a_1)]  (B, N)\nthe utilities of the actions taken",
+            ha="center", va="center", fontsize=7.5, bbox=dict(facecolor="white", edgecolor="none", pad=1))
+    # the mixing network, middle left
+    box(0.3, 1.8, 5.0, 1.0, "layer 1:  hidden = elu( q W_1 + v_1 )\n"
+        "(B, 1, N) @ (B, N, E) + (B, 1, E)  ->  (B, 1, E)", mixer)
+    box(0.3, 3.3, 5.0, 1.0, "layer 2:  Q_tot = hidden w_2 + v_2\n(B, 1, E) @ (B, E, 1) + (B, 1, 1)  ->  (B,)", mixer)
+    arrow(2.8, 2.8, 2.8, 3.3, "hidden (B, 1, E)")
+    arrow(2.8, 4.3, 2.8, 4.95, "Q_tot (B,): regressed onto the TD target y_t")
+    ax.text(2.8, 5.5, "mixing network: monotonic in each Q_i (W_1, w_2 >= 0)", ha="center", fontsize=9,
+            color="C1")
+    # the state and the hypernetworks, right
+    box(10.3, 2.55, 1.4, 0.8, "state s\n(B, S)", "#e8e8e8")
+    rows = [(4.45, "hyper_w2:  |MLP(s)|\n-> w_2 (B, E, 1)", 3.95),
+            (3.55, "hyper_b2:  MLP(s)\n-> v_2 (B, 1, 1)", 3.6),
+            (2.45, "hyper_w1:  |MLP(s)|\n-> W_1 (B, N, E)", 2.45),
+            (1.55, "hyper_b1:  Linear(s)\n-> v_1 (B, 1, E)", 2.1)]
+    for y, text, target in rows:
+        box(7.2, y - 0.3, 2.1, 0.7, text, hyper, fontsize=7.5)
+        arrow(10.3, 2.95, 9.3, y + 0.05)
+        arrow(7.2, y + 0.05, 5.3, target, dashed=True, color="C2")
+    ax.text(8.25, 5.5, "hypernetworks: the mixer's weights from s", ha="center", fontsize=9, color="C2")
+    ax.text(8.25, 0.6, "dashed: parameters of the mixer, not inputs to it;\nabs() on the weights only, the biases "
+            "may be negative", ha="center", fontsize=7.5, color="C2")
+    return ax
+
+
+def plot_q_tables(tables: dict[str, np.ndarray], greedy: dict[str, tuple[int, int]] | None = None,
+                  axes: Sequence[plt.Axes] | None = None, fmt: str = "{:.1f}") -> list[plt.Axes]:
+    """Tables of two agents' joint actions side by side, one heat map each, every entry written in it: a payoff
+    table R ``(A, A)`` or a learned Q_tot ``(A, A)``, rows agent 0's action, columns agent 1's. ``greedy``: name ->
+    the joint action to outline (what the agents play); ``axes``: one per table (None: a new figure)."""
+    if not tables:
+        raise ValueError("tables is empty: give at least one (A, A) table")
+    arrays = {name: np.asarray(table, dtype=np.float64) for name, table in tables.items()}
+    for name, table in arrays.items():
+        check_shape(table, ("A", "A"), f"tables[{name!r}]")
+    if axes is None:
+        _, axes = plt.subplots(1, len(arrays), figsize=(3.3 * len(arrays), 3.0))
+        axes = np.atleast_1d(axes)
+    if len(axes) != len(arrays):
+        raise ValueError(f"axes: one per table, {len(arrays)}, got {len(axes)}")
+    low = min(float(t.min()) for t in arrays.values())
+    high = max(float(t.max()) for t in arrays.values())
+    for ax, (name, table) in zip(axes, arrays.items()):
+        A = table.shape[0]
+        ax.imshow(table, cmap="RdYlGn", vmin=low, vmax=high if high > low else low + 1)
+        for a0 in range(A):
+            for a1 in range(A):
+                text = fmt.format(table[a0, a1])
+                text = text[1:] if text.startswith("-") and float(text) == 0 else text  # -0.0 reads as 0.0
+                ax.text(a1, a0, text, ha="center", va="center", fontsize=9)
+        if greedy and name in greedy:
+            a0, a1 = greedy[name]
+            ax.add_patch(plt.Rectangle((a1 - 0.5, a0 - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
+        ax.set_xticks(range(A))
+        ax.set_yticks(range(A))
+        ax.set_xlabel("agent 1's action $a_1$")
+        ax.set_ylabel("agent 0's action $a_0$")
+        ax.set_title(name, fontsize=9)
+    return list(axes)

@@ -1,6 +1,7 @@
 """ipywidgets panels for the notebooks: an explorer that steps through a recorded episode, a
-hyperparameter panel whose button trains and draws the new learning curve over a reference run, and
-an explorer of COMA's counterfactual baseline and advantage."""
+hyperparameter panel whose button trains and draws the new learning curve over a reference run, an
+explorer of COMA's counterfactual baseline and advantage, and a panel that refits VDN and QMIX to a
+one-step matrix game."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from marl_edu.coma import COMAConfig, counterfactual_baseline
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.learners import LEARNERS
 from marl_edu.maddpg import MADDPGConfig
+from marl_edu.matrix_game import action_probs, optimum, payoff_matrix, train_matrix_game
 from marl_edu.rollout import Episode
 from marl_edu.train import train_coma, train_continuous, train_maddpg
-from marl_edu.viz import plot_learning_curve, upscale
+from marl_edu.viz import plot_learning_curve, plot_q_tables, upscale
 
 
 def _png(frame: np.ndarray, scale: int = 2) -> bytes:
@@ -82,7 +84,7 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
               window: int = 50, evaluation_label: str = "greedy"):
     """Learning curves of a reference run and a new run on one set of axes; returns the figure.
 
-    Each run is a dict with ``episode_returns`` (E,) (team return of every training episode; may be empty) and
+    Each run is a dict with ``episode_returns`` (episodes,) (team return of every training episode; may be empty) and
     ``evaluations``, a list of ``(episode, team return of an evaluation)``; ``label`` names it in the legend.
     ``evaluation_label`` says what the evaluations (the dots) played, in the legend and the title: "greedy" (the
     argmax of a discrete policy, Switch's learners) or, for the continuous learners, "noise-free" (the forces
@@ -334,4 +336,69 @@ def advantage_explorer(action_meanings: list[str], q: list[float] | None = None,
     panel = widgets.VBox([columns, summary, image])
     panel.q_sliders, panel.pi_sliders, panel.v_slider, panel.summary, panel.image = (
         q_sliders, pi_sliders, v_slider, summary, image)
+    return panel
+
+
+# ----------------------------------------------------------------------------------------------
+# Value decomposition on a one-step matrix game
+# ----------------------------------------------------------------------------------------------
+
+def vdn_threshold(penalty: float, reward: float = 8.0) -> float:
+    """The probability of action 0 above which VDN's greedy joint action is the penalty game's optimum (0, 0), when
+    both agents explore independently with P(action 0) = p and the other two actions equally: agent 0's action 0 is
+    worth p reward + (1 - p) penalty on average, its other actions p penalty, so action 0 wins iff
+    p > -penalty / (reward - 2 penalty) (0.375 for the default -12 and 8). ``payoff_matrix`` checks both numbers."""
+    payoff_matrix(penalty, reward)
+    return -penalty / (reward - 2.0 * penalty)
+
+
+def matrix_game_panel(penalty: float = -12.0, p0: float = 1.0 / 3.0, seed: int = 0) -> widgets.VBox:
+    """Sliders for the penalty game's ``penalty`` (``matrix_game.payoff_matrix``), the probability ``p0`` with which
+    each exploring agent plays action 0 (the other two share the rest) and the seed. Every change refits VDN and
+    QMIX (``train_matrix_game``, about a second each) and redraws the payoff beside both learned Q_tot tables, each
+    with the joint action its agents play outlined, and a line per method: what it plays, what that earns, and VDN's
+    answer by hand (``vdn_threshold``)."""
+    payoff_matrix(penalty)  # a bad starting value is a ValueError here, not a broken panel
+    if isinstance(p0, bool) or not isinstance(p0, (int, float)) or not 0.05 <= p0 <= 0.95:
+        raise ValueError(f"p0 must be a probability in [0.05, 0.95] (the slider's range), got {p0!r}")
+    style = {"description_width": "110px"}
+    layout = widgets.Layout(width="420px")
+    penalty_slider = widgets.FloatSlider(value=float(penalty), min=-20.0, max=0.0, step=1.0, description="penalty",
+                                         continuous_update=False, style=style, layout=layout)
+    steps = sorted({round(0.05 * k, 2) for k in range(1, 20)} | {float(p0)})
+    p0_slider = widgets.SelectionSlider(
+        options=[(("1/3 (uniform)" if abs(v - 1 / 3) < 1e-9 else f"{v:.2f}"), v) for v in steps], value=float(p0),
+        description="P(action 0)", continuous_update=False, style=style, layout=layout)
+    seed_slider = widgets.IntSlider(value=seed, min=0, max=9, description="seed", continuous_update=False,
+                                    style=style, layout=layout)
+    image = widgets.Image(format="png")
+    summary = widgets.HTML()
+
+    def show(_change=None) -> None:
+        c, p, s = penalty_slider.value, p0_slider.value, seed_slider.value
+        payoff = payoff_matrix(c)  # (3, 3)
+        probs = action_probs(3, p)  # (3,)
+        fits = {name: train_matrix_game(payoff, name, probs=probs, seed=s) for name in ("vdn", "qmix")}
+        best, value = optimum(payoff)
+        tables = {f"payoff R (optimum {best})": payoff.numpy(),
+                  **{f"{name.upper()}'s Q_tot": fit.q_tot.numpy() for name, fit in fits.items()}}
+        greedy = {f"payoff R (optimum {best})": best,
+                  **{f"{name.upper()}'s Q_tot": fit.greedy for name, fit in fits.items()}}
+        axes = plot_q_tables(tables, greedy)
+        image.value = _figure_png(axes[0].figure)
+        threshold = vdn_threshold(c)
+        lines = [f"penalty {c:g}, each agent plays action 0 with probability {p:.2f}: optimum {best}, payoff "
+                 f"{value:g}"]
+        for name, fit in fits.items():
+            lines.append(f"<b>{name.upper()}</b> plays {fit.greedy}: payoff <b>{fit.payoff:g}</b>")
+        lines.append(f"by hand, VDN plays (0, 0) when P(action 0) &gt; {threshold:.3f} "
+                     f"({'yes' if p > threshold else 'no'} here)")
+        summary.value = "<br>".join(lines)
+
+    for slider in (penalty_slider, p0_slider, seed_slider):
+        slider.observe(show, names="value")
+    show()
+    panel = widgets.VBox([widgets.HBox([penalty_slider, p0_slider]), seed_slider, summary, image])
+    panel.penalty, panel.p0, panel.seed, panel.summary, panel.image = (penalty_slider, p0_slider, seed_slider,
+                                                                       summary, image)
     return panel

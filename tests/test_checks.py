@@ -355,3 +355,77 @@ def test_a_failed_comparison_shows_the_first_values_that_differ(capsys):
     out = capsys.readouterr().out
     assert "first at index (1, 2)" in out
     assert "expected [6.0, 7.0, 8.0]" in out and "got      [7.0, 7.0, 8.0]" in out
+
+
+# -- check_qmix_mixer: QMIX's mixing network from its hypernetworks (notebook 12) -----------------------------------
+
+def _mixer(abs_w1=True, abs_w2=True, abs_b=False, layout="NE", act=torch.nn.functional.elu, b1=True, b2=True,
+           detach=False, end_shape="B"):
+    """A learner's forward pass with one knob per known mistake, written out; the defaults are the right answer."""
+    def fn(mixer, q_taken, state):
+        B, N = q_taken.shape
+        E = mixer.embed
+        raw = mixer.hyper_w1(state)  # (B, N*E)
+        w1 = raw.view(B, N, E) if layout == "NE" else raw.view(B, E, N).transpose(1, 2)
+        w1 = w1.abs() if abs_w1 else w1
+        bias1 = mixer.hyper_b1(state).view(B, 1, E)
+        bias1 = bias1.abs() if abs_b else bias1
+        q = q_taken.detach() if detach else q_taken
+        hidden = act(torch.bmm(q.view(B, 1, N), w1) + (bias1 if b1 else 0))  # (B, 1, E)
+        w2 = mixer.hyper_w2(state).view(B, E, 1)
+        w2 = w2.abs() if abs_w2 else w2
+        bias2 = mixer.hyper_b2(state).view(B, 1, 1)
+        bias2 = bias2.abs() if abs_b else bias2
+        out = torch.bmm(hidden, w2) + (bias2 if b2 else 0)  # (B, 1, 1)
+        return {"B": out.view(B), "B11": out, "B1": out.view(B, 1)}[end_shape]
+    return fn
+
+
+def _mixer_verdict(fn, capsys):
+    from marl_edu.checks import check_qmix_mixer
+
+    assert check_qmix_mixer(fn) is None
+    return capsys.readouterr().out
+
+
+def test_qmix_mixer_reference_passes(capsys):
+    out = _mixer_verdict(_mixer(), capsys)
+    assert out.startswith("PASSED") and "FAILED" not in out
+
+
+def test_qmix_mixer_mistakes_are_named(capsys):
+    named = {
+        "you forgot abs()": _mixer(abs_w1=False, abs_w2=False),
+        "abs() on the first layer's weights": _mixer(abs_w1=False),
+        "abs() on the second layer's weights": _mixer(abs_w2=False),
+        "the biases v_1 and v_2 may be negative": _mixer(abs_b=True),
+        ".view(B, N, E)": _mixer(layout="EN"),  # the (B, N, E) / (B, E, N) mix-up
+        "elu, not relu": _mixer(act=torch.nn.functional.relu),
+        "needs its elu": _mixer(act=lambda x: x),
+        "you left out v_1": _mixer(b1=False),
+        "you left out v_2": _mixer(b2=False),
+        "no gradient reaches the utilities": _mixer(detach=True),
+        "expected shape (4,), got (4, 1, 1)": _mixer(end_shape="B11"),
+        "expected shape (4,), got (4, 1)": _mixer(end_shape="B1"),
+    }
+    for phrase, answer in named.items():
+        out = _mixer_verdict(answer, capsys)
+        assert out.startswith("FAILED") and phrase in out, (phrase, out)
+
+
+def test_qmix_mixer_refuses_the_mixers_own_forward_and_reports_a_stub(capsys):
+    out = _mixer_verdict(lambda mixer, q_taken, state: mixer(q_taken, state), capsys)
+    assert out.startswith("FAILED") and "not by calling mixer(q_taken, state)" in out
+
+    def stub(mixer, q_taken, state):
+        raise NotImplementedError
+
+    assert _mixer_verdict(stub, capsys).startswith("NOT DONE YET")
+
+
+def test_qmix_mixer_check_leaves_the_callers_random_state_alone(capsys):
+    torch.manual_seed(5)
+    expected = torch.rand(2)
+    torch.manual_seed(5)
+    _mixer_verdict(_mixer(), capsys)
+    assert torch.equal(torch.rand(2), expected)

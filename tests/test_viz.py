@@ -20,7 +20,7 @@ def test_learning_curve_has_labels_and_reference_lines():
     assert ax.get_xlabel() == "episode" and "team return" in ax.get_ylabel()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("exact optimum (8.30)" in s for s in labels) and any("random policy (-9.00)" in s for s in labels)
-    with pytest.raises(ValueError, match=r"returns: expected shape \(E,\)"):
+    with pytest.raises(ValueError, match=r"returns: expected shape \(episodes,\)"):
         plot_learning_curve(np.zeros((3, 2)))
 
 
@@ -147,3 +147,33 @@ def test_outcome_counts_by_hand_and_outcome_plot():
     assert ax.get_ylim() == (0.0, 2.0) and ax.get_ylabel() == "runs (of 2), greedy" and ax.get_title() == "t"
     assert ax.collections[0].get_facecolor()[0][3] == 1.0  # the best level in the method's full colour
     assert ax.collections[1].get_facecolor()[0][3] < 1.0  # each lower level paler
+
+
+def test_qmix_diagram_names_every_mixer_tensor_with_its_shape():
+    from marl_edu.viz import plot_qmix
+
+    ax = plot_qmix()
+    text = " ".join(t.get_text() for t in ax.texts)
+    for shape in ["W_1 (B, N, E)", "v_1 (B, 1, E)", "w_2 (B, E, 1)", "v_2 (B, 1, 1)", "q_taken = [Q_0(h_0, a_0), "
+                  "Q_1(h_1, a_1)]  (B, N)", "hidden (B, 1, E)", "Q_tot (B,)", "state s\n(B, S)"]:
+        assert shape in text, shape
+    assert text.count("|MLP(s)|") == 2  # abs() on the two weights, not on the biases
+    arrows = [t.arrow_patch for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    # dashed: one arrow from each of the 4 hypernetworks into the mixer (parameters, not inputs); solid: the rest
+    assert sum(a.get_linestyle() == "--" for a in arrows) == 4 and len(arrows) == 12
+
+
+def test_q_tables_write_every_entry_and_outline_the_greedy_joint_action():
+    from marl_edu.viz import plot_q_tables
+
+    payoff = [[8.0, -12.0], [-12.0, -0.04]]
+    axes = plot_q_tables({"R": payoff, "mine": np.zeros((2, 2))}, greedy={"mine": (1, 0)})
+    assert len(axes) == 2 and [ax.get_title() for ax in axes] == ["R", "mine"]
+    assert sorted(t.get_text() for t in axes[0].texts) == ["-12.0", "-12.0", "0.0", "8.0"]  # -0.04 reads 0.0
+    outline = [p for p in axes[1].patches if not p.get_fill()]
+    assert len(outline) == 1 and outline[0].get_xy() == (-0.5, 0.5)  # column a_1 = 0, row a_0 = 1
+    assert not [p for p in axes[0].patches if not p.get_fill()]  # nothing outlined where no greedy action is given
+    with pytest.raises(ValueError, match=r"tables\['x'\]: expected shape \(A, A\)"):
+        plot_q_tables({"x": np.zeros((2, 3))})
+    with pytest.raises(ValueError, match="tables is empty"):
+        plot_q_tables({})

@@ -233,3 +233,46 @@ def test_panels_start_at_the_defaults_exactly_and_default_to_the_command_lines_b
         assert controls["actor lr"].options[0] == ("1e-05", 1e-05) and controls["actor lr"].options[-1][1] == 0.01
         if budget is not None:
             assert controls["episodes"].value == budget
+
+
+def test_vdn_threshold_by_hand():
+    from marl_edu.widgets import vdn_threshold
+
+    # agent 0's action 0 is worth 8 p - 12 (1 - p), its others -12 p: equal at 20 p - 12 = -12 p, p = 12/32 = 0.375
+    assert vdn_threshold(-12.0) == pytest.approx(0.375)
+    assert vdn_threshold(-8.0) == pytest.approx(1 / 3)  # uniform exploration's edge: VDN solves iff penalty > -8
+    assert vdn_threshold(0.0) == 0.0  # no penalty: any exploration finds (0, 0)
+    with pytest.raises(ValueError, match="penalty must be a number"):
+        vdn_threshold(1.0)
+
+
+def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
+    import marl_edu.widgets
+    from marl_edu.widgets import matrix_game_panel
+
+    calls = []
+
+    def spy(payoff, method, probs=None, seed=0, **kwargs):  # the real fit, with what the panel asked for recorded
+        calls.append((payoff[0, 1].item(), method, round(float(probs[0]), 3), seed))
+        return train_matrix_game(payoff, method, probs=probs, seed=seed, **kwargs)
+
+    train_matrix_game = marl_edu.widgets.train_matrix_game
+    monkeypatch.setattr(marl_edu.widgets, "train_matrix_game", spy)
+    panel = matrix_game_panel()
+    assert calls == [(-12.0, "vdn", 0.333, 0), (-12.0, "qmix", 0.333, 0)]
+    # uniform exploration: both miss the optimum (notebook 12's by-hand VDN values and its QMIX runs)
+    assert "<b>VDN</b> plays (1, 1): payoff <b>0</b>" in panel.summary.value
+    assert "QMIX</b> plays" in panel.summary.value and "(0, 0): payoff <b>8</b>" not in panel.summary.value
+    assert "P(action 0) &gt; 0.375 (no here)" in panel.summary.value
+    before = panel.image.value
+    panel.p0.value = 0.5  # above 0.375: VDN's agents now play the optimum
+    assert calls[-2:] == [(-12.0, "vdn", 0.5, 0), (-12.0, "qmix", 0.5, 0)]
+    assert "<b>VDN</b> plays (0, 0): payoff <b>8</b>" in panel.summary.value and "(yes here)" in panel.summary.value
+    assert panel.image.value != before and panel.image.value[:4] == b"\x89PNG"
+    panel.penalty.value = -4.0
+    assert calls[-1][0] == -4.0 and "P(action 0) &gt; 0.250" in panel.summary.value  # 4 / (8 + 8)
+    assert [o[0] for o in panel.p0.options][:2] == ["0.05", "0.10"] and "1/3 (uniform)" in dict(panel.p0.options)
+    with pytest.raises(ValueError, match=r"p0 must be a probability in \[0.05, 0.95\]"):
+        matrix_game_panel(p0=0.99)
+    with pytest.raises(ValueError, match="penalty must be a number"):
+        matrix_game_panel(penalty=5.0)

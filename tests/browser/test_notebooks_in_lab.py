@@ -189,6 +189,24 @@ def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves:
     return use
 
 
+def _matrix_game_panel(page):
+    """12: P(action 0) three steps right, from 1/3 (uniform) to 0.45, above VDN's threshold 0.375 (worked by hand in the
+    notebook): the panel refits both methods, VDN's agents now play the optimum (0, 0), and the tables are redrawn."""
+    p0 = slider(page, "P(action 0)")
+    output = cell_output(page, "P(action 0)")
+    summary, tables = output.locator(".widget-html").first, output.locator("img").first
+    before_tables = image_src(tables)
+    assert readout(p0) == "1/3 (uniform)" and "VDN plays (0, 0)" not in summary.inner_text()
+    nudge(p0, "ArrowRight", times=3)  # 0.35, 0.4, 0.45: each a refit of about two seconds
+    page.wait_for_function("el => el.innerText.includes('probability 0.45')", arg=summary.element_handle(),
+                           timeout=60_000)
+    after = summary.inner_text()
+    assert "VDN plays (0, 0): payoff 8" in after and "(yes here)" in after, after
+    assert readout(p0) == "0.45"
+    page.wait_for_function("([el, old]) => el.src !== old", arg=[tables.element_handle(), before_tables],
+                           timeout=10_000)
+
+
 INTERACTIONS = {
     "01_information_flow.ipynb": _episode_explorer,
     "04_maddpg_training.ipynb": _training_panel(episodes=100, screenshot="04_maddpg_panel.png"),
@@ -196,6 +214,7 @@ INTERACTIONS = {
     # the panel's default budget on seed 2, which the committed runs solve (seed 1 is the one of 0-4 that does not)
     "07_coma_training.ipynb": _training_panel(episodes=6000, screenshot="07_coma_panel.png", seed_steps=2, solves=True),
     "09_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="09_continuous_maddpg_panel.png"),
+    "12_value_decomposition.ipynb": _matrix_game_panel,
 }
 
 
