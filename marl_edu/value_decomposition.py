@@ -44,12 +44,12 @@ def vdn_mix(q_taken: torch.Tensor) -> torch.Tensor:
 class QMixer(nn.Module):
     """QMIX's mixing network: the agents' chosen utilities ``(B, N)`` and the state ``(B, S)`` -> Q_tot ``(B,)``.
 
-        Q_tot = w_2(s)^T elu(W_1(s)^T q + b_1(s)) + b_2(s)
+        Q_tot = w_2(s)^T elu(W_1(s)^T q + v_1(s)) + v_2(s)
 
     The weights W_1 ``(N, E)`` and w_2 ``(E,)`` are outputs of hypernetworks on the state, passed through abs(), so
-    Q_tot is monotonic in every Q_i (dQ_tot/dQ_i >= 0) whatever the state; the biases b_1 ``(E,)`` and b_2 (a scalar)
-    may be negative and carry what the state alone says about the team's value. E is ``embed``; the hypernetworks of
-    the weights have one hidden layer of ``hyper_hidden`` units, b_2's one of E, as in the QMIX paper.
+    Q_tot is monotonic in every Q_i (dQ_tot/dQ_i >= 0) whatever the state; the biases v_1 ``(E,)`` and v_2 (a scalar;
+    ``b1`` and ``b2`` in the code) may be negative and carry what the state alone says about the team's value. E is ``embed``; the hypernetworks of
+    the weights have one hidden layer of ``hyper_hidden`` units, v_2's one of E, as in the QMIX paper.
     """
 
     def __init__(self, n_agents: int, state_dim: int, embed: int = 32, hyper_hidden: int = 64):
@@ -57,9 +57,9 @@ class QMixer(nn.Module):
         self.n_agents, self.state_dim = positive_int(n_agents, "n_agents"), positive_int(state_dim, "state_dim")
         self.embed = positive_int(embed, "embed")
         self.hyper_w1 = MLP(state_dim, n_agents * embed, (hyper_hidden,))  # s -> W_1, (N*E)
-        self.hyper_b1 = nn.Linear(state_dim, embed)  # s -> b_1, (E)
+        self.hyper_b1 = nn.Linear(state_dim, embed)  # s -> v_1, (E)
         self.hyper_w2 = MLP(state_dim, embed, (hyper_hidden,))  # s -> w_2, (E)
-        self.hyper_b2 = MLP(state_dim, 1, (embed,))  # s -> b_2, (1)
+        self.hyper_b2 = MLP(state_dim, 1, (embed,))  # s -> v_2, (1)
 
     def forward(self, q_taken: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         dims = check_shape(q_taken, ("B", self.n_agents), "q_taken", dtype="float")
