@@ -196,7 +196,8 @@ def _matrix_game_panel(page):
     output = cell_output(page, "P(action 0)")
     summary, tables = output.locator(".widget-html").first, output.locator("img").first
     before_tables = image_src(tables)
-    assert readout(p0) == "1/3 (uniform)" and "VDN plays (0, 0)" not in summary.inner_text()
+    before = summary.inner_text()  # its last line, "by hand, VDN plays (0, 0) when ...", names (0, 0) either way
+    assert readout(p0) == "1/3 (uniform)" and "VDN plays (0, 0): payoff" not in before and "(no here)" in before, before
     nudge(p0, "ArrowRight", times=3)  # 0.35, 0.4, 0.45: each a refit of about two seconds
     page.wait_for_function("el => el.innerText.includes('probability 0.45')", arg=summary.element_handle(),
                            timeout=60_000)
