@@ -47,7 +47,7 @@ PIP_INSTALL = $(VPY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-bi
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: help setup lab test test-unit test-smoke test-ray notebooks wheelhouse constraints clean check-python \
-	chromium setup-browser test-browser test-colab
+	chromium setup-browser setup-extras test-browser test-colab
 
 help:
 	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
@@ -151,6 +151,10 @@ setup-browser: chromium $(BROWSER_STAMP)
 
 test-browser: setup-browser
 	MARL_EDU_CHROMIUM=$(CHROMIUM) $(VPY) -m pytest tests/browser -p no:randomly $(PYTEST_ARGS)
+
+# The ray and browser extras (Playwright; not Chromium) at once, ahead of make test-ray and make test-browser (CI
+# installs them in the background while other tests run).
+setup-extras: $(RAY_STAMP) $(BROWSER_STAMP)
 
 notebooks: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
