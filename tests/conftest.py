@@ -117,6 +117,7 @@ def pytest_collection_modifyitems(config, items):
             if "::".join(_slow_key(item)) in names or item.path.name in names:
                 item.add_marker(marker)
     files = {item.path.name for item in items if item.path.suffix == ".py"}
+    files -= {pathlib.Path(arg.split("::")[0]).name for arg in config.args if "::" in arg}  # only some of a file's tests
     keys = {key for item in items for key in ("::".join(_slow_key(item)), _slow_key(item)[0])}
     for label, names in (("SLOW", SLOW), ("SMOKE", SMOKE)):
         # a test renamed or removed: say so, rather than quietly losing its marker (a slow test run by -m 'not slow',
