@@ -35,6 +35,7 @@ PYTHON ?= $(shell root=$$(pyenv root 2>/dev/null); for v in 3.13 3.12 3.11; do \
 	for p in python$$v $$(ls -d "$$root"/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V -r) python3 python; do \
 	if "$$p" -c "import sys; sys.exit(sys.version_info[:2] != ($${v/./, }))" >/dev/null 2>&1; then \
 	command -v "$$p"; exit; fi; done; done)
+PYTHON := $(PYTHON)# searched once, not at every use (each search runs pyenv's shims: about half a second)
 # The interpreter of the environment we install into: an existing one's (a conda env: VENV=$$CONDA_PREFIX), else PYTHON's.
 ENV_PYTHON = $(if $(wildcard $(VPY)),$(VPY),$(PYTHON))
 PY_VERSION = $(if $(ENV_PYTHON),$(shell "$(ENV_PYTHON)" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null))
