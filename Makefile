@@ -2,8 +2,10 @@
 #   make setup      create .venv and install everything (idempotent: does nothing when already done)
 #   make lab        setup, then JupyterLab on notebooks/
 #   make test       setup, then unit tests and nbval on every notebook, on every core (make test-unit: unit tests only)
+#   make test-smoke setup, then a quick check of the environment: install, imports, envs, files, two notebooks
 #   make notebooks  re-execute every notebook in place, top to bottom, in a fresh kernel
 #   make test-browser  setup, Debian's Chromium and Playwright, then every notebook run and used in JupyterLab
+#                      (PYTEST_ARGS="-m controls": only the notebooks with sliders and buttons, as CI does)
 #   make test-ray   setup and the ray extra, then compare.py and sweep.py on Ray and on the local pool: the same results
 #   make test-colab    every notebook run as in Google Colab (Python 3.13 with Colab's package versions)
 #   make constraints   (maintainers) record this environment's versions for make setup, after make test passed
@@ -33,6 +35,7 @@ PYTHON ?= $(shell root=$$(pyenv root 2>/dev/null); for v in 3.13 3.12 3.11; do \
 	for p in python$$v $$(ls -d "$$root"/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V -r) python3 python; do \
 	if "$$p" -c "import sys; sys.exit(sys.version_info[:2] != ($${v/./, }))" >/dev/null 2>&1; then \
 	command -v "$$p"; exit; fi; done; done)
+PYTHON := $(PYTHON)# searched once, not at every use (each search runs pyenv's shims: about half a second)
 # The interpreter of the environment we install into: an existing one's (a conda env: VENV=$$CONDA_PREFIX), else PYTHON's.
 ENV_PYTHON = $(if $(wildcard $(VPY)),$(VPY),$(PYTHON))
 PY_VERSION = $(if $(ENV_PYTHON),$(shell "$(ENV_PYTHON)" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null))
@@ -44,11 +47,11 @@ PIP_INSTALL = $(VPY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-bi
 # Pass --allow-root to JupyterLab only when we are root (containers, some cloud machines).
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup lab test test-unit test-ray notebooks wheelhouse constraints clean check-python chromium setup-browser \
-	test-browser test-colab
+.PHONY: help setup lab test test-unit test-smoke test-ray notebooks wheelhouse constraints clean check-python \
+	chromium setup-browser setup-extras test-browser test-colab
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
 ifeq ($(strip $(VENV)),)
 $(error VENV is empty: activate the conda environment first (for VENV="$$CONDA_PREFIX"), or leave VENV out for .venv)
@@ -117,6 +120,12 @@ test: setup
 test-unit: setup
 	$(VPY) -m pytest tests -p no:randomly --ignore=tests/browser $(XDIST) $(PYTEST_ARGS)
 
+# A quick check of an environment: the tests marked smoke in tests/conftest.py (what can differ between Pythons) and
+# nbval on the first two notebooks, in one process (workers would each import torch and collect every test first).
+test-smoke: setup
+	$(VPY) -m pytest tests notebooks --nbval --nbval-current-env -p no:randomly --ignore=tests/browser -m smoke \
+		$(PYTEST_ARGS)
+
 # Ray (an optional extra: the benchmarks' grids on a Ray cluster or a local Ray instance) against the local pool.
 RAY_STAMP := $(VENV)/.marl-edu-ray-installed
 $(RAY_STAMP): pyproject.toml $(STAMP)
@@ -143,6 +152,10 @@ setup-browser: chromium $(BROWSER_STAMP)
 
 test-browser: setup-browser
 	MARL_EDU_CHROMIUM=$(CHROMIUM) $(VPY) -m pytest tests/browser -p no:randomly $(PYTEST_ARGS)
+
+# The ray and browser extras (Playwright; not Chromium) at once, ahead of make test-ray and make test-browser (CI
+# installs them in the background while other tests run).
+setup-extras: $(RAY_STAMP) $(BROWSER_STAMP)
 
 notebooks: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \

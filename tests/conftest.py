@@ -1,9 +1,10 @@
-"""Settings every test run shares: a headless matplotlib, one torch thread, the `slow` marker, and how pytest-xdist
-hands out the tests when `make test` runs them in parallel workers (-n): a notebook's cells to one worker, in order,
-and every other test to whichever worker is free.
+"""Settings every test run shares: a headless matplotlib, one torch thread, the `slow` and `smoke` markers, and how
+pytest-xdist hands out the tests when `make test` runs them in parallel workers (-n): a notebook's cells to one worker,
+in order, and every other test to whichever worker is free.
 """
 
 import os
+import pathlib
 
 import matplotlib
 import pytest
@@ -21,8 +22,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 
 # Tests that take long (training to a solve, million-step differential tests, end-to-end command-line runs, replays of
-# the committed runs) and whose numbers come from the same torch and numpy on every supported Python: CI runs them on
-# one Python and the rest of the unit tests on all three (README, Tests). `make test` and `make test-unit` run them.
+# the committed runs): `make test` and `make test-unit` run them (CI once, in make test on one Python, README, Tests);
+# `-m 'not slow'` leaves them out, and parallel workers start them first, so that none is left running alone at the end.
 # Each name is FILE::TEST (every parametrisation) or FILE (the whole file).
 SLOW = {
     "test_batched_switch.py::test_a_million_random_transitions_match_ma_gym",
@@ -43,6 +44,48 @@ SLOW = {
     "test_results.py::test_the_random_reference_line_is_reproduced",
     "test_resume.py::test_an_interrupted_run_resumes_to_the_same_bits",
 }
+
+# A quick check of an environment on a Python that does not run `make test` (`make test-smoke`; CI runs it on 3.12 and
+# 3.13, README, Tests): every supported Python installs the same versions of torch, numpy and the rest (constraints/),
+# so what can differ is the interpreter and the install. These are the tests of what depends on it: the install and
+# gym's wheel, importing and stepping every environment (gym's distutils on 3.12+), the file formats (torch.load,
+# atomic writes), the command line's argparse messages and signal handling, one run of each loop writing every output,
+# the learners' hand-computed updates, and nbval on the first two notebooks (01 compares the GIF of a Switch episode
+# byte for byte). Each name is FILE::TEST (every parametrisation) or FILE (the whole file); notebooks by file name.
+SMOKE = {
+    "test_imports.py",
+    "test_install.py",
+    "test_build_gym_wheel.py",
+    "test_envs.py",
+    "test_checkpoints.py",
+    "test_files.py",
+    "test_threads.py",
+    "test_learners.py",
+    "test_colab.py",
+    "test_buffers.py",
+    "test_rollout.py",
+    "test_nets.py",
+    "test_targets.py",
+    "test_coma.py",
+    "test_maddpg.py",
+    "test_cli.py::test_bad_arguments_stop_in_one_line_before_training",
+    "test_cli.py::test_help_explains_every_option",
+    "test_cli.py::test_module_entry_point_exits_non_zero_on_a_bad_argument",
+    "test_cli.py::test_a_run_writes_every_output",
+    "test_cli.py::test_sigterm_stops_like_ctrl_c_with_status_143",
+    "test_cli.py::test_a_second_ctrl_c_while_the_interruption_is_written_changes_nothing",
+    "00_overview.ipynb",
+    "01_information_flow.ipynb",
+}
+NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def pytest_configure(config):
+    # (here rather than in pyproject.toml, whose every change makes `make setup` reinstall the course)
+    config.addinivalue_line("markers", "smoke: the quick check of an environment (SMOKE above): make test-smoke, which "
+                                       "CI runs on the Pythons that do not run make test")
+    config.addinivalue_line("markers", "controls: the browser tests of the notebooks a learner operates (sliders, "
+                                       "buttons; tests/browser): CI runs these, make test-browser every notebook")
 
 
 def _slow_key(item: pytest.Item) -> tuple[str, str]:
@@ -65,17 +108,23 @@ def pytest_xdist_make_scheduler(config, log):
     return NotebookScheduling(config, log)
 
 
-def pytest_itemcollected(item):
-    """Marks each slow test as it is collected, so that pytest's -m sees it."""
-    if "::".join(_slow_key(item)) in SLOW or item.path.name in SLOW:
-        item.add_marker(pytest.mark.slow)
-
-
+@pytest.hookimpl(tryfirst=True)  # before pytest's -m selects by marker
 def pytest_collection_modifyitems(config, items):
+    """Marks each slow and each smoke test (a notebook's cells too: this file's per-item hooks do not reach notebooks/),
+    checks that every name in SLOW and SMOKE exists, and in a pytest-xdist worker hands out the slow tests first."""
+    for item in items:
+        for names, marker in ((SLOW, pytest.mark.slow), (SMOKE, pytest.mark.smoke)):
+            if "::".join(_slow_key(item)) in names or item.path.name in names:
+                item.add_marker(marker)
     files = {item.path.name for item in items if item.path.suffix == ".py"}
-    unknown = {name for name in SLOW if name.split("::")[0] in files} - {
-        key for item in items for key in ("::".join(_slow_key(item)), _slow_key(item)[0])}
-    if unknown:  # a test renamed or removed: say so, rather than quietly running it on every Python again
-        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {sorted(unknown)}")
+    files -= {pathlib.Path(arg.split("::")[0]).name for arg in config.args if "::" in arg}  # only some of a file's tests
+    keys = {key for item in items for key in ("::".join(_slow_key(item)), _slow_key(item)[0])}
+    for label, names in (("SLOW", SLOW), ("SMOKE", SMOKE)):
+        # a test renamed or removed: say so, rather than quietly losing its marker (a slow test run by -m 'not slow',
+        # a smoke test left out of make test-smoke); a notebook is looked for in notebooks/, whatever was collected
+        unknown = {name for name in names if name.split("::")[0] in files} - keys
+        unknown |= {name for name in names if name.endswith(".ipynb") and not (NOTEBOOKS / name).is_file()}
+        if unknown:
+            raise pytest.UsageError(f"tests/conftest.py {label} names tests that do not exist: {sorted(unknown)}")
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: hand out the slow tests first, so none is left last
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)

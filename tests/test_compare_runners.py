@@ -3,7 +3,9 @@ the grid (benchmarks/grid.py): the local process pool, or Ray (here a local Ray 
 runs on a cluster given --address). Needs Ray (make test-ray installs the ray extra); without it the Ray tests are
 skipped and the pool's are still run."""
 
+import contextlib
 import importlib
+import io
 import json
 import pathlib
 import re
@@ -80,14 +82,16 @@ SWEEP = ["--algo", "coma", "--env", "Switch2-v0", "--episodes", "32", "--seeds",
 SEED_LINE = re.compile(r"^  seed +(\d+): solved at (\S+) episodes / .* s, final greedy (-?[\d.]+),")
 
 
-def sweep_figures(runner: str, capsys) -> list[tuple]:
+def sweep_figures(runner: str) -> list[tuple]:
     """Run the tiny sweep on ``runner``; every seed line's (config, seed, episodes to solve, final greedy), in the
     order printed, and the SUMMARY lines without their seconds."""
     if str(ROOT / "benchmarks") not in sys.path:
         sys.path.insert(0, str(ROOT / "benchmarks"))
-    assert importlib.import_module("sweep").main([*SWEEP, "--runner", runner]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert importlib.import_module("sweep").main([*SWEEP, "--runner", runner]) == 0
     figures, config = [], None
-    for line in capsys.readouterr().out.splitlines():
+    for line in printed.getvalue().splitlines():
         if line in ("(defaults)", "critic_steps=2"):
             config = line
         elif match := SEED_LINE.match(line):
@@ -97,13 +101,19 @@ def sweep_figures(runner: str, capsys) -> list[tuple]:
     return figures
 
 
-def test_a_sweep_prints_every_config_and_seed_in_order_on_the_pool(capsys):
-    figures = sweep_figures("pool", capsys)
+@pytest.fixture(scope="module")
+def pool_sweep() -> list[tuple]:
+    """The pool's figures, swept once for both tests below (make test-ray runs them in one process)."""
+    return sweep_figures("pool")
+
+
+def test_a_sweep_prints_every_config_and_seed_in_order_on_the_pool(pool_sweep):
+    figures = pool_sweep
     assert [f[:2] for f in figures if isinstance(f, tuple)] == [("(defaults)", "3"), ("(defaults)", "1"),
                                                                ("critic_steps=2", "3"), ("critic_steps=2", "1")]
     assert sum(isinstance(f, str) for f in figures) == 2  # one SUMMARY per config
 
 
-def test_a_sweep_on_ray_prints_what_it_prints_on_the_pool(capsys):
+def test_a_sweep_on_ray_prints_what_it_prints_on_the_pool(pool_sweep):
     pytest.importorskip("ray", reason="Ray is an optional extra: make test-ray installs it")
-    assert sweep_figures("ray", capsys) == sweep_figures("pool", capsys)
+    assert sweep_figures("ray") == pool_sweep

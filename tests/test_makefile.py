@@ -6,6 +6,7 @@ so the tests can offer make any mix of Pythons without having them.
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -123,7 +124,110 @@ def test_make_test_runs_in_parallel_workers_unless_told_otherwise(workers, expec
 
 
 def test_ci_runs_the_readmes_test_command():
-    """.ci/run runs `make test` on one Python (3.11, or the next one found), not only its parts."""
+    """.ci/run runs `make test` on one Python (3.11, or the next one found), not only its parts; the README says so."""
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "run_on 3.11 test\n" in ci and ci.count("run_on 3.13 test\n") == ci.count("run_on 3.12 test\n") == 1
+    assert "run_on 3.11 test\n" in ci and ci.count('run_on "$version" test\n') == 1
     assert "make test" in (ROOT / "README.md").read_text().split("## Tests")[1].split("CI (`.ci/run`)")[1]
+
+
+# -- .ci/run itself, with stand-in Pythons and a make that only writes down what it was asked -------------------------
+
+FAKE_MAKE = """#!/bin/sh
+echo "$*" >> "$MAKE_LOG"
+if [ -n "$MAKE_FAILS" ]; then
+    case "$*" in $MAKE_FAILS) echo "make: *** [$MAKE_FAILS] Error 1"; exit 2;; esac
+fi
+case "$*" in *" test-smoke "*) sleep 1; echo "finished $*" >> "$MAKE_LOG";; esac
+exit 0
+"""
+CI_TOOLS = ("dirname", "mktemp", "pgrep", "sleep", "touch")
+
+
+def run_ci(tmp_path: pathlib.Path, versions: list[str], fails: str = "") -> tuple[subprocess.CompletedProcess, list]:
+    """.ci/run in a copy of the repository's layout (tmp_path/repo) with stand-ins for python3.X of ``versions`` and
+    for make; returns the finished run and the make command lines, in order."""
+    repo, bin_ = tmp_path / "repo", tmp_path / "bin"
+    (repo / ".ci").mkdir(parents=True)
+    bin_.mkdir()
+    shutil.copy(ROOT / ".ci" / "run", repo / ".ci" / "run")
+    (repo / ".venv-3.12" / "bin").mkdir(parents=True)  # 3.12's environment made beforehand (.ci/run's venv step)
+    (repo / ".venv-3.12" / "bin" / "python").write_text("")
+    (repo / ".venv-3.12" / "bin" / "python").chmod(0o755)
+    for version in versions:
+        fake_python(bin_, f"python{version}", tuple(int(part) for part in version.split(".")))
+    (bin_ / "make").write_text(FAKE_MAKE)
+    (bin_ / "make").chmod(0o755)
+    path = isolated_path(bin_)
+    for tool in CI_TOOLS:
+        (bin_ / tool).symlink_to(shutil.which(tool))
+    log = tmp_path / "make.log"
+    result = subprocess.run([shutil.which("bash"), str(repo / ".ci" / "run")], capture_output=True, text=True,
+                            timeout=60, env={"PATH": path, "HOME": str(tmp_path), "MAKE_LOG": str(log),
+                                             "MAKE_FAILS": fails})
+    calls = log.read_text().splitlines() if log.exists() else []
+    return result, [call.replace(str(bin_) + "/", "") for call in calls]  # (with "finished ..." after a test-smoke)
+
+
+def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_and_the_browser(tmp_path):
+    result, calls = run_ci(tmp_path, ["3.11", "3.12", "3.13"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    tests = [call for call in calls if call.removeprefix("finished ").split()[1].startswith("test")]
+    smoke = {"--no-print-directory test-smoke PYTHON=python3.13 VENV=.venv-3.13",
+             "--no-print-directory test-smoke PYTHON=python3.12 VENV=.venv-3.12"}
+    assert tests[0] == "--no-print-directory test PYTHON=python3.11 VENV=.venv-3.11 PYTEST_ARGS="
+    assert set(tests[1:3]) == smoke and {call.removeprefix("finished ") for call in tests[3:5]} == smoke  # together
+    assert tests[5:] == ["--no-print-directory test-ray VENV=.venv-3.13",
+                         "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m controls -n 2"]
+    assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(tests[5])
+    assert {call.split()[2] for call in calls if call.split()[1] == "setup"} == {
+        "PYTHON=python3.11", "PYTHON=python3.12", "PYTHON=python3.13"}
+    summary = result.stdout.split("CI summary (")[1].splitlines()[1:]
+    assert [line.split(" passed in ")[0].strip() for line in summary] == [
+        "Python 3.11: make setup", "Python 3.11: make test", "Python 3.13: make setup", "Python 3.12: make setup",
+        "Python 3.13: make test-smoke", "Python 3.12: make test-smoke",
+        "Python 3.13: make setup-extras (ray, playwright)", "Ray runner (Python 3.13): make test-ray",
+        "browser tests (Python 3.13): make test-browser (-m controls)"]
+    assert all(re.search(r" passed in \d+ s( \(in the background\)| \(at the same time as the other's\))?$", line)
+               for line in summary), summary
+
+
+def test_ci_without_311_runs_make_test_on_313_and_reports_what_it_skipped(tmp_path):
+    result, calls = run_ci(tmp_path, ["3.13"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--no-print-directory test PYTHON=python3.13 VENV=.venv-3.13 PYTEST_ARGS=" in calls
+    assert not any(" test-smoke " in call for call in calls)
+    assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(
+        "--no-print-directory test-ray VENV=.venv-3.13")
+    assert "Python 3.11: SKIPPED (no interpreter found)" in result.stdout
+    assert "Python 3.12: SKIPPED (no interpreter found)" in result.stdout
+
+
+def test_ci_with_only_312_runs_make_test_there_and_skips_ray_and_the_browser(tmp_path):
+    result, calls = run_ci(tmp_path, ["3.12"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--no-print-directory test PYTHON=python3.12 VENV=.venv-3.12 PYTEST_ARGS=" in calls
+    assert "Ray runner SKIPPED: no Python 3.13 environment" in result.stdout
+    assert "browser tests SKIPPED: no Python 3.13 environment" in result.stdout
+
+
+def test_ci_without_chromium_skips_the_browser_tests_and_says_why(tmp_path):
+    result, calls = run_ci(tmp_path, ["3.11", "3.12", "3.13"], fails="--no-print-directory chromium")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not any(" test-browser " in call for call in calls)
+    assert "browser tests SKIPPED: Debian's Chromium could not be installed here:" in result.stdout
+
+
+@pytest.mark.parametrize("fails", ["*directory test PYTHON=*3.11 *", "*directory test-smoke *3.12*",
+                                   "*directory setup-extras *", "*directory test-ray *", "*directory test-browser *"])
+def test_ci_fails_when_any_part_fails(fails, tmp_path):
+    result, _ = run_ci(tmp_path, ["3.11", "3.12", "3.13"], fails=fails)
+    assert result.returncode != 0
+    assert f"make: *** [{fails}] Error 1" in result.stdout  # (the stand-in make's own line: that part failed)
+    assert "CI summary" not in result.stdout
+
+
+def test_ci_without_any_supported_python_fails(tmp_path):
+    result, calls = run_ci(tmp_path, [])
+    assert result.returncode == 1
+    assert "CI FAILED: no supported Python (3.11, 3.12 or 3.13) was found, so nothing was tested" in result.stdout
+    assert not any(call.split()[1].startswith("test") for call in calls)

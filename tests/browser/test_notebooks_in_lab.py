@@ -70,8 +70,7 @@ def _screenshot_first_screen(page, name: str) -> None:
     page.screenshot(path=SCREENSHOTS / f"{pathlib.Path(name).stem}.png")
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_in_jupyterlab(lab, page, name):
+def test_notebook_runs_in_jupyterlab(lab, page, name):  # (name: every notebook, pytest_generate_tests below)
     """Run all cells in JupyterLab, then check the saved file, the page, the GIFs, and use the notebook's controls."""
     SCREENSHOTS.mkdir(exist_ok=True)
     (SCREENSHOTS / f"{pathlib.Path(name).stem}.png").unlink(missing_ok=True)  # no stale picture from an earlier run
@@ -186,6 +185,7 @@ def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves:
                                timeout=10_000)
         output.scroll_into_view_if_needed()
         page.screenshot(path=SCREENSHOTS / screenshot)
+    use.trains = True  # the longest browser tests (pytest_generate_tests starts them first)
     return use
 
 
@@ -219,6 +219,19 @@ INTERACTIONS = {
 }
 
 
+def pytest_generate_tests(metafunc):
+    """Every notebook for test_notebook_runs_in_jupyterlab; those with controls (INTERACTIONS) marked `controls`, the
+    subset CI runs (make test-browser PYTEST_ARGS="-m controls"): they cover the widgets, the GIFs and the longest
+    cells (the training panels), and every notebook already runs under nbval in make test. The training panels come
+    first, then the other notebooks with controls: with two workers (-n 2) no long one is left to run alone at the end.
+    """
+    if "name" in metafunc.fixturenames:
+        order = sorted(NOTEBOOKS, key=lambda name: (name not in INTERACTIONS,
+                                                    not getattr(INTERACTIONS.get(name), "trains", False), name))
+        metafunc.parametrize("name", [pytest.param(name, marks=pytest.mark.controls) if name in INTERACTIONS else name
+                                      for name in order])
+
+
 def _controls(name: str) -> set[str]:
     """Model names of the sliders, buttons and checkboxes in the committed notebook's widget state (progress bars,
     images and HTML are not something a learner moves)."""
@@ -228,6 +241,7 @@ def _controls(name: str) -> set[str]:
             and not model["model_name"].endswith("StyleModel")}
 
 
+@pytest.mark.controls
 def test_every_notebook_with_controls_is_exercised():
     """A notebook that gains a slider or a button needs an interaction in INTERACTIONS."""
     assert all(_committed(name).metadata.get("widgets") for name in INTERACTIONS), "widget state was not saved"
