@@ -25,14 +25,13 @@ import sys
 import numpy as np
 import torch
 
-from marl_edu.checkpoints import load_checkpoint, load_policy
 from marl_edu.competition import DECEPTION
-from marl_edu.envs import PARTICLE_ENVS, is_foraging, is_switch, make_env, resolve_env_id, resolve_foraging_id
-from marl_edu.learners import LEARNERS, algo_name, check_fits, config_class, entry
-from marl_edu.resume import KIND, StopOnSignal, TrainingInterrupted, seed_checkpoint
+from marl_edu.envs import is_switch, make_env
+from marl_edu.learners import LEARNERS, algo_name, check_env, check_fits, config_class, entry
+from marl_edu.resume import StopOnSignal, TrainingInterrupted, seed_checkpoint
 from marl_edu.run_folder import RunLog, probe_writable, remove_run, remove_temporaries, run_files
-from marl_edu.runs import (SCORE_EPISODES, known_optimum, particle_figures, replay_figures, rounded, run_seed,
-                           solved_threshold, write_gif)
+from marl_edu.runs import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
+                           rounded, run_seed, solved_threshold, write_gif)
 from marl_edu.threads import MAX_THREADS
 from marl_edu.train import FINAL_GREEDY_EPISODES, PARTICLE_EVAL_SEED, TrainResult
 
@@ -225,7 +224,6 @@ def config_from_args(args: argparse.Namespace):
 # Bounds of the command line's own numbers, far above any run this course makes, so that a typo fails in one line
 # instead of allocating or waiting for ever (the configs bound their own fields: validate.LIMITS)
 LIMITS = {"seeds": 2**31 - 1, "episodes": 10_000_000, "threads": MAX_THREADS, "replay episodes": 100_000}
-DEFAULT_ENV = {"discrete": "Switch2-v0", "continuous": "simple_spread_v3"}
 
 
 def check_limits(args: argparse.Namespace) -> None:
@@ -238,28 +236,6 @@ def check_limits(args: argparse.Namespace) -> None:
             raise ValueError(f"--{name} must be at most {LIMITS[name]:,}, got {value:,}")
     if args.checkpoint_every is not None and not args.checkpoint_every > 0:
         raise ValueError(f"--checkpoint-every must be a positive number of seconds, got {args.checkpoint_every}")
-
-
-def check_env(algo: str, env: str | None) -> str:
-    """The env ``algo`` trains (or a policy of it plays) on: ``env`` resolved (``"ma_gym:Switch2-v0"`` ->
-    ``"Switch2-v0"``, ``"lbforaging:Foraging-8x8-2p-3f-v3"`` -> ``"Foraging-8x8-2p-3f-v3"``), or ``DEFAULT_ENV`` if
-    None. ValueError for an unknown id, a particle env for a discrete learner, or a discrete env for a continuous
-    one."""
-    continuous = entry(algo).loop == "continuous"
-    if env is None:
-        return DEFAULT_ENV["continuous" if continuous else "discrete"]
-    particle = env.startswith("simple_")  # mpe2's ids
-    if continuous and not particle:
-        raise ValueError(f"{algo} acts with continuous forces on the particle envs ({', '.join(PARTICLE_ENVS)}), "
-                         f"not on {env}")
-    if particle and not continuous:
-        raise ValueError(f"{algo} acts with discrete actions on the ma-gym envs; {env} is a particle env with "
-                         f"continuous forces (its learners: {', '.join(_continuous_learners())})")
-    if particle and env not in PARTICLE_ENVS:
-        raise ValueError(f"unknown particle environment {env!r}; choose one of {', '.join(PARTICLE_ENVS)}")
-    if particle:
-        return env
-    return resolve_foraging_id(env) if is_foraging(env) else resolve_env_id(env)
 
 
 def check_budget(args: argparse.Namespace) -> tuple[int, int]:
@@ -598,20 +574,6 @@ class _Replay:
     @property
     def continuous(self) -> bool:
         return entry(self.algo).loop == "continuous"
-
-
-def load_replay_policy(path: str):
-    """The learner in the policy file ``path`` and the env it was trained on: ``(agent, env_id)``. ValueError in one
-    line for a missing file, one that is not a checkpoint, a run in progress (``seed<S>/run.pt``: continue it with
-    ``--resume``), any other checkpoint that is not a policy, or weights holding NaN or infinity."""
-    if pathlib.Path(path).is_dir():
-        raise ValueError(f"{path} is a folder, not a policy file: give one of its seed<S>/policy.pt")
-    payload = load_checkpoint(path)
-    if payload["algo"] == KIND:
-        raise ValueError(f"{path} is a run in progress saved by Ctrl-C, not a policy: finish it with --resume OUT "
-                         f"(its run's folder), then replay seed<S>/policy.pt")
-    agent = load_policy(path)  # (which refuses damaged headers, mismatched tensors and NaN weights)
-    return agent, payload["env"]
 
 
 def check_gif(name: str) -> pathlib.Path:

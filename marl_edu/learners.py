@@ -15,6 +15,9 @@ Each row says, for a learner's name (the name its policy files and runs are know
   discrete learner: one greedy episode on Switch; a continuous one: 10 noise-free episodes);
 - ``about``: one line for the command line's help.
 
+``check_env`` says which envs a learner takes (and ``DEFAULT_ENV`` its default), ``check_fits`` whether a policy fits
+an env.
+
 Adding a learner is one row here, its module (class and config) and its tests.
 """
 
@@ -26,6 +29,7 @@ from marl_edu.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
+from marl_edu.envs import PARTICLE_ENVS, is_foraging, resolve_env_id, resolve_foraging_id
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
@@ -128,3 +132,29 @@ def check_fits(agent, env) -> None:
                          f"N={mine['N']} agents, O={mine['O']} obs dims, A={mine['A']} "
                          f"{'action dims' if continuous else 'actions'}, and {env_id} has N={theirs['N']}, "
                          f"O={theirs['O']}, A={theirs['A']}")
+
+
+# the env a learner trains on when none is named (the command line's --env)
+DEFAULT_ENV = {"discrete": "Switch2-v0", "continuous": "simple_spread_v3"}
+
+
+def check_env(algo: str, env: str | None) -> str:
+    """The env ``algo`` trains (or a policy of it plays) on: ``env`` resolved (``"ma_gym:Switch2-v0"`` ->
+    ``"Switch2-v0"``, ``"lbforaging:Foraging-8x8-2p-3f-v3"`` -> ``"Foraging-8x8-2p-3f-v3"``), or ``DEFAULT_ENV`` if
+    None. ValueError for an unknown id, a particle env for a discrete learner, or a discrete env for a continuous
+    one."""
+    continuous = entry(algo).loop == "continuous"
+    if env is None:
+        return DEFAULT_ENV["continuous" if continuous else "discrete"]
+    particle = env.startswith("simple_")  # mpe2's ids
+    if continuous and not particle:
+        raise ValueError(f"{algo} acts with continuous forces on the particle envs ({', '.join(PARTICLE_ENVS)}), "
+                         f"not on {env}")
+    if particle and not continuous:
+        raise ValueError(f"{algo} acts with discrete actions on the ma-gym envs; {env} is a particle env with "
+                         f"continuous forces (its learners: {', '.join(CONTINUOUS_ALGORITHMS)})")
+    if particle and env not in PARTICLE_ENVS:
+        raise ValueError(f"unknown particle environment {env!r}; choose one of {', '.join(PARTICLE_ENVS)}")
+    if particle:
+        return env
+    return resolve_foraging_id(env) if is_foraging(env) else resolve_env_id(env)

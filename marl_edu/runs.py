@@ -3,9 +3,10 @@
 ``run_seed`` trains one seed of a learner of ``learners.LEARNERS`` with its loop and measures it (the final greedy and
 sampled team returns on a discrete task, when it first solved; a continuous learner's noise-free score is
 ``particle_figures``); ``rounded`` gives the figures as the files record them; ``save_artifacts`` writes a seed's
-``policy.pt`` and ``greedy.gif``, ``write_curve`` the runs' evaluations as a PNG; ``replay_figures`` measures a saved
-policy as training measured it. ``METHODS`` and ``method_config`` name the variants (a GRU or feed-forward actor)
-``benchmarks/compare.py`` and ``benchmarks/speed.py`` train.
+``policy.pt`` and ``greedy.gif``, ``write_curve`` the runs' evaluations as a PNG; ``load_replay_policy`` loads a
+saved policy (never a run in progress) and ``replay_figures`` measures it as training measured it. ``METHODS`` and
+``method_config`` name the variants (a GRU or feed-forward actor) ``benchmarks/compare.py`` and ``benchmarks/speed.py``
+train.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import pathlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from marl_edu.checkpoints import save_policy
+from marl_edu.checkpoints import load_checkpoint, load_policy, save_policy
 from marl_edu.ensembles import EnsembleMADDPG
 from marl_edu.envs import PARTICLE_ENVS, make_env
 from marl_edu.files import atomic_write
 from marl_edu.learners import algo_name, config_class, entry
 from marl_edu.planning import optimal_team_return
+from marl_edu.resume import KIND
 from marl_edu.rollout import run_episode
 from marl_edu.threads import torch_threads
 from marl_edu.train import (FINAL_GREEDY_EPISODES, PARTICLE_EVAL_SEED, TrainResult, evaluate_particle,
@@ -224,3 +226,15 @@ def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progr
     return rounded({"greedy": greedy, "sampled": sampled})
 
 
+def load_replay_policy(path: str):
+    """The learner in the policy file ``path`` and the env it was trained on: ``(agent, env_id)``. ValueError in one
+    line for a missing file, one that is not a checkpoint, a run in progress (``seed<S>/run.pt``: continue it with
+    ``--resume``), any other checkpoint that is not a policy, or weights holding NaN or infinity."""
+    if pathlib.Path(path).is_dir():
+        raise ValueError(f"{path} is a folder, not a policy file: give one of its seed<S>/policy.pt")
+    payload = load_checkpoint(path)
+    if payload["algo"] == KIND:
+        raise ValueError(f"{path} is a run in progress saved by Ctrl-C, not a policy: finish it with --resume OUT "
+                         f"(its run's folder), then replay seed<S>/policy.pt")
+    agent = load_policy(path)  # (which refuses damaged headers, mismatched tensors and NaN weights)
+    return agent, payload["env"]

@@ -46,6 +46,13 @@ def results(out: pathlib.Path) -> dict[str, object]:
     return found
 
 
+@pytest.fixture
+def ray():
+    """Ray, or the test skipped. Asked for before the pool's fixtures, so that without Ray (make test) the skip comes
+    before the pool's run, not after it."""
+    return pytest.importorskip("ray", reason="Ray is an optional extra: make test-ray installs it")
+
+
 @pytest.fixture(scope="module")
 def pool_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("pool")
@@ -59,8 +66,7 @@ def test_the_pool_writes_every_run_and_the_summary(pool_results):
     assert [row["method"] for row in pool_results["Switch2-v0/summary.json"]["table"]] == ["coma-gru", "iddpg-mlp"]
 
 
-def test_ray_gives_the_same_files_as_the_pool(pool_results, tmp_path):
-    pytest.importorskip("ray", reason="Ray is an optional extra: make test-ray installs it")
+def test_ray_gives_the_same_files_as_the_pool(ray, pool_results, tmp_path):
     out = tmp_path / "ray"
     assert compare_module().main([*GRID, "--runner", "ray", "--out", str(out)]) == 0
     assert results(out) == pool_results
@@ -114,6 +120,5 @@ def test_a_sweep_prints_every_config_and_seed_in_order_on_the_pool(pool_sweep):
     assert sum(isinstance(f, str) for f in figures) == 2  # one SUMMARY per config
 
 
-def test_a_sweep_on_ray_prints_what_it_prints_on_the_pool(pool_sweep):
-    pytest.importorskip("ray", reason="Ray is an optional extra: make test-ray installs it")
+def test_a_sweep_on_ray_prints_what_it_prints_on_the_pool(ray, pool_sweep):
     assert sweep_figures("ray") == pool_sweep
