@@ -5,7 +5,7 @@
 #   make test-smoke setup, then a quick check of the environment: install, imports, envs, files, two notebooks
 #   make notebooks  re-execute every notebook in place, top to bottom, in a fresh kernel
 #   make test-browser  setup, Debian's Chromium and Playwright, then every notebook run and used in JupyterLab
-#                      (PYTEST_ARGS="-m controls": only the notebooks with sliders and buttons, as CI does)
+#                      (PYTEST_ARGS="-m ci": the notebooks with controls, one training panel, as CI does)
 #   make test-ray   setup and the ray extra, then compare.py and sweep.py on Ray and on the local pool: the same results
 #   make test-colab    every notebook run as in Google Colab (Python 3.13 with Colab's package versions)
 #   make constraints   (maintainers) record this environment's versions for make setup, after make test passed

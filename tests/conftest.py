@@ -84,8 +84,8 @@ def pytest_configure(config):
     # (here rather than in pyproject.toml, whose every change makes `make setup` reinstall the course)
     config.addinivalue_line("markers", "smoke: the quick check of an environment (SMOKE above): make test-smoke, which "
                                        "CI runs on the Pythons that do not run make test")
-    config.addinivalue_line("markers", "controls: the browser tests of the notebooks a learner operates (sliders, "
-                                       "buttons; tests/browser): CI runs these, make test-browser every notebook")
+    config.addinivalue_line("markers", "ci: the browser tests CI runs (tests/browser: the notebooks a learner operates, "
+                                       "one training panel of three); make test-browser runs every notebook")
 
 
 def _slow_key(item: pytest.Item) -> tuple[str, str]:

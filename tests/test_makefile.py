@@ -177,7 +177,7 @@ def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_and_the
     assert tests[0] == "--no-print-directory test PYTHON=python3.11 VENV=.venv-3.11 PYTEST_ARGS="
     assert set(tests[1:3]) == smoke and {call.removeprefix("finished ") for call in tests[3:5]} == smoke  # together
     assert tests[5:] == ["--no-print-directory test-ray VENV=.venv-3.13",
-                         "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m controls -n 2"]
+                         "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"]
     assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(tests[5])
     assert {call.split()[2] for call in calls if call.split()[1] == "setup"} == {
         "PYTHON=python3.11", "PYTHON=python3.12", "PYTHON=python3.13"}
@@ -186,7 +186,7 @@ def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_and_the
         "Python 3.11: make setup", "Python 3.11: make test", "Python 3.13: make setup", "Python 3.12: make setup",
         "Python 3.13: make test-smoke", "Python 3.12: make test-smoke",
         "Python 3.13: make setup-extras (ray, playwright)", "Ray runner (Python 3.13): make test-ray",
-        "browser tests (Python 3.13): make test-browser (-m controls)"]
+        "browser tests (Python 3.13): make test-browser (-m ci)"]
     assert all(re.search(r" passed in \d+ s( \(in the background\)| \(at the same time as the other's\))?$", line)
                for line in summary), summary
 

@@ -160,10 +160,11 @@ def _advantage_explorer(page):
     assert image_src(chart) != before_chart, "the advantage chart did not redraw"
 
 
-def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves: bool = False):
+def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves: bool = False, ci: bool = False):
     """04, 07 and 09: type an episode count, move the seed ``seed_steps`` to the right, press train; a progress bar
     shows, the status line says done with at least that many episodes, and the curve is redrawn. With ``solves``, the
-    run's last greedy team return must be at least 8.0 (the README's screenshot shows a run that solves)."""
+    run's last greedy team return must be at least 8.0 (the README's screenshot shows a run that solves). With ``ci``,
+    the one of the three panels CI drives (they are one ``widgets.training_panel``)."""
     def use(page):
         episodes_slider = slider(page, "episodes")
         output = cell_output(page, "episodes")
@@ -185,7 +186,7 @@ def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves:
                                timeout=10_000)
         output.scroll_into_view_if_needed()
         page.screenshot(path=SCREENSHOTS / screenshot)
-    use.trains = True  # the longest browser tests (pytest_generate_tests starts them first)
+    use.trains, use.ci = True, ci  # the longest browser tests (pytest_generate_tests starts them first)
     return use
 
 
@@ -208,27 +209,34 @@ def _matrix_game_panel(page):
                            timeout=10_000)
 
 
+_matrix_game_panel.trains = True  # each step refits VDN and QMIX, after the notebook's live runs of both
+
+
 INTERACTIONS = {
     "01_information_flow.ipynb": _episode_explorer,
     "04_maddpg_training.ipynb": _training_panel(episodes=100, screenshot="04_maddpg_panel.png"),
     "06_coma_advantage.ipynb": _advantage_explorer,
     # the panel's default budget on seed 2, which the committed runs solve (seed 1 is the one of 0-4 that does not)
     "07_coma_training.ipynb": _training_panel(episodes=6000, screenshot="07_coma_panel.png", seed_steps=2, solves=True),
-    "09_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="09_continuous_maddpg_panel.png"),
+    "09_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="09_continuous_maddpg_panel.png", ci=True),
     "12_value_decomposition.ipynb": _matrix_game_panel,
 }
 
 
 def pytest_generate_tests(metafunc):
-    """Every notebook for test_notebook_runs_in_jupyterlab; those with controls (INTERACTIONS) marked `controls`, the
-    subset CI runs (make test-browser PYTEST_ARGS="-m controls"): they cover the widgets, the GIFs and the longest
-    cells (the training panels), and every notebook already runs under nbval in make test. The training panels come
-    first, then the other notebooks with controls: with two workers (-n 2) no long one is left to run alone at the end.
+    """Every notebook for test_notebook_runs_in_jupyterlab, and the subset CI runs marked `ci` (make test-browser
+    PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the three training panels only 09's. The
+    three are one widgets.training_panel (test_widgets checks each one's training in Python), and 04's and 07's
+    notebooks are the browser's two longest runs, after every notebook has run under nbval in make test. The longest
+    come first: with two workers (-n 2) no long one is left to run alone at the end.
     """
     if "name" in metafunc.fixturenames:
-        order = sorted(NOTEBOOKS, key=lambda name: (name not in INTERACTIONS,
+        def in_ci(name: str) -> bool:
+            return name in INTERACTIONS and getattr(INTERACTIONS[name], "ci", True)
+
+        order = sorted(NOTEBOOKS, key=lambda name: (not in_ci(name), name not in INTERACTIONS,
                                                     not getattr(INTERACTIONS.get(name), "trains", False), name))
-        metafunc.parametrize("name", [pytest.param(name, marks=pytest.mark.controls) if name in INTERACTIONS else name
+        metafunc.parametrize("name", [pytest.param(name, marks=pytest.mark.ci) if in_ci(name) else name
                                       for name in order])
 
 
@@ -241,7 +249,7 @@ def _controls(name: str) -> set[str]:
             and not model["model_name"].endswith("StyleModel")}
 
 
-@pytest.mark.controls
+@pytest.mark.ci
 def test_every_notebook_with_controls_is_exercised():
     """A notebook that gains a slider or a button needs an interaction in INTERACTIONS."""
     assert all(_committed(name).metadata.get("widgets") for name in INTERACTIONS), "widget state was not saved"
