@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_step
+from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards, hard_update, make_target, td_lambda_targets
@@ -166,13 +166,8 @@ class COMA:
     def actor_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:
         """``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent i, as in the COMA paper: obs ``(B, N, O)``
         and last actions int ``(B, N)`` (-1 before the first step: an all-zero block) -> ``(B*N, O + A + N)``.
-        Feed-forward actors get ``[o_{i,t}, one_hot(i)]``, ``(B*N, O + N)``."""
-        B, N, A = obs.shape[0], self.n_agents, self.n_actions
-        ids = torch.eye(N, device=obs.device).expand(B, N, N)  # (B, N, N)
-        if not self.last_action_dim:
-            return torch.cat([obs, ids], dim=-1).reshape(B * N, self.obs_dim + N)  # (B*N, O+N)
-        last = F.one_hot(last_actions.clamp(min=0), A).float() * (last_actions >= 0).unsqueeze(-1)  # (B, N, A)
-        return torch.cat([obs, last, ids], dim=-1).reshape(B * N, self.obs_dim + A + N)  # (B*N, O+A+N)
+        Feed-forward actors get ``[o_{i,t}, one_hot(i)]``, ``(B*N, O + N)`` (``nets.shared_agent_input``)."""
+        return shared_agent_input(obs, last_actions, self.n_actions, bool(self.last_action_dim))  # (B*N, O+A+N)
 
     def initial_hidden(self, batch: int) -> torch.Tensor:
         """The actor's hidden state before an episode's first step, zeros ``(batch, H)`` (batch = episodes * N)."""

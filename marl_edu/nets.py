@@ -1,6 +1,6 @@
-"""The networks: a small MLP, a discrete-action actor and a centralised critic (device-agnostic), the one
-gradient step every learner takes on them (which refuses a non-finite loss), and the check that a policy's output is
-finite before anyone acts on it."""
+"""The networks: a small MLP, a discrete-action actor and a centralised critic (device-agnostic), the input of a
+network the agents share, the one gradient step every learner takes on them (which refuses a non-finite loss), and
+the check that a policy's output is finite before anyone acts on it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Sequence
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from marl_edu.shapes import check_shape
 from marl_edu.validate import finite, positive_int
@@ -108,6 +109,20 @@ class RecurrentActor(nn.Module):
         h_all, _ = torch.gru(z, h.unsqueeze(0), weights, True, 1, 0.0, self.training, False, False)  # (T, B, H)
         # (arguments: has_biases, num_layers, dropout, train, bidirectional, batch_first)
         return self.head(h_all)  # (T, B, A)
+
+
+def shared_agent_input(obs: torch.Tensor, last_actions: torch.Tensor, n_actions: int,
+                       last_action: bool = True) -> torch.Tensor:
+    """The input of a network every agent shares (COMA's actor, the value-decomposition learners' agent network):
+    ``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent i, so one set of weights can tell the agents apart.
+    obs ``(B, N, O)``, last actions int ``(B, N)`` (-1 before the first step: an all-zero block) ->
+    ``(B*N, O + A + N)``; without ``last_action`` (feed-forward networks) ``[o_{i,t}, one_hot(i)]``, ``(B*N, O + N)``."""
+    B, N, O = obs.shape
+    ids = torch.eye(N, device=obs.device).expand(B, N, N)  # (B, N, N)
+    if not last_action:
+        return torch.cat([obs, ids], dim=-1).reshape(B * N, O + N)  # (B*N, O+N)
+    last = F.one_hot(last_actions.clamp(min=0), n_actions).float() * (last_actions >= 0).unsqueeze(-1)  # (B, N, A)
+    return torch.cat([obs, last, ids], dim=-1).reshape(B * N, O + n_actions + N)  # (B*N, O+A+N)
 
 
 def gradient_step(optimizer: torch.optim.Optimizer, net: nn.Module, loss: torch.Tensor, grad_clip: float,

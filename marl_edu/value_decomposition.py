@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_step
+from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import hard_update, make_target, td_lambda_targets
@@ -152,14 +152,10 @@ class IQL:
         return self.q_net.initial_hidden(batch, self.device)  # (batch, H)
 
     def agent_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:
-        """``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent: obs ``(B, N, O)``, last actions int ``(B, N)``
-        (-1 before the first step: an all-zero block) -> ``(B*N, O + A + N)`` (feed-forward: ``(B*N, O + N)``)."""
-        B, N, A = obs.shape[0], self.n_agents, self.n_actions
-        ids = torch.eye(N, device=obs.device).expand(B, N, N)  # (B, N, N)
-        if not self.last_action_dim:
-            return torch.cat([obs, ids], dim=-1).reshape(B * N, self.obs_dim + N)  # (B*N, O+N)
-        last = F.one_hot(last_actions.clamp(min=0), A).float() * (last_actions >= 0).unsqueeze(-1)  # (B, N, A)
-        return torch.cat([obs, last, ids], dim=-1).reshape(B * N, self.obs_dim + A + N)  # (B*N, O+A+N)
+        """``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent, as COMA's actor's (``nets.shared_agent_input``):
+        obs ``(B, N, O)``, last actions int ``(B, N)`` (-1 before the first step: an all-zero block) ->
+        ``(B*N, O + A + N)`` (feed-forward: ``(B*N, O + N)``)."""
+        return shared_agent_input(obs, last_actions, self.n_actions, bool(self.last_action_dim))  # (B*N, O+A+N)
 
     def policy_step(self, obs: torch.Tensor, last_actions: torch.Tensor, h: torch.Tensor,
                     epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:

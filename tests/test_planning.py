@@ -47,11 +47,9 @@ def test_the_plan_replayed_in_the_real_env_earns_the_optimum(env_id):
     assert dones.all() and info["terminated"].all()  # every agent arrived: no time-limit ending
     np.testing.assert_allclose(returns, plan.agent_returns, atol=1e-5)
     assert returns.sum() == pytest.approx(plan.team_return, abs=1e-5)
-
-
-def test_switch4_is_worth_more_than_switch2_but_not_twice():
-    # Two corridors' worth of agents share one corridor, so more waiting: less than 2 x 8.3 = 16.6.
-    assert 8.3 < optimal_team_return("Switch4-v0") < 16.6
+    if env_id == "Switch4-v0":  # (here, not in a test of its own: Switch4's plan takes about 14 s to solve)
+        # Two corridors' worth of agents share one corridor, so more waiting: less than 2 x 8.3 = 16.6.
+        assert 8.3 < plan.team_return < 16.6
 
 
 def test_no_plan_beats_the_optimum():
