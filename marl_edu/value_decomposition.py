@@ -10,9 +10,9 @@ what they regress onto the TD target of the team reward r_t = sum_i r_{i,t}:
 
 with double Q-learning's a*_{i,t+1} = argmax_a Q_i(h_{i,t+1}, a) from the online network, valued by the target one
 (primes). With ``lam`` > 0 the one-step target becomes COMA's TD(lambda) recursion over the replayed episode
-(``td_targets``). Because Q_tot grows with every Q_i (a sum does; QMIX's mixer f keeps its weights non-negative), each agent's
-greedy action maximises Q_tot too: the individual-global-max principle, which lets every agent act on its own Q_i
-while learning from the team's. IQL has no Q_tot: each agent treats the others as part of the environment.
+(``td_targets``). Because Q_tot grows with every Q_i (a sum does; QMIX's mixer f keeps its weights non-negative),
+each agent's greedy action maximises Q_tot too: the individual-global-max principle, which lets every agent act on
+its own Q_i while learning from the team's. IQL has no Q_tot: each agent treats the others as part of the environment.
 
 s_t is the state the mixer sees: Switch and Level-Based Foraging give none, so s_t = [o_{0,t}, ..., o_{N-1,t}], the
 concatenated observations (S = N*O), as EPyMARL does on tasks without a state. Symbols as in the cheat sheet.
@@ -48,8 +48,9 @@ class QMixer(nn.Module):
 
     The weights W_1 ``(N, E)`` and w_2 ``(E,)`` are outputs of hypernetworks on the state, passed through abs(), so
     Q_tot is monotonic in every Q_i (dQ_tot/dQ_i >= 0) whatever the state; the biases v_1 ``(E,)`` and v_2 (a scalar;
-    ``b1`` and ``b2`` in the code) may be negative and carry what the state alone says about the team's value. E is ``embed``; the hypernetworks of
-    the weights have one hidden layer of ``hyper_hidden`` units, v_2's one of E, as in the QMIX paper.
+    ``b1`` and ``b2`` in the code) may be negative and carry what the state alone says about the team's value. E is
+    ``embed``; the hypernetworks of the weights have one hidden layer of ``hyper_hidden`` units, v_2's one of E, as in
+    the QMIX paper.
     """
 
     def __init__(self, n_agents: int, state_dim: int, embed: int = 32, hyper_hidden: int = 64):
@@ -152,9 +153,9 @@ class IQL:
         return self.q_net.initial_hidden(batch, self.device)  # (batch, H)
 
     def agent_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:
-        """``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent, as COMA's actor's (``nets.shared_agent_input``):
-        obs ``(B, N, O)``, last actions int ``(B, N)`` (-1 before the first step: an all-zero block) ->
-        ``(B*N, O + A + N)`` (feed-forward: ``(B*N, O + N)``)."""
+        """``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent, as COMA's actor's
+        (``nets.shared_agent_input``): obs ``(B, N, O)``, last actions int ``(B, N)`` (-1 before the first step: an
+        all-zero block) -> ``(B*N, O + A + N)`` (feed-forward: ``(B*N, O + N)``)."""
         return shared_agent_input(obs, last_actions, self.n_actions, bool(self.last_action_dim))  # (B*N, O+A+N)
 
     def policy_step(self, obs: torch.Tensor, last_actions: torch.Tensor, h: torch.Tensor,
