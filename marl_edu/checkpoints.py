@@ -9,14 +9,18 @@ Only tensors, numbers, strings, lists and dicts go in, so ``torch.load(..., weig
 it without running any code from the file. Saving stores numpy numbers as Python ones, refuses anything else that
 could not be read back and any tensor holding NaN or infinity (NaN weights are never saved), and writes through
 ``files.atomic_write`` (a unique temporary, synced, renamed: the old file stays whole until the new one is).
-Loading checks the header's fields and types and refuses non-finite tensors; a file that cannot be read says why
-(truncated, or what ``weights_only`` refused).
+Loading costs time and memory bounded by the file's size: the archive is checked before ``torch.load`` reads it (every
+record stored uncompressed, as ``torch.save`` writes them, so nothing inflates), the loaded containers are walked once
+each however often they are referenced, at most ``MAX_DEPTH`` deep, and an untrusted value is never printed whole. It
+checks the header's fields and types and refuses non-finite tensors; a file that cannot be read says why (truncated,
+or what ``weights_only`` refused).
 
 Policy files (``save_policy``, ``load_policy``) are checkpoints of a learner's actors, under the name the learner is
 known by (``learners.LEARNERS``), with the config and sizes to rebuild it. Before building
-anything, ``load_policy`` bounds the sizes (``SIZE_BOUNDS``) and compares them with the tensors stored, so a
-damaged or hand-edited file is a ValueError naming the field or tensor, never a 12.8 GB allocation or a deep
-traceback from ``load_state_dict``; ``learners.check_fits`` says whether a policy's sizes fit an environment.
+anything, ``load_policy`` bounds the sizes (``SIZE_BOUNDS``, ``MAX_CRITIC_WEIGHTS``), compares them with the tensors
+stored (shapes and dtype) and with the environment's, so a damaged or hand-edited file is a ValueError naming the
+field or tensor, never a 12.8 GB allocation or a deep traceback from ``load_state_dict``; ``learners.check_fits`` says
+whether a policy's sizes fit an environment.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import dataclasses
 import pathlib
 import pickle
 import re
+import reprlib
+import zipfile
 from typing import Iterator
 
 import numpy as np
@@ -39,6 +45,8 @@ from marl_edu.nets import Actor, RecurrentActor
 
 FORMAT = 1
 HEADER = {"format": int, "marl_edu": str, "algo": str, "env": str, "config": dict, "state": dict}  # field: type
+
+MAX_DEPTH = 32  # containers in containers a checkpoint may nest: a run in progress nests 6 deep
 
 _LEAVES = (bool, int, float, str, bytes, type(None))  # what weights_only reads back besides tensors and containers
 _CONTAINERS = (dict, collections.OrderedDict, list, tuple)
@@ -88,6 +96,7 @@ def load_checkpoint(path: str | pathlib.Path, algo: str | None = None, env_id: s
     path = pathlib.Path(path)
     if not path.is_file():
         raise ValueError(f"no checkpoint at {path}")
+    _check_archive(path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:  # a file weights_only will not read: say what it refused
@@ -97,20 +106,61 @@ def load_checkpoint(path: str | pathlib.Path, algo: str | None = None, env_id: s
                          f"{_first_line(error)}") from error
     if not isinstance(payload, dict) or "format" not in payload or "state" not in payload:
         raise ValueError(f"{path} is a torch file but not a marl_edu checkpoint (no header)")
-    if payload["format"] != FORMAT or type(payload["format"]) is not int:
-        raise ValueError(f"{path} has checkpoint format {payload['format']!r}; this marl_edu "
+    if type(payload["format"]) is not int or payload["format"] != FORMAT:
+        raise ValueError(f"{path} has checkpoint format {_short(payload['format'])}; this marl_edu "
                          f"({marl_edu.__version__}) reads format {FORMAT}")
     try:
+        for _ in _walk(payload, "the file"):  # (nesting bounded before anything else looks inside)
+            pass
         _check_header(payload)
         for name, tensor in _tensors(payload["state"], "state"):
             _check_finite(tensor, name, "a checkpoint holding NaN weights is refused")
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     if algo is not None and payload["algo"] != algo:
-        raise ValueError(f"{path} is a {payload['algo']} checkpoint, expected {algo}")
+        raise ValueError(f"{path} is a {_name(payload['algo'])} checkpoint, expected {algo}")
     if env_id is not None and payload["env"] != env_id:
-        raise ValueError(f"{path} was trained on {payload['env']}, expected {env_id}")
+        raise ValueError(f"{path} was trained on {_name(payload['env'])}, expected {env_id}")
     return payload
+
+
+def _check_archive(path: pathlib.Path) -> None:
+    """ValueError unless ``path`` is a zip archive whose every record is stored uncompressed, as ``torch.save`` writes
+    it: then ``torch.load`` reads at most the file's size (a deflated record of zeros would inflate 1,000-fold before
+    any other check). A file that is not a zip archive at all is one torch.save did not write, or a truncated one."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            records = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
+        raise ValueError(f"{path} is not a readable checkpoint (truncated, or not written by torch.save): "
+                         f"{_first_line(error)}") from None
+    size = path.stat().st_size
+    for record in records:
+        if record.compress_type != zipfile.ZIP_STORED or record.file_size > size:
+            raise ValueError(f"{path} is not a checkpoint torch.save wrote: its record {_short(record.filename)} is "
+                             f"compressed ({record.file_size:,} bytes in {record.compress_size:,}); torch.save stores "
+                             f"every record as it is, so that loading reads no more than the file holds")
+
+
+def _walk(value, where: str) -> Iterator[tuple[str, object]]:
+    """Every entry of nested dicts, lists and tuples with its dotted name (``state.actors.0.mlp.net.0.weight``), depth
+    first in order, each container and tensor once however often it is referenced: a crafted file of a few KB can
+    hold a list that holds itself twice, 60 levels deep, whose paths a plain walk would follow 2^60 times. ValueError
+    past ``MAX_DEPTH`` levels. Iterative, so no nesting reaches Python's recursion limit; linear in the file's size."""
+    seen, stack = set(), [(where, value, 0)]
+    while stack:
+        name, item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{where} nests containers more than {MAX_DEPTH} levels deep: not a file marl_edu writes")
+        if isinstance(item, (dict, list, tuple, torch.Tensor)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+        yield name, item
+        if isinstance(item, dict):
+            stack.extend((f"{name}.{_name(key)}", child, depth + 1) for key, child in reversed(item.items()))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{name}.{k}", child, depth + 1) for k, child in reversed(list(enumerate(item))))
 
 
 def _plain(value, where: str):
@@ -140,15 +190,9 @@ def _plain(value, where: str):
 
 
 def _tensors(value, where: str) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every tensor in nested dicts, lists and tuples, with its dotted name (``state.actors.0.mlp.net.0.weight``)."""
-    if isinstance(value, torch.Tensor):
-        yield where, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _tensors(item, f"{where}.{key}")
-    elif isinstance(value, (list, tuple)):
-        for k, item in enumerate(value):
-            yield from _tensors(item, f"{where}.{k}")
+    """Every tensor in nested dicts, lists and tuples, with its dotted name (``state.actors.0.mlp.net.0.weight``),
+    each once (``_walk``)."""
+    return ((name, item) for name, item in _walk(value, where) if isinstance(item, torch.Tensor))
 
 
 def _check_finite(tensor: torch.Tensor, name: str, why: str) -> None:
@@ -172,13 +216,34 @@ def _check_header(payload: dict) -> None:
                              f"{_short(value)}")
     for key in payload["config"]:
         if not isinstance(key, str):
-            raise ValueError(f"config keys must be str (field names), got {key!r}")
+            raise ValueError(f"config keys must be str (field names), got {_short(key)}")
 
 
-def _short(value) -> str:
-    """``repr(value)``, cut to 60 characters."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+class _ShortRepr(reprlib.Repr):
+    """``reprlib``'s bounded repr (a few levels, a few items of each container, long strings cut), which also keeps a
+    huge int and a tensor short."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxtuple, self.maxdict, self.maxstring = 2, 4, 4, 4, 60
+
+    def repr_int(self, x, level):
+        return repr(x) if x.bit_length() <= 64 else f"<an int of {x.bit_length()} bits>"
+
+    def repr_Tensor(self, x, level):
+        return f"<a {str(x.dtype).removeprefix('torch.')} tensor of shape {tuple(x.shape)}>"
+
+
+def _name(key) -> str:
+    """A dict key as a dotted name's part: a str as it is (cut to 40 characters), anything else as ``_short``."""
+    return (key if len(key) <= 40 else key[:37] + "...") if isinstance(key, str) else _short(key, 40)
+
+
+def _short(value, width: int = 60) -> str:
+    """A repr of ``value`` at most ``width`` characters long, at a cost bounded whatever ``value`` holds (a file's
+    values are untrusted: the full repr of a list that holds itself twice, 26 levels deep, takes seconds and GBs)."""
+    text = _ShortRepr().repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _first_line(error: BaseException | str) -> str:
@@ -226,9 +291,15 @@ def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
 # actors: 12.8 GB): far above any real use
 POLICY_SIZES = ("n_agents", "obs_dim", "n_actions")
 SIZE_BOUNDS = {"n_agents": 64, "obs_dim": 100_000, "n_actions": 10_000}  # the config bounds the rest
+# Sizes each within its bound can still ask for gigabytes together: MADDPG with N=64, O=200, hidden 256 (an 87 KB file)
+# builds 64 critics on N*(O+A) = 13,120 inputs, with their targets 1.95 GB. The largest layer any learner builds is
+# its centralised critics' first: N*M critics (M sub-policies per agent, else 1) of N*(O+A) inputs by hidden units.
+# The course's largest (PredatorPrey7x7, N=4, O=28, A=5, hidden 128) has 67,584 such weights.
+MAX_CRITIC_WEIGHTS = 20_000_000
 
 
-def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None):
+def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None,
+                plays_on: str | None = None):
     """The learner saved by ``save_policy``, its policy's networks holding the checkpoint's weights (critics and
     mixers untrained).
 
@@ -237,22 +308,26 @@ def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str |
         algo: if given, the learner's name the file must hold.
         env_id: if given, the environment the file must have been trained on; the policy's sizes must also fit
             ``make_env(env_id)``'s (``check_fits``).
+        plays_on: if given, an environment the policy's sizes must fit (any, not only the one it was trained on:
+            ``--replay --env``).
     Raises ValueError naming the field or tensor, before any network is built, for anything ``load_checkpoint``
-    refuses, a learner this version does not know, sizes out of ``SIZE_BOUNDS``, a missing size, unknown or
-    mistyped config fields, or stored tensors that are missing, unexpected or shaped otherwise than the header's
-    sizes call for; and, with ``env_id``, a policy that does not fit the environment.
+    refuses, a learner this version does not know, sizes out of ``SIZE_BOUNDS`` or ``MAX_CRITIC_WEIGHTS``, a missing
+    size, unknown or mistyped config fields, stored tensors that are missing, unexpected, not float32 or shaped
+    otherwise than the header's sizes call for, and a policy that does not fit ``env_id`` or ``plays_on``.
     """
     path = pathlib.Path(path)
     payload = load_checkpoint(path, algo=algo, env_id=env_id)
     name = payload["algo"]
     if name not in LEARNERS:
-        raise ValueError(f"{path} holds a {name!r} checkpoint, not one of {sorted(LEARNERS)}")
+        raise ValueError(f"{path} holds a {_short(name)} checkpoint, not one of {sorted(LEARNERS)}")
     try:
         sizes, config = _policy_header(name, dict(payload["config"]))
         stored = _policy_state(name, payload["state"])
         _check_shapes(_expected_shapes(name, sizes, config), stored, sizes, config)  # before building anything
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
+    for env in dict.fromkeys(e for e in (env_id, plays_on) if e is not None):  # the sizes, before building anything
+        _check_fits_env(_Sizes(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"]), env, path)
     agent = LEARNERS[name].learner(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
     key = POLICY_MODULE[entry(name).loop]
     try:  # what the learner built is what was expected (so load_state_dict cannot fail deep inside torch)
@@ -263,13 +338,21 @@ def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str |
     target = getattr(agent, f"target_{key}", None)  # MADDPG's target actors, VDN's target network: a copy
     if target is not None:
         target.load_state_dict(stored[key])
-    if env_id is not None:
-        _check_fits_env(agent, env_id, path)
     return agent
 
 
+@dataclasses.dataclass
+class _Sizes:
+    """A policy's sizes, for ``check_fits`` before its learner is built."""
+
+    n_agents: int
+    obs_dim: int
+    n_actions: int
+
+
 def _check_fits_env(agent, env_id: str, path: pathlib.Path) -> None:
-    """``check_fits`` against a fresh ``make_env(env_id)``, the file's name in front of the message."""
+    """``check_fits`` of ``agent`` (a learner, or its ``_Sizes``) against a fresh ``make_env(env_id)``, the file's name
+    in front of the message."""
     from marl_edu.envs import make_env  # (only here: saving and loading without an env import no ma-gym)
 
     env = make_env(env_id)
@@ -285,7 +368,7 @@ def _bounded_int(value, name: str) -> int:
     """An int in [1, SIZE_BOUNDS[name]] (a bool is not one): a size a learner is built with."""
     bound = SIZE_BOUNDS[name]
     if type(value) is not int or not 1 <= value <= bound:
-        raise ValueError(f"the header's {name} must be an int in [1, {bound}], got {value!r}")
+        raise ValueError(f"the header's {name} must be an int in [1, {bound}], got {_short(value)}")
     return value
 
 
@@ -302,17 +385,25 @@ def _policy_header(algo: str, header: dict):
     defaults = {field.name: field.default for field in dataclasses.fields(kind)}
     unknown = sorted(key for key in header if key not in defaults)
     if unknown:
-        raise ValueError(f"unknown config field{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
-                         f"for {kind.__name__} (its fields: {', '.join(defaults)})")
+        named = ", ".join(map(_short, unknown[:5])) + (" and more" if len(unknown) > 5 else "")
+        raise ValueError(f"unknown config field{'s' if len(unknown) > 1 else ''} {named} for {kind.__name__} (its "
+                         f"fields: {', '.join(defaults)})")
     for key, value in header.items():
         default = defaults[key]
         expected = type(default)
         if default is dataclasses.MISSING or default is None:
             continue
         if not (type(value) is expected or (expected is float and type(value) is int)):
-            raise ValueError(f"config field {key!r} must be {expected.__name__} (its default is {default!r}), "
+            raise ValueError(f"config field {_short(key)} must be {expected.__name__} (its default is {default!r}), "
                              f"got {_short(value)}")
-    return sizes, kind(**header).validate()  # (which bounds hidden units and sub-policies: validate.LIMITS)
+    config = kind(**header).validate()  # (which bounds hidden units and sub-policies: validate.LIMITS)
+    n, o, a = (sizes[key] for key in POLICY_SIZES)
+    critics = n * getattr(config, "n_subpolicies", 1)
+    if critics * n * (o + a) * config.hidden > MAX_CRITIC_WEIGHTS:
+        raise ValueError(f"the header's sizes (N={n}, O={o}, A={a}, hidden={config.hidden}) ask for "
+                         f"{critics * n * (o + a) * config.hidden:,} weights in the critics' first layers alone, "
+                         f"more than {MAX_CRITIC_WEIGHTS:,}: {critics} critics of N*(O+A) = {n * (o + a):,} inputs")
+    return sizes, config
 
 
 def _policy_state(algo: str, state: dict) -> dict[str, dict[str, torch.Tensor]]:
@@ -325,12 +416,15 @@ def _policy_state(algo: str, state: dict) -> dict[str, dict[str, torch.Tensor]]:
         raise ValueError(f"state has no {key!r} (where a {algo} policy file keeps its {whose} weights)")
     extra = [entry for entry in state if entry != key]
     if extra:
-        raise ValueError(f"unexpected entry {extra[0]!r} in state (a {algo} policy file holds {key!r} only)")
+        raise ValueError(f"unexpected entry {_short(extra[0])} in state (a {algo} policy file holds {key!r} only)")
     if not isinstance(state[key], dict):
         raise ValueError(f"state.{key} must be a dict of tensors, got {type(state[key]).__name__}")
     for name, value in state[key].items():
         if not isinstance(value, torch.Tensor):
-            raise ValueError(f"state.{key}.{name} is a {type(value).__name__}, not a tensor")
+            raise ValueError(f"state.{key}.{_name(name)} is a {type(value).__name__}, not a tensor")
+        if value.dtype != torch.float32:  # (load_state_dict would cast uint8 or bool weights and play garbage)
+            raise ValueError(f"tensor state.{key}.{_name(name)} is {str(value.dtype).removeprefix('torch.')}, "
+                             f"not float32 as every network of the course")
     return {key: state[key]}
 
 

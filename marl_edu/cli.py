@@ -27,7 +27,7 @@ import torch
 
 from marl_edu.competition import DECEPTION
 from marl_edu.envs import is_switch, make_env
-from marl_edu.learners import LEARNERS, algo_name, check_env, check_fits, config_class, entry
+from marl_edu.learners import LEARNERS, algo_name, check_env, config_class, entry
 from marl_edu.resume import StopOnSignal, TrainingInterrupted, seed_checkpoint
 from marl_edu.run_folder import RunLog, probe_writable, remove_run, remove_temporaries, run_files
 from marl_edu.runs import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
@@ -599,10 +599,8 @@ def _check_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     if others:
         raise ValueError(f"--replay plays a saved policy without training: {', '.join(others)} "
                          f"{'does' if len(others) == 1 else 'do'} not apply")
-    agent, trained_on = load_replay_policy(args.replay)
+    agent, trained_on, env_id = load_replay_policy(args.replay, args.env)  # (the env's fit checked before building)
     algo = algo_name(agent)
-    env_id = check_env(algo, trained_on if args.env is None else args.env)
-    check_fits(agent, make_env(env_id))
     episodes = 100 if args.episodes is None else args.episodes
     if not 1 <= episodes <= LIMITS["replay episodes"]:
         raise ValueError(f"--episodes must be between 1 and {LIMITS['replay episodes']:,} with --replay, "

@@ -116,7 +116,8 @@ def shared_agent_input(obs: torch.Tensor, last_actions: torch.Tensor, n_actions:
     """The input of a network every agent shares (COMA's actor, the value-decomposition learners' agent network):
     ``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent i, so one set of weights can tell the agents apart.
     obs ``(B, N, O)``, last actions int ``(B, N)`` (-1 before the first step: an all-zero block) ->
-    ``(B*N, O + A + N)``; without ``last_action`` (feed-forward networks) ``[o_{i,t}, one_hot(i)]``, ``(B*N, O + N)``."""
+    ``(B*N, O + A + N)``; without ``last_action`` (feed-forward networks) ``[o_{i,t}, one_hot(i)]``,
+    ``(B*N, O + N)``."""
     B, N, O = obs.shape
     ids = torch.eye(N, device=obs.device).expand(B, N, N)  # (B, N, N)
     if not last_action:

@@ -20,7 +20,7 @@ from marl_edu.checkpoints import load_checkpoint, load_policy, save_policy
 from marl_edu.ensembles import EnsembleMADDPG
 from marl_edu.envs import PARTICLE_ENVS, make_env
 from marl_edu.files import atomic_write
-from marl_edu.learners import algo_name, config_class, entry
+from marl_edu.learners import LEARNERS, algo_name, check_env, config_class, entry
 from marl_edu.planning import optimal_team_return
 from marl_edu.resume import KIND
 from marl_edu.rollout import run_episode
@@ -226,15 +226,20 @@ def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progr
     return rounded({"greedy": greedy, "sampled": sampled})
 
 
-def load_replay_policy(path: str):
-    """The learner in the policy file ``path`` and the env it was trained on: ``(agent, env_id)``. ValueError in one
-    line for a missing file, one that is not a checkpoint, a run in progress (``seed<S>/run.pt``: continue it with
-    ``--resume``), any other checkpoint that is not a policy, or weights holding NaN or infinity."""
+def load_replay_policy(path: str, env_id: str | None = None):
+    """The learner in the policy file ``path``, the env it was trained on and the one it will play, ``env_id`` or, if
+    None, that one (``learners.check_env``): ``(agent, trained_on, plays_on)``. ValueError in one line for a missing
+    file, one that is not a checkpoint, a run in progress (``seed<S>/run.pt``: continue it with ``--resume``), any
+    other checkpoint that is not a policy, weights holding NaN or infinity, or a policy whose sizes do not fit the env
+    it will play (checked before its learner is built)."""
     if pathlib.Path(path).is_dir():
         raise ValueError(f"{path} is a folder, not a policy file: give one of its seed<S>/policy.pt")
     payload = load_checkpoint(path)
     if payload["algo"] == KIND:
         raise ValueError(f"{path} is a run in progress saved by Ctrl-C, not a policy: finish it with --resume OUT "
                          f"(its run's folder), then replay seed<S>/policy.pt")
-    agent = load_policy(path)  # (which refuses damaged headers, mismatched tensors and NaN weights)
-    return agent, payload["env"]
+    plays_on = None
+    if payload["algo"] in LEARNERS:  # (else load_policy says what the file holds)
+        plays_on = check_env(payload["algo"], payload["env"] if env_id is None else env_id)
+    agent = load_policy(path, plays_on=plays_on)  # (which refuses damaged headers, mismatched tensors and NaN weights)
+    return agent, payload["env"], plays_on

@@ -333,3 +333,142 @@ def test_every_learner_round_trips_through_its_policy_file(tmp_path, algo):
     mine, theirs = getattr(agent, key), getattr(loaded, key)
     assert mine.state_dict().keys() == theirs.state_dict().keys()
     assert all(torch.equal(a, b) for a, b in zip(mine.state_dict().values(), theirs.state_dict().values()))
+
+
+# -- crafted files: loading costs time and memory bounded by the file's size (issue 32) -------------------------------
+
+def _nest(levels: int, shared: bool = True):
+    """A list that holds the previous level twice (``x = [x, x]``): a few hundred bytes pickled, 2^levels paths; or,
+    unshared, a chain of one-element lists ``levels`` deep."""
+    value = []
+    for _ in range(levels):
+        value = [value, value] if shared else [value]
+    return value
+
+
+def _raw_checkpoint(path, **fields):
+    """A file laid out as save_checkpoint's, written with torch.save directly, so that it may hold what save refuses."""
+    payload = {"format": 1, "marl_edu": marl_edu.__version__, "algo": "maddpg", "env": "Switch2-v2",
+               "config": {"gamma": 0.95}, "state": {"w": torch.zeros(2)}}
+    payload.update(fields)
+    torch.save(payload, path)
+    return path
+
+
+def test_a_list_that_holds_itself_60_levels_deep_is_refused_at_once(tmp_path):
+    import time
+
+    from marl_edu.checkpoints import load_policy
+
+    for where, fields in (("state", {"state": {"w": _nest(60)}}), ("config", {"config": {"gamma": _nest(60)}}),
+                          ("env", {"env": _nest(60)})):
+        path = _raw_checkpoint(tmp_path / f"{where}.pt", **fields)
+        assert path.stat().st_size < 5_000
+        start = time.monotonic()
+        for load in (load_checkpoint, load_policy):
+            with pytest.raises(ValueError, match=r"the file nests containers more than 32 levels deep: not a file "
+                                                 r"marl_edu writes$"):
+                load(path)
+        assert time.monotonic() - start < 1.0
+
+
+def test_a_header_field_holding_a_deep_shared_list_is_named_in_a_short_line(tmp_path):
+    import time
+
+    from marl_edu.checkpoints import load_policy
+
+    # 30 levels: within the nesting bound, but repr() would write 2^30 lists (the line below is 60 characters)
+    path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update(gamma=_nest(30)))
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"config field 'gamma' must be float \(its default is 0\.95\), got "
+                                         r"\[\[\[\.\.\.\], \[\.\.\.\]\], \[\[\.\.\.\], \[\.\.\.\]\]\]$") as caught:
+        load_policy(path)
+    assert time.monotonic() - start < 1.0 and len(str(caught.value)) < 200
+    path = _raw_checkpoint(tmp_path / "env.pt", env=_nest(30))
+    with pytest.raises(ValueError, match=r"header field 'env' must be a str, got list \[\[\[\.\.\.\], "):
+        load_checkpoint(path)
+    path = _raw_checkpoint(tmp_path / "huge.pt", env=2 ** 2_000, algo="x" * 1_000_000)
+    with pytest.raises(ValueError, match=r"header field 'env' must be a str, got int <an int of 2001 bits>$"):
+        load_checkpoint(path)
+
+
+def test_a_chain_of_lists_deeper_than_python_recurses_is_one_line(tmp_path):
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # for torch.save's pickler to write it; loading it must not need this
+    try:
+        path = _raw_checkpoint(tmp_path / "chain.pt", state={"w": _nest(5_000, shared=False)})
+    finally:
+        sys.setrecursionlimit(limit)
+    with pytest.raises(ValueError, match=r"the file nests containers more than 32 levels deep"):
+        load_checkpoint(path)
+
+
+def test_a_compressed_record_is_refused_before_torch_reads_it(tmp_path, monkeypatch):
+    import zipfile
+
+    plain = _raw_checkpoint(tmp_path / "plain.pt", state={"w": torch.zeros(2_000_000)})  # 8 MB of zeros
+    deflated = tmp_path / "deflated.pt"
+    with zipfile.ZipFile(plain) as source, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as target:
+        for record in source.infolist():
+            target.writestr(record.filename, source.read(record.filename))
+    assert deflated.stat().st_size < 100_000  # 8 MB inflated from a file 1% of it
+
+    def never(*args, **kwargs):
+        raise AssertionError("torch.load was called on a compressed archive")
+
+    monkeypatch.setattr(torch, "load", never)
+    with pytest.raises(ValueError, match=r"deflated\.pt is not a checkpoint torch\.save wrote: its record "
+                                         r"'plain/[\w/.]+' is compressed \(\d[\d,]* bytes in \d[\d,]*\); torch\.save "
+                                         r"stores every record as it is"):
+        load_checkpoint(deflated)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int64, torch.bool, torch.complex64, torch.float64])
+def test_policy_weights_of_another_dtype_are_refused(tmp_path, monkeypatch, dtype):
+    from marl_edu.checkpoints import load_policy
+
+    name = "0.mlp.net.0.weight"
+    path = _tamper(_small_policy(tmp_path), lambda p: p["state"]["actors"].update(
+        {name: p["state"]["actors"][name].to(dtype)}))
+    _refuse_to_build(monkeypatch)
+    with pytest.raises(ValueError, match=rf"policy\.pt: tensor state\.actors\.0\.mlp\.net\.0\.weight is "
+                                         rf"{str(dtype).removeprefix('torch.')}, not float32"):
+        load_policy(path)
+
+
+def test_sizes_each_in_bounds_that_ask_for_gigabytes_together_are_refused_before_building(tmp_path, monkeypatch):
+    from marl_edu.checkpoints import MAX_CRITIC_WEIGHTS, load_policy
+
+    # MADDPG with N=64, O=200, A=5, hidden 256: 64 critics x N*(O+A) = 64 x 205 = 13,120 inputs x 256 units
+    # = 64 x 13,120 x 256 = 214,958,080 weights in the critics' first layers (1.95 GB with the rest, measured)
+    path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update(n_agents=64, obs_dim=200, hidden=256))
+    _refuse_to_build(monkeypatch)
+    assert 64 * 64 * 205 * 256 == 214_958_080 > MAX_CRITIC_WEIGHTS
+    with pytest.raises(ValueError, match=r"policy\.pt: the header's sizes \(N=64, O=200, A=5, hidden=256\) ask for "
+                                         r"214,958,080 weights in the critics' first layers alone, more than "
+                                         r"20,000,000: 64 critics of N\*\(O\+A\) = 13,120 inputs$"):
+        load_policy(path)
+
+
+def test_every_committed_policy_is_within_the_size_bound():
+    import pathlib
+
+    from marl_edu.checkpoints import MAX_CRITIC_WEIGHTS
+
+    largest = 0
+    for path in pathlib.Path(__file__).resolve().parent.parent.glob("results/**/policy.pt"):
+        config = load_checkpoint(path)["config"]
+        n, o, a = config["n_agents"], config["obs_dim"], config["n_actions"]
+        largest = max(largest, n * config.get("n_subpolicies", 1) * n * (o + a) * config["hidden"])
+    assert 0 < largest * 100 < MAX_CRITIC_WEIGHTS  # the bound is over 100 times the course's largest
+
+
+def test_a_policy_that_does_not_fit_the_env_it_will_play_is_refused_before_building(tmp_path, monkeypatch):
+    from marl_edu.checkpoints import load_policy
+
+    path = _small_policy(tmp_path)  # N=2, O=3, A=5: Switch2-v2's sizes
+    _refuse_to_build(monkeypatch)
+    with pytest.raises(ValueError, match=r"policy\.pt: the policy does not fit Switch4-v0 \(N and O differ\)"):
+        load_policy(path, plays_on="Switch4-v0")

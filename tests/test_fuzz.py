@@ -240,6 +240,65 @@ def test_a_damaged_policy_file_is_a_value_error_or_a_working_policy(kind, draw, 
     assert len(greedy_return(agent, "Switch2-v0").actions) >= 1
 
 
+def crafted_files(n: int = 60, seed: int = 2):
+    """``n`` policy files crafted to cost time or memory on loading (issue 32): a list that holds itself twice, 1 to
+    80 levels deep, in a header field, a config field or in place of a weight; a record of the archive deflated; a
+    weight of another dtype; sizes each within its bound drawn log-uniformly (together they may ask for gigabytes)."""
+    rng = np.random.default_rng(seed)
+    return [(("nest", "deflate", "dtype", "sizes")[k % 4], int(rng.integers(0, 1 << 30))) for k in range(n)]
+
+
+@pytest.mark.parametrize("kind, draw", crafted_files(), ids=str)
+def test_a_crafted_policy_file_is_refused_in_a_second_or_plays(kind, draw, policy_file, tmp_path):
+    import time
+    import zipfile
+
+    import torch as torch_
+
+    from marl_edu.checkpoints import SIZE_BOUNDS, load_policy
+
+    rng = np.random.default_rng(draw)
+    payload = torch_.load(policy_file, weights_only=True)
+    path = tmp_path / "policy.pt"
+    if kind == "nest":
+        nest = []
+        for _ in range(int(rng.integers(1, 81))):
+            nest = [nest, nest]
+        where = str(rng.choice(["env", "algo", "config", "state"]))
+        if where in ("env", "algo"):
+            payload[where] = nest
+        else:
+            inner = payload["config"] if where == "config" else payload["state"]["actor"]
+            inner[str(rng.choice(sorted(inner)))] = nest
+    elif kind == "dtype":
+        name = str(rng.choice(sorted(payload["state"]["actor"])))
+        dtype = [torch_.uint8, torch_.int64, torch_.bool, torch_.complex64, torch_.float16][int(rng.integers(0, 5))]
+        payload["state"]["actor"][name] = payload["state"]["actor"][name].to(dtype)
+    elif kind == "sizes":
+        for field, high in (("n_agents", SIZE_BOUNDS["n_agents"]), ("obs_dim", 2_000), ("hidden", 1_024)):
+            payload["config"][field] = int(np.exp(rng.uniform(0, np.log(high))))
+    torch_.save(payload, path)
+    if kind == "deflate":
+        deflated = tmp_path / "deflated.pt"
+        with zipfile.ZipFile(path) as source, zipfile.ZipFile(deflated, "w") as target:
+            records = source.infolist()
+            squeeze = records[int(rng.integers(0, len(records)))].filename
+            for record in records:
+                method = zipfile.ZIP_DEFLATED if record.filename == squeeze else zipfile.ZIP_STORED
+                target.writestr(record.filename, source.read(record.filename), compress_type=method)
+        path = deflated
+    start = time.monotonic()
+    try:
+        agent = load_policy(path)
+    except ValueError as error:
+        assert "\n" not in str(error) and len(str(error)) < 600, str(error)
+        assert time.monotonic() - start < 2.0
+        return
+    assert kind == "sizes", f"a {kind} file loaded"  # (sizes drawn equal to the file's own load: a working policy)
+    assert all(torch_.isfinite(weights).all() for weights in agent.actor.parameters())
+
+
 if __name__ == "__main__":  # the tally: how many bad inputs each family tries
     print(f"command lines: {len(cli_cases())}, config values: {len(config_cases())}, function arguments: "
-          f"{len(function_cases())}, damaged policy files: {len(damaged_files())}")
+          f"{len(function_cases())}, damaged policy files: {len(damaged_files())}, crafted policy files: "
+          f"{len(crafted_files())}")
