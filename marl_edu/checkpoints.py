@@ -46,7 +46,7 @@ from marl_edu.nets import Actor, RecurrentActor
 FORMAT = 1
 HEADER = {"format": int, "marl_edu": str, "algo": str, "env": str, "config": dict, "state": dict}  # field: type
 
-MAX_DEPTH = 32  # containers in containers a checkpoint may nest: a run in progress nests 6 deep
+MAX_DEPTH = 32  # containers in containers a checkpoint may nest (the course's own nest a few levels)
 
 _LEAVES = (bool, int, float, str, bytes, type(None))  # what weights_only reads back besides tensors and containers
 _CONTAINERS = (dict, collections.OrderedDict, list, tuple)
@@ -136,10 +136,13 @@ def _check_archive(path: pathlib.Path) -> None:
                          f"{_first_line(error)}") from None
     size = path.stat().st_size
     for record in records:
-        if record.compress_type != zipfile.ZIP_STORED or record.file_size > size:
+        if record.compress_type != zipfile.ZIP_STORED:
             raise ValueError(f"{path} is not a checkpoint torch.save wrote: its record {_short(record.filename)} is "
                              f"compressed ({record.file_size:,} bytes in {record.compress_size:,}); torch.save stores "
                              f"every record as it is, so that loading reads no more than the file holds")
+        if record.file_size > size:
+            raise ValueError(f"{path} is not a readable checkpoint: its record {_short(record.filename)} claims "
+                             f"{record.file_size:,} bytes, more than the whole file's {size:,}")
 
 
 def _walk(value, where: str) -> Iterator[tuple[str, object]]:
