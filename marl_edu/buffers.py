@@ -62,6 +62,19 @@ def n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, termi
     return out
 
 
+def _stored(value, name: str) -> np.ndarray:
+    """``value`` as a ``ReplayBuffer`` stores it, float32, checked finite there (a float64 1e300 becomes inf); a
+    ValueError names ``name`` for text or for a value float32 cannot hold."""
+    if np.asarray(value).dtype.kind not in "biuf":  # (bool, int, float; text and objects would fail inside numpy)
+        raise ValueError(f"{name} must be numbers, got an array of {np.asarray(value).dtype}")
+    with np.errstate(over="ignore"):  # (the overflow is reported below, by name)
+        stored = np.asarray(value, dtype=np.float32)
+    if not np.isfinite(stored).all():
+        finite(value, name)  # NaN or infinity in what was given: said as before
+        finite(stored, f"{name} as stored (float32)")  # finite as given, too large for float32
+    return stored
+
+
 class ReplayBuffer:
     """A ring buffer of joint transitions, arrays ``(capacity, N, .)``.
 
@@ -114,8 +127,10 @@ class ReplayBuffer:
         check_shape(rewards, ("N",), "rewards", dims)
         check_shape(next_obs, ("N", "O"), "next_obs", dims)
         check_shape(dones, ("N",), "dones", dims)
-        for value, name in ((obs, "obs"), (actions, "actions"), (rewards, "rewards"), (next_obs, "next_obs")):
-            finite(value, name)  # a NaN stored here would be replayed into every critic for a long time
+        # as stored (float32): 1e300 is finite as a float64 and infinite once stored; a NaN or an infinity stored here
+        # would be replayed into every critic for a long time
+        obs, actions, rewards, next_obs = (_stored(value, name) for value, name in (
+            (obs, "obs"), (actions, "actions"), (rewards, "rewards"), (next_obs, "next_obs")))
         if not np.isin(np.asarray(dones, dtype=np.float64), (0.0, 1.0)).all():
             raise ValueError(f"dones must be 0/1 (or bool) per agent, got {np.asarray(dones).tolist()}; "
                              f"are rewards and dones swapped? The order is (obs, actions, rewards, next_obs, dones)")

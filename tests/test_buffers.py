@@ -87,6 +87,32 @@ def test_add_refuses_nan_and_infinity_and_stores_nothing(key, bad):
     assert len(buffer) == 2 and np.isfinite(buffer.obs).all() and np.isfinite(buffer.actions).all()
 
 
+@pytest.mark.parametrize("key", ["obs", "rewards", "next_obs"])
+@pytest.mark.parametrize("big", [1e300, -1e39])
+def test_add_refuses_values_that_overflow_float32_where_they_are_stored(key, big):
+    # float32's largest is about 3.4e38: 1e300 and -1e39 are finite as float64 but become +-inf once stored, so the
+    # check is on the values as stored (issue 32)
+    buffer = ReplayBuffer(10, 2, 2, 5)
+    fill(buffer, 2)
+    transition = {"obs": np.zeros((2, 2)), "actions": one_hot(np.array([0, 1]), 5), "rewards": np.zeros(2),
+                  "next_obs": np.zeros((2, 2)), "dones": np.zeros(2)}
+    transition[key][-1] = big  # agent 1's row: 2 entries of obs, 1 reward
+    assert np.isfinite(transition[key]).all()
+    count = np.size(transition[key][-1])
+    with pytest.raises(ValueError, match=rf"^{key} as stored \(float32\) must be finite, got 0 NaN and {count} "
+                                         rf"infinite of {transition[key].size} entries, the first at index \(1"):
+        buffer.add(**transition)
+    assert len(buffer) == 2 and np.isfinite(buffer.obs).all() and np.isfinite(buffer.rewards).all()
+
+
+def test_add_refuses_text_naming_the_argument():
+    buffer = ReplayBuffer(10, 2, 2, 5)
+    obs = np.zeros((2, 2))
+    with pytest.raises(ValueError, match=r"^rewards must be numbers, got an array of <U1"):
+        buffer.add(obs, one_hot(np.array([0, 1]), 5), np.array(["a", "b"]), obs, np.zeros(2))
+    assert len(buffer) == 0
+
+
 # each bad batch (B=4, N=2, O=3, A=5 one-hot) and what its message must say
 BAD_REPLAY_BATCHES = {
     "a missing key": (lambda b: {k: v for k, v in b.items() if k != "rewards"},
