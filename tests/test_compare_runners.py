@@ -46,10 +46,11 @@ def results(out: pathlib.Path) -> dict[str, object]:
     return found
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def ray():
-    """Ray, or the test skipped. Asked for before the pool's fixtures, so that without Ray (make test) the skip comes
-    before the pool's run, not after it."""
+    """Ray, or the test skipped. Module-scoped and asked for before the pool's fixtures, so that without Ray (make test)
+    the skip comes before the pool's run, not after it (pytest sets up a module's fixtures before a test's own,
+    whatever the order of the arguments: a function-scoped `ray` skipped only after the pool's 20 s grid)."""
     return pytest.importorskip("ray", reason="Ray is an optional extra: make test-ray installs it")
 
 
