@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from marl_edu.shapes import check_shape
-from marl_edu.validate import index_range, non_negative_int, positive_int
+from marl_edu.validate import LIMITS, index_range, non_negative_int, positive_int
 
 ROWS, COLS = 3, 7
 START = [(0, 1), (0, COLS - 2), (2, 1), (2, COLS - 2)]  # agent i's first cell (row, col)
@@ -95,7 +95,7 @@ class BatchedSwitch:
             raise ValueError(f"BatchedSwitch plays the Switch ids (Switch2-v0 .. Switch4-v3, with Switch3), "
                              f"got {env_id!r}")
         self.env_id = name
-        self.n_envs = positive_int(n_envs, "n_envs")
+        self.n_envs = positive_int(n_envs, "n_envs", LIMITS["n_envs"])
         self.seed = non_negative_int(seed, "seed")  # (Switch has no randomness; kept for VecEnv's interface)
         self.n_agents = int(match.group(1))
         version = int(match.group(2))

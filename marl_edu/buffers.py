@@ -28,7 +28,7 @@ import torch
 
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
-from marl_edu.validate import finite, generator, index_range, positive_int, zero_one
+from marl_edu.validate import LIMITS, finite, generator, index_range, positive_int, zero_one
 
 
 def n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, terminal: bool, flush: bool) -> list:
@@ -75,6 +75,16 @@ def _stored(value, name: str) -> np.ndarray:
     return stored
 
 
+MAX_BUFFER_BYTES = 8 * 2**30  # a replay's arrays, allocated up front: far above the course's (MADDPG's, Switch2: 10 MB)
+
+
+def _check_memory(n_bytes: int, what: str) -> None:
+    """ValueError before allocating a replay whose arrays would take more than ``MAX_BUFFER_BYTES``."""
+    if n_bytes > MAX_BUFFER_BYTES:
+        raise ValueError(f"{what} would take {n_bytes / 2**30:,.1f} GiB, more than the {MAX_BUFFER_BYTES // 2**30} GiB "
+                         f"a replay may allocate: a smaller capacity")
+
+
 class ReplayBuffer:
     """A ring buffer of joint transitions, arrays ``(capacity, N, .)``.
 
@@ -87,10 +97,13 @@ class ReplayBuffer:
     KEYS = ("obs", "actions", "rewards", "next_obs", "dones")
 
     def __init__(self, capacity: int, n_agents: int, obs_dim: int, act_dim: int):
-        self.capacity = positive_int(capacity, "capacity")
+        self.capacity = positive_int(capacity, "capacity", LIMITS["buffer_size"])
         self.n_agents = positive_int(n_agents, "n_agents")
         self.obs_dim = positive_int(obs_dim, "obs_dim")
         self.act_dim = positive_int(act_dim, "act_dim")
+        _check_memory(4 * self.capacity * self.n_agents * (2 * self.obs_dim + self.act_dim + 2),
+                      f"ReplayBuffer({self.capacity:,} transitions of N={self.n_agents}, O={self.obs_dim}, "
+                      f"A={self.act_dim})")
         self.obs = np.zeros((self.capacity, self.n_agents, self.obs_dim), dtype=np.float32)  # (capacity, N, O)
         self.actions = np.zeros((self.capacity, self.n_agents, self.act_dim), dtype=np.float32)  # (capacity, N, A)
         self.rewards = np.zeros((self.capacity, self.n_agents), dtype=np.float32)  # (capacity, N)
@@ -239,12 +252,14 @@ class EpisodeReplay:
     KEYS = ("obs", "actions", "rewards", "dones", "step_mask", "agent_mask")
 
     def __init__(self, capacity: int, max_steps: int, n_agents: int, obs_dim: int, n_actions: int):
-        self.capacity = positive_int(capacity, "capacity")
+        self.capacity = positive_int(capacity, "capacity", LIMITS["buffer_size"])
         self.max_steps = positive_int(max_steps, "max_steps")
         self.n_agents = positive_int(n_agents, "n_agents")
         self.obs_dim = positive_int(obs_dim, "obs_dim")
         self.n_actions = positive_int(n_actions, "n_actions")
         C, T, N, O = self.capacity, self.max_steps, self.n_agents, self.obs_dim
+        _check_memory(4 * C * (T + 1) * N * (O + 5) + 8 * C,  # obs, actions (8 bytes), rewards, masks, dones
+                      f"EpisodeReplay({C:,} episodes of T={T} steps, N={N}, O={O})")
         self.obs = np.zeros((C, T + 1, N, O), dtype=np.float32)  # (C, T+1, N, O) steps, then the end state
         self.actions = np.zeros((C, T + 1, N), dtype=np.int64)  # (C, T+1, N)
         self.rewards = np.zeros((C, T, N), dtype=np.float32)  # (C, T, N) each agent's own reward

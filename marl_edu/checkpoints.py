@@ -318,6 +318,8 @@ def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str |
     size, unknown or mistyped config fields, stored tensors that are missing, unexpected, not float32 or shaped
     otherwise than the header's sizes call for, and a policy that does not fit ``env_id`` or ``plays_on``.
     """
+    if not isinstance(path, (str, pathlib.PurePath)):
+        raise ValueError(f"path must be a policy file's path (str or pathlib.Path), got {type(path).__name__}")
     path = pathlib.Path(path)
     payload = load_checkpoint(path, algo=algo, env_id=env_id)
     name = payload["algo"]

@@ -15,21 +15,24 @@ command line only: its arguments, the run folder's log, Ctrl-C and ``--resume``,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 import json
 import pathlib
 import shlex
 import signal
 import sys
+from typing import IO
 
 import numpy as np
 import torch
 
 from marl_edu.competition import DECEPTION
-from marl_edu.envs import is_switch, make_env
+from marl_edu.envs import is_switch
 from marl_edu.learners import LEARNERS, algo_name, check_env, config_class, entry
-from marl_edu.resume import StopOnSignal, TrainingInterrupted, seed_checkpoint
-from marl_edu.run_folder import RunLog, probe_writable, remove_run, remove_temporaries, run_files
+from marl_edu.resume import BeforeTraining, StopOnSignal, TrainingInterrupted, seed_checkpoint
+from marl_edu.run_folder import RunLog, open_folder, overwritten, probe_writable, remove_run, remove_temporaries
 from marl_edu.runs import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
                            rounded, run_seed, solved_threshold, write_gif)
 from marl_edu.threads import MAX_THREADS
@@ -163,13 +166,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output folder (default: results/tmp/ALGO-ENV); one that holds another "
                                                 "run is refused unless --overwrite")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the run already in --out (its runs.json, returns.csv, curve.png and seed folders; "
-                        "nothing else there is touched)")
+                   help="replace the run already in --out: remove the files its runs.json says it wrote (runs.json, "
+                        "returns.csv, curve.png, and policy.pt, greedy.gif and run.pt in its seeds' folders); "
+                        "nothing else there is touched")
     p.add_argument("--resume", metavar="OUT", default=None,
                    help="continue the interrupted run in folder OUT with its own arguments: finished seeds are kept, "
                         "the seed in progress continues from its checkpoint to the same result as an uninterrupted "
                         "run (on the Switch envs; on the others, the particle envs among them, it restarts from "
-                        "scratch); give no other option but --no-progress and --threads")
+                        "scratch); give no other option but --no-progress (and --threads, which must be the run's own)")
     p.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
                    help="save the seed in progress at most this often, and on Ctrl-C (default: 60; Switch envs only)")
     for option, field, kind, about in CONFIG_OPTIONS:
@@ -264,23 +268,21 @@ def check_device(name: str) -> torch.device:
     raise ValueError(f"--device {name}: not a device this machine has; choose one of {', '.join(available)}")
 
 
-def check_out(out: str, overwrite: bool, resume: bool) -> pathlib.Path:
-    """The output folder, proven writable (a probe file created and removed). ValueError for an empty name, a file,
-    a folder that cannot be written, or one holding another run (``run_folder.run_files``) unless ``overwrite``
-    (or ``resume``: continuing that run). Nothing in it is removed here."""
-    if not out.strip():
-        raise ValueError("--out must name a folder, got an empty string")
-    folder = pathlib.Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"--out {folder} is a file, not a folder")
-    if not resume and not overwrite and run_files(folder):
-        raise ValueError(f"--out {folder} holds another run ({run_files(folder)[0].name}); give --overwrite to "
-                         f"replace it or --resume {folder} to continue it")
+def _recorded_seeds(parser: argparse.ArgumentParser, folder: pathlib.Path) -> list[int]:
+    """The seeds of the run recorded in ``folder``'s runs.json (its --seeds and every seed it has a row for): what
+    ``--overwrite`` may remove the files of. [] without a runs.json; ValueError for one that cannot be read."""
+    path = folder / "runs.json"
+    if not path.is_file():
+        return []
     try:
-        probe_writable(folder)
-    except OSError as error:
-        raise ValueError(f"--out {folder} cannot be written: {error.strerror or error}") from None
-    return folder
+        saved = json.loads(path.read_text())
+        with contextlib.redirect_stderr(io.StringIO()):  # (a bad argv would print argparse's message)
+            seeds = parser.parse_args(saved["argv"]).seeds
+        return sorted(set(seeds) | {int(row["seed"]) for row in saved["seeds"]})
+    except (OSError, ValueError, KeyError, TypeError, SystemExit) as error:
+        why = "bad arguments" if isinstance(error, SystemExit) else _one_line(error)
+        raise ValueError(f"--out {path} is not a run's record that can be read ({why}), so --overwrite removes "
+                         f"nothing there; move it or choose another --out") from None
 
 
 def _one_line(error: BaseException) -> str:
@@ -305,15 +307,18 @@ def _resume_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
     if saved.get("status") == "complete":
         raise ValueError(f"--resume {args.resume}: that run is complete; nothing to continue")
     old.no_progress, old.out = args.no_progress, args.resume
-    if any(arg.split("=")[0] == "--threads" for arg in argv):  # (else the run's own: torch's sums depend on it)
-        old.threads = args.threads
+    if any(arg.split("=")[0] == "--threads" for arg in argv) and args.threads != old.threads:
+        raise ValueError(f"--resume {args.resume}: the run trains with --threads {old.threads}, and torch's sums "
+                         f"depend on the thread count, so --threads {args.threads} would change its results; leave "
+                         f"--threads out")
     return old, saved
 
 
 @dataclasses.dataclass
 class _Plan:
     """A training run's checked arguments: the learner, env, config, budget, device, output folder, the exact optimum
-    (Switch envs; else None), and the runs.json of the run ``--resume`` continues (else None)."""
+    (Switch envs; else None), the runs.json of the run ``--resume`` continues (else None), the folder's lock and what
+    ``--overwrite`` removes."""
 
     args: argparse.Namespace
     env_id: str
@@ -324,6 +329,8 @@ class _Plan:
     out: pathlib.Path
     optimum: float | None
     saved: dict | None
+    lock: IO | None  # the output folder's lock, held for the whole run
+    removals: list[pathlib.Path]  # with --overwrite: the old run's files, removed before the new run writes
 
     @property
     def continuous(self) -> bool:
@@ -349,16 +356,20 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
         device = check_device(args.device)
-        if entry(args.algo).loop == "on_policy" and make_env(env_id).max_steps is None:
-            raise ValueError(f"{args.algo} plays whole episodes and needs an env with a time limit; {env_id} has none")
         if args.checkpoint_every is not None and not is_switch(env_id):
             raise ValueError(f"--checkpoint-every applies to the Switch envs only: a run on {env_id} cannot be saved "
                              f"in progress")
-        out = check_out(f"results/tmp/{args.algo}-{env_id}" if args.out is None else args.out, args.overwrite,
-                        saved is not None)
+        out, held = open_folder(f"results/tmp/{args.algo}-{env_id}" if args.out is None else args.out,
+                              args.overwrite, saved is not None)
+        try:  # with --overwrite, only the old run's files, all checked before any is removed
+            removals = [] if saved or not args.overwrite else overwritten(out, _recorded_seeds(parser, out), args.seeds)
+        except ValueError:
+            if held is not None:
+                held.close()
+            raise
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(_one_line(error))
-    return _Plan(args, env_id, config, episodes, eval_every, device, out, known_optimum(env_id), saved)
+    return _Plan(args, env_id, config, episodes, eval_every, device, out, known_optimum(env_id), saved, held, removals)
 
 
 HEADER = ("command", "argv", "algo", "env", "episodes", "optimal", "score_episodes", "score_seed", "config")
@@ -370,14 +381,17 @@ def _open_run(plan: _Plan, argv: list[str]) -> RunLog:
     if plan.saved is not None:  # (only the finished seeds' returns: a crash may have come between the two files)
         remove_temporaries(plan.out)  # what a kill between a write and its rename left
         finished = {str(row["seed"]) for row in plan.saved["seeds"]}
+        for seed in (seed for seed in finished if seed.isdigit()):  # a kill after a seed was recorded, before its
+            (plan.out / f"seed{seed}" / "run.pt").unlink(missing_ok=True)  # run.pt was removed
         lines = (plan.out / "returns.csv").read_text().splitlines()[1:] if (plan.out / "returns.csv").exists() else []
         header = {key: plan.saved[key] for key in HEADER if key in plan.saved}
         run_log = RunLog(plan.out, header, plan.optimum, plan.saved["seeds"],
-                       [line for line in lines if line.split(",")[0] in finished], plan.args.threads)
+                         [line for line in lines if line.split(",")[0] in finished], plan.args.threads)
+        if finished:
+            run_log.draw_curve()  # (a run saved by an earlier version may have recorded a seed before drawing it)
         run_log.write("running")
         return run_log
-    if plan.args.overwrite:
-        remove_run(plan.out)
+    remove_run(plan.out, plan.removals)
     header = {"command": "python -m marl_edu.train " + shlex.join(argv), "argv": argv, "algo": plan.args.algo,
               "env": plan.env_id, "episodes": plan.episodes, "optimal": plan.optimum}
     if plan.continuous:  # what each row's final score is: evaluate_particle over these episodes, no noise
@@ -398,10 +412,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.replay is not None:
         return replay(parser, args)
-    plan = _plan(parser, args, argv)
-    run_log = _open_run(plan, argv)
-    _print_start(plan, run_log)
-    return _train_seeds(plan, run_log)
+    before = BeforeTraining()  # Ctrl-C or SIGTERM while the arguments are checked and the run's folder opened
+    previous = {signum: signal.signal(signum, before) for signum in (signal.SIGINT, signal.SIGTERM)}
+    plan = run_log = None
+    try:
+        plan = _plan(parser, args, argv)
+        before.protect = True  # (--overwrite's removal and the run's first runs.json, whole)
+        run_log = _open_run(plan, argv)
+        before.protect = False
+        before.stop_if_requested()
+        _print_start(plan, run_log)
+        return _train_seeds(plan, run_log)
+    except KeyboardInterrupt:
+        if run_log is None:
+            print("interrupted before training started: nothing was written", file=sys.stderr)
+        else:
+            run_log.write("interrupted")
+            print(f"interrupted before training started; start it with python -m marl_edu.train --resume "
+                  f"{plan.out}", file=sys.stderr)
+        return 128 + (before.signum or signal.SIGINT)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if plan is not None and plan.lock is not None:
+            plan.lock.close()
 
 
 def _columns(plan: _Plan) -> list[tuple[str, int, object]]:
@@ -503,7 +537,14 @@ def _train_seeds(plan: _Plan, run_log: RunLog) -> int:
         try:
             for seed in [seed for seed in plan.args.seeds if seed not in finished]:
                 current, ctrl_c.checkpoint = seed, _checkpoint(plan, seed)
-                run, row = _train_one(plan, seed, ctrl_c.checkpoint)
+                try:
+                    run, row = _train_one(plan, seed, ctrl_c.checkpoint)
+                except (IndexError, KeyError, TypeError, RuntimeError, AttributeError) as error:
+                    if ctrl_c.checkpoint is None or ctrl_c.checkpoint.resume is None:
+                        raise  # (a bug of marl_edu's: its traceback is what a report needs)
+                    raise ValueError(f"continuing from {ctrl_c.checkpoint.path} failed ({type(error).__name__}: "
+                                     f"{_one_line(error)}): a file altered by hand? Delete it to train the seed "
+                                     f"from its start") from None
                 ctrl_c.protect, ctrl_c.checkpoint = True, None  # the seed's files are written whole, come what may
                 run_log.finish_seed(run, row)
                 (plan.out / f"seed{seed}" / "run.pt").unlink(missing_ok=True)  # finished: no run in progress left

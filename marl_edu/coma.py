@@ -23,7 +23,7 @@ from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards, hard_update, make_target, td_lambda_targets
 from marl_edu.validate import (LIMITS, boolean, finite, index_range, non_negative_number,
-                               positive_int, positive_number, unit_interval)
+                               positive_int, positive_number, unit_interval, zero_one)
 
 
 def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: torch.Tensor) -> torch.Tensor:
@@ -45,6 +45,11 @@ def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: t
     check_shape(actions_onehot, ("B", "N", "A"), "actions_onehot", dims, dtype="float")
     for tensor, name in ((state, "state"), (obs, "obs"), (actions_onehot, "actions_onehot")):
         finite(tensor, name)
+    zero_one(actions_onehot, "actions_onehot")
+    if not (actions_onehot.sum(dim=-1) == 1).all():  # (B, N): exactly one 1 per agent
+        raise ValueError("actions_onehot: expected one 1 per agent (a one-hot row of A), got rows summing to "
+                         f"{sorted(set(actions_onehot.sum(dim=-1).flatten().tolist()))[:4]}; integer actions? "
+                         "one_hot(actions, A)")
     B, N, A = dims["B"], dims["N"], dims["A"]
     eye = torch.eye(N, device=obs.device, dtype=obs.dtype)  # (N, N)
     state_rows = state.unsqueeze(1).expand(B, N, dims["S"])  # (B, N, S) the same state for every row

@@ -193,6 +193,8 @@ class EnsembleMADDPG:
                                  f"{len(obs)}: pass subpolicies, int (K, N), to act on other copies")
             subpolicies = self.playing
         non_negative_number(noise, "noise")  # a standard deviation
+        check_shape(np.asarray(subpolicies), (len(obs), self.n_agents), "subpolicies", dtype="int")
+        index_range(np.asarray(subpolicies), self.n_subpolicies, "subpolicies")
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)  # (K, N, O)
         pre = self.ensemble_outputs(obs_t, torch.as_tensor(np.asarray(subpolicies), device=self.device))  # (K, N, A)
         check_policy_output(pre, obs_t, self.actors, "the actors' outputs")  # (a tanh would hide an infinity)

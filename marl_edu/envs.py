@@ -33,7 +33,7 @@ import numpy as np
 
 from marl_edu.batched_switch import BatchedSwitch
 from marl_edu.shapes import check_shape
-from marl_edu.validate import index_range, non_negative_int, positive_int
+from marl_edu.validate import LIMITS, index_range, non_negative_int, positive_int
 
 
 def register_switch3() -> None:
@@ -78,6 +78,11 @@ def resolve_env_id(env_id: str) -> str:
     return name
 
 
+# The time limit of an env that has none of its own (of ma-gym's, PongDuel-v0: two paddles that never miss would play
+# forever): every episode ends, in training and in evaluation, and ends truncated, so targets bootstrap through it.
+DEFAULT_MAX_STEPS = 1000
+
+
 class MultiAgentEnv:
     """One ma-gym environment with numpy arrays in and out, checked at the boundary.
 
@@ -85,7 +90,8 @@ class MultiAgentEnv:
         env_id: the resolved id, e.g. ``"Switch2-v0"``.
         n_agents (N), obs_dim (O), n_actions (A): sizes.
         action_meanings: list of A strings, e.g. ``["DOWN", "LEFT", "UP", "RIGHT", "NOOP"]``.
-        max_steps: the environment's time limit (None when it has none).
+        max_steps: the environment's time limit, or ``DEFAULT_MAX_STEPS`` for one that has none
+            (``time_limit_added`` says so).
     """
 
     def __init__(self, env_id: str, seed: int = 0):
@@ -106,13 +112,16 @@ class MultiAgentEnv:
         self.obs_dim = int(self._env.observation_space[0].shape[0])
         meanings = getattr(self._env, "get_action_meanings", None)
         self.action_meanings = list(meanings(0)) if meanings else [str(a) for a in range(self.n_actions)]
-        self.max_steps = getattr(self._env, "_max_steps", None)
+        own_limit = getattr(self._env, "_max_steps", None)
+        self.time_limit_added = own_limit is None
+        self.max_steps = DEFAULT_MAX_STEPS if own_limit is None else int(own_limit)
         self._step_count: int | None = None
         self._dones = np.zeros(self.n_agents, dtype=bool)
 
     def __repr__(self) -> str:
+        added = " (the course's: the env has no time limit)" if self.time_limit_added else ""
         return (f"MultiAgentEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents, "
-                f"O={self.obs_dim} obs dims, A={self.n_actions} actions, max_steps={self.max_steps})")
+                f"O={self.obs_dim} obs dims, A={self.n_actions} actions, max_steps={self.max_steps}{added})")
 
     def reset(self) -> np.ndarray:
         """Start an episode. Returns obs float32 ``(N, O)``."""
@@ -143,9 +152,12 @@ class MultiAgentEnv:
         obs = np.asarray(obs, dtype=np.float32)  # (N, O)
         rewards = np.asarray(rewards, dtype=np.float32)  # (N,)
         dones = np.array(dones, dtype=bool)  # (N,) a copy: ma-gym hands out its internal list
-        at_limit = self.max_steps is not None and self._step_count >= self.max_steps
-        # At the time limit ma-gym marks every agent done; only those that finished the task terminated.
-        terminated = self._finished() if at_limit else dones.copy()  # (N,) bool
+        at_limit = self._step_count >= self.max_steps
+        if self.time_limit_added:  # the env's own ends are real; the course's limit cuts off everyone else
+            terminated = dones.copy()  # (N,) bool
+            dones[:] = dones | at_limit
+        else:  # at its time limit ma-gym marks every agent done; only those that finished the task terminated
+            terminated = self._finished() if at_limit else dones.copy()  # (N,) bool
         info = dict(info)
         info["terminated"] = terminated  # (N,) bool
         info["truncated"] = dones & ~terminated  # (N,) bool
@@ -551,7 +563,7 @@ class VecEnv:
     """
 
     def __init__(self, env_id: str, n_envs: int, seed: int = 0):
-        positive_int(n_envs, "n_envs")
+        positive_int(n_envs, "n_envs", LIMITS["n_envs"])
         self.envs = [make_env(env_id, seed + k) for k in range(n_envs)]  # copy k gets seed + k
         first = self.envs[0]
         self.env_id, self.n_envs = first.env_id, int(n_envs)

@@ -29,7 +29,7 @@ from marl_edu.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
-from marl_edu.envs import PARTICLE_ENVS, is_foraging, resolve_env_id, resolve_foraging_id
+from marl_edu.envs import PARTICLE_ENVS, is_foraging, make_env, resolve_env_id, resolve_foraging_id
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
@@ -119,8 +119,14 @@ def check_fits(agent, env) -> None:
     Args:
         agent: a learner (``n_agents``, ``obs_dim``, ``n_actions``), e.g. one ``load_policy`` returned.
         env: an environment of ``envs.make_env`` or ``make_vec_env`` (``env_id``, ``n_agents``, ``obs_dim``, and
-            ``n_actions`` or, for forces, ``action_dim``).
+            ``n_actions`` or, for forces, ``action_dim``), or an env id (made with ``make_env``).
     """
+    if isinstance(env, str):
+        env = make_env(env)
+    for size in ("n_agents", "obs_dim"):
+        if not hasattr(agent, size) or not hasattr(env, size):
+            raise ValueError(f"check_fits(agent, env) takes a learner and an environment (make_env's) or env id, got "
+                             f"{type(agent).__name__} and {type(env).__name__}")
     continuous = hasattr(env, "action_dim")
     mine = {"N": agent.n_agents, "O": agent.obs_dim, "A": agent.n_actions}
     theirs = {"N": env.n_agents, "O": env.obs_dim, "A": env.action_dim if continuous else env.n_actions}

@@ -18,8 +18,19 @@ from marl_edu.buffers import check_replay_batch
 from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update, td_target
-from marl_edu.validate import (LIMITS, non_negative_int, non_negative_number, positive_int,
+from marl_edu.validate import (LIMITS, finite, non_negative_int, non_negative_number, positive_int,
                                positive_number, unit_interval)
+
+MIN_TEMPERATURE = 1e-3  # the Gumbel-softmax's smallest kappa: far below it, (logits + g) / kappa overflows float32
+
+
+def check_temperature(value, name: str = "temperature") -> float:
+    """A Gumbel-softmax temperature kappa in [``MIN_TEMPERATURE``, ``LIMITS["temperature"]``]."""
+    value = positive_number(value, name, LIMITS["temperature"])
+    if value < MIN_TEMPERATURE:
+        raise ValueError(f"{name} must be at least {MIN_TEMPERATURE:g} (far below it (logits + g) / kappa overflows "
+                         f"float32), got {value!r}")
+    return value
 
 
 def _tensor(x):
@@ -83,7 +94,10 @@ def gumbel_softmax(logits: torch.Tensor, temperature: float = 1.0, hard: bool = 
     """
     if not isinstance(logits, torch.Tensor) or not logits.dtype.is_floating_point or logits.dim() < 1:
         raise ValueError(f"logits must be a float tensor (..., A), got {getattr(logits, 'dtype', type(logits))}")
-    positive_number(temperature, "temperature")
+    if logits.shape[-1] < 1:
+        raise ValueError(f"logits: expected at least one action, A >= 1, got shape {tuple(logits.shape)}")
+    finite(logits, "logits")  # (NaN, or a row of -inf, has no distribution to sample)
+    check_temperature(temperature)
     uniform = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(1e-10, 1.0 - 1e-10)
     gumbel = -torch.log(-torch.log(uniform))  # (..., A)
     soft = torch.softmax((logits + gumbel) / temperature, dim=-1)  # (..., A)
@@ -155,8 +169,8 @@ class MADDPGConfig:
     def validate(self) -> MADDPGConfig:
         for name in ("actor_lr", "critic_lr"):
             setattr(self, name, positive_number(getattr(self, name), name, LIMITS["learning_rate"]))
-        for name in ("temperature", "grad_clip"):
-            setattr(self, name, positive_number(getattr(self, name), name, LIMITS[name]))
+        self.temperature = check_temperature(self.temperature)
+        self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
         for name in ("gamma", "tau", "epsilon_start", "epsilon_end", "epsilon_fraction"):
             setattr(self, name, unit_interval(getattr(self, name), name))
         for name in ("batch_size", "buffer_size", "hidden", "n_step", "n_envs", "updates_per_step"):

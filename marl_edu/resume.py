@@ -104,15 +104,53 @@ def object_state(obj) -> dict:
     return state
 
 
+# What an object is built with, the same in every run of the same arguments (which the command line checks against the
+# file's header): a saved value that differs is refused, not restored.
+SIZES = ("n_agents", "obs_dim", "n_actions", "action_dim", "n_envs", "max_steps", "last_action_dim", "clock",
+         "full_observable", "continuous")
+
+
+def _check_like(saved, current, where: str) -> None:
+    """A decoded saved value checked as fresh input is: the same kind as the freshly built object's ``current``
+    (arrays: the same dtype and shape; a bool a bool, an int or float a number, a string a string; lists: the same
+    length, item by item where ``current`` has items), floats and float arrays finite. ValueError naming ``where``."""
+    if isinstance(current, np.ndarray):
+        if not isinstance(saved, np.ndarray) or saved.dtype != current.dtype or saved.shape != current.shape:
+            got = f"{saved.dtype} {saved.shape}" if isinstance(saved, np.ndarray) else type(saved).__name__
+            raise ValueError(f"{where}: expected a {current.dtype} array of shape {current.shape}, got {got}")
+        if saved.dtype.kind == "f" and not np.isfinite(saved).all():
+            raise ValueError(f"{where}: holds NaN or infinity")
+    elif isinstance(current, (list, deque)):
+        if not isinstance(saved, (list, deque)) or (current and len(saved) != len(current)):
+            raise ValueError(f"{where}: expected a list of {len(current)} items, got {type(saved).__name__}"
+                             f"{f' of {len(saved)}' if isinstance(saved, (list, deque)) else ''}")
+        for index, item in enumerate(saved):
+            _check_like(item, current[index] if current else item, f"{where}[{index}]")
+    elif isinstance(current, tuple):
+        _check_like(list(saved) if isinstance(saved, (list, tuple)) else saved, list(current), where)
+    elif isinstance(current, (bool, int, float)):  # a flag stays a flag; a count may have become a float
+        if isinstance(current, bool) != isinstance(saved, bool) or not isinstance(saved, (int, float)):
+            raise ValueError(f"{where}: expected {'a bool' if isinstance(current, bool) else 'a number'}, got "
+                             f"{type(saved).__name__}")
+    elif current is not None and not isinstance(current, dict) and type(saved) is not type(current):
+        raise ValueError(f"{where}: expected {type(current).__name__}, got {type(saved).__name__}")
+    if isinstance(saved, float) and not np.isfinite(saved):
+        raise ValueError(f"{where}: is {saved}")
+
+
 def restore_object(obj, state: dict, what: str) -> None:
-    """Put ``object_state``'s ``state`` back into a freshly built ``obj`` of the same kind and sizes, in place.
-    ValueError names an attribute the file and the object do not share (a checkpoint of another version)."""
+    """Put ``object_state``'s ``state`` back into a freshly built ``obj`` of the same kind and sizes, in place. Plain
+    values are checked as fresh input (``_check_like``; ``SIZES`` must equal the object's). ValueError names an
+    attribute the file and the object do not share (a checkpoint of another version) or a value that is not what the
+    object holds."""
     expected = set(object_state(obj))
     if set(state) != expected:
         raise ValueError(f"the saved {what} does not match this marl_edu's: attributes "
                          f"{sorted(set(state) ^ expected)} differ")
     for name, saved in state.items():
         value = getattr(obj, name)
+        if name in SIZES and _decode(saved) != value:
+            raise ValueError(f"the saved {what}.{name} is {_decode(saved)!r}; this run's is {value!r}")
         if isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
             value.load_state_dict(saved)
         elif isinstance(value, list) and value and isinstance(value[0], (torch.nn.Module, torch.optim.Optimizer)):
@@ -123,7 +161,9 @@ def restore_object(obj, state: dict, what: str) -> None:
         elif isinstance(value, np.random.Generator):
             value.bit_generator.state = saved
         else:
-            setattr(obj, name, _decode_like(saved, value))
+            restored = _decode_like(saved, value)
+            _check_like(restored, value, f"the saved {what}.{name}")
+            setattr(obj, name, restored)
 
 
 class RunCheckpoint:
@@ -195,6 +235,18 @@ def _result_state(result) -> dict:
 
 
 def _restore_result(result, saved: dict) -> None:
+    for name in ("episode_returns", "evaluations", "eval_seconds", "eval_env_steps"):
+        values = np.asarray(saved[name], dtype=np.float64)  # (ValueError for what is not numbers)
+        if not np.isfinite(values).all():
+            raise ValueError(f"the saved {name} hold NaN or infinity")
+    if not len(saved["evaluations"]) == len(saved["eval_seconds"]) == len(saved["eval_env_steps"]):
+        raise ValueError("the saved evaluations, eval_seconds and eval_env_steps differ in length")
+    for name in ("env_steps", "updates"):
+        if type(saved[name]) is not int or saved[name] < 0:
+            raise ValueError(f"the saved {name} is {saved[name]!r}, not a count")
+    for name in ("update_seconds", "elapsed"):
+        if not isinstance(saved[name], float) or not 0 <= saved[name] < float("inf"):
+            raise ValueError(f"the saved {name} is {saved[name]!r}, not a number of seconds")
     result.episode_returns[:] = saved["episode_returns"]
     result.evaluations[:] = [tuple(e) for e in saved["evaluations"]]
     result.eval_seconds[:] = saved["eval_seconds"]
@@ -248,3 +300,20 @@ class StopOnSignal:
             self.checkpoint.request_stop()
             return
         raise KeyboardInterrupt
+
+
+class BeforeTraining:
+    """The command line's SIGINT (Ctrl-C) and SIGTERM handler until the seeds start (then ``StopOnSignal``'s): either
+    stops at once with KeyboardInterrupt, except while ``protect`` (then at ``stop_if_requested``)."""
+
+    def __init__(self):
+        self.signum, self.protect = None, False
+
+    def __call__(self, signum, frame):
+        self.signum = self.signum or signum
+        if not self.protect:
+            raise KeyboardInterrupt
+
+    def stop_if_requested(self) -> None:
+        if self.signum is not None:
+            raise KeyboardInterrupt

@@ -262,5 +262,8 @@ def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: 
         zero_one(batch[key], f"batch['{key}']")
     if not batch["step_mask"].any():
         raise ValueError("batch['step_mask']: expected at least one real step (a 1), got all zeros")
+    if (batch["agent_mask"] > batch["step_mask"].unsqueeze(-1)).any():  # (B, T, N) against (B, T, 1)
+        raise ValueError("batch['agent_mask']: 1 on a padded step (where batch['step_mask'] is 0); an agent can only "
+                         "act on a real step")
     index_range(batch["actions"], n_actions, "batch['actions']")
     return dims

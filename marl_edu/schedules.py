@@ -10,12 +10,13 @@ MADDPG's epsilon, COMA's epsilon and entropy coefficient and continuous MADDPG's
 
 from __future__ import annotations
 
-from marl_edu.validate import non_negative_number
+from marl_edu.validate import finite_number, non_negative_number
 
 
 def linear(start: float, end: float, done: float, duration: float) -> float:
     """The value after ``done`` of ``duration`` (any unit, both >= 0): ``start`` at 0, ``end`` from ``duration`` on,
     a straight line between. A ``duration`` of 0 means no decay phase: ``end`` from the start."""
+    start, end = finite_number(start, "start"), finite_number(end, "end")
     done = non_negative_number(done, "done")
     duration = non_negative_number(duration, "duration")
     if done >= duration:  # the decay is over (or there was none)

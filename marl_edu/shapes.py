@@ -120,7 +120,9 @@ def one_hot(actions: np.ndarray | torch.Tensor, n_actions: int) -> np.ndarray | 
             raise ValueError(f"one_hot: actions must be in [0, {n_actions - 1}], got values from {low} to {high}")
     if isinstance(actions, torch.Tensor):
         return torch.nn.functional.one_hot(actions.long(), int(n_actions)).float()  # (..., A)
-    return np.eye(n_actions, dtype=np.float32)[actions]  # (..., A)
+    out = np.zeros((*actions.shape, n_actions), dtype=np.float32)  # (..., A): no A x A identity for a large A
+    np.put_along_axis(out, actions[..., None].astype(np.int64), 1.0, axis=-1)
+    return out
 
 
 def describe(x: Any, name: str) -> str:

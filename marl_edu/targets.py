@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from marl_edu.shapes import check_shape
-from marl_edu.validate import boolean, finite, unit_interval
+from marl_edu.validate import boolean, finite, unit_interval, zero_one
 
 
 def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.ndarray | torch.Tensor:
@@ -45,6 +45,7 @@ def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.
         raise ValueError(f"rewards: expected (..., N) with a leading axis, such as (K, N) or (B, T, N), got shape "
                          f"{tuple(rewards.shape)}: a single (N,) row is ambiguous")
     check_shape(rewards, (*rewards.shape[:-1], "N"), "rewards", dtype="float")  # (any leading axes: the dtype)
+    finite(rewards, "rewards")
     boolean(team_reward, "team_reward")
     if not team_reward:
         return rewards
@@ -55,13 +56,14 @@ def critic_rewards(rewards: np.ndarray | torch.Tensor, team_reward: bool) -> np.
 
 def _check_alike(spec: tuple, rewards: torch.Tensor, dones: torch.Tensor, values: torch.Tensor,
                  values_name: str) -> dict[str, int]:
-    """A target's three inputs share one shape ``spec`` (rewards and ``values`` float, dones any 0/1 dtype) and hold
-    finite numbers; ValueError naming the first that does not. Returns the sizes by name (``check_shape``'s)."""
+    """A target's three inputs share one shape ``spec`` (rewards and ``values`` float, dones any dtype, each 0 or 1)
+    and hold finite numbers; ValueError naming the first that does not. Returns the sizes by name (``check_shape``'s)."""
     dims = check_shape(rewards, spec, "rewards", dtype="float")
     check_shape(dones, spec, "dones", dims)
     check_shape(values, spec, values_name, dims, dtype="float")
-    for tensor, name in ((rewards, "rewards"), (dones, "dones"), (values, values_name)):
+    for tensor, name in ((rewards, "rewards"), (values, values_name)):
         finite(tensor, name)
+    zero_one(dones, "dones")  # d_t: 1 at a real terminal state, else 0 (0.5 would half-bootstrap)
     return dims
 
 
@@ -116,6 +118,8 @@ def td_lambda_targets(rewards: torch.Tensor, dones: torch.Tensor, next_values: t
         raise ValueError(f"rewards must be a torch.Tensor (..., T), got {type(rewards).__name__}")
     spec = tuple(f"d{k}" for k in range(rewards.dim() - 1)) + ("T",)  # (..., T)
     dims = _check_alike(spec, rewards, dones, next_values, "next_values")
+    if dims["T"] < 1:
+        raise ValueError(f"rewards: expected at least one step, T >= 1, got shape {tuple(rewards.shape)}")
     with torch.no_grad():
         not_done = 1.0 - dones.float()  # (..., T)
         targets = torch.empty_like(rewards)  # (..., T)

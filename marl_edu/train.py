@@ -17,6 +17,17 @@ command line and the benchmarks share) in ``runs``; the command line (``python -
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # python -m marl_edu.train: a Ctrl-C or SIGTERM while the modules load (a few seconds)
+    import signal
+    import sys
+
+    def _starting(signum, frame):  # (cli.main puts its own handlers in place once it starts)
+        print("python -m marl_edu.train: interrupted while starting: nothing was written", file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    for _signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_signum, _starting)
+
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -87,6 +98,7 @@ def greedy_team_return(agent, env_id: str, episodes: int = GREEDY_EPISODES, thre
 
 def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, threads: int | None = None) -> np.ndarray:
     """Team returns of ``n_episodes`` episodes with actions sampled from the actors (no epsilon)."""
+    positive_int(n_episodes, "n_episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
         check_fits(agent, env)
@@ -420,8 +432,6 @@ def train_value_decomposition(env_id: str = "Switch2-v0", episodes: int = 2000,
         _check_update(update)
         config = (config or ValueDecompositionConfig()).validate()
         venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
-        if venv.max_steps is None:
-            raise ValueError(f"{env_id} has no time limit: the episode replay stores whole episodes of at most T steps")
         N, O, A = venv.n_agents, venv.obs_dim, venv.n_actions
         agent = learner(N, O, A, config, seed=seed, device=device)
         replay = EpisodeReplay(config.buffer_episodes, venv.max_steps, N, O, A)

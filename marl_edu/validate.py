@@ -81,6 +81,13 @@ def non_negative_number(value, name: str, at_most: float | None = None):
     return float(value)
 
 
+def finite_number(value, name: str):
+    """A real number, neither NaN nor infinite: a schedule's start or end value, a reward."""
+    if not _is_number(value) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
 def unit_interval(value, name: str):
     """A number in [0, 1]: a discount, a lambda, an epsilon, a soft-update rate, a fraction of training."""
     if not _is_number(value) or not 0 <= value <= 1:

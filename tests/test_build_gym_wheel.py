@@ -174,6 +174,73 @@ def test_fetches_from_pips_index_and_refuses_a_tampered_file(tmp_path, monkeypat
     assert not (tmp_path / "wheelhouse").exists()
 
 
+class _Served(http.server.BaseHTTPRequestHandler):
+    """Serves ``pages``: path -> (content type, body, Content-Length or None for the body's own)."""
+
+    pages: dict = {}
+
+    def do_GET(self):
+        content_type, body, length = self.pages.get(self.path, ("text/plain", b"missing", None))
+        self.send_response(200 if self.path in self.pages else 404)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def serve(monkeypatch):
+    """A local index serving the given pages, PIP_INDEX_URL pointing at it; returns its address."""
+    servers = []
+
+    def start(pages: dict) -> str:
+        handler = type("Handler", (_Served,), {"pages": pages})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        url = f"http://127.0.0.1:{server.server_port}"
+        monkeypatch.setenv("PIP_INDEX_URL", f"{url}/simple")
+        return url
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+JSON = "application/vnd.pypi.simple.v1+json"
+
+
+@pytest.mark.parametrize("page, message", [
+    ((JSON, b"{not json", None), "is not a simple index page (JSONDecodeError"),
+    ((JSON, b'{"name": "gym"}', None), "is not a simple index page (KeyError: 'files')"),
+    (("text/html", b"\xff\xfe<a href='x'>", None), "is not a simple index page (UnicodeDecodeError"),
+    (("text/html", b"<a href=", 5000), "was cut short"),
+])
+def test_a_malformed_index_page_is_one_line(page, message, serve, tmp_path, capsys):
+    serve({"/simple/gym/": page})
+    assert tool.main([str(tmp_path / "wheelhouse")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("build_gym_wheel: "), err
+
+
+def test_only_https_or_localhost_and_a_bounded_download(serve, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PIP_INDEX_URL", "file:///dev/zero")  # (read whole, it used to end in a MemoryError)
+    assert tool.main([str(tmp_path / "wheelhouse")]) == 1
+    assert "the package index must be https (or http to localhost), got file" in capsys.readouterr().err
+    url = serve({"/simple/gym/": ("text/html", b'<a href="http://example.org/gym-0.20.0.tar.gz">x</a>', None)})
+    assert tool.main([str(tmp_path / "wheelhouse")]) == 1  # a link off this machine over plain http
+    assert "http://example.org/gym-0.20.0.tar.gz: the package index must be https" in capsys.readouterr().err
+    serve({"/simple/gym/": ("text/html", b'<a href="../../f/gym-0.20.0.tar.gz">x</a>', None),
+           "/f/gym-0.20.0.tar.gz": ("application/gzip", bytes(3000), None)})
+    monkeypatch.setattr(tool, "MAX_SDIST_BYTES", 2000)
+    assert tool.main([str(tmp_path / "wheelhouse")]) == 1
+    assert "gym-0.20.0.tar.gz at http://127.0.0.1:" in capsys.readouterr().err
+    assert not (tmp_path / "wheelhouse").exists() and url
+
+
 def test_a_missing_release_is_named(tmp_path, capsys):
     assert tool.main([str(tmp_path / "wheelhouse"), "--sdist", str(tmp_path / "nowhere.tar.gz")]) == 1
     assert "nowhere.tar.gz" in capsys.readouterr().err

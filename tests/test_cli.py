@@ -50,7 +50,6 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--entropy", "nan"], "--entropy must be a non-negative number, got nan"),
     (["--algo", "central_v", "--per-agent-reward"], "--per-agent-reward does not apply to central_v"),
     (["--algo", "iac", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and --episodes"),
-    (["--algo", "coma", "--env", "PongDuel-v0"], "coma plays whole episodes and needs an env with a time limit"),
     (["--algo", "coma", "--episodes", "ten"], "argument --episodes: invalid int value: 'ten'"),
     # the continuous learners train on the particle envs, the discrete ones on ma-gym's
     (["--algo", "maddpg", "--env", "simple_spread_v3"],
@@ -120,13 +119,47 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_training(tmp_
 def test_an_output_folder_holding_another_run_needs_overwrite(tmp_path, capsys):
     assert main(["--algo", "iac", "--seeds", "1", "2", "--out", str(tmp_path), *TINY]) == 0
     (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "seed2" / "other_tool.csv").write_text("mine")  # beside the run's files, in its seed folder
+    (tmp_path / "seed7").mkdir()
+    (tmp_path / "seed7" / "ckpt.bin").write_text("mine")  # a seed folder the run never wrote
     err = stopped_in_one_line(["--algo", "iac", "--seeds", "3", "--out", str(tmp_path), *TINY], capsys)
     assert f"--out {tmp_path} holds another run (curve.png); give --overwrite to replace it" in err
     assert main(["--algo", "iac", "--seeds", "3", "--out", str(tmp_path), "--overwrite", *TINY]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["curve.png", "notes.txt", "returns.csv", "runs.json",
-                                                          "seed3"]  # stale seed folders gone, the user's file kept
+    files = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*") if path.is_file())
+    assert files == [".run.lock", "curve.png", "notes.txt", "returns.csv", "runs.json", "seed2/other_tool.csv",
+                     "seed3/greedy.gif", "seed3/policy.pt", "seed7/ckpt.bin"]  # the old run's files gone, no other
     summary = json.loads((tmp_path / "runs.json").read_text())
     assert summary["status"] == "complete" and [row["seed"] for row in summary["seeds"]] == [3]
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_run_and_a_linked_seed_folder_removing_nothing(tmp_path, capsys):
+    (tmp_path / "seed0").mkdir()
+    (tmp_path / "seed0" / "policy.pt").write_text("someone's")
+    (tmp_path / "curve.png").write_text("someone's")
+    err = stopped_in_one_line(["--algo", "iac", "--out", str(tmp_path), "--overwrite", *TINY], capsys)
+    assert "holds curve.png, seed0 but no runs.json: not a run of this command line, so --overwrite removes" in err
+    assert main(["--algo", "iac", "--seeds", "1", "--out", str(tmp_path / "run"), *TINY]) == 0
+    (tmp_path / "run" / "seed0").symlink_to(tmp_path / "seed0")  # the new run's seed folder, a link elsewhere
+    err = stopped_in_one_line(["--algo", "iac", "--out", str(tmp_path / "run"), "--overwrite", *TINY], capsys)
+    assert "run/seed0 is not a plain folder (a file or a symbolic link), as a run's seed folder is; nothing was" in err
+    assert (tmp_path / "seed0" / "policy.pt").read_text() == "someone's" and (tmp_path / "curve.png").exists()
+    assert (tmp_path / "run" / "seed1" / "policy.pt").exists()  # the old run's files too: nothing was removed
+
+
+def test_a_second_run_or_resume_on_a_folder_in_use_is_refused(tmp_path, capsys):
+    from marl_edu.run_folder import lock
+    held = lock(tmp_path)  # as a run in progress holds it, in another process
+    err = stopped_in_one_line(["--algo", "iac", "--out", str(tmp_path), *TINY], capsys)
+    assert f"--out {tmp_path} is in use by another run that has not ended; wait for it, or choose" in err
+    err = stopped_in_one_line(["--algo", "iac", "--out", str(tmp_path), "--overwrite", *TINY], capsys)
+    assert "is in use by another run" in err
+    held.close()
+    assert main(["--algo", "iac", "--out", str(tmp_path), *TINY]) == 0  # free again once the run has ended
+    summary = json.loads((tmp_path / "runs.json").read_text())
+    (tmp_path / "runs.json").write_text(json.dumps({**summary, "status": "interrupted"}))  # as if stopped: resumable
+    held = lock(tmp_path)
+    assert "is in use by another run" in stopped_in_one_line(["--resume", str(tmp_path)], capsys)
+    held.close()
 
 
 def test_help_explains_every_option(capsys):
@@ -235,6 +268,17 @@ def test_ctrl_c_saves_the_run_and_resume_finishes_it_to_the_same_bytes(algo, ext
     assert not list((tmp_path / "cut").rglob("*.tmp")) and not list((tmp_path / "cut").rglob(".probe*"))
 
 
+def test_resume_sweeps_what_a_kill_after_a_seeds_record_left_and_draws_the_curve(tmp_path):
+    assert main(["--algo", "iac", "--seeds", "0", "1", "--out", str(tmp_path), *TINY]) == 0
+    summary = json.loads((tmp_path / "runs.json").read_text())
+    (tmp_path / "runs.json").write_text(json.dumps({**summary, "status": "running"}))  # killed before "complete"
+    (tmp_path / "seed1" / "run.pt").write_bytes(b"stale")  # ... and before the finished seed's run.pt was removed
+    (tmp_path / "curve.png").unlink()
+    assert main(["--resume", str(tmp_path)]) == 0
+    assert not (tmp_path / "seed1" / "run.pt").exists() and (tmp_path / "curve.png").stat().st_size > 0
+    assert json.loads((tmp_path / "runs.json").read_text())["status"] == "complete"
+
+
 def test_resume_refuses_other_options_and_folders_without_a_run(tmp_path, capsys):
     assert "--resume takes the run's own arguments from its runs.json; got also --seeds" in stopped_in_one_line(
         ["--resume", str(tmp_path), "--seeds", "3"], capsys)
@@ -243,6 +287,10 @@ def test_resume_refuses_other_options_and_folders_without_a_run(tmp_path, capsys
     assert main(["--algo", "iac", "--out", str(tmp_path / "done"), *TINY]) == 0
     assert "that run is complete; nothing to continue" in stopped_in_one_line(
         ["--resume", str(tmp_path / "done")], capsys)
+    summary = json.loads((tmp_path / "done" / "runs.json").read_text())
+    (tmp_path / "done" / "runs.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    assert "the run trains with --threads 1, and torch's sums depend on the thread count, so --threads 2 would" in \
+        stopped_in_one_line(["--resume", str(tmp_path / "done"), "--threads", "2"], capsys)
 
 
 def test_a_real_ctrl_c_exits_130_in_one_line(tmp_path):
@@ -341,6 +389,44 @@ def test_sigterm_stops_like_ctrl_c_with_status_143(tmp_path, capsys, monkeypatch
     signal_inside(monkeypatch, RunCheckpoint, "save", signum=signal.SIGTERM)
     assert main(["--algo", "coma", "--out", str(tmp_path), *TINY]) == 143
     assert capsys.readouterr().err.startswith("interrupted: no seed finished; seed 0 saved after 4 episodes")
+
+
+@pytest.mark.parametrize("signame, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_before_training_stops_in_one_line(signame, status, tmp_path, capsys, monkeypatch):
+    import signal
+
+    import marl_edu.cli as cli
+
+    signum = getattr(signal, signame)
+    signal_inside(monkeypatch, cli, "open_folder", signum=signum)  # while the arguments are checked
+    assert main(["--algo", "iac", "--out", str(tmp_path / "a"), *TINY]) == status
+    assert capsys.readouterr().err == "interrupted before training started: nothing was written\n"
+    assert not (tmp_path / "a" / "runs.json").exists()
+    monkeypatch.undo()
+    signal_inside(monkeypatch, cli, "_print_start", signum=signum)  # the run's folder holds its runs.json by now
+    assert main(["--algo", "iac", "--out", str(tmp_path / "b"), *TINY]) == status
+    err = capsys.readouterr().err
+    assert err == f"interrupted before training started; start it with python -m marl_edu.train --resume " \
+                  f"{tmp_path / 'b'}\n"
+    assert json.loads((tmp_path / "b" / "runs.json").read_text())["status"] == "interrupted"
+    monkeypatch.undo()
+    assert main(["--resume", str(tmp_path / "b")]) == 0  # and it does
+
+
+@pytest.mark.parametrize("signame, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_while_the_command_line_starts_is_one_line(signame, status, tmp_path):
+    import signal
+    import time
+
+    child = subprocess.Popen([sys.executable, "-m", "marl_edu.train", "--algo", "coma", "--no-progress", "--out",
+                              str(tmp_path / "run")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)  # (torch and the course's modules take seconds to load)
+    child.send_signal(getattr(signal, signame))
+    stdout, stderr = child.communicate(timeout=60)
+    assert child.returncode == status, stderr
+    assert stderr.count("\n") == 1 and stderr.startswith(("python -m marl_edu.train: interrupted while starting",
+                                                          "interrupted before training started",
+                                                          "interrupted: no seed finished")), stderr
 
 
 def test_resume_refuses_a_saved_seed_of_another_run_in_one_line(tmp_path, capsys, monkeypatch):

@@ -146,6 +146,24 @@ def test_unknown_id_lists_close_matches():
         make_env("Switch2-v0", seed=True)
 
 
+def test_an_env_without_a_time_limit_gets_the_courses_and_its_episodes_end_truncated():
+    from marl_edu.envs import DEFAULT_MAX_STEPS
+    from marl_edu.rollout import run_episode
+
+    env = make_env("PongDuel-v0")  # ma-gym's only env with no time limit: two paddles that never miss play forever
+    assert env.time_limit_added and env.max_steps == DEFAULT_MAX_STEPS == 1000
+    assert "max_steps=1000 (the course's: the env has no time limit)" in repr(env)
+    assert not make_env("Switch2-v0").time_limit_added and make_env("Switch2-v0").max_steps == 50
+    env.max_steps = 3  # (a short cap, to reach it in a few steps; a random point takes longer than that)
+    episode = run_episode(env, lambda obs: np.zeros(2, dtype=np.int64))
+    assert episode.length == 3 and episode.dones[-1].all() and not episode.dones[:-1].any()
+    assert episode.truncated[-1].all() and not episode.terminated.any()  # cut off by the limit: bootstrapped
+    env.max_steps = DEFAULT_MAX_STEPS
+    rng = np.random.default_rng(0)
+    episode = run_episode(env, lambda obs: rng.integers(0, 3, size=2))
+    assert episode.length < DEFAULT_MAX_STEPS and episode.terminated[-1].all()  # a missed ball: PongDuel's own end
+
+
 @pytest.mark.parametrize("env_id", ["Switch4-v0", "Switch2-v2", "PredatorPrey5x5-v0", "Checkers-v0", "Combat-v0"])
 def test_other_native_ids_speak_the_same_shapes(env_id):
     env = make_env(env_id, seed=1)

@@ -298,7 +298,104 @@ def test_a_crafted_policy_file_is_refused_in_a_second_or_plays(kind, draw, polic
     assert all(torch_.isfinite(weights).all() for weights in agent.actor.parameters())
 
 
+def boundary_cases():
+    """The library boundaries issue 32 found open, each a call that must be a ValueError naming the argument: sizes
+    that would allocate terabytes or an A x A identity, empty axes, non-finite or out-of-range values that used to be
+    taken silently, wrong kinds of argument. ``(name, call, message)``."""
+    from marl_edu.buffers import EpisodeReplay
+    from marl_edu.checkpoints import load_policy
+    from marl_edu.envs import make_vec_env
+    from marl_edu.learners import check_fits
+    from marl_edu.maddpg import MADDPG
+    from marl_edu.schedules import linear
+    from marl_edu.train import sampled_returns
+
+    zeros, nan = torch.zeros, float("nan")
+    batch = lambda **change: {**_episode_batch(), **change}  # noqa: E731
+    return [
+        ("ReplayBuffer(10**12)", lambda: ReplayBuffer(10**12, 2, 3, 4), "capacity must be a positive int at most"),
+        ("ReplayBuffer(10**7) of 64 agents", lambda: ReplayBuffer(10**7, 64, 2000, 4), "would take 9,551.0 GiB"),
+        ("EpisodeReplay(10**6)", lambda: EpisodeReplay(10**6, 1000, 2, 30, 5), "would take 261.0 GiB"),
+        ("ReplayBuffer.add of text", lambda: ReplayBuffer(4, 1, 1, 1).add(np.array([["a"]]), np.zeros((1, 1)),
+                                                                           np.zeros(1), np.zeros((1, 1)),
+                                                                           np.zeros(1)), "obs"),
+        ("make_vec_env(10**9)", lambda: make_vec_env("Switch2-v0", 10**9), "n_envs must be a positive int at most"),
+        ("make_vec_env(10**9), ma-gym", lambda: make_vec_env("Switch2-v0", 10**9, backend="ma-gym"), "n_envs must"),
+        ("td_lambda_targets with T = 0", lambda: td_lambda_targets(zeros(2, 0), zeros(2, 0), zeros(2, 0), 0.9, 0.5),
+         r"expected at least one step, T >= 1, got shape \(2, 0\)"),
+        ("td_lambda_targets dones 0.5", lambda: td_lambda_targets(zeros(2, 3), torch.full((2, 3), 0.5), zeros(2, 3),
+                                                                 0.9, 0.5), "dones must be 0 or 1 in every entry"),
+        ("td_target dones 7", lambda: td_target(zeros(4), torch.full((4,), 7.0), zeros(4), 0.9), "dones must be 0 or 1"),
+        ("td_target dones -1", lambda: td_target(zeros(4), torch.full((4,), -1.0), zeros(4), 0.9), "dones must be 0"),
+        ("critic_rewards NaN", lambda: critic_rewards(np.full((2, 2), nan, np.float32), True), "rewards must be finite"),
+        ("gumbel_softmax A = 0", lambda: gumbel_softmax(zeros(3, 0)), "expected at least one action, A >= 1"),
+        ("gumbel_softmax NaN logits", lambda: gumbel_softmax(torch.full((3, 2), nan)), "logits must be finite"),
+        ("gumbel_softmax -inf row", lambda: gumbel_softmax(torch.tensor([[0.0, 1.0], [-math.inf, -math.inf]])),
+         "logits must be finite"),
+        ("gumbel_softmax temperature 1e-40", lambda: gumbel_softmax(zeros(3, 2), 1e-40),
+         "temperature must be at least 0.001"),
+        ("build_critic_input with action 2.0", lambda: build_critic_input(zeros(2, 3), zeros(2, 2, 3),
+                                                                           torch.full((2, 2, 4), 2.0)),
+         "actions_onehot must be 0 or 1"),
+        ("build_critic_input two 1s per agent", lambda: build_critic_input(zeros(2, 3), zeros(2, 2, 3),
+                                                                            torch.ones(2, 2, 4)),
+         "expected one 1 per agent"),
+        ("linear(nan, ...)", lambda: linear(nan, 0.0, 1, 2), "start must be a finite number, got nan"),
+        ("linear(..., inf, ...)", lambda: linear(1.0, math.inf, 1, 2), "end must be a finite number, got inf"),
+        ("load_policy(None)", lambda: load_policy(None), "path must be a policy file's path"),
+        ("check_fits with an int", lambda: check_fits(MADDPG(2, 3, 5), 5), r"check_fits\(agent, env\) takes"),
+        ("check_fits with an env id that differs", lambda: check_fits(MADDPG(2, 3, 5), "Switch2-v0"),
+         r"the policy does not fit Switch2-v0 \(O differs\)"),
+        ("sampled_returns(n_episodes=0)", lambda: sampled_returns(MADDPG(2, 3, 5), "Switch2-v2", n_episodes=0),
+         "n_episodes must be a positive int, got 0"),
+        ("one_hot of 10**6 actions, numpy", lambda: _one_hot_is_small(), "not raised: see _one_hot_is_small"),
+        ("ensemble act with sub-policy 7", lambda: _ensemble_act(7), r"subpolicies must be in \[0, 2\]"),
+        ("ensemble act with sub-policy -1", lambda: _ensemble_act(-1), r"subpolicies must be in \[0, 2\]"),
+        ("episode batch with an agent on a padded step", lambda: _check(batch(agent_mask=torch.ones(1, 3, 2))),
+         "batch\\['agent_mask'\\]: 1 on a padded step"),
+    ]
+
+
+def _one_hot_is_small():
+    """one_hot of one action among 10**6 (numpy) is a (1, 10**6) row, not an index into a 10**6 x 10**6 identity
+    (4 TB): it returns at once, and the case's ValueError is raised here only once it did."""
+    row = one_hot(np.array([3]), 10**6)
+    assert row.shape == (1, 10**6) and row.sum() == 1.0 and row[0, 3] == 1.0
+    raise ValueError("not raised: see _one_hot_is_small")
+
+
+def _ensemble_act(m: int):
+    from marl_edu.ensembles import EnsembleMADDPG
+
+    agent = EnsembleMADDPG(3, 18, 2)  # simple_spread_v3's sizes, M = 3 sub-policies
+    return agent.act(np.zeros((1, 3, 18), np.float32), 0.0, np.full((1, 3), m))
+
+
+def _episode_batch() -> dict:
+    """One replayed episode of 2 steps of 2 agents, padded to T = 3 (step 3 is padding)."""
+    return {"obs": torch.zeros(1, 4, 2, 3), "actions": torch.zeros(1, 4, 2, dtype=torch.int64),
+            "rewards": torch.zeros(1, 3, 2), "dones": torch.tensor([[0.0, 1.0, 1.0]]),
+            "step_mask": torch.tensor([[1.0, 1.0, 0.0]]), "agent_mask": torch.tensor([[[1.0, 1.0]] * 2 + [[0.0, 0.0]]])}
+
+
+def _check(batch):
+    from marl_edu.rollout import check_episode_batch
+
+    return check_episode_batch(batch, 2, 3, 5, behaviour=False)
+
+
+def test_the_episode_batch_of_the_boundary_cases_is_valid_before_it_is_broken():
+    assert _check(_episode_batch())["T"] == 3
+
+
+@pytest.mark.parametrize("name, call, message", boundary_cases(), ids=[case[0] for case in boundary_cases()])
+def test_a_bad_call_at_a_library_boundary_is_a_value_error_naming_the_argument(name, call, message):
+    with pytest.raises(ValueError, match=message) as error:
+        call()
+    assert "\n" not in str(error.value)
+
+
 if __name__ == "__main__":  # the tally: how many bad inputs each family tries
     print(f"command lines: {len(cli_cases())}, config values: {len(config_cases())}, function arguments: "
           f"{len(function_cases())}, damaged policy files: {len(damaged_files())}, crafted policy files: "
-          f"{len(crafted_files())}")
+          f"{len(crafted_files())}, library boundaries: {len(boundary_cases())}")

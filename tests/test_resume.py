@@ -105,6 +105,40 @@ def test_a_state_from_another_loop_is_refused(tmp_path):
         train_maddpg("Switch2-v2", 16, SMALL_MADDPG, progress=False, checkpoint=RunCheckpoint(path, resume=state))
 
 
+def _tamper(state: dict, where: str, value) -> None:
+    """Set the saved value at ``where`` ("parts.agent.n_agents", "result.episode_returns.0") to ``value``."""
+    *path, last = where.split(".")
+    for key in path:
+        state = state[int(key)] if isinstance(state, list) else state[key]
+    state[int(last) if isinstance(state, list) else last] = value
+
+
+@pytest.mark.parametrize("where, value, message", [
+    ("parts.agent.n_agents", 3, "the saved agent.n_agents is 3; this run's is 2"),
+    ("parts.venv.n_envs", 8, "the saved venv.n_envs is 8; this run's is 4"),
+    ("parts.venv.clock", True, "the saved venv.clock is True; this run's is False"),
+    ("parts.venv._pos", torch.zeros(4, 3, dtype=torch.int64), r"venv._pos: expected a int64 array of shape \(4, 2\)"),
+    ("parts.venv._pos", torch.zeros(4, 2), r"venv._pos: expected a int64 array of shape \(4, 2\), got float32"),
+    ("parts.venv._returns", torch.full((4,), float("nan"), dtype=torch.float64), "venv._returns: holds NaN"),
+    ("parts.loop.next_eval", "16", "loop.next_eval: expected a number, got str"),
+    ("parts.loop.next_eval", float("inf"), "loop.next_eval: is inf"),
+    ("result.episode_returns.0", float("nan"), "the saved episode_returns hold NaN or infinity"),
+    ("result.updates", -4, "the saved updates is -4, not a count"),
+    ("result.env_steps", 1.5, "the saved env_steps is 1.5, not a count"),
+    ("result.eval_seconds", [], "evaluations, eval_seconds and eval_env_steps differ in length"),
+])
+def test_a_tampered_state_is_refused_with_the_field_named(where, value, message, tmp_path):
+    path = tmp_path / "run.pt"
+    kwargs = dict(env_id="Switch2-v0", episodes=32, config=SMALL_COMA, eval_every=8, seed=2, progress=False)
+    with pytest.raises(TrainingInterrupted):
+        train_coma(**kwargs, checkpoint=StopAt(path, 12))
+    state = load_run_state(path)[1]
+    _tamper(state, where, value)
+    with pytest.raises(ValueError, match=message) as refused:
+        train_coma(**kwargs, checkpoint=RunCheckpoint(path, resume=state))
+    assert "cannot be resumed here" in str(refused.value) and "\n" not in str(refused.value)
+
+
 def test_resuming_needs_the_batched_switch():
     with pytest.raises(ValueError, match="cannot be checkpointed or resumed"):
         train_coma("Switch2-v0", 8, SMALL_COMA, progress=False, env_backend="ma-gym",

@@ -159,6 +159,7 @@ def test_episode_replay_pads_stores_and_samples_whole_episodes():
     replay = EpisodeReplay(capacity=3, max_steps=5, n_agents=2, obs_dim=2, n_actions=5)
     batch = episode_batch(B=2, T=3)
     batch["step_mask"][1, 2] = 0.0  # episode 1 ended after 2 steps: its step 2 is padding
+    batch["agent_mask"][1, 2] = 0.0  # (no agent acts on padding)
     batch["dones"][1, 1:] = 1.0
     replay.add(batch)
     assert len(replay) == 2 and replay.lengths[:2].tolist() == [3, 2]

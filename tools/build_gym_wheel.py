@@ -23,6 +23,7 @@ import argparse
 import base64
 import fnmatch
 import hashlib
+import http.client
 import io
 import json
 import os
@@ -78,27 +79,57 @@ def index_url() -> str:
     return PyPI.simple_url
 
 
+MAX_INDEX_BYTES = 10 * 2**20  # the index's page for gym (PyPI's: about 100 KB)
+MAX_SDIST_BYTES = 50 * 2**20  # gym-0.20.0.tar.gz is 1.6 MB
+
+
+def check_url(url: str) -> str:
+    """Only https, or http to this machine (a local mirror, the tests' index): never file:, ftp: or plain http
+    across a network."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")):
+        return url
+    raise BuildError(f"{url[:200]}: the package index must be https (or http to localhost), got "
+                     f"{parts.scheme or 'no scheme'}")
+
+
+def read_bounded(url: str, limit: int, what: str, timeout: float, headers: dict | None = None) -> tuple[bytes, str]:
+    """GET ``url`` (``check_url``'s) and read at most ``limit`` bytes: ``(body, content type)``. BuildError for a
+    larger body or one cut short."""
+    request = urllib.request.Request(check_url(url), headers=headers or {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body = response.read(limit + 1)
+        content_type = response.headers.get("Content-Type", "")
+        expected = response.headers.get("Content-Length")
+    if len(body) > limit:
+        raise BuildError(f"{what} at {url[:200]} is larger than {limit:,} bytes: not what the package index serves")
+    if expected is not None and expected.isdigit() and int(expected) != len(body):
+        raise BuildError(f"{what} at {url[:200]} was cut short: {len(body)} of {expected} bytes")
+    return body, content_type
+
+
 def sdist_url(index: str) -> str:
     """The download address of gym-0.20.0.tar.gz on a PEP 503/691 simple index."""
     page_url = index.rstrip("/") + f"/{NAME}/"
-    request = urllib.request.Request(page_url, headers={
-        "Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        body = response.read().decode()
-        if "json" in response.headers.get("Content-Type", ""):
-            links = [f["url"] for f in json.loads(body)["files"] if f["filename"] == SDIST]
+    body, content_type = read_bounded(page_url, MAX_INDEX_BYTES, "the index page", 60,
+                                      {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
+    try:
+        text = body.decode()
+        if "json" in content_type:
+            links = [f["url"] for f in json.loads(text)["files"] if f["filename"] == SDIST]
         else:
-            links = [href for href in re.findall(r'href="([^"]+)"', body)
+            links = [href for href in re.findall(r'href="([^"]+)"', text)
                      if urllib.parse.urlsplit(href).path.endswith("/" + SDIST)]
+    except (ValueError, KeyError, TypeError) as error:  # (UnicodeDecodeError and JSON's errors are ValueErrors)
+        raise BuildError(f"the package index page {page_url} is not a simple index page ({type(error).__name__}: "
+                         f"{str(error).splitlines()[0][:120] if str(error) else 'no detail'})") from None
     if not links:
         raise BuildError(f"{SDIST} is not listed on the package index {page_url}")
-    return urllib.parse.urljoin(page_url, links[0])
+    return check_url(urllib.parse.urljoin(page_url, links[0]))
 
 
 def fetch_sdist() -> bytes:
-    url = sdist_url(index_url())
-    with urllib.request.urlopen(url, timeout=300) as response:
-        return response.read()
+    return read_bounded(sdist_url(index_url()), MAX_SDIST_BYTES, SDIST, 300)[0]
 
 
 def check_sdist(data: bytes) -> None:
@@ -224,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         wheel = build(args.dest_dir, args.sdist)
-    except (BuildError, OSError) as error:  # urllib's errors are OSErrors
+    except (BuildError, OSError, http.client.HTTPException) as error:  # (urllib's errors are OSErrors)
         print(f"build_gym_wheel: {error}", file=sys.stderr)
         return 1
     print(f"built {wheel}")
