@@ -42,6 +42,14 @@ def call(fn: Callable, *args):
         return None, f"your function raised {type(error).__name__}: {error}"
 
 
+def _close(expected: float, got: float) -> str:
+    """"expected E, got G" with enough digits to tell them apart (-0.3460 and -0.3460 would read as the same)."""
+    digits = 4
+    while digits < 10 and f"{expected:.{digits}f}" == f"{got:.{digits}f}":
+        digits += 1
+    return f"{expected:.{digits}f}, got {got:.{digits}f}"
+
+
 def _run_case(fn: Callable, case: str, *args) -> torch.Tensor | None:
     """The learner's output on one case, or None after printing why there is none to compare."""
     out, error = call(fn, *args)
@@ -231,6 +239,11 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
         started_at_zero[..., -1] *= 1.0 - lam
         swapped = td_lambda_targets(rewards, dones, next_values, gamma, 1.0 - lam)
         no_mask = td_lambda_targets(rewards, torch.zeros(shape), next_values, gamma, lam)
+        mask_on_q_only, g_next = torch.empty_like(rewards), next_values[..., -1]  # (1 - d) on (1 - lam) Q' alone
+        for t in reversed(range(shape[-1])):
+            mask_on_q_only[..., t] = rewards[..., t] + gamma * (
+                (1.0 - dones[..., t]) * (1.0 - lam) * next_values[..., t] + lam * g_next)
+            g_next = mask_on_q_only[..., t]
         hint = named_mistake(out, [
             (td_lambda_targets(rewards, dones, no_bootstrap, gamma, lam),
              "the last step must bootstrap from Q'(s_T, a_T) = next_values[..., -1]: an episode cut by the time "
@@ -241,6 +254,9 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
             (swapped, "lam and (1 - lam) are swapped: (1 - lam) weighs Q'(s_{t+1}, a_{t+1}) = next_values[..., t], "
                       "lam weighs y_{t+1}."),
             (no_mask, "you bootstrap past terminal steps: multiply the bracket by gamma * (1 - d_t)."),
+            (mask_on_q_only, "(1 - d_t) multiplies the whole bracket, lam y_{t+1} too: on (1 - lam) Q'(s_{t+1}, "
+                             "a_{t+1}) alone, a terminal step still passes lam y_{t+1} on, and what follows the end "
+                             "(padding, or the next episode) leaks into its target."),
         ], "go backwards from t = T-1; keep y_{t+1} from the previous iteration.")
         values_differ(case, expected, out, hint, shown=5)
         return
@@ -319,7 +335,7 @@ def check_continuous_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
                 (from_batch, "this is the critic's value of the batch's actions: agent i's action must be "
                              "recomputed by its actor, a_i = tanh(actor(obs[:, i])), or no gradient reaches it."),
             ], "loss = -critic(flatten_for_critic(obs, actions with actions[:, i] = tanh(actor(obs[:, i])))).mean()")
-            print(f"FAILED on {case}: expected {expected.item():.4f}, got {out.item():.4f}.\nHint: {hint}")
+            print(f"FAILED on {case}: expected {_close(expected.item(), out.item())}.\nHint: {hint}")
             return
         grads = (torch.autograd.grad(out, list(agent.actors[i].parameters()), allow_unused=True)
                  if out.requires_grad else [None])
@@ -382,7 +398,7 @@ def check_approximation_loss(fn: Callable[..., torch.Tensor]) -> None:
                                                              "divided by the variance."),
             ], "loss = -(sum over A of [-z^2/2 - log_std - log(2 pi)/2]).mean() - entropy_coef * "
                "sum over A of [log_std + log(2 pi e)/2], with z = (actions - mean) / exp(log_std)")
-            print(f"FAILED on {case}: expected {expected.item():.4f}, got {out.item():.4f}.\nHint: {hint}")
+            print(f"FAILED on {case}: expected {_close(expected.item(), out.item())}.\nHint: {hint}")
             return
         grads = torch.autograd.grad(out, [mean, log_std], allow_unused=True) if out.requires_grad else [None, None]
         for grad, wanted, name in zip(grads, expected_grads, ("mean", "log_std")):

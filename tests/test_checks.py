@@ -121,6 +121,18 @@ def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
     out = capsys.readouterr().out
     assert out.startswith("FAILED on shape=(6,)") and "started from y_T = 0" in out  # the time-limit case
 
+    def mask_on_q_only(rewards, dones, next_values, gamma, lam):  # (1 - d) on the bootstrap term alone
+        import torch
+
+        targets, g_next = torch.zeros_like(rewards), next_values[..., -1]
+        for t in reversed(range(rewards.shape[-1])):
+            g_next = targets[..., t] = rewards[..., t] + gamma * (
+                (1 - dones[..., t]) * (1 - lam) * next_values[..., t] + lam * g_next)
+        return targets
+
+    check_td_lambda_targets(mask_on_q_only)
+    assert "(1 - d_t) multiplies the whole bracket, lam y_{t+1} too" in capsys.readouterr().out
+
     def stub(rewards, dones, next_values, gamma, lam):
         raise NotImplementedError
 
@@ -429,3 +441,10 @@ def test_qmix_mixer_check_leaves_the_callers_random_state_alone(capsys):
     torch.manual_seed(5)
     _mixer_verdict(_mixer(), capsys)
     assert torch.equal(torch.rand(2), expected)
+
+
+def test_a_failed_value_is_printed_with_the_digits_that_tell_it_from_the_expected_one():
+    from marl_edu.checks import _close
+
+    assert _close(1.0, 2.0) == "1.0000, got 2.0000"
+    assert _close(-0.34601, -0.34598) == "-0.34601, got -0.34598"  # at 4 places both read -0.3460

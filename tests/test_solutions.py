@@ -214,4 +214,11 @@ def test_no_notebook_carries_a_reference_answer_or_prints_a_solution(path):
                 f"{path.name} cell {index} defines {node.name}: the answer belongs in marl_edu.solutions"
             assert not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "show_solution"), \
                 f"{path.name} cell {index} calls show_solution: the committed notebook must not print a solution"
+            # the answers themselves are never imported where the learner reads: one inspect from every answer
+            # (show_solution, the last resort on request, is; the capstones' staged hints are to replace it, issue 31)
+            answers = (isinstance(node, ast.Import) and any("solutions" in alias.name for alias in node.names)) or (
+                isinstance(node, ast.ImportFrom) and (
+                    ("solutions" in (node.module or "") and any(a.name != "show_solution" for a in node.names))
+                    or any(alias.name == "solutions" for alias in node.names)))
+            assert not answers, f"{path.name} cell {index} imports an answer from marl_edu.solutions"
         assert "delete this line to check your own" not in "".join(cell["source"])
