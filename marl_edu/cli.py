@@ -392,6 +392,7 @@ def _open_run(plan: _Plan, argv: list[str]) -> RunLog:
         run_log.write("running")
         return run_log
     remove_run(plan.out, plan.removals)
+    remove_temporaries(plan.out)  # a run killed before its first runs.json, started again: its half-written files
     header = {"command": "python -m marl_edu.train " + shlex.join(argv), "argv": argv, "algo": plan.args.algo,
               "env": plan.env_id, "episodes": plan.episodes, "optimal": plan.optimum}
     if plan.continuous:  # what each row's final score is: evaluate_particle over these episodes, no noise
@@ -423,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
         before.stop_if_requested()
         _print_start(plan, run_log)
         return _train_seeds(plan, run_log)
+    except OSError as error:  # a full disk or a folder gone read-only while the run's first files were written
+        print(f"python -m marl_edu.train: error: {_one_line(error)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         if run_log is None:
             print("interrupted before training started: nothing was written", file=sys.stderr)

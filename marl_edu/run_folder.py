@@ -173,7 +173,10 @@ class RunLog:
                     ylabel)
 
     def write(self, status: str, in_progress: dict | None = None) -> None:
-        """``returns.csv`` and ``runs.json`` as they stand, with the run's ``status`` and the seed ``in_progress``."""
-        atomic_write_text(self.out / "returns.csv", "\n".join(["seed,episode,team_return", *self.returns]) + "\n")
+        """``returns.csv`` (once a seed has finished) and ``runs.json`` as they stand, with the run's ``status`` and the
+        seed ``in_progress``. ``runs.json`` comes last, and is the run's first file: a kill at any point leaves either
+        no run (started again as new) or one ``--resume`` continues."""
+        if self.rows:
+            atomic_write_text(self.out / "returns.csv", "\n".join(["seed,episode,team_return", *self.returns]) + "\n")
         summary = {**self.header, "status": status, "in_progress": in_progress, "seeds": self.rows}
         atomic_write_text(self.out / "runs.json", json.dumps(summary, indent=1) + "\n")

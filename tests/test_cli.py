@@ -3,6 +3,7 @@ its outputs; Ctrl-C and --resume; --replay plays a saved policy. (The per-seed r
 tested in test_runs.)"""
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -427,6 +428,78 @@ def test_a_signal_while_the_command_line_starts_is_one_line(signame, status, tmp
     assert stderr.count("\n") == 1 and stderr.startswith(("python -m marl_edu.train: interrupted while starting",
                                                           "interrupted before training started",
                                                           "interrupted: no seed finished")), stderr
+
+
+def test_a_full_disk_when_the_run_starts_or_resumes_is_one_line(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import marl_edu.files as files
+
+    assert main(["--algo", "iac", "--out", str(tmp_path / "done"), *TINY]) == 0
+    summary = json.loads((tmp_path / "done" / "runs.json").read_text())
+    (tmp_path / "done" / "runs.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+
+    def full(path, write):
+        raise files._write_error(path, OSError(errno.ENOSPC, "No space left on device"))
+
+    monkeypatch.setattr(files, "atomic_write", full)
+    for argv in (["--algo", "iac", "--out", str(tmp_path / "new"), *TINY], ["--resume", str(tmp_path / "done")]):
+        capsys.readouterr()
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "error: could not write" in err and "No space left on device" in err, err
+
+
+class _Killed(BaseException):
+    """A kill: not an Exception, so no handler of the command line's runs (a real SIGKILL runs none either)."""
+
+
+def kill_at_write(monkeypatch, k: int) -> list:
+    """Kill the run at its ``k``-th file write (1 = the first), as a SIGKILL would: the files written before are on
+    disk, this one is not, and a half-written temporary of it stays beside it. Returns the written paths."""
+    import marl_edu.checkpoints
+    import marl_edu.files
+    import marl_edu.runs
+    import marl_edu.viz
+
+    writes, original = [], marl_edu.files.atomic_write
+
+    def write(path, writer):
+        writes.append(pathlib.Path(path))
+        if len(writes) == k:
+            (pathlib.Path(path).parent / f".{pathlib.Path(path).name}.k1ll3d.tmp").write_bytes(b"half")
+            raise _Killed
+        return original(path, writer)
+
+    for module in (marl_edu.files, marl_edu.checkpoints, marl_edu.runs, marl_edu.viz):
+        monkeypatch.setattr(module, "atomic_write", write)
+    return writes
+
+
+def test_a_kill_at_every_file_write_resumes_to_the_same_files_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    argv = ["--algo", "iac", "--seeds", "0", "1", *TINY]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    writes = kill_at_write(monkeypatch, 0)  # (k = 0: counts the writes of a whole run, kills none)
+    assert main([*argv, "--out", str(tmp_path / "count")]) == 0
+    monkeypatch.undo()
+    n_writes = len(writes)
+    # runs.json at the start (1); per seed policy.pt, greedy.gif, curve.png, returns.csv and runs.json (2 x 5);
+    # returns.csv and runs.json at the end (2): 1 + 10 + 2 = 13
+    assert n_writes == 13
+    for k in range(1, n_writes + 1):
+        out = tmp_path / f"killed{k}"
+        kill_at_write(monkeypatch, k)
+        with pytest.raises(_Killed):
+            main([*argv, "--out", str(out)])
+        monkeypatch.undo()
+        if not (out / "runs.json").exists():  # killed before the run's first record: nothing to resume, start again
+            assert main([*argv, "--out", str(out)]) == 0, k
+        else:
+            assert main(["--resume", str(out)]) == 0, k
+        assert json.loads((out / "runs.json").read_text())["status"] == "complete", k
+        assert not list(out.rglob("*.tmp")) and not list(out.rglob("run.pt")), k
+        for name in ("seed0/policy.pt", "seed1/policy.pt", "returns.csv", "curve.png"):
+            assert (out / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), (k, name)
 
 
 def test_resume_refuses_a_saved_seed_of_another_run_in_one_line(tmp_path, capsys, monkeypatch):

@@ -177,10 +177,11 @@ def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_and_the
     # make test leaves the file make test-ray runs whole to it
     assert tests[0] == ("--no-print-directory test PYTHON=python3.11 VENV=.venv-3.11 "
                         "PYTEST_ARGS=--ignore=tests/test_compare_runners.py")
-    rest = smoke | {"--no-print-directory test-ray VENV=.venv-3.13",
-                    "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"}
-    assert set(tests[1:5]) == rest  # together, after make test: all four start before any ends
-    assert {call.removeprefix("finished ") for call in tests[5:9]} == rest and len(tests) == 9
+    together = smoke | {"--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"}
+    assert set(tests[1:4]) == together  # after make test: the three start before any ends
+    assert {call.removeprefix("finished ") for call in tests[4:7]} == together
+    assert tests[7:] == ["--no-print-directory test-ray VENV=.venv-3.13",  # then Ray alone
+                         "finished --no-print-directory test-ray VENV=.venv-3.13"]
     assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(tests[1])
     assert {call.split()[2] for call in calls if call.split()[1] == "setup"} == {
         "PYTHON=python3.11", "PYTHON=python3.12", "PYTHON=python3.13"}
@@ -188,8 +189,8 @@ def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_and_the
     assert [line.split(" passed in ")[0].strip() for line in summary] == [
         "Python 3.11: make setup", "Python 3.11: make test (--ignore=tests/test_compare_runners.py)",
         "Python 3.13: make setup", "Python 3.12: make setup", "Python 3.13: make setup-extras (ray, playwright)",
-        "Python 3.13: make test-smoke", "Python 3.12: make test-smoke", "Ray runner (Python 3.13): make test-ray",
-        "browser tests (Python 3.13): make test-browser (-m ci)"]
+        "Python 3.13: make test-smoke", "Python 3.12: make test-smoke",
+        "browser tests (Python 3.13): make test-browser (-m ci)", "Ray runner (Python 3.13): make test-ray"]
     assert all(re.search(r" passed in \d+ s( \(in the background\)| \(with the others\))?$", line)
                for line in summary), summary
 
