@@ -70,6 +70,23 @@ def run_one(method: str, seed: int, episodes: int, eval_every: int) -> dict:
                             for (episode, value), steps in zip(run.evaluations, run.eval_env_steps)]}
 
 
+def raw_speed(steps: int = 20_000, seed: int = 0) -> float:
+    """Env steps per second of lbforaging's own env (``gymnasium.make``, no wrapper, uniformly random actions, resets
+    included): the yardstick each run's speed is divided by, timed in the same run of this script."""
+    import gymnasium
+    import lbforaging  # noqa: F401  (registers its ids)
+
+    env = gymnasium.make(ENV_ID)
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, done, truncated, _ = env.step(tuple(int(a) for a in rng.integers(0, 6, size=2)))
+        if done or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
 def table(rows: list[dict]) -> list[str]:
     """A markdown table: per method, seeds that reached the target, the range of env steps and seconds to it over
     those seeds, and the range of final means; the textbook's figures beside."""
@@ -109,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
             or min(args.seeds) < 0:
         parser.error("--episodes, --eval-every and --jobs must be positive, --seeds distinct non-negative ints")
     start = time.perf_counter()
-    print(f"{'method':>6} {'seed':>4} {'to 0.8':>9} {'seconds':>7} {'final':>6} {'env steps':>9} {'wall_s':>7}")
+    raw = raw_speed()
+    print(f"raw lbforaging ({ENV_ID}, random actions, one core): {raw:,.0f} env steps per second, the yardstick")
+    print(f"{'method':>6} {'seed':>4} {'to 0.8':>9} {'seconds':>7} {'final':>6} {'env steps':>9} {'wall_s':>7} "
+          f"{'steps/s':>7} {'/ raw':>6}")
     rows = []
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
     kept = {}
@@ -131,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
             seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
             print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
-                  f"{row['env_steps']:>9} {row['wall_s']:7.1f}", flush=True)
+                  f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
+                  f"{row['steps_per_s'] / raw:6.3f}", flush=True)
     lines = table(rows)
     print("\n".join(lines))
     for method in args.methods:
@@ -143,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     command = " ".join(["benchmarks/foraging.py", *[a for a in given if a != "--reuse"]])
     summary = {"command": command, "env": ENV_ID, "target": TARGET, "textbook": TEXTBOOK, "table": lines,
+               "raw_steps_per_s": round(raw, 1),
                "runs": [{key: value for key, value in row.items() if key != "evaluations"} for row in rows]}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -177,11 +177,10 @@ def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_and_the
     # make test leaves the file make test-ray runs whole to it
     assert tests[0] == ("--no-print-directory test PYTHON=python3.11 VENV=.venv-3.11 "
                         "PYTEST_ARGS=--ignore=tests/test_compare_runners.py")
-    together = smoke | {"--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"}
-    assert set(tests[1:4]) == together  # after make test: the three start before any ends
-    assert {call.removeprefix("finished ") for call in tests[4:7]} == together
-    assert tests[7:] == ["--no-print-directory test-ray VENV=.venv-3.13",  # then Ray alone
-                         "finished --no-print-directory test-ray VENV=.venv-3.13"]
+    assert set(tests[1:3]) == smoke and {call.removeprefix("finished ") for call in tests[3:5]} == smoke  # together
+    browser = "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"
+    ray = "--no-print-directory test-ray VENV=.venv-3.13"
+    assert tests[5:] == [browser, f"finished {browser}", ray, f"finished {ray}"]  # then each alone
     assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(tests[1])
     assert {call.split()[2] for call in calls if call.split()[1] == "setup"} == {
         "PYTHON=python3.11", "PYTHON=python3.12", "PYTHON=python3.13"}
