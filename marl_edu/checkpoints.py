@@ -320,8 +320,15 @@ def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str |
     """
     if not isinstance(path, (str, pathlib.PurePath)):
         raise ValueError(f"path must be a policy file's path (str or pathlib.Path), got {type(path).__name__}")
+    return policy_from_payload(load_checkpoint(path, algo=algo, env_id=env_id), path, env_id, plays_on)
+
+
+def policy_from_payload(payload: dict, path: str | pathlib.Path, env_id: str | None = None,
+                        plays_on: str | None = None):
+    """``load_policy``'s learner from a payload ``load_checkpoint(path)`` returned (for a caller that read the header
+    first, so the file is read once); ``path`` names it in messages; ``env_id`` and ``plays_on`` as in
+    ``load_policy``."""
     path = pathlib.Path(path)
-    payload = load_checkpoint(path, algo=algo, env_id=env_id)
     name = payload["algo"]
     if name not in LEARNERS:
         raise ValueError(f"{path} holds a {_short(name)} checkpoint, not one of {sorted(LEARNERS)}")

@@ -16,7 +16,7 @@ import pathlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from marl_edu.checkpoints import load_checkpoint, load_policy, save_policy
+from marl_edu.checkpoints import load_checkpoint, policy_from_payload, save_policy
 from marl_edu.ensembles import EnsembleMADDPG
 from marl_edu.envs import PARTICLE_ENVS, make_env
 from marl_edu.files import atomic_write
@@ -239,7 +239,7 @@ def load_replay_policy(path: str, env_id: str | None = None):
         raise ValueError(f"{path} is a run in progress saved by Ctrl-C, not a policy: finish it with --resume OUT "
                          f"(its run's folder), then replay seed<S>/policy.pt")
     plays_on = None
-    if payload["algo"] in LEARNERS:  # (else load_policy says what the file holds)
+    if payload["algo"] in LEARNERS:  # (else policy_from_payload says what the file holds)
         plays_on = check_env(payload["algo"], payload["env"] if env_id is None else env_id)
-    agent = load_policy(path, plays_on=plays_on)  # (which refuses damaged headers, mismatched tensors and NaN weights)
+    agent = policy_from_payload(payload, path, plays_on=plays_on)  # refuses damaged headers, mismatched tensors, NaN
     return agent, payload["env"], plays_on

@@ -3,12 +3,13 @@ comparison (``run_seed``, ``train``, ``rounded``, ``method_config``)."""
 
 import pytest
 
+from marl_edu import checkpoints
 from marl_edu.checkpoints import load_policy, save_policy
 from marl_edu.coma import COMAConfig
 from marl_edu.continuous import ContinuousMADDPGConfig
 from marl_edu.learners import ALGORITHMS, config_class
 from marl_edu.maddpg import MADDPGConfig
-from marl_edu.runs import METHODS, method_config, rounded, run_seed, train
+from marl_edu.runs import METHODS, load_replay_policy, method_config, rounded, run_seed, train
 from marl_edu.train import greedy_return, sampled_returns, train_continuous
 from marl_edu.value_decomposition import ValueDecompositionConfig
 
@@ -26,6 +27,19 @@ def test_every_learner_round_trips_through_a_checkpoint(algo, tmp_path):
     other = "coma" if algo != "coma" else "iac"
     with pytest.raises(ValueError, match=f"is a {algo} checkpoint, expected {other}"):
         load_policy(path, algo=other)
+
+
+def test_a_policy_to_replay_is_read_from_disk_once(tmp_path, monkeypatch):
+    # --replay reads the header (which learner, which env) and then builds the learner: from the one payload, so a
+    # large file costs one read (it read the file twice before)
+    run = train("vdn", "Switch2-v2", 2, config_class("vdn")(hidden=8, n_envs=2), seed=1, progress=False)
+    path = save_policy(run.agent, "Switch2-v2", tmp_path / "policy.pt")
+    reads = []
+    real_load = checkpoints.torch.load
+    monkeypatch.setattr(checkpoints.torch, "load", lambda *args, **kwargs: reads.append(1) or real_load(*args, **kwargs))
+    agent, trained_on, plays_on = load_replay_policy(str(path))
+    assert len(reads) == 1 and (trained_on, plays_on) == ("Switch2-v2", "Switch2-v2")
+    assert type(agent) is ALGORITHMS["vdn"] and agent.config == run.agent.config
 
 
 # -- the per-seed runner and the method names ------------------------------------------------------------------------
