@@ -163,6 +163,23 @@ def test_a_second_run_or_resume_on_a_folder_in_use_is_refused(tmp_path, capsys):
     held.close()
 
 
+def test_a_run_is_refused_while_another_process_holds_the_folder(tmp_path, capsys):
+    # two runs started together on one --out: the lock is the system's (flock), so it holds across processes; here the
+    # other process takes the folder's lock as a run's start does and keeps it until it is stopped
+    other = subprocess.Popen([sys.executable, "-c", "import sys, time; from marl_edu.run_folder import lock; "
+                              "import pathlib; held = lock(pathlib.Path(sys.argv[1])); print('held', flush=True); "
+                              "time.sleep(120)", str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "held"
+        err = stopped_in_one_line(["--algo", "iac", "--out", str(tmp_path), *TINY], capsys)
+        assert f"--out {tmp_path} is in use by another run that has not ended" in err
+        assert sorted(path.name for path in tmp_path.iterdir()) == [".run.lock"]  # nothing written
+    finally:
+        other.kill()
+        other.wait(timeout=30)
+    assert main(["--algo", "iac", "--out", str(tmp_path), *TINY]) == 0  # the system dropped the lock with the process
+
+
 def test_help_explains_every_option(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--help"])
