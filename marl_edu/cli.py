@@ -36,7 +36,7 @@ from marl_edu.run_folder import RunLog, open_folder, overwritten, probe_writable
 from marl_edu.runs import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
                            rounded, run_seed, solved_threshold, write_gif)
 from marl_edu.threads import MAX_THREADS
-from marl_edu.train import FINAL_GREEDY_EPISODES, PARTICLE_EVAL_SEED, TrainResult
+from marl_edu.train import PARTICLE_EVAL_SEED, TrainResult
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -185,6 +185,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-every", type=int, default=None,
                    help="episodes between evaluations: one greedy episode for the discrete learners, the mean of 10 "
                         f"noise-free ones for the continuous learners (default: {evaluations})")
+    p.add_argument("--final-episodes", type=int, default=None, metavar="N",
+                   help=f"episodes the final figures of each seed average over (default: {SCORE_EPISODES}): the "
+                        "sampled team return (and off Switch the greedy one) of a discrete learner, the noise-free "
+                        "score of a continuous one")
     p.add_argument("--replay", metavar="POLICY", default=None,
                    help="play a saved policy.pt without training and print its figures: discrete, the greedy team "
                         "return (one episode, exact) and the mean sampled one over --episodes; continuous, the "
@@ -227,7 +231,8 @@ def config_from_args(args: argparse.Namespace):
 
 # Bounds of the command line's own numbers, far above any run this course makes, so that a typo fails in one line
 # instead of allocating or waiting for ever (the configs bound their own fields: validate.LIMITS)
-LIMITS = {"seeds": 2**31 - 1, "episodes": 10_000_000, "threads": MAX_THREADS, "replay episodes": 100_000}
+LIMITS = {"seeds": 2**31 - 1, "episodes": 10_000_000, "threads": MAX_THREADS, "replay episodes": 100_000,
+          "final episodes": 100_000}
 
 
 def check_limits(args: argparse.Namespace) -> None:
@@ -238,6 +243,9 @@ def check_limits(args: argparse.Namespace) -> None:
         value = getattr(args, name)
         if value is not None and value > LIMITS[name]:
             raise ValueError(f"--{name} must be at most {LIMITS[name]:,}, got {value:,}")
+    if args.final_episodes is not None and not 1 <= args.final_episodes <= LIMITS["final episodes"]:
+        raise ValueError(f"--final-episodes must be between 1 and {LIMITS['final episodes']:,}, got "
+                         f"{args.final_episodes:,}")
     if args.checkpoint_every is not None and not args.checkpoint_every > 0:
         raise ValueError(f"--checkpoint-every must be a positive number of seconds, got {args.checkpoint_every}")
 
@@ -325,6 +333,7 @@ class _Plan:
     config: object
     episodes: int
     eval_every: int
+    final_episodes: int  # the episodes each seed's final figures average over
     device: torch.device
     out: pathlib.Path
     optimum: float | None
@@ -369,10 +378,13 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[
             raise
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(_one_line(error))
-    return _Plan(args, env_id, config, episodes, eval_every, device, out, known_optimum(env_id), saved, held, removals)
+    final_episodes = SCORE_EPISODES if args.final_episodes is None else args.final_episodes
+    return _Plan(args, env_id, config, episodes, eval_every, final_episodes, device, out, known_optimum(env_id), saved,
+                 held, removals)
 
 
-HEADER = ("command", "argv", "algo", "env", "episodes", "optimal", "score_episodes", "score_seed", "config")
+HEADER = ("command", "argv", "algo", "env", "episodes", "optimal", "final_episodes", "score_episodes", "score_seed",
+          "config")
 
 
 def _open_run(plan: _Plan, argv: list[str]) -> RunLog:
@@ -394,9 +406,10 @@ def _open_run(plan: _Plan, argv: list[str]) -> RunLog:
     remove_run(plan.out, plan.removals)
     remove_temporaries(plan.out)  # a run killed before its first runs.json, started again: its half-written files
     header = {"command": "python -m marl_edu.train " + shlex.join(argv), "argv": argv, "algo": plan.args.algo,
-              "env": plan.env_id, "episodes": plan.episodes, "optimal": plan.optimum}
+              "env": plan.env_id, "episodes": plan.episodes, "optimal": plan.optimum,
+              "final_episodes": plan.final_episodes}
     if plan.continuous:  # what each row's final score is: evaluate_particle over these episodes, no noise
-        header.update(score_episodes=SCORE_EPISODES, score_seed=PARTICLE_EVAL_SEED)
+        header.update(score_episodes=plan.final_episodes, score_seed=PARTICLE_EVAL_SEED)
     run_log = RunLog(plan.out, {**header, "config": dataclasses.asdict(plan.config)}, plan.optimum,
                    threads=plan.args.threads)
     run_log.write("running")  # from now on the folder holds this run: --resume continues it even after a kill
@@ -472,7 +485,7 @@ def _print_row(plan: _Plan, row: dict | None = None) -> None:
 def _print_start(plan: _Plan, run_log: RunLog) -> None:
     """What is trained and where it goes, the table's titles and the rows of the seeds a resumed run finished."""
     if plan.continuous:
-        measure = f"scored without noise on {SCORE_EPISODES} episodes"
+        measure = f"scored without noise on {plan.final_episodes} episodes"
     else:
         measure = f"exact optimum {'unknown' if plan.optimum is None else f'{plan.optimum:.2f}'}"
     finished = sorted(row["seed"] for row in run_log.rows)
@@ -508,7 +521,7 @@ def _train_one(plan: _Plan, seed: int, checkpoint) -> tuple[TrainResult, dict]:
     learner's with its final noise-free score (``particle_figures``) after the seed."""
     run, figures = run_seed(plan.args.algo, plan.env_id, plan.episodes, plan.config, seed, plan.eval_every,
                             plan.optimum, progress=not plan.args.no_progress, device=plan.device,
-                            checkpoint=checkpoint, threads=plan.args.threads)
+                            checkpoint=checkpoint, threads=plan.args.threads, final_episodes=plan.final_episodes)
     if run.updates == 0 and entry(plan.args.algo).loop == "episode_replay":
         print(f"warning: seed {seed} made no update ({len(run.episode_returns)} episodes, fewer than a batch of "
               f"{plan.config.batch_episodes}): the policy is untrained")
@@ -516,7 +529,8 @@ def _train_one(plan: _Plan, seed: int, checkpoint) -> tuple[TrainResult, dict]:
         print(f"warning: seed {seed} made no update ({run.env_steps} env steps, fewer than the warm-up "
               f"{plan.config.warmup_steps} or a batch of {plan.config.batch_size}): the policy is untrained")
     if plan.continuous:
-        figures = {"seed": seed, **particle_figures(run.agent, plan.env_id, threads=plan.args.threads), **figures}
+        figures = {"seed": seed, **particle_figures(run.agent, plan.env_id, plan.final_episodes,
+                                                    threads=plan.args.threads), **figures}
     return run, rounded(figures)
 
 
@@ -669,7 +683,7 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(_one_line(error))
     what = (f"without noise, {plan.episodes} episodes from seed {plan.seed}" if plan.continuous else
-            f"greedy ({'one episode' if is_switch(plan.env_id) else f'{FINAL_GREEDY_EPISODES} episodes'}) and "
+            f"greedy ({'one episode' if is_switch(plan.env_id) else f'{plan.episodes} episodes'}) and "
             f"sampled ({plan.episodes} episodes, seed {plan.seed})")
     print(f"{plan.algo} policy {args.replay} (trained on {plan.trained_on}) played on {plan.env_id}: {what}",
           flush=True)

@@ -25,9 +25,8 @@ from marl_edu.planning import optimal_team_return
 from marl_edu.resume import KIND
 from marl_edu.rollout import run_episode
 from marl_edu.threads import torch_threads
-from marl_edu.train import (FINAL_GREEDY_EPISODES, PARTICLE_EVAL_SEED, TrainResult, evaluate_particle,
-                            greedy_return, greedy_team_return, sampled_returns, train_coma, train_continuous,
-                            train_maddpg, train_value_decomposition)
+from marl_edu.train import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return, greedy_team_return,
+                            sampled_returns, train_coma, train_continuous, train_maddpg, train_value_decomposition)
 from marl_edu.viz import downscale, plot_seed_evaluations, save_gif
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
@@ -39,7 +38,8 @@ METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "i
            "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru"]
 
 
-SCORE_EPISODES = 100  # a continuous learner's final score: evaluate_particle over these episodes (benchmarks' too)
+SCORE_EPISODES = 100  # a run's final figures average over this many episodes (benchmarks' too): a continuous
+# learner's score (evaluate_particle), a discrete one's sampled team return and, off Switch, its greedy one
 
 LOOPS = {"on_policy": train_coma, "off_policy": train_maddpg, "episode_replay": train_value_decomposition,
          "continuous": train_continuous}  # learners.Entry.loop
@@ -90,19 +90,21 @@ def _counts(run: TrainResult) -> dict:
 def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
              optimum: float | None = None, stop_at: float | None = None, progress: bool = False,
              device: str = "cpu", env_backend: str = "batched", checkpoint=None,
-             threads: int | None = None) -> tuple[TrainResult, dict]:
+             threads: int | None = None, final_episodes: int = SCORE_EPISODES) -> tuple[TrainResult, dict]:
     """Train one seed of ``algo`` (a learner of ``LEARNERS``): a discrete one with ``train``, which stops early when a
     periodic greedy evaluation reaches ``stop_at``, or a continuous one with ``train_continuous``, whose evaluations
     are the mean team return of 10 noise-free episodes. ``config``: None for the learner's defaults; ``eval_every``:
     None for its row's; ``env_backend``: how a discrete
     learner's env copies are stepped (``envs.make_vec_env``; the same transitions); ``checkpoint``: a
     ``resume.RunCheckpoint`` that saves a discrete run in progress (and resumes it), or None; ``threads``: torch
-    threads for the training and the final figures (``threads.torch_threads``).
+    threads for the training and the final figures (``threads.torch_threads``); ``final_episodes``: how many
+    episodes the final figures average over.
 
     Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
     record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return:
-    one episode on Switch, which is deterministic, else the mean of 100, ``train.greedy_team_return``) and
-    ``sampled`` (mean team return of 100 episodes with sampled actions, env seeded with ``seed``); ``episodes``,
+    one episode on Switch, which is deterministic, else the mean of ``final_episodes``,
+    ``train.greedy_team_return``) and ``sampled`` (mean team return of ``final_episodes`` episodes with sampled
+    actions, env seeded with ``seed``); ``episodes``,
     ``env_steps``, ``wall_s`` (training's wall-clock), ``steps_per_s``, ``updates``; for a discrete learner
     ``episodes_to_solve`` and ``seconds_to_solve`` (when a periodic greedy evaluation first reached
     ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None); ``evaluations``, the periodic
@@ -117,8 +119,8 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
         return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
                 threads)
-    greedy = greedy_team_return(run.agent, env_id, FINAL_GREEDY_EPISODES, threads=threads)
-    sampled = float(sampled_returns(run.agent, env_id, n_episodes=100, seed=seed, threads=threads).mean())
+    greedy = greedy_team_return(run.agent, env_id, final_episodes, threads=threads)
+    sampled = float(sampled_returns(run.agent, env_id, n_episodes=final_episodes, seed=seed, threads=threads).mean())
     target = float("inf") if optimum is None else solved_threshold(optimum) - 1e-6
     first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= target), None)
     return run, {"seed": seed, "greedy": greedy, "sampled": sampled, **_counts(run),
@@ -215,12 +217,12 @@ def known_optimum(env_id: str) -> float | None:
 def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progress: bool = False,
                    threads: int | None = None) -> dict:
     """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``greedy``
-    (``greedy_team_return``: one episode on Switch, exact; else the mean of 100) and ``sampled`` (mean team return of
-    ``episodes`` episodes with actions sampled from the actors, the env and the sampling generator seeded with
-    ``seed``); continuous, ``particle_figures`` over ``episodes`` episodes from ``seed``."""
+    (``greedy_team_return``: one episode on Switch, exact; else the mean of ``episodes``) and ``sampled`` (mean team
+    return of ``episodes`` episodes with actions sampled from the actors, the env and the sampling generator seeded
+    with ``seed``); continuous, ``particle_figures`` over ``episodes`` episodes from ``seed``."""
     if entry(algo_name(agent)).loop == "continuous":
         return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads))
-    greedy = greedy_team_return(agent, env_id, FINAL_GREEDY_EPISODES, threads=threads)
+    greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
     agent.generator.manual_seed(seed)  # the actors' samples: the replay's own stream (training's is not saved)
     sampled = float(sampled_returns(agent, env_id, n_episodes=episodes, seed=seed, threads=threads).mean())
     return rounded({"greedy": greedy, "sampled": sampled})

@@ -15,7 +15,9 @@ from marl_edu.learners import ALGORITHMS, CONTINUOUS_ALGORITHMS
 from marl_edu.run_folder import RunLog
 from marl_edu.train import greedy_return, sampled_returns
 
-TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4", "--no-progress"]
+# a tiny run's final figures over 5 episodes, not the default 100 (which took most of each run's time)
+FEW = ["--final-episodes", "5"]
+TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4", *FEW, "--no-progress"]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -23,6 +25,8 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--env", "Switch9-v0"], "unknown ma-gym environment 'Switch9-v0'"),
     (["--algo", "coma", "--episodes", "-5"], "--episodes must be a positive number of episodes, got -5"),
     (["--algo", "coma", "--gamma", "1.5"], "--gamma must be a number in [0, 1], got 1.5"),
+    (["--algo", "coma", "--final-episodes", "0"], "--final-episodes must be between 1 and 100,000, got 0"),
+    (["--algo", "vdn", "--final-episodes", "1000000"], "--final-episodes must be between 1 and 100,000, got 1,000,000"),
     (["--algo", "maddpg", "--gamma", "-0.1"], "--gamma must be a number in [0, 1], got -0.1"),
     (["--algo", "maddpg", "--feed-forward"],
      "--feed-forward applies to coma, central_qv, central_v, iac, iql, vdn and qmix only, not maddpg"),
@@ -188,7 +192,7 @@ def test_help_explains_every_option(capsys):
     for option in ("--algo", "--env", "--seeds", "--episodes", "--out", "--overwrite", "--resume",
                    "--checkpoint-every", "--gamma", "--feed-forward", "--lam", "--entropy", "--per-agent-reward",
                    "--actor-gradient", "--team-reward", "--noise-start", "--noise-end", "--subpolicies", "--eval-every",
-                   "--replay", "--seed ", "--gif", "--threads"):
+                   "--replay", "--seed ", "--gif", "--threads", "--final-episodes"):
         assert option in text
     assert all(algo in text for algo in [*ALGORITHMS, *CONTINUOUS_ALGORITHMS])
     assert "runs.json" in text and "greedy.gif" in text and "simple_spread_v3" in text
@@ -266,7 +270,7 @@ def comparable(folder) -> dict:
 ])
 def test_ctrl_c_saves_the_run_and_resume_finishes_it_to_the_same_bytes(algo, extra, stop_at, tmp_path, capsys,
                                                                       monkeypatch):
-    argv = ["--algo", algo, "--seeds", "0", "1", "--n-envs", "4", "--hidden", "8", "--no-progress", *extra]
+    argv = ["--algo", algo, "--seeds", "0", "1", "--n-envs", "4", "--hidden", "8", *FEW, "--no-progress", *extra]
     assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
     ctrl_c_at(monkeypatch, stop_at)  # during seed 1
     assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
@@ -333,7 +337,7 @@ def test_a_killed_run_resumes_from_its_last_periodic_save_to_the_same_bytes(tmp_
     import signal
     import time
 
-    argv = ["--algo", "coma", "--episodes", "600", "--eval-every", "200", "--n-envs", "4", "--hidden", "8",
+    argv = ["--algo", "coma", "--episodes", "600", "--eval-every", "200", "--n-envs", "4", "--hidden", "8", *FEW,
             "--no-progress"]
     assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
     child = subprocess.Popen([sys.executable, "-m", "marl_edu.train", *argv, "--checkpoint-every", "0.2", "--out",
@@ -393,7 +397,7 @@ def test_ctrl_c_while_a_seed_is_measured_finishes_it_then_stops(tmp_path, capsys
 def test_a_second_ctrl_c_while_the_interruption_is_written_changes_nothing(tmp_path, capsys, monkeypatch):
     ctrl_c_at(monkeypatch, 20, run=1)
     signal_inside(monkeypatch, RunLog, "write", call=2)  # the first writes the new run; the second, Ctrl-C's
-    assert main(["--algo", "coma", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8",
+    assert main(["--algo", "coma", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8", *FEW,
                  "--no-progress", "--out", str(tmp_path)]) == 130
     assert capsys.readouterr().err.startswith("interrupted: no seed finished; seed 0 saved after ")
     assert json.loads((tmp_path / "runs.json").read_text())["in_progress"]["seed"] == 0
@@ -520,7 +524,7 @@ def test_a_kill_at_every_file_write_resumes_to_the_same_files_and_leaves_nothing
 
 
 def test_resume_refuses_a_saved_seed_of_another_run_in_one_line(tmp_path, capsys, monkeypatch):
-    argv = ["--algo", "coma", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8",
+    argv = ["--algo", "coma", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8", *FEW,
             "--no-progress", "--out", str(tmp_path)]
     ctrl_c_at(monkeypatch, 20, run=1)
     assert main(argv) == 130
@@ -538,7 +542,7 @@ def test_resume_refuses_a_saved_seed_of_another_run_in_one_line(tmp_path, capsys
 # -- the continuous learners and --replay -----------------------------------------------------------------------------
 
 CONTINUOUS_TINY = ["--episodes", "4", "--n-envs", "2", "--hidden", "8", "--eval-every", "2", "--batch-size", "8",
-                   "--warmup", "16", "--no-progress"]
+                   "--warmup", "16", *FEW, "--no-progress"]
 NAVIGATION_KEYS = ["seed", "team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step",
                    "agent_returns", "episodes", "env_steps", "wall_s", "steps_per_s", "updates", "evaluations"]
 
@@ -573,7 +577,7 @@ def test_a_continuous_run_writes_every_output(runs):
     out, printed = runs["navigation"]
     summary = json.loads((out / "runs.json").read_text())
     assert summary["algo"] == "maddpg_continuous" and summary["env"] == "simple_spread_v3"  # the default env
-    assert summary["status"] == "complete" and summary["optimal"] is None and summary["score_episodes"] == 100
+    assert summary["status"] == "complete" and summary["optimal"] is None and summary["score_episodes"] == 5
     config = summary["config"]  # every option reached the config
     assert (config["team_reward"], config["noise_start"], config["noise_end"], config["gamma"]) == (True, 0.3, 0.1, 0.9)
     assert (config["actor_lr"], config["critic_lr"], config["hidden"], config["n_envs"]) == (2e-3, 3e-3, 8, 2)
@@ -587,11 +591,12 @@ def test_a_continuous_run_writes_every_output(runs):
     assert (out / "seed1" / "greedy.gif").read_bytes()[:3] == b"GIF"
     agent = load_policy(out / "seed1" / "policy.pt", algo="maddpg_continuous", env_id="simple_spread_v3")
     assert type(agent) is ContinuousMADDPG and agent.config.team_reward and agent.config.hidden == 8
-    score = evaluate_particle(agent.greedy_policy(), "simple_spread_v3", 100)  # the final score, independently
+    assert summary["final_episodes"] == 5  # (--final-episodes; the default is 100)
+    score = evaluate_particle(agent.greedy_policy(), "simple_spread_v3", 5)  # the final score, independently
     assert (row["team_return"], row["landmark_distance"], row["collisions_per_step"]) == (
         round(score.team_return, 2), round(score.landmark_distance, 3), round(score.collisions_per_step, 3))
     lines = printed.splitlines()
-    assert lines[0] == f"maddpg_continuous on simple_spread_v3, 4 episodes per seed, scored without noise on 100 " \
+    assert lines[0] == f"maddpg_continuous on simple_spread_v3, 4 episodes per seed, scored without noise on 5 " \
                        f"episodes, outputs in {out}"
     assert lines[1].split() == ["seed", "return", "distance", "final", "coll/step", "wall_s", "steps/s"]
     assert lines[2].split()[:3] == ["1", f"{row['team_return']:.2f}", f"{row['landmark_distance']:.3f}"]
@@ -633,10 +638,10 @@ def test_replay_of_a_continuous_policy_gives_the_recorded_score_and_gif(name, ke
     (row,) = json.loads((out / "runs.json").read_text())["seeds"]
     gif = tmp_path / "more" / "replay.gif"
     figures = replayed(["--replay", str(out / f"seed{row['seed']}" / "policy.pt"), "--gif", str(gif),
-                        "--no-progress"], capsys)
+                        "--episodes", "5", "--no-progress"], capsys)  # the run's --final-episodes
     assert [key for key in figures if key not in ("algo", "env", "episodes", "seed")] == keys
-    assert {key: figures[key] for key in keys} == {key: row[key] for key in keys}  # the same 100 start states
-    assert (figures["episodes"], figures["seed"]) == (100, 10_000)
+    assert {key: figures[key] for key in keys} == {key: row[key] for key in keys}  # the same 5 start states
+    assert (figures["episodes"], figures["seed"]) == (5, 10_000)  # (--replay plays 100 by default)
     assert gif.read_bytes()[:3] == b"GIF"
     assert gif.read_bytes() == (out / f"seed{row['seed']}" / "greedy.gif").read_bytes()  # the same episode
     fewer = replayed(["--replay", str(out / f"seed{row['seed']}" / "policy.pt"), "--episodes", "3", "--seed", "5",
@@ -685,6 +690,8 @@ def test_replay_refuses_in_one_line_before_playing(runs, tmp_path, capsys):
         ([str(navigation), "--env", "simple_adversary_v3"], "simple_adversary_v3 has N=3, O=10, A=2"),
         ([str(navigation), "--env", "Switch2-v0"], "maddpg_continuous acts with continuous forces on the particle"),
         ([str(discrete), "--algo", "iac"], "--replay plays a saved policy without training: --algo does not apply"),
+        ([str(discrete), "--final-episodes", "5"], "--replay plays a saved policy without training: --final-episodes "
+                                                   "does not apply"),
         ([str(discrete), "--seeds", "1", "2", "--out", "x"], "--seeds, --out do not apply"),
         ([str(discrete), "--episodes", "0"], "--episodes must be between 1 and 100,000 with --replay, got 0"),
         ([str(discrete), "--seed", "-1"], "--seed must be an int in [0, 2147483647], got -1"),
@@ -750,7 +757,7 @@ def test_a_learner_added_as_one_table_row_trains_saves_and_replays(tmp_path, cap
     assert "twin_coma: COMA's twin" in help_text
     assert "--lam LAM coma, central_qv, central_v, iac, iql, vdn, qmix and twin_coma: TD(lambda)" in help_text
     out = tmp_path / "out"
-    assert main(["--algo", "twin_coma", "--episodes", "4", "--n-envs", "2", "--hidden", "8", "--lam", "0.5",
+    assert main(["--algo", "twin_coma", "--episodes", "4", "--n-envs", "2", "--hidden", "8", "--lam", "0.5", *FEW,
                  "--eval-every", "2", "--out", str(out), "--no-progress"]) == 0
     assert "SUMMARY algo=twin_coma" in capsys.readouterr().out
     recorded = json.loads((out / "runs.json").read_text())

@@ -36,7 +36,8 @@ def test_a_policy_to_replay_is_read_from_disk_once(tmp_path, monkeypatch):
     path = save_policy(run.agent, "Switch2-v2", tmp_path / "policy.pt")
     reads = []
     real_load = checkpoints.torch.load
-    monkeypatch.setattr(checkpoints.torch, "load", lambda *args, **kwargs: reads.append(1) or real_load(*args, **kwargs))
+    monkeypatch.setattr(checkpoints.torch, "load",
+                        lambda *args, **kwargs: reads.append(1) or real_load(*args, **kwargs))
     agent, trained_on, plays_on = load_replay_policy(str(path))
     assert len(reads) == 1 and (trained_on, plays_on) == ("Switch2-v2", "Switch2-v2")
     assert type(agent) is ALGORITHMS["vdn"] and agent.config == run.agent.config
