@@ -1,0 +1,95 @@
+"""What the boundary checks cost: the share of a training run's wall-clock spent inside marl_edu's argument and data
+checks (shapes, dtypes, finiteness, index ranges, the batch contracts), for one learner of each loop on Switch2-v0.
+
+    .venv/bin/python benchmarks/check_cost.py
+    .venv/bin/python benchmarks/check_cost.py --algos maddpg --episodes 300
+
+Every check function (``CHECKS``) is wrapped, in every marl_edu module that holds it, by a timer that counts only the
+outermost check (a check calling another is counted once); the run is otherwise the learner's default. Prints per
+learner the run's seconds, the seconds inside checks and their share, and one SUMMARY line per learner. The share is a
+ratio measured within one run, so a busy machine changes it little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+
+import torch
+
+# (module, function): the checks data and arguments pass through while a learner trains
+CHECKS = [
+    ("shapes", "check_shape"), ("validate", "positive_int"), ("validate", "non_negative_int"),
+    ("validate", "positive_number"), ("validate", "non_negative_number"), ("validate", "finite_number"),
+    ("validate", "unit_interval"), ("validate", "boolean"), ("validate", "index_range"), ("validate", "finite"),
+    ("validate", "zero_one"), ("validate", "generator"), ("buffers", "check_replay_batch"),
+    ("rollout", "check_episode_batch"), ("nets", "check_policy_output"), ("coma", "_check_policy"),
+    ("targets", "_check_alike"), ("maddpg", "check_temperature"), ("learners", "check_fits"),
+]
+RUNS = {"maddpg": 300, "coma": 1200, "vdn": 400}  # learner -> episodes (one of each loop: off-policy, on-policy, replay)
+
+
+def instrument() -> dict:
+    """Wrap every check in ``CHECKS`` wherever a marl_edu module holds it; returns the counter the wrappers add to:
+    ``{"seconds": time inside outermost checks, "calls": their number}``."""
+    import importlib
+    import pkgutil
+
+    import marl_edu
+
+    modules = [importlib.import_module(f"marl_edu.{info.name}") for info in pkgutil.iter_modules(marl_edu.__path__)]
+    counter = {"seconds": 0.0, "calls": 0, "depth": 0}
+
+    def timed(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            if counter["depth"]:
+                return function(*args, **kwargs)
+            counter["depth"] += 1
+            tic = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                counter["seconds"] += time.perf_counter() - tic
+                counter["calls"] += 1
+                counter["depth"] -= 1
+        return wrapper
+
+    for home, name in CHECKS:
+        original = getattr(importlib.import_module(f"marl_edu.{home}"), name)
+        wrapped = timed(original)
+        for module in modules:  # every module that imported it by name holds its own reference
+            if getattr(module, name, None) is original:
+                setattr(module, name, wrapped)
+    return counter
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algos", nargs="+", choices=list(RUNS), default=list(RUNS))
+    parser.add_argument("--episodes", type=int, default=None, help="episodes per run (default: per learner, RUNS)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    counter = instrument()
+    from marl_edu.runs import train
+
+    print(f"{'algo':>7} {'episodes':>8} {'updates':>7} {'run s':>7} {'checks s':>8} {'share':>6} {'calls':>8}")
+    for algo in args.algos:
+        episodes = args.episodes or RUNS[algo]
+        counter.update(seconds=0.0, calls=0)
+        tic = time.perf_counter()
+        run = train(algo, "Switch2-v0", episodes, seed=args.seed, progress=False)
+        seconds = time.perf_counter() - tic
+        share = counter["seconds"] / seconds
+        print(f"{algo:>7} {len(run.episode_returns):>8} {run.updates:>7} {seconds:7.1f} {counter['seconds']:8.2f} "
+              f"{share:6.1%} {counter['calls']:>8}", flush=True)
+        print(f"SUMMARY algo={algo} env=Switch2-v0 episodes={episodes} run_s={seconds:.1f} "
+              f"checks_s={counter['seconds']:.2f} share={share:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
