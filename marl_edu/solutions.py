@@ -257,12 +257,15 @@ def checker_module(name: str) -> str:
 
 
 def show_solution(name: str) -> None:
-    """Print the solution of exercise ``name`` (one of ``NAMES``) after a one-line header naming its checker.
+    """Print the solution of exercise ``name`` (one of ``NAMES``) after a one-line header naming its checker and
+    saying that this is the last resort: after the check's own hint and, in a capstone, ``hint(name, 1)`` to 3.
 
     An unknown name is a ValueError listing the names there are."""
     if name not in NAMES:
         raise ValueError(f"no solution named {name!r}; the exercises are: {', '.join(NAMES)}")
-    print(f"# solution to the {name!r} exercise (checked by {checker_module(name)}.check_{name}):")
+    before = f"hint({name!r}, 1), 2 and 3" if name in MADDPG_CAPSTONE + COMA_CAPSTONE else "the check's hint"
+    print(f"# the last resort, after {before}: the solution to the {name!r} exercise (checked by "
+          f"{checker_module(name)}.check_{name}):")
     print(inspect.getsource(globals()[name]), end="")
 
 
