@@ -49,6 +49,29 @@ def where(args: argparse.Namespace) -> str:
     return f"on the Ray cluster at {args.address}" if args.address else f"{args.jobs} at a time ({args.runner})"
 
 
+# Ray raises a bare Exception with this text when a local node has not registered within 30 s (fixed in Ray's code):
+# on a busy machine, as CI's with the browser tests beside it, that has happened.
+NODE_TIMEOUT = "timed out during startup"
+START_ATTEMPTS = 3
+
+
+def start_ray(ray, address: str | None, jobs: int, attempts: int = START_ATTEMPTS) -> None:
+    """``ray.init``: join the cluster at ``address``, or start a local instance with ``jobs`` CPUs. A local node that
+    times out while starting is shut down and started again, up to ``attempts`` times in all, saying so on stderr;
+    any other error, or a cluster that cannot be joined, is raised at once."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False,
+                     log_to_driver=False)
+            return
+        except Exception as error:  # Ray's own type for it is Exception
+            if address or NODE_TIMEOUT not in str(error) or attempt == attempts:
+                raise
+            ray.shutdown()
+            print(f"Ray's local node did not start within Ray's 30 s (a busy machine?): starting it again, "
+                  f"attempt {attempt + 1} of {attempts}", file=sys.stderr)
+
+
 def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: str | None) -> Iterator:
     """``function(job)`` of every job in ``todo``, yielded as each run finishes (not in order): on a local process pool
     of ``jobs`` processes, or on Ray (a local instance with ``jobs`` CPUs, or the cluster at ``address``), one CPU
@@ -60,7 +83,7 @@ def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: st
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
-    ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False, log_to_driver=False)
+    start_ray(ray, address, jobs)
     if function.__module__ != "__main__":  # imported (the tests): Ray's workers cannot import the benchmarks'
         # scripts, so send the function's module by value, as Ray does for a script's own functions
         ray.cloudpickle.register_pickle_by_value(sys.modules[function.__module__])

@@ -123,3 +123,46 @@ def test_a_sweep_prints_every_config_and_seed_in_order_on_the_pool(pool_sweep):
 
 def test_a_sweep_on_ray_prints_what_it_prints_on_the_pool(ray, pool_sweep):
     assert sweep_figures("ray") == pool_sweep
+
+
+class FakeRay:
+    """Stands in for the ray module: its first ``failures`` calls to init raise ``error``, as Ray does when a local
+    node does not start in time."""
+
+    def __init__(self, failures: int, error: Exception):
+        self.failures, self.error, self.calls = failures, error, []
+
+    def init(self, **kwargs):
+        self.calls.append("init")
+        if len(self.calls) - self.calls.count("shutdown") <= self.failures:
+            raise self.error
+
+    def shutdown(self):
+        self.calls.append("shutdown")
+
+
+NODE_TIMED_OUT = Exception("The current node timed out during startup. This could happen because some of the raylet "
+                           "failed to startup or the GCS has become overloaded.")
+
+
+def test_a_local_ray_node_that_times_out_starting_is_started_again(capsys):
+    compare_module()  # puts benchmarks/ on the path
+    grid = importlib.import_module("grid")
+    fake = FakeRay(failures=2, error=NODE_TIMED_OUT)
+    grid.start_ray(fake, None, 2)  # fails twice, starts on the third of three attempts
+    assert fake.calls == ["init", "shutdown", "init", "shutdown", "init"]
+    err = capsys.readouterr().err
+    assert "attempt 2 of 3" in err and "attempt 3 of 3" in err
+
+    fake = FakeRay(failures=3, error=NODE_TIMED_OUT)
+    with pytest.raises(Exception, match="timed out during startup"):  # three in a row: Ray's own error
+        grid.start_ray(fake, None, 2)
+    assert fake.calls.count("init") == 3
+
+    fake = FakeRay(failures=1, error=ConnectionError("Could not find any running Ray instance"))
+    with pytest.raises(ConnectionError):  # another error: raised at once, never retried
+        grid.start_ray(fake, None, 2)
+    fake = FakeRay(failures=1, error=NODE_TIMED_OUT)
+    with pytest.raises(Exception, match="timed out"):  # a cluster's address: nothing of ours to start again
+        grid.start_ray(fake, "auto", 2)
+    assert fake.calls == ["init"]
