@@ -84,6 +84,20 @@ def test_readme_table_is_what_compare_printed(env_id):
         assert compare.format_row(row) in readme
 
 
+def test_episodes_per_method_are_parsed_and_bad_ones_named():
+    parse = _compare_module().parse_episodes
+    methods = ["coma-gru", "vdn-gru", "qmix-gru"]
+    assert parse([], methods) == {}  # every method keeps its learner's own budget
+    assert parse(["15000"], methods) == {"coma-gru": 15000, "vdn-gru": 15000, "qmix-gru": 15000}
+    assert parse(["15000", "vdn-gru=3000"], methods) == {"coma-gru": 15000, "vdn-gru": 3000, "qmix-gru": 15000}
+    assert parse(["vdn-gru=3000"], methods) == {"vdn-gru": 3000}
+    for values, named in [(["maddpg-mlp=10"], "maddpg-mlp is not one of the --methods"),
+                          (["vdn-gru=0"], "positive integer"), (["vdn-gru=1e3"], "positive integer"),
+                          (["-5"], "positive integer"), (["10", "20"], "two counts")]:
+        with pytest.raises(ValueError, match=named):
+            parse(values, methods)
+
+
 def test_a_task_without_a_known_optimum_has_no_solved_counts():
     # PredatorPrey's optimum is not known: its rows count no solves against a made-up line, and give the sampled
     # returns (the policy that was trained) in their place: median (21.75 + -5.5) / 2 = 8.125, min -5.5
