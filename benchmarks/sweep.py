@@ -23,7 +23,7 @@ import sys
 import torch
 
 from grid import add_runner_options, check_runner_options, run_grid, where
-from marl_edu.learners import config_class
+from marl_edu.learners import ALGORITHMS, config_class
 from marl_edu.runs import run_seed, solved_threshold
 from marl_edu.planning import optimal_team_return
 
@@ -64,7 +64,8 @@ def median_or_never(values: list) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", default="coma", choices=["coma", "central_qv", "central_v", "iac", "maddpg", "iddpg"])
+    parser.add_argument("--algo", default="coma", choices=list(ALGORITHMS), help="a discrete learner of the table "
+                        "(marl_edu.learners); default: coma")
     parser.add_argument("--env", default="Switch2-v0")
     parser.add_argument("--episodes", type=int, required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[10, 11, 12, 13, 14],

@@ -205,6 +205,8 @@ def test_sweep_configs_are_typed_like_the_defaults_and_bad_fields_are_named():
     config = sweep.parse_config("coma", ["actor_lr=3e-3", "critic_steps=8", "recurrent=False"])
     assert (config.actor_lr, config.critic_steps, config.recurrent) == (0.003, 8, False)
     assert isinstance(config.critic_steps, int) and config.critic_lr == COMAConfig().critic_lr  # the rest: defaults
+    config = sweep.parse_config("vdn", ["batch_episodes=32", "epsilon_end=0.05"])  # every discrete learner sweeps
+    assert (type(config).__name__, config.batch_episodes, config.epsilon_end) == ("ValueDecompositionConfig", 32, 0.05)
     with pytest.raises(ValueError, match="critic_stepz"):
         sweep.parse_config("coma", ["critic_stepz=8"])
     with pytest.raises(ValueError, match="recurrent is True or False"):
