@@ -576,3 +576,261 @@ def check_qmix_mixer(fn: Callable[..., torch.Tensor]) -> None:
             return
     print(f"PASSED: QMIX's mixer on all {len(cases)} cases (values, and gradients into the utilities and the "
           f"hypernetworks; B from 1 to 5, N = 2 and 3, E = 2 to 4).")
+
+
+# -- check_coma_actor_loss: COMA's masked policy-gradient loss (notebook 07) -------------------------------------------
+
+def _coma_pg_slip(pi: torch.Tensor, advantage: torch.Tensor, actions: torch.Tensor, agent_mask: torch.Tensor,
+                  slip: str) -> torch.Tensor:
+    """COMA's policy-gradient loss with one named slip, to recognise a learner's: pi ``(B, T, N, A)``, advantage,
+    actions int and agent_mask ``(B, T, N)`` -> a number (no gradient)."""
+    with torch.no_grad():
+        taken = actions.unsqueeze(-1)  # (B, T, N, 1)
+        log_taken = torch.log(pi.gather(-1, taken).squeeze(-1) + 1e-10)  # (B, T, N) log pi(a_{i,t})
+        if slip == "no log":
+            log_taken = pi.gather(-1, taken).squeeze(-1)
+        elif slip == "greedy action":
+            log_taken = torch.log(pi.max(-1).values + 1e-10)
+        elif slip == "every action":
+            log_taken = torch.log(pi + 1e-10).sum(-1)
+        elif slip == "log_softmax":
+            log_taken = torch.log_softmax(pi, dim=-1).gather(-1, taken).squeeze(-1)
+        mask = torch.ones_like(agent_mask) if slip == "no mask" else agent_mask  # (B, T, N)
+        total = (advantage * log_taken * mask).sum()
+        divisor = {"no mask": mask.numel(), "every entry": mask.numel(),
+                   "episodes": mask.shape[0]}.get(slip, mask.sum().clamp(min=1.0))
+        return (total if slip == "sign" else -total) / divisor
+
+
+_COMA_PG_SLIPS = [
+    ("no mask", "padding and the steps after an agent is home are not masked: their terms enter the loss, though "
+                "no choice was made there. Multiply each term by agent_mask and divide by agent_mask.sum()."),
+    ("every entry", "the masked sum is divided by every entry of the padded (B, T, N) batch: divide by "
+                    "agent_mask.sum(), the number of (b, t, i) at which agent i still acts, so padding does not "
+                    "dilute the loss."),
+    ("episodes", "the masked sum is divided by the number of episodes B: divide by agent_mask.sum(), the number of "
+                 "(b, t, i) at which agent i still acts."),
+    ("sign", "the sign is flipped: gradient descent on +Adv log pi makes good actions rarer. The loss is MINUS the "
+             "masked mean of Adv * log pi(a_{i,t})."),
+    ("no log", "this weighs pi(a_{i,t}) itself: the policy gradient needs its log, torch.log(pi of the taken action)."),
+    ("greedy action", "this is log pi of the most likely action: use the action each agent TOOK, "
+                      "pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1), then the log."),
+    ("every action", "this sums log pi over all A actions: pick the action each agent took, "
+                     "pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1), then the log."),
+    ("log_softmax", "pi holds probabilities already (a softmax was applied): take torch.log of them; log_softmax "
+                    "would normalise them a second time."),
+]
+
+
+def check_coma_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(pi (B, T, N, A), advantage (B, T, N), actions int (B, T, N), agent_mask (B, T, N)) -> loss`` (a
+    number), COMA's policy-gradient loss without the entropy bonus,
+    ``-sum_{(b,t,i) valid} Adv_{i,t} log pi(a_{i,t} | h_{i,t}, i) / |valid|`` over the entries where agent_mask is 1,
+    against ``COMA.actor_loss`` with ``entropy_coef=0``: its value, the gradient it sends into the policy, and that
+    it sends none into the advantage (which arrives with a gradient, as if just computed by the critic). Cases:
+    padding after short episodes, an agent home before the other, B = 1, N = A = 3."""
+    from marl_edu.coma import COMA
+
+    generator = torch.Generator().manual_seed(0)
+    # (B, T, N, A, each episode's real steps, (episode, agent, steps it acts) for agents home early)
+    cases = [(3, 4, 2, 5, [4, 2, 3], [(0, 0, 3)]),
+             (1, 5, 3, 3, [5], [(0, 2, 2)]),
+             (2, 3, 2, 4, [3, 3], [(1, 1, 1)])]
+    for B, T, N, A, lengths, early in cases:
+        case = f"B={B}, T={T}, N={N}, A={A}, episodes of {lengths} steps"
+        logits = torch.randn(B, T, N, A, generator=generator).requires_grad_()  # the actor's output, its parameters
+        critic_out = (2.0 * torch.randn(B, T, N, generator=generator)).requires_grad_()  # the critic's advantage
+        actions = torch.randint(0, A, (B, T, N), generator=generator)  # (B, T, N)
+        agent_mask = torch.zeros(B, T, N)
+        for b, length in enumerate(lengths):
+            agent_mask[b, :length] = 1.0
+            actions[b, length:] = 0  # padding holds action 0, as in collect_episodes' batches
+        for b, i, acted in early:
+            agent_mask[b, acted:, i] = 0.0  # agent i is home: no choice left
+        pi = torch.softmax(logits, dim=-1)  # (B, T, N, A)
+        expected, _ = COMA.actor_loss(pi, critic_out.detach(), actions, agent_mask, 0.0)  # the library's, beta = 0
+        expected_grad, = torch.autograd.grad(expected, logits)
+        out = output(fn, case, expected.detach(), (torch.softmax(logits, dim=-1), critic_out * 1.0, actions.clone(),
+                                                   agent_mask.clone()), lambda shape: (
+            "one term per (b, t, i) is right, but the loss is ONE number: sum the masked terms and divide by "
+            "agent_mask.sum()." if shape == (B, T, N) else
+            "log pi of the taken action is (B, T, N): gather on the action axis with actions.unsqueeze(-1), then "
+            "squeeze(-1), and reduce everything to one number." if len(shape) == 4 else
+            "the loss is one number (a 0-d tensor): .sum() / agent_mask.sum(), no keepdim."))
+        if out is None:
+            return
+        if not torch.allclose(out.detach(), expected.detach(), atol=1e-5):
+            pi_given = pi.detach()
+            hint = named_mistake(out.detach(), [
+                (_coma_pg_slip(pi_given, critic_out.detach(), actions, agent_mask, slip), text)
+                for slip, text in _COMA_PG_SLIPS],
+                "loss = -(advantage * log pi(taken) * agent_mask).sum() / agent_mask.sum(), with "
+                "log pi(taken) = torch.log(pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1)).")
+            print(f"FAILED on {case}: expected {_close(expected.item(), out.item())}.\nHint: {hint}")
+            return
+        try:
+            grads = (torch.autograd.grad(out, [logits, critic_out], allow_unused=True) if out.requires_grad
+                     else (None, None))
+        except RuntimeError as error:  # e.g. pi changed in place, which autograd needs unchanged
+            print(f"FAILED on {case}: the value is right but its gradient cannot be computed (torch: "
+                  f"{str(error).split(':')[0]}).\nHint: do not change pi in place (no clamp_, log_, +=): autograd "
+                  f"needs it as it was; build new tensors from it.")
+            return
+        to_actor, to_critic = grads
+        if to_critic is not None and to_critic.abs().sum() > 0:
+            print(f"FAILED on {case}: the value is right but the loss sends a gradient into the advantage, and so "
+                  f"into the critic that computed it.\nHint: the advantage is a score, a constant for the actor's "
+                  f"loss: use advantage.detach().")
+            return
+        if to_actor is None or to_actor.abs().sum() == 0:
+            print(f"FAILED on {case}: the value is right but no gradient reaches the policy.\nHint: the actor learns "
+                  f"through log pi(a_{{i,t}}): no .detach(), .item(), numpy or torch.no_grad() on pi.")
+            return
+        if not torch.allclose(to_actor, expected_grad, atol=1e-5):
+            print(f"FAILED on {case}: the value is right but the gradient into the policy is not.\nHint: the "
+                  f"gradient must flow through log pi of the taken action only, weighted by the (detached) "
+                  f"advantage and agent_mask.")
+            return
+    print(f"PASSED: COMA's masked actor loss on all {len(cases)} cases (value within 1e-5, the gradient into the "
+          f"policy, none into the advantage; padding, an agent home early, B = 1, N = A = 3).")
+
+
+# -- check_expected_actor_loss: MADDPG's actor loss as the exact expectation over own actions (notebook 04) ----------
+
+def _own_action_values(critic, obs: torch.Tensor, actions: torch.Tensor, i: int, slip: str = "") -> torch.Tensor:
+    """``Q_i(x_t, (a_{-i,t}, k))`` for every action k of agent i, ``(B, A)``, no gradient; or the table a named slip
+    builds: ``"two ones"`` (one_hot(k) added to agent i's block without emptying it first), ``"every agent"`` (every
+    agent's block set to one_hot(k)), ``"agent 0"`` (agent 0's block replaced, whoever i is)."""
+    A = actions.shape[2]
+    columns = []
+    with torch.no_grad():
+        for k in range(A):
+            joint = actions.clone()  # (B, N, A)
+            who = slice(None) if slip == "every agent" else (0 if slip == "agent 0" else i)
+            if slip != "two ones":
+                joint[:, who] = 0.0
+            joint[:, who, k] = 1.0
+            columns.append(critic(flatten_for_critic(obs, joint)))  # (B,)
+    return torch.stack(columns, dim=1)  # (B, A)
+
+
+def check_expected_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(critic, actor, obs (B, N, O), actions (B, N, A) one-hot, i) -> loss`` (a number), MADDPG's discrete
+    actor loss as the exact expectation over agent i's own actions, without the logits penalty:
+    ``-1/B sum_b sum_k pi_i(k | o_{i,t}) Q_i(x_t, (a_{-i,t}, k))`` with ``pi_i = softmax(actor(o_{i,t}))``, the other
+    agents' actions from the batch and the critic a fixed judge. It is compared with ``MADDPG.actor_loss``
+    (``actor_gradient="expected"``, ``logits_reg=0``): its value, its gradient on the actor's weights, no gradient on
+    the critic's, and the batch's actions left untouched. Cases: B from 1 to 6, N = 2 and 3, A = 2 to 5, agents 0 to 2.
+    The caller's random state is left as it was, whatever the learner's function draws."""
+    from marl_edu.maddpg import MADDPG, MADDPGConfig
+
+    cases = [(4, 2, 3, 5, 0), (4, 2, 3, 5, 1), (1, 3, 2, 4, 2), (6, 3, 4, 3, 1), (5, 2, 3, 2, 1)]  # (B, N, O, A, i)
+    with torch.random.fork_rng(devices=[]):  # MADDPG seeds torch's global generator; a learner's code may draw
+        for k, (B, N, O, A, i) in enumerate(cases):
+            case = f"B={B}, N={N}, O={O}, A={A}, i={i}"
+            agent = MADDPG(N, O, A, MADDPGConfig(hidden=8, logits_reg=0.0, actor_gradient="expected"), seed=k)
+            critic, actor = agent.critics[i], agent.actors[i]
+            generator = torch.Generator().manual_seed(k)
+            with torch.no_grad():  # a policy far from uniform, and critic values far apart, so slips show
+                actor.mlp.net[-1].bias.copy_(2.0 * torch.randn(A, generator=generator))
+                critic.mlp.net[-1].weight.mul_(8.0)
+            obs = torch.randn(B, N, O, generator=generator)  # (B, N, O)
+            actions = F.one_hot(torch.randint(0, A, (B, N), generator=generator), A).float()  # (B, N, A) one-hot
+            expected = agent.actor_loss(i, {"obs": obs, "actions": actions})  # the library's, logits_reg = 0
+            expected_grads = torch.autograd.grad(expected, list(actor.parameters()))
+            given = actions.clone()
+            out = output(fn, case, expected.detach(), (critic, actor, obs.clone(), given, i), lambda shape: (
+                "one loss per row of the batch: average the B rows' sums over k, .mean()." if shape == (B,) else
+                "a (B, A) table of pi * Q: sum over the A actions (dim=1), then average over the B rows."
+                if shape == (B, A) else "the loss is one number (a 0-d tensor): no keepdim, no trailing axis."))
+            if out is None:
+                return
+            if not torch.equal(given, actions):
+                print(f"FAILED on {case}: your function changed the batch's actions in place.\n"
+                      f"Hint: put one_hot(k) into agent i's block of a copy, actions.clone(): the batch is shared with "
+                      f"the critics' updates and the other agents' actor updates.")
+                return
+            if not torch.allclose(out.detach(), expected.detach(), atol=1e-5):
+                again, _ = call(fn, critic, actor, obs.clone(), actions.clone(), i)
+                if isinstance(again, torch.Tensor) and again.shape == out.shape and not torch.allclose(
+                        again.detach(), out.detach(), atol=1e-6):
+                    print(f"FAILED on {case}: your loss changes from one call to the next on the same batch.\n"
+                          f"Hint: it samples agent i's action (a Gumbel-softmax sample?). The expected loss samples "
+                          f"nothing: it weighs the critic's value of every action k by pi_i(k | o_i).")
+                    return
+                with torch.no_grad():
+                    logits = actor(obs[:, i])  # (B, A)
+                    pi = torch.softmax(logits, dim=1)  # (B, A)
+                    q = _own_action_values(critic, obs, actions, i)  # (B, A)
+                    q_batch = critic(flatten_for_critic(obs, actions))  # (B,) the batch's own joint action
+                    taken = actions[:, i].argmax(dim=1, keepdim=True)  # (B, 1) agent i's action in the batch
+
+                    def loss_of(table, weights=pi):
+                        return -(weights * table).sum(dim=1).mean()
+
+                    mistakes = [
+                        (-expected.detach(), "the sign is flipped: the actor climbs its expected Q, so the loss is "
+                                             "MINUS the mean of sum_k pi_i(k) Q_i(x, (a_-i, k))."),
+                        (-q_batch.mean(), "this is the critic's value of the batch's own joint action: agent i's "
+                                          "action must run over every k, weighted by pi_i(k | o_i); the batch's "
+                                          "action gives the actor no gradient."),
+                        (-(pi.gather(1, taken).squeeze(1) * q_batch).mean(),
+                         "this weighs only the action agent i took in the batch: sum over EVERY action k, "
+                         "pi_i(k | o_i) Q_i(x, (a_-i, k)), not just the stored one."),
+                        (-q.mean(), "you averaged Q over the A actions uniformly: weigh each by agent i's policy, "
+                                    "pi_i(k | o_i) = softmax(logits)[k], and sum over k."),
+                        (loss_of(q, torch.ones_like(pi)), "you summed Q over the A actions unweighted: weigh each "
+                                                          "by agent i's policy, pi_i(k | o_i) = softmax(logits)[k]."),
+                        (-q.max(dim=1).values.mean(), "this is the best action's Q: the loss weighs every action's Q "
+                                                      "by pi_i(k | o_i) (the max gives the actor no gradient)."),
+                        (loss_of(q, logits), "the weights are the logits: pi_i = softmax(logits), over the A "
+                                             "actions."),
+                        (loss_of(q, torch.log_softmax(logits, dim=1)),
+                         "the weights are log pi: the expectation weighs Q by the probabilities themselves, "
+                         "pi_i = softmax(logits)."),
+                        (loss_of(q, torch.softmax(logits, dim=0)), "the softmax ran over the batch axis: pi_i "
+                                                                   "normalises over the A actions, dim=1 (or -1)."),
+                        (-(pi * q).sum(), "the loss is summed over the B rows: average them, .mean()."),
+                        (loss_of(_own_action_values(critic, obs, actions, i, "two ones")),
+                         "agent i's block keeps the batch's one and gets a second: empty it (zeros) before you put "
+                         "one_hot(k) there, so the critic sees exactly one action for agent i."),
+                        (loss_of(_own_action_values(critic, obs, actions, i, "every agent")),
+                         "every agent's action was set to k: only agent i's block changes, the others keep the "
+                         "batch's actions (a_-i)."),
+                    ]
+                    if i != 0:
+                        mistakes.append((loss_of(_own_action_values(critic, obs, actions, i, "agent 0")),
+                                         "you replaced agent 0's action whoever i is: put one_hot(k) into agent i's "
+                                         "block, actions[:, i]."))
+                hint = named_mistake(out.detach(), mistakes,
+                                     "Q_i for each k (agent i's block of a copy set to one_hot(k)) into a (B, A) "
+                                     "table; weigh it by pi_i = softmax(actor(obs[:, i])), sum over k, average over "
+                                     "the B rows, minus sign.")
+                print(f"FAILED on {case}: expected {_close(expected.item(), out.item())}.\nHint: {hint}")
+                return
+            learned = list(actor.parameters()) + list(critic.parameters())
+            try:
+                grads = (torch.autograd.grad(out, learned, allow_unused=True) if out.requires_grad
+                         else [None] * len(learned))
+            except RuntimeError as error:  # e.g. a tensor autograd needs was changed in place
+                print(f"FAILED on {case}: the value is right but its gradient cannot be computed (torch: "
+                      f"{str(error).split(':')[0]}).\nHint: change no tensor in place that the loss was computed "
+                      f"from (no mul_, clamp_, +=): build new tensors from them.")
+                return
+            to_actor, to_critic = grads[:len(expected_grads)], grads[len(expected_grads):]
+            if all(g is None or not g.any() for g in to_actor):
+                print(f"FAILED on {case}: the value is right but no gradient reaches the actor.\nHint: the actor "
+                      f"learns through pi_i = softmax(actor(obs[:, i])): no .detach(), .item(), numpy or "
+                      f"torch.no_grad() on the logits.")
+                return
+            if any(g is not None and g.any() for g in to_critic):
+                print(f"FAILED on {case}: the value is right but the loss sends a gradient into the critic.\nHint: the "
+                      f"critic is a fixed judge here: compute its (B, A) table of values under torch.no_grad() (or "
+                      f".detach() it), so that only theta_i learns from this loss.")
+                return
+            if any(g is None or not torch.allclose(g, e, atol=1e-5) for g, e in zip(to_actor, expected_grads)):
+                print(f"FAILED on {case}: the value is right but the actor's gradient is not.\nHint: the gradient "
+                      f"must reach the actor through pi_i only, with the critic's values held constant.")
+                return
+    print(f"PASSED: the expected actor loss on all {len(cases)} cases (value, gradient on the actor and none on the "
+          f"critic, the batch left untouched; B from 1 to 6, N = 2 and 3, A = 2 to 5, agents 0 to 2).")

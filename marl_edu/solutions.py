@@ -44,6 +44,26 @@ def td_target(rewards, dones, q_next, gamma):
         return rewards + gamma * (1 - dones) * q_next   # (B,): element by element, no broadcasting
 
 
+# -- 04 MADDPG training ---------------------------------------------------------------------------------------------
+
+def expected_actor_loss(critic, actor, obs, actions, i):
+    """Agent i's actor loss as the exact expectation over its own A actions (the logits penalty left out):
+    L(theta_i) = -1/B sum_b sum_k pi_i(k | o_{i,t}) Q_i(x_t, (a_{-i,t}, k)), pi_i = softmax(actor(o_{i,t})), the
+    others' actions from the batch, the critic a fixed judge. critic: (B, N*(O+A)) -> (B,); actor: (B, O) -> (B, A)
+    logits; obs (B, N, O); actions (B, N, A) one-hot; i: the agent -> a number."""
+    A = actions.shape[2]
+    with torch.no_grad():                                  # the critic judges; it gets no gradient from this loss
+        q_every = []
+        for k in range(A):
+            joint = actions.clone()                        # (B, N, A) a copy: the batch is shared
+            joint[:, i] = 0.0                              # agent i's block emptied ...
+            joint[:, i, k] = 1.0                           # ... then one_hot(k); the others keep the batch's actions
+            q_every.append(critic(flatten_for_critic(obs, joint)))   # (B,) Q_i(x_t, (a_{-i,t}, k))
+        q_every = torch.stack(q_every, dim=1)              # (B, A)
+    pi = torch.softmax(actor(obs[:, i]), dim=1)            # (B, A) pi_i(k | o_{i,t}), with a gradient into theta_i
+    return -(pi * q_every).sum(dim=1).mean()               # sum over k, mean over the B rows
+
+
 # -- 05 COMA critic -------------------------------------------------------------------------------------------------
 
 def td_lambda_targets(rewards, dones, next_values, gamma, lam):
@@ -67,6 +87,19 @@ def coma_advantage(q, pi, actions):
     q_taken = q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)   # (...,) Q of the action taken
     baseline = (pi * q).sum(dim=-1)                             # (...,) the policy's expected Q
     return q_taken - baseline                                   # (...,)
+
+
+# -- 07 COMA training -----------------------------------------------------------------------------------------------
+
+def coma_actor_loss(pi, advantage, actions, agent_mask):
+    """COMA's policy-gradient loss over the valid (b, t, i), those where agent i still acts (agent_mask = 1):
+    L(theta) = -1/|valid| sum_{(b,t,i) valid} Adv_{i,t} log pi(a_{i,t} | h_{i,t}, i), the advantage a constant.
+    pi (B, T, N, A) probabilities; advantage (B, T, N); actions int (B, T, N); agent_mask (B, T, N) -> a number."""
+    advantage = advantage.detach()                                     # (B, T, N) a score: no gradient to the critic
+    pi_taken = pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1)        # (B, T, N) pi(a_{i,t} | h_{i,t}, i)
+    log_pi_taken = torch.log(pi_taken + 1e-10)                         # (B, T, N)
+    n_valid = agent_mask.sum().clamp(min=1.0)                          # |valid|, at least 1
+    return -(advantage * log_pi_taken * agent_mask).sum() / n_valid    # padding and agents home count for nothing
 
 
 # -- 09 continuous MADDPG -------------------------------------------------------------------------------------------
@@ -236,8 +269,10 @@ def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
     return {"agent": agent, "buffer": buffer, "episode_returns": episode_returns, "evaluations": evaluations}
 
 
-EXERCISES = ("flatten_for_critic", "td_target", "td_lambda_targets", "coma_advantage", "continuous_actor_loss",
-             "approximation_loss", "subpolicy_actions", "team_rewards", "qmix_mixer")  # in the notebooks' order
+EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
+             "td_lambda_targets", "coma_advantage", "coma_actor_loss",
+             "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
+             "qmix_mixer")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update",
                    "maddpg_training_loop")  # 13_capstone_maddpg: checked by marl_edu.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",

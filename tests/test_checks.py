@@ -185,6 +185,8 @@ def test_every_checker_reports_a_wrong_dtype_instead_of_raising(capsys):
         (check_td_lambda_targets, lambda r, d, v, g, lam: td_lambda_targets(r, d, v, g, lam).double()),
         (check_coma_advantage, lambda q, pi, actions: coma_advantage(q, pi, actions).double()),
         (check_coma_advantage, lambda q, pi, actions: coma_advantage(q, pi, actions).long()),
+        (checks.check_coma_actor_loss, _pg_loss(dtype=torch.float64)),
+        (checks.check_expected_actor_loss, _expected_loss(dtype=torch.float64)),
     ]
     for check, answer in answers:
         assert check(answer) is None
@@ -448,3 +450,326 @@ def test_a_failed_value_is_printed_with_the_digits_that_tell_it_from_the_expecte
 
     assert _close(1.0, 2.0) == "1.0000, got 2.0000"
     assert _close(-0.34601, -0.34598) == "-0.34601, got -0.34598"  # at 4 places both read -0.3460
+
+
+# -- check_coma_actor_loss: COMA's masked policy-gradient loss (notebook 07) ------------------------------------------
+
+def _pg_loss(sign=-1.0, mask=True, divisor="valid", log_of="taken", detach_advantage=True, detach_pi=False,
+             reduce=True, in_place=False, dtype=None):
+    """A learner's answer with one knob per known mistake; the defaults are the right answer."""
+    def fn(pi, advantage, actions, agent_mask):  # (B, T, N, A), (B, T, N), int (B, T, N), (B, T, N)
+        adv = advantage.detach() if detach_advantage else advantage
+        p = pi.detach() if detach_pi else pi
+        if in_place:
+            p.clamp_(min=1e-10)
+        taken = p.gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # (B, T, N)
+        log_pi = {"taken": lambda: torch.log(taken), "nothing": lambda: taken,
+                  "greedy": lambda: torch.log(p.max(-1).values), "every": lambda: torch.log(p).sum(-1),
+                  "log_softmax": lambda: torch.log_softmax(p, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1),
+                  }[log_of]()
+        m = agent_mask if mask else torch.ones_like(agent_mask)
+        terms = adv * log_pi * m  # (B, T, N)
+        if not reduce:
+            return sign * terms
+        loss = sign * terms.sum() / {"valid": m.sum(), "every entry": m.numel(), "B": m.shape[0]}[divisor]
+        return loss if dtype is None else loss.to(dtype)
+    return fn
+
+
+def _pg_verdict(fn, capsys):
+    assert checks.check_coma_actor_loss(fn) is None
+    return capsys.readouterr().out
+
+
+def test_coma_actor_loss_by_hand():
+    from marl_edu.coma import COMA
+    from marl_edu.solutions import coma_actor_loss
+
+    # one episode (B = 1) of T = 2 steps, N = 1 agent, A = 2 actions:
+    # step 0: pi = (0.5, 0.5), took action 0, Adv = 2;  step 1 (padding): pi = (0.25, 0.75), action 1, Adv = -4
+    pi = torch.tensor([[[[0.5, 0.5]], [[0.25, 0.75]]]])  # (1, 2, 1, 2)
+    advantage = torch.tensor([[[2.0], [-4.0]]])  # (1, 2, 1)
+    actions = torch.tensor([[[0], [1]]])  # (1, 2, 1)
+    only_step_0 = torch.tensor([[[1.0], [0.0]]])  # (1, 2, 1)
+    # masked: -(2 log 0.5) / 1 = 2 log 2 = 1.386294
+    for loss in (coma_actor_loss(pi, advantage, actions, only_step_0),
+                 COMA.actor_loss(pi, advantage, actions, only_step_0, 0.0)[0],
+                 _pg_loss()(pi, advantage, actions, only_step_0)):
+        assert abs(loss.item() - 2 * 0.693147) < 1e-5
+    # both steps valid: -(2 log 0.5 - 4 log 0.75) / 2 = -(-1.386294 + 1.150728) / 2 = 0.117783
+    assert abs(coma_actor_loss(pi, advantage, actions, torch.ones(1, 2, 1)).item() - 0.117783) < 1e-5
+    # padding unmasked gives that same 0.117783 where the masked loss is 1.386294: the checker's "no mask" hint
+    assert abs(_pg_loss(mask=False)(pi, advantage, actions, only_step_0).item() - 0.117783) < 1e-5
+    # no step valid: 0 / max(0, 1) = 0, not 0 / 0
+    assert coma_actor_loss(pi, advantage, actions, torch.zeros(1, 2, 1)).item() == 0.0
+
+
+def test_coma_actor_loss_reference_passes(capsys):
+    from marl_edu.coma import COMA
+
+    assert _pg_verdict(_pg_loss(), capsys).startswith("PASSED")
+    def library(pi, advantage, actions, agent_mask):  # COMA.actor_loss without its entropy bonus
+        return COMA.actor_loss(pi, advantage.detach(), actions, agent_mask, 0.0)[0]
+
+    assert _pg_verdict(library, capsys).startswith("PASSED")
+
+    def categorical(pi, advantage, actions, agent_mask):  # another way to the same loss
+        log_pi = torch.distributions.Categorical(probs=pi).log_prob(actions)  # (B, T, N)
+        return -(advantage.detach() * log_pi * agent_mask).sum() / agent_mask.sum()
+
+    assert _pg_verdict(categorical, capsys).startswith("PASSED")
+
+
+def test_coma_actor_loss_stub_is_not_done_yet(capsys):
+    def stub(pi, advantage, actions, agent_mask):
+        raise NotImplementedError
+
+    def empty(pi, advantage, actions, agent_mask):
+        pass
+
+    assert _pg_verdict(stub, capsys).startswith("NOT DONE YET: the function still raises NotImplementedError")
+    assert _pg_verdict(empty, capsys).startswith("NOT DONE YET: the function returned None")
+
+
+def test_coma_actor_loss_mistakes_are_named(capsys):
+    named = {
+        "are not masked": _pg_loss(mask=False),
+        "divided by every entry of the padded (B, T, N) batch": _pg_loss(divisor="every entry"),
+        "divided by the number of episodes B": _pg_loss(divisor="B"),
+        "the sign is flipped": _pg_loss(sign=1.0),
+        "the policy gradient needs its log": _pg_loss(log_of="nothing"),
+        "log pi of the most likely action": _pg_loss(log_of="greedy"),
+        "sums log pi over all A actions": _pg_loss(log_of="every"),
+        "pi holds probabilities already": _pg_loss(log_of="log_softmax"),
+        "sends a gradient into the advantage": _pg_loss(detach_advantage=False),
+        "no gradient reaches the policy": _pg_loss(detach_pi=True),
+        "do not change pi in place": _pg_loss(in_place=True),
+    }
+    for phrase, answer in named.items():
+        out = _pg_verdict(answer, capsys)
+        assert out.startswith("FAILED on B=3, T=4, N=2, A=5") and phrase in out, (phrase, out)
+        assert out.count("FAILED") == 1 and "PASSED" not in out
+
+
+def test_coma_actor_loss_wrong_shape_dtype_and_type_are_reported_not_raised(capsys):
+    out = _pg_verdict(_pg_loss(reduce=False), capsys)
+    assert "expected shape (), got (3, 4, 2)" in out and "the loss is ONE number" in out
+    out = _pg_verdict(lambda *args: _pg_loss()(*args).reshape(1), capsys)
+    assert "expected shape (), got (1,)" in out
+    out = _pg_verdict(_pg_loss(dtype=torch.float64), capsys)
+    assert "expected dtype torch.float32 (like the inputs), got torch.float64" in out
+    out = _pg_verdict(lambda *args: (_pg_loss()(*args), 0.0), capsys)  # the library's (loss, entropy) pair
+    assert out.startswith("FAILED") and "expected a torch.Tensor, got tuple" in out
+    out = _pg_verdict(lambda pi, advantage, actions, agent_mask: pi.gather(-1, actions), capsys)  # no unsqueeze
+    assert out.startswith("FAILED") and "your function raised RuntimeError" in out
+
+
+def test_coma_actor_loss_check_leaves_the_callers_random_state_alone(capsys):
+    torch.manual_seed(7)
+    expected = torch.rand(2)
+    torch.manual_seed(7)
+    _pg_verdict(_pg_loss(), capsys)
+    assert torch.equal(torch.rand(2), expected)
+
+
+# -- check_expected_actor_loss: MADDPG's actor loss, the exact expectation over own actions (notebook 04) ------------
+
+def _expected_loss(sign=-1.0, weights="pi", table="own", reduce="mean", in_place=False, fixed_critic=True,
+                   detach_pi=False, sample=False, shape="()", dtype=None):
+    """A learner's answer with one knob per known mistake; the defaults are the right answer."""
+    from marl_edu.maddpg import flatten_for_critic, gumbel_softmax
+
+    def fn(critic, actor, obs, actions, i):  # (B, N*(O+A)) -> (B,), (B, O) -> (B, A), (B, N, O), (B, N, A), int
+        A = actions.shape[2]
+        logits = actor(obs[:, i])  # (B, A)
+        logits = logits.detach() if detach_pi else logits
+        columns = []
+        with torch.no_grad() if fixed_critic else torch.enable_grad():
+            for k in range(A):
+                joint = actions if in_place else actions.clone()  # (B, N, A)
+                who = {"own": i, "two ones": i, "every agent": slice(None), "agent 0": 0}[table]
+                if table != "two ones":
+                    joint[:, who] = 0.0
+                joint[:, who, k] = 1.0
+                columns.append(critic(flatten_for_critic(obs, joint)))  # (B,)
+        q = torch.stack(columns, dim=1)  # (B, A)
+        if sample:  # notebook 04's "gumbel" loss, without its generator: a new sample at every call
+            w = gumbel_softmax(logits, 1.0, hard=True)
+        else:
+            w = {"pi": lambda: torch.softmax(logits, dim=1), "uniform": lambda: torch.full_like(logits, 1.0 / A),
+                 "ones": lambda: torch.ones_like(logits), "logits": lambda: logits,
+                 "log pi": lambda: torch.log_softmax(logits, dim=1), "batch axis": lambda: torch.softmax(logits, 0),
+                 }[weights]()
+        terms = sign * w * q  # (B, A)
+        loss = {"()": lambda: terms.sum(1).mean() if reduce == "mean" else terms.sum(),
+                "(B,)": lambda: terms.sum(1), "(B, A)": lambda: terms, "(1,)": lambda: terms.sum(1).mean().reshape(1),
+                }[shape]()
+        return loss if dtype is None else loss.to(dtype)
+    return fn
+
+
+def _expected_verdict(fn, capsys):
+    assert checks.check_expected_actor_loss(fn) is None
+    return capsys.readouterr().out
+
+
+def _linear_critic_and_actor():
+    """By hand: B = 1, N = 2, O = 1, A = 2. The critic is linear in its row [o_0, o_1, a_0 (2), a_1 (2)] with weights
+    [0, 0, 1, 3, 0, 2]; the actor's logits are [0, log 3] whatever it sees, so pi_0 = [1/4, 3/4]."""
+    import math
+
+    critic_net = torch.nn.Linear(6, 1, bias=False)
+    actor = torch.nn.Linear(1, 2)
+    with torch.no_grad():
+        critic_net.weight.copy_(torch.tensor([[0.0, 0.0, 1.0, 3.0, 0.0, 2.0]]))
+        actor.weight.zero_()
+        actor.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
+
+    class Critic(torch.nn.Module):  # (B, 6) -> (B,), like marl_edu.nets.Critic
+        def __init__(self):
+            super().__init__()
+            self.net = critic_net
+
+        def forward(self, x):
+            return self.net(x).squeeze(1)
+
+    obs = torch.zeros(1, 2, 1)  # (B, N, O)
+    actions = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # (B, N, A): agent 0 took 0, agent 1 took 1
+    return Critic(), actor, obs, actions
+
+
+def test_expected_actor_loss_by_hand():
+    from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic
+    from marl_edu.solutions import expected_actor_loss
+
+    critic, actor, obs, actions = _linear_critic_and_actor()
+    # agent 1's one-hot(1) adds 2 to every row. Q_0(x, (a_-0, 0)) = 1 + 2 = 3;  Q_0(x, (a_-0, 1)) = 3 + 2 = 5
+    # loss = -(1/4 * 3 + 3/4 * 5) = -(0.75 + 3.75) = -4.5
+    loss = expected_actor_loss(critic, actor, obs, actions, 0)
+    assert abs(loss.item() - (-4.5)) < 1e-6
+    loss.backward()
+    # d loss / d logit_k = -pi_k (Q_k - 4.5): -1/4 * (3 - 4.5) = 0.375 and -3/4 * (5 - 4.5) = -0.375; the logits are
+    # the actor's bias, so that is its gradient; the critic, a fixed judge, gets none
+    assert torch.allclose(actor.bias.grad, torch.tensor([0.375, -0.375]))
+    assert critic.net.weight.grad is None
+    assert actions.tolist() == [[[1.0, 0.0], [0.0, 1.0]]]  # the batch is left as it was
+    # the library's loss, with these two networks as agent 0's and no logits penalty, is the same -4.5
+    agent = MADDPG(2, 1, 2, MADDPGConfig(hidden=4, logits_reg=0.0, actor_gradient="expected"))
+    agent.critics[0], agent.actors[0] = critic, actor
+    assert abs(agent.actor_loss(0, {"obs": obs, "actions": actions}).item() - (-4.5)) < 1e-6
+    # the slips the checker names, by hand: the batch's own action k = 0 gives -3, a uniform mean -(3 + 5) / 2 = -4,
+    # agent 0's block not emptied -(1/4 * 3 + 3/4 * (1 + 3 + 2)) = -5.25
+    assert abs(-critic(flatten_for_critic(obs, actions)).mean().item() - (-3.0)) < 1e-6
+    assert abs(_expected_loss(weights="uniform")(critic, actor, obs, actions, 0).item() - (-4.0)) < 1e-6
+    assert abs(_expected_loss(table="two ones")(critic, actor, obs, actions, 0).item() - (-5.25)) < 1e-6
+
+
+def test_expected_actor_loss_reference_passes(capsys):
+    from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic
+
+    out = _expected_verdict(_expected_loss(), capsys)
+    assert out.startswith("PASSED") and out.count("\n") == 1
+
+    def vectorised(critic, actor, obs, actions, i):  # one critic call on B*A rows, as MADDPG.q_of_every_own_action
+        (B, N, O), A = obs.shape, actions.shape[2]
+        joint = actions.unsqueeze(1).repeat(1, A, 1, 1)  # (B, A, N, A)
+        joint[:, :, i] = torch.eye(A)  # copy k: agent i plays one_hot(k)
+        rows = flatten_for_critic(obs.unsqueeze(1).expand(B, A, N, O).reshape(B * A, N, O), joint.reshape(B * A, N, A))
+        q = critic(rows).reshape(B, A).detach()  # (B, A)
+        return -(torch.softmax(actor(obs[:, i]), dim=-1) * q).sum(-1).mean()
+
+    assert _expected_verdict(vectorised, capsys).startswith("PASSED")
+
+    def library(critic, actor, obs, actions, i):  # MADDPG.actor_loss itself, with these networks as agent i's
+        N, O, A = obs.shape[1], obs.shape[2], actions.shape[2]
+        agent = MADDPG(N, O, A, MADDPGConfig(hidden=4, logits_reg=0.0))
+        agent.critics[i], agent.actors[i] = critic, actor
+        return agent.actor_loss(i, {"obs": obs, "actions": actions})
+
+    assert _expected_verdict(library, capsys).startswith("PASSED")
+
+
+def test_expected_actor_loss_stub_is_not_done_yet(capsys):
+    def stub(critic, actor, obs, actions, i):
+        raise NotImplementedError
+
+    def empty(critic, actor, obs, actions, i):
+        pass
+
+    assert _expected_verdict(stub, capsys).startswith("NOT DONE YET: the function still raises NotImplementedError")
+    assert _expected_verdict(empty, capsys).startswith("NOT DONE YET: the function returned None")
+
+
+def test_expected_actor_loss_mistakes_are_named(capsys):
+    from marl_edu.maddpg import flatten_for_critic
+
+    first = "FAILED on B=4, N=2, O=3, A=5, i=0"
+    named = {
+        "the sign is flipped": _expected_loss(sign=1.0),
+        "the batch's own joint action": lambda critic, actor, obs, actions, i: -critic(
+            flatten_for_critic(obs, actions)).mean(),
+        "you averaged Q over the A actions uniformly": _expected_loss(weights="uniform"),
+        "you summed Q over the A actions unweighted": _expected_loss(weights="ones"),
+        "the weights are the logits": _expected_loss(weights="logits"),
+        "the weights are log pi": _expected_loss(weights="log pi"),
+        "the softmax ran over the batch axis": _expected_loss(weights="batch axis"),
+        "summed over the B rows": _expected_loss(reduce="sum"),
+        "empty it (zeros) before you put one_hot(k) there": _expected_loss(table="two ones"),
+        "every agent's action was set to k": _expected_loss(table="every agent"),
+        "changed the batch's actions in place": _expected_loss(in_place=True),
+        "sends a gradient into the critic": _expected_loss(fixed_critic=False),
+        "no gradient reaches the actor": _expected_loss(detach_pi=True),
+        "changes from one call to the next": _expected_loss(sample=True),
+    }
+    for phrase, answer in named.items():
+        out = _expected_verdict(answer, capsys)
+        assert out.startswith(first) and phrase in out, (phrase, out)
+        assert out.count("FAILED") == 1 and "PASSED" not in out
+    # agent 0's block replaced whoever i is: right for i = 0, named at the first case with i = 1
+    out = _expected_verdict(_expected_loss(table="agent 0"), capsys)
+    assert out.startswith("FAILED on B=4, N=2, O=3, A=5, i=1") and "you replaced agent 0's action" in out
+
+    def taken_only(critic, actor, obs, actions, i):  # pi of the stored action times Q of the stored joint action
+        q = critic(flatten_for_critic(obs, actions)).detach()  # (B,)
+        return -((torch.softmax(actor(obs[:, i]), dim=1) * actions[:, i]).sum(1) * q).mean()
+
+    assert "weighs only the action agent i took" in _expected_verdict(taken_only, capsys)
+
+    def best(critic, actor, obs, actions, i):  # the best action's Q instead of the policy's average
+        return -checks._own_action_values(critic, obs, actions, i).max(dim=1).values.mean()
+
+    assert "this is the best action's Q" in _expected_verdict(best, capsys)
+
+    def changes_pi_in_place(critic, actor, obs, actions, i):  # the right value, but autograd needs pi as it was
+        q = checks._own_action_values(critic, obs, actions, i)  # (B, A)
+        pi = torch.softmax(actor(obs[:, i]), dim=1)  # (B, A)
+        loss = -(pi * q).sum(dim=1).mean()
+        pi.clamp_(min=1e-8)
+        return loss
+
+    out = _expected_verdict(changes_pi_in_place, capsys)
+    assert out.startswith(first) and "its gradient cannot be computed" in out and "in place" in out
+
+
+def test_expected_actor_loss_wrong_shape_dtype_and_type_are_reported_not_raised(capsys):
+    out = _expected_verdict(_expected_loss(shape="(B,)"), capsys)
+    assert "expected shape (), got (4,)" in out and "one loss per row of the batch" in out
+    out = _expected_verdict(_expected_loss(shape="(B, A)"), capsys)
+    assert "expected shape (), got (4, 5)" in out and "sum over the A actions (dim=1)" in out
+    out = _expected_verdict(_expected_loss(shape="(1,)"), capsys)
+    assert "expected shape (), got (1,)" in out and "a 0-d tensor" in out
+    out = _expected_verdict(_expected_loss(dtype=torch.float64), capsys)
+    assert "expected dtype torch.float32 (like the inputs), got torch.float64" in out
+    out = _expected_verdict(lambda *args: _expected_loss()(*args).item(), capsys)
+    assert out.startswith("FAILED") and "expected a torch.Tensor, got float" in out
+    out = _expected_verdict(lambda critic, actor, obs, actions, i: critic(obs), capsys)  # obs is not a critic row
+    assert out.startswith("FAILED") and "your function raised ValueError: x: expected shape (B, 16)" in out
+
+
+def test_expected_actor_loss_check_leaves_the_callers_random_state_alone(capsys):
+    for answer in (_expected_loss(), _expected_loss(sample=True)):  # MADDPG seeds torch; a sampled answer draws too
+        torch.manual_seed(11)
+        expected = torch.rand(2)
+        torch.manual_seed(11)
+        _expected_verdict(answer, capsys)
+        assert torch.equal(torch.rand(2), expected)
