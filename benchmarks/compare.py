@@ -42,7 +42,7 @@ import numpy as np
 
 from grid import add_runner_options, check_runner_options, drop_runner_options, run_grid, where
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
-from marl_edu.runs import METHODS, method_config, rounded, run_seed, save_artifacts, solved_threshold, split
+from marl_edu.runs import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
 from marl_edu.files import atomic_write_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -97,12 +97,13 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float | None,
     (the stochastic policy that was trained, 100 episodes) instead."""
     greedy = np.array([r["greedy"] for r in rows])
     solved = [r for r in rows if r["episodes_to_solve"] is not None]
-    median = (lambda key: float(np.median([r[key] for r in solved]))) if solved else (lambda key: None)
-    final_solved = None if optimum is None else int((greedy >= solved_threshold(optimum) - 1e-6).sum())
+    # without a known optimum nothing is solved: no seed has an episode to solve
+    final_solved, ever_solved, episodes_to_solve = solve_counts(rows, optimum) if optimum is not None else (None,) * 3
+    seconds_to_solve = float(np.median([r["seconds_to_solve"] for r in solved])) if solved else None
     row = {"env": env_id, "method": method, "seeds": len(rows), "median_greedy": float(np.median(greedy)),
            "min_greedy": float(greedy.min()), "final_solved": final_solved,
-           "ever_solved": None if optimum is None else len(solved), "episodes_to_solve": median("episodes_to_solve"),
-           "seconds_to_solve": median("seconds_to_solve"), "episodes": budget,
+           "ever_solved": ever_solved, "episodes_to_solve": episodes_to_solve,
+           "seconds_to_solve": seconds_to_solve, "episodes": budget,
            "steps_per_s": float(np.median([r["steps_per_s"] for r in rows])), "optimal": optimum}
     if optimum is None:
         sampled = np.array([r["sampled"] for r in rows])

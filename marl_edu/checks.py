@@ -834,3 +834,78 @@ def check_expected_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
                 return
     print(f"PASSED: the expected actor loss on all {len(cases)} cases (value, gradient on the actor and none on the "
           f"critic, the batch left untouched; B from 1 to 6, N = 2 and 3, A = 2 to 5, agents 0 to 2).")
+
+
+# -- 08: reading a comparison -----------------------------------------------------------------------------------------
+
+def _seed_rows(greedy: list[float], episodes: list[int | None]) -> list[dict]:
+    """One dict per seed, as ``results/compare/ENV/METHOD/seed<S>.json`` holds them (the two fields used here)."""
+    return [{"greedy": g, "episodes_to_solve": e} for g, e in zip(greedy, episodes)]
+
+
+def check_solve_counts(fn: Callable) -> None:
+    """Check ``fn(rows, optimum) -> (solved at the end, solved at some point, median episodes to solve)`` against
+    ``runs.solve_counts``, on per-seed rows like the committed runs' (COMA's, IQL's and VDN's on Switch2-v0, a run
+    whose float32 return of 8.0 reads 7.99999997, Switch4-v0's optimum, and no seed solved)."""
+    from marl_edu.runs import solve_counts
+
+    cases = [
+        ("COMA on Switch2-v0", _seed_rows([8.3, -0.6, 8.1, 8.2, 8.2], [3200, None, 3008, 3008, 3200]), 8.3),
+        ("IQL on Switch2-v0", _seed_rows([7.8, 8.1, 7.2, 7.7, 6.9], [None, 2000, 1304, None, None]), 8.3),
+        ("VDN on Switch2-v0", _seed_rows([8.3, 8.3, 8.1, 7.999999970197678, 8.2], [1152, 1056, 1504, 856, 856]), 8.3),
+        ("three seeds on Switch4-v0", _seed_rows([16.0, 15.9, -11.1], [17600, 19504, None]), 16.1),
+        ("no seed solved", _seed_rows([-0.6, -10.0, -0.7], [None, None, None]), 8.3),
+    ]
+    for case, rows, optimum in cases:
+        expected = solve_counts(rows, optimum)
+        out, error = call(fn, [dict(row) for row in rows], optimum)
+        if error:
+            print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
+            return
+        if out is None:
+            print(NOT_DONE_NONE)
+            return
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            print(f"FAILED on {case}: expected a tuple of three (solved at the end, solved at some point, median "
+                  f"episodes to solve), got {out!r}")
+            return
+        at_end, ever, median = out
+        greedy = [row["greedy"] for row in rows]
+        solved = [row["episodes_to_solve"] for row in rows if row["episodes_to_solve"] is not None]
+        if at_end != expected[0]:
+            if at_end == ever == expected[1]:
+                hint = ("that is the seeds that solved at some point; 'at the end' asks whether each seed's FINAL "
+                        "greedy return is within 0.3 of the optimum (IQL's seed 2 solved at 1304 episodes and ended "
+                        "at 7.2).")
+            elif at_end == sum(g >= optimum for g in greedy):
+                hint = "solved means within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3), not at it."
+            elif at_end == sum(g >= round(optimum - 0.3, 6) for g in greedy):
+                hint = ("a return of 8.0 is a sum of float32 rewards and reads 7.99999997: compare with a small "
+                        "tolerance, greedy >= optimum - 0.3 - 1e-6.")
+            else:
+                hint = "count the seeds whose final greedy return is at least optimum - 0.3."
+            print(f"FAILED on {case}: solved at the end: expected {expected[0]}, got {at_end}.\nHint: {hint}")
+            return
+        if ever != expected[1]:
+            print(f"FAILED on {case}: solved at some point: expected {expected[1]}, got {ever}.\nHint: a seed solved "
+                  f"at some point when its episodes_to_solve is not None (None: it never did).")
+            return
+        if expected[2] is None:
+            if median is not None:
+                print(f"FAILED on {case}: median episodes to solve: expected None (no seed solved), got {median!r}."
+                      f"\nHint: with no seed that solved there is nothing to take a median of: return None, not 0 or "
+                      f"NaN, which would read as a number in the table.")
+                return
+            continue
+        if median is None or not isinstance(median, (int, float)) or abs(median - expected[2]) > 1e-6:
+            if isinstance(median, (int, float)) and solved and abs(median - sum(solved) / len(solved)) < 1e-6:
+                hint = "that is the mean; the tables give the median, which one slow seed cannot drag."
+            elif isinstance(median, (int, float)) and len(solved) < len(rows):
+                hint = ("the median is over the seeds that got there only: a seed that never solved has no episode "
+                        "to count (not 0, not the budget); the table says how many seeds that is.")
+            else:
+                hint = "take the median of episodes_to_solve over the seeds where it is not None."
+            print(f"FAILED on {case}: median episodes to solve: expected {expected[2]}, got {median!r}.\nHint: {hint}")
+            return
+    print(f"PASSED: the table's three counts on all {len(cases)} cases (solved at the end, at some point, and the "
+          f"median episodes over the seeds that got there).")

@@ -65,6 +65,19 @@ def solved_threshold(optimum: float) -> float:
     return round(optimum - SOLVED_MARGIN, 6)
 
 
+def solve_counts(rows: list[dict], optimum: float) -> tuple[int, int, float | None]:
+    """How a method did over its seeds, as the tables count it. ``rows``: one dict per seed with its final greedy team
+    return ``"greedy"`` and ``"episodes_to_solve"`` (the first evaluation within ``SOLVED_MARGIN`` of ``optimum``,
+    None if none was). Returns (seeds solved at the end: final greedy >= optimum - 0.3; seeds that solved at some
+    point; the median episodes to solve over those seeds only, None if no seed did)."""
+    if not rows:
+        raise ValueError("solve_counts needs at least one seed's row, got none")
+    line = solved_threshold(optimum) - 1e-6  # a float32 sum of rewards that is 8.0 arrives as 7.99999997
+    at_end = sum(row["greedy"] >= line for row in rows)
+    episodes = [row["episodes_to_solve"] for row in rows if row["episodes_to_solve"] is not None]
+    return at_end, len(episodes), (float(np.median(episodes)) if episodes else None)
+
+
 def split(method: str) -> tuple[str, str]:
     """``"central_v-gru"`` -> ``("central_v", "gru")``."""
     algo, variant = method.rsplit("-", 1)

@@ -102,6 +102,22 @@ def coma_actor_loss(pi, advantage, actions, agent_mask):
     return -(advantage * log_pi_taken * agent_mask).sum() / n_valid    # padding and agents home count for nothing
 
 
+# -- 08 comparison -------------------------------------------------------------------------------------------------
+
+def solve_counts(rows, optimum):
+    """The table's three counts for one method: rows, one dict per seed with its final "greedy" team return and its
+    "episodes_to_solve" (None: never solved) -> (seeds solved at the end, seeds solved at some point, the median
+    episodes to solve over the seeds that got there, None if none did). Solved: within 0.3 of the optimum."""
+    line = optimum - 0.3 - 1e-6                                          # a float32 return of 8.0 reads 7.99999997
+    at_end = sum(row["greedy"] >= line for row in rows)
+    episodes = sorted(row["episodes_to_solve"] for row in rows if row["episodes_to_solve"] is not None)
+    if not episodes:
+        return at_end, 0, None
+    middle = len(episodes) // 2
+    median = episodes[middle] if len(episodes) % 2 else (episodes[middle - 1] + episodes[middle]) / 2
+    return at_end, len(episodes), median
+
+
 # -- 09 continuous MADDPG -------------------------------------------------------------------------------------------
 
 def continuous_actor_loss(critic, actor, obs, actions, i):
@@ -270,7 +286,7 @@ def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
 
 
 EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
-             "td_lambda_targets", "coma_advantage", "coma_actor_loss",
+             "td_lambda_targets", "coma_advantage", "coma_actor_loss", "solve_counts",
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
              "qmix_mixer")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update",

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from marl_edu import checks
@@ -773,3 +774,63 @@ def test_expected_actor_loss_check_leaves_the_callers_random_state_alone(capsys)
         torch.manual_seed(11)
         _expected_verdict(answer, capsys)
         assert torch.equal(torch.rand(2), expected)
+
+
+# -- 08: the table's counts from the committed runs ------------------------------------------------------------------
+
+def test_solve_counts_by_hand():
+    from marl_edu.runs import solve_counts
+    rows = [{"greedy": g, "episodes_to_solve": e} for g, e in
+            [(7.8, None), (8.1, 2000), (7.2, 1304), (7.7, None), (6.9, None)]]  # IQL's five seeds on Switch2-v0
+    # at the end: only 8.1 >= 8.3 - 0.3 = 8.0 -> 1; at some point: 2000 and 1304 -> 2; median of (1304, 2000) = 1652
+    assert solve_counts(rows, 8.3) == (1, 2, 1652.0)
+    rows = [{"greedy": 7.999999970197678, "episodes_to_solve": 856}]  # 8.0 summed in float32 counts as solved
+    assert solve_counts(rows, 8.3) == (1, 1, 856.0)
+    assert solve_counts([{"greedy": -0.6, "episodes_to_solve": None}], 8.3) == (0, 0, None)
+    with pytest.raises(ValueError, match="at least one seed"):
+        solve_counts([], 8.3)
+
+
+def test_solve_counts_check_names_each_slip(capsys):
+    from marl_edu.checks import check_solve_counts
+    from marl_edu.solutions import solve_counts as reference
+
+    def verdict(fn):
+        check_solve_counts(fn)
+        return capsys.readouterr().out
+
+    assert verdict(reference).startswith("PASSED")
+
+    def ever_for_end(rows, optimum):  # counts the seeds that ever solved as solved at the end
+        _, ever, median = reference(rows, optimum)
+        return ever, ever, median
+
+    def at_the_optimum(rows, optimum):  # solved only at the optimum itself
+        _, ever, median = reference(rows, optimum)
+        return sum(row["greedy"] >= optimum for row in rows), ever, median
+
+    def no_tolerance(rows, optimum):  # 7.99999997 is not >= 8.0
+        _, ever, median = reference(rows, optimum)
+        return sum(row["greedy"] >= round(optimum - 0.3, 6) for row in rows), ever, median
+
+    def mean(rows, optimum):
+        at_end, ever, median = reference(rows, optimum)
+        solved = [row["episodes_to_solve"] for row in rows if row["episodes_to_solve"] is not None]
+        return at_end, ever, (sum(solved) / len(solved) if solved else None)
+
+    def never_as_zero(rows, optimum):  # a seed that never solved counted as 0 episodes
+        at_end, ever, _ = reference(rows, optimum)
+        values = sorted(row["episodes_to_solve"] or 0 for row in rows)
+        return at_end, ever, float(values[len(values) // 2]) if ever else None
+
+    def zero_when_none(rows, optimum):
+        at_end, ever, median = reference(rows, optimum)
+        return at_end, ever, 0 if median is None else median
+
+    for fn, named in [(ever_for_end, "FINAL greedy return"), (at_the_optimum, "within 0.3 of the exact optimum"),
+                      (no_tolerance, "float32"), (mean, "that is the mean"),
+                      (never_as_zero, "over the seeds that got there only"), (zero_when_none, "return None")]:
+        out = verdict(fn)
+        assert out.startswith("FAILED") and named in out, (fn.__name__, out)
+    assert "expected a tuple of three" in verdict(lambda rows, optimum: 4)
+    assert "your function raised KeyError" in verdict(lambda rows, optimum: rows[0]["solved"])
