@@ -190,8 +190,8 @@ def check_coma_critic_rows(fn: Callable) -> None:
                        "agent's and zero agent i's."),
             (time_major, "the rows come out time-major (t*B + b): reshape (B, T+1, ...) straight to "
                          "(B*(T+1), ...), no transpose."),
-        ], "row i = cat([obs of every agent flattened (N*O), obs[i] (O), one-hot actions with block i zeroed "
-           "(N*A), eye(N)[i] (N)]).", atol=1e-6)
+        ], "compare your row's four blocks, one by one, with the part's table: their order, their widths (N*O, O, "
+           "N*A, N) and what each holds for row i.", atol=1e-6)
         values_differ(case, expected, out, hint, shown=8)
         return
     print(f"PASSED: the critic's rows [s, o_i, a_-i, id] on all {len(cases)} cases (within 1e-6; B = 1 to 3, N = 2 "

@@ -301,14 +301,15 @@ def check_maddpg_actor_loss(fn: Callable) -> None:
                 return
             if abs(out.item() - reference.item()) > TOLERANCE:
                 variants = [(_actor_loss_variant(agent, i, batch, **flags), hint) for flags, hint in ACTOR_SLIPS]
-                hint = _first_match(out.item(), variants, "logits_i = agent.actors[i](obs[:, i]); for every own action "
-                                    "k, Q_i with agent i's one-hot action replaced by one_hot(k) (no gradient); then "
-                                    "-(softmax(logits_i) * q).sum(1).mean() + c_reg * mean(logits_i^2).")
+                hint = _first_match(out.item(), variants, "check each factor of the part's equation in turn: whose "
+                                    "actor and whose observation give pi_i, which action block is replaced by each "
+                                    "own action k, what carries no gradient, what is averaged over B, and the "
+                                    "penalty on the logits.")
                 print(f"FAILED on {case}: loss {out.item():.6f}, expected {reference.item():.6f} (within "
                       f"{TOLERANCE:g}).\nHint: {hint}")
                 return
             if not out.requires_grad:
-                print(f"FAILED on {case}: your loss has no gradient.\nHint: compute logits_i = agent.actors[i](...) "
+                print(f"FAILED on {case}: your loss has no gradient.\nHint: the actor's logits must be computed "
                       f"outside torch.no_grad(); only the critic's values are constants.")
                 return
             out.backward()
