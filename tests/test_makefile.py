@@ -168,19 +168,21 @@ def run_ci(tmp_path: pathlib.Path, versions: list[str], fails: str = "") -> tupl
     return result, [call.replace(str(bin_) + "/", "") for call in calls]  # (with "finished ..." after a test-smoke)
 
 
-def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_beside_the_browser(tmp_path):
+def test_ci_runs_make_test_on_311_the_quick_checks_on_the_others_beside_ray_then_the_browser(tmp_path):
     result, calls = run_ci(tmp_path, ["3.11", "3.12", "3.13"])
     assert result.returncode == 0, result.stdout + result.stderr
     tests = [call for call in calls if call.removeprefix("finished ").split()[1].startswith("test")]
-    smoke = {"--no-print-directory test-smoke PYTHON=python3.13 VENV=.venv-3.13",
-             "--no-print-directory test-smoke PYTHON=python3.12 VENV=.venv-3.12"}
+    smoke_313 = "--no-print-directory test-smoke PYTHON=python3.13 VENV=.venv-3.13"
+    smoke_312 = "--no-print-directory test-smoke PYTHON=python3.12 VENV=.venv-3.12"
+    browser = "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"
+    ray = "--no-print-directory test-ray VENV=.venv-3.13"
     # make test leaves the file make test-ray runs whole to it
     assert tests[0] == ("--no-print-directory test PYTHON=python3.11 VENV=.venv-3.11 "
                         "PYTEST_ARGS=--ignore=tests/test_compare_runners.py")
-    assert set(tests[1:3]) == smoke and {call.removeprefix("finished ") for call in tests[3:5]} == smoke  # together
-    browser = "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"
-    ray = "--no-print-directory test-ray VENV=.venv-3.13"
-    assert set(tests[5:7]) == {browser, ray} and {call.removeprefix("finished ") for call in tests[7:]} == {browser, ray}
+    assert set(tests[1:3]) == {smoke_313, ray}  # Ray starts beside the first quick check ...
+    assert tests.index(smoke_312) > tests.index("finished " + smoke_313)  # ... which the second one follows
+    assert tests[-2:] == [browser, "finished " + browser]  # the browser alone, after all of them
+    assert len(tests) == 9
     assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(tests[1])
     assert {call.split()[2] for call in calls if call.split()[1] == "setup"} == {
         "PYTHON=python3.11", "PYTHON=python3.12", "PYTHON=python3.13"}
@@ -188,9 +190,9 @@ def test_ci_runs_make_test_on_311_the_quick_check_on_the_others_then_ray_beside_
     assert [line.split(" passed in ")[0].strip() for line in summary] == [
         "Python 3.11: make setup", "Python 3.11: make test (--ignore=tests/test_compare_runners.py)",
         "Python 3.13: make setup", "Python 3.12: make setup", "Python 3.13: make setup-extras (ray, playwright)",
-        "Python 3.13: make test-smoke", "Python 3.12: make test-smoke",
-        "browser tests (Python 3.13): make test-browser (-m ci)", "Ray runner (Python 3.13): make test-ray"]
-    assert summary[-2:] == [line for line in summary if "with the others" in line][-2:]  # the browser beside Ray
+        "Python 3.13 then 3.12: make test-smoke", "Ray runner (Python 3.13): make test-ray",
+        "browser tests (Python 3.13): make test-browser (-m ci)"]
+    assert [line for line in summary if "with the others" in line] == summary[-3:-1]  # the quick checks beside Ray
     assert all(re.search(r" passed in \d+ s( \(in the background\)| \(with the others\))?$", line)
                for line in summary), summary
 
