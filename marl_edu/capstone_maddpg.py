@@ -83,11 +83,11 @@ REFERENCE_UPDATE = functools.partial(_reference_update, critic_loss=REFERENCE["m
 # Fixed cases
 # ----------------------------------------------------------------------------------------------
 
-def _agent(N: int = 2, O: int = 2, A: int = 5, seed: int = 0) -> MADDPG:
+def _agent(N: int = 2, O: int = 2, A: int = 5, seed: int = 0, tau: float = 0.005) -> MADDPG:
     """A small MADDPG learner whose actors and critics have moved away from their targets (a fresh learner's targets
     are exact copies, which would hide a target network used in the wrong place). Two built with the same arguments
     are identical: weights, targets and generator."""
-    agent = MADDPG(N, O, A, MADDPGConfig(hidden=16), seed=seed)
+    agent = MADDPG(N, O, A, MADDPGConfig(hidden=16, tau=tau), seed=seed)
     noise = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in [*agent.actors.parameters(), *agent.critics.parameters()]:
@@ -410,6 +410,10 @@ def _update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_loss: Calla
     def critic_steps():
         for i in range(agent.n_agents):
             step(agent.critic_optimizers[i], agent.critics[i], critic_loss(agent, i, b), f"agent {i}'s critic loss")
+            if slip == "agent by agent":  # agent i's critic, actor and targets, then agent i + 1's
+                step(agent.actor_optimizers[i], agent.actors[i], actor_loss(agent, i, b), f"agent {i}'s actor loss")
+                soft_update(agent.target_actors[i], agent.actors[i], c.tau)
+                soft_update(agent.target_critics[i], agent.critics[i], c.tau)
 
     def actor_steps():
         for i in range(agent.n_agents):
@@ -420,10 +424,12 @@ def _update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_loss: Calla
     if slip == "actors first":
         actor_steps()
         critic_steps()
+    elif slip == "agent by agent":
+        critic_steps()
     else:
         critic_steps()
         actor_steps()
-    if slip != "soft per agent":
+    if slip not in ("soft per agent", "agent by agent"):
         targets()
     agent.updates += 1
 
@@ -433,6 +439,9 @@ UPDATE_SLIPS = [
                      "critic this batch has just corrected."),
     ("soft per agent", "soft-update the targets once per update, after every agent's steps, not once per agent "
                        "(that moves them N times as far)."),
+    ("agent by agent", "every critic's step first, then every actor's, then the targets: agent j's critic target "
+                       "uses every agent's TARGET actor, so agent i's target must not have moved yet in this update "
+                       "(the difference shows at a large tau)."),
     ("no soft update", "end the update with the soft updates of the target actors and target critics (tau = "
                        "agent.config.tau)."),
     ("hard copy", "MADDPG moves its targets softly every update (tau), not by copying."),
@@ -447,11 +456,13 @@ UPDATE_SLIPS = [
 def check_maddpg_update(fn: Callable) -> None:
     """Check ``fn(agent, batch, critic_loss, actor_loss, soft_update)`` (in place, with the reference's losses and soft
     update passed in) against ``MADDPG.update``: every parameter of every network and target after 3 updates on
-    fixed batches (numpy, as ``ReplayBuffer.sample`` gives them), within TOLERANCE."""
+    fixed batches (numpy, as ``ReplayBuffer.sample`` gives them), within TOLERANCE. The second case's tau = 0.5 makes
+    the moment of the soft updates visible: at the default 0.005 a target moved a little early changes the next
+    agent's step by less than the tolerance."""
     parts = {k: REFERENCE[k] for k in ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update")}
-    for N, O, A, B in ((2, 2, 5, 32), (3, 2, 4, 8)):
-        case = f"N={N}, B={B}, 3 updates"
-        reference, yours = _agent(N, O, A, seed=N), _agent(N, O, A, seed=N)
+    for N, O, A, B, tau in ((2, 2, 5, 32, 0.005), (3, 2, 4, 8, 0.5)):
+        case = f"N={N}, B={B}, tau={tau}, 3 updates"
+        reference, yours = _agent(N, O, A, seed=N, tau=tau), _agent(N, O, A, seed=N, tau=tau)
         start = _parameters(yours)
         batches = [_batch(B, N, O, A, seed=100 * N + k, as_tensors=False) for k in range(3)]
         for k, batch in enumerate(batches):
@@ -470,7 +481,7 @@ def check_maddpg_update(fn: Callable) -> None:
             hint = "critic steps for every agent, then actor steps for every agent, each: zero_grad, backward, clip, " \
                    "step; then soft_update(agent.target_actors, agent.actors, tau) and the same for the critics."
             for slip, text in UPDATE_SLIPS:
-                variant = _agent(N, O, A, seed=N)
+                variant = _agent(N, O, A, seed=N, tau=tau)
                 for batch in batches:
                     _update(variant, batch, *parts.values(), slip=slip)
                 if _largest_difference(_parameters(yours), _parameters(variant))[0] <= TOLERANCE:
@@ -479,7 +490,7 @@ def check_maddpg_update(fn: Callable) -> None:
             print(f"FAILED on {case}: {where} is off by up to {worst:.3g} (tolerance {TOLERANCE:g}).\nHint: {hint}")
             return
     print(f"PASSED: after 3 updates every actor, critic and target equals MADDPG.update's (within {TOLERANCE:g}), "
-          f"for 2 and 3 agents.")
+          f"for 2 agents at tau = 0.005 and 3 agents at tau = 0.5.")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -245,6 +245,28 @@ def test_update_slips_are_named(slip, hint, capsys):
     assert out.startswith("FAILED") and hint in out, out
 
 
+def update_agent_by_agent(agent, batch, critic_loss, actor_loss, soft_update):
+    """Agent i's critic step, actor step and soft updates, then agent i + 1's: the cold read's slip, which at tau =
+    0.005 differs from MADDPG.update by less than the tolerance after 3 updates."""
+    c = agent.config
+    b = {key: torch.as_tensor(value) for key, value in batch.items()}
+    for i in range(agent.n_agents):
+        for optimizer, net, loss_fn in ((agent.critic_optimizers[i], agent.critics[i], critic_loss),
+                                        (agent.actor_optimizers[i], agent.actors[i], actor_loss)):
+            loss = loss_fn(agent, i, b)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), c.grad_clip)
+            optimizer.step()
+        soft_update(agent.target_actors[i], agent.actors[i], c.tau)
+        soft_update(agent.target_critics[i], agent.critics[i], c.tau)
+
+
+def test_an_update_agent_by_agent_fails_at_the_large_tau(capsys):
+    out = verdict(capstone.check_maddpg_update, update_agent_by_agent, capsys)
+    assert out.startswith("FAILED on N=3, B=8, tau=0.5") and "every critic's step first" in out, out
+
+
 def test_update_that_soft_updates_after_every_agent_fails(capsys):
     # (the checker's own slip soft-updates after every agent's actor step too, so the hint names it)
     out = verdict(capstone.check_maddpg_update, update_with(soft_per_agent=True), capsys)
