@@ -18,8 +18,9 @@ with any other values in ``METHODS``. Tried on seed 100 and left out: feed-forwa
 updates per collection and epsilon decayed over 10% (the textbook's choices where ours has one) stayed at a greedy
 mean of 0.02-0.11 over 400k env steps, where GRU agents (2 updates per collection, a target copy every 50) reached
 0.13-0.22 in 200k.
-Writes OUT/METHOD/seed<S>.json (the run's figures and evaluations) and OUT/summary.json (the table and the command);
-prints one line per run, the table, and one SUMMARY line per method.
+Writes OUT/METHOD/seed<S>.json (the run's figures and evaluations), the first seed's OUT/METHOD/policy.pt and
+greedy.gif, and OUT/summary.json (the table and the command); prints one line per run, the table, and one SUMMARY line
+per method.
 """
 
 from __future__ import annotations
@@ -45,19 +46,29 @@ TEXTBOOK = {  # the MARL textbook's published runs on this task (5 seeds each): 
 FINAL_EPISODES = 100
 
 
-def run_one(method: str, seed: int, episodes: int, eval_every: int) -> dict:
+def run_one(method: str, seed: int, episodes: int, eval_every: int, folder: pathlib.Path | None = None) -> dict:
     """Train one learner for one seed on one torch thread and measure it: when its periodic greedy mean first reached
-    ``TARGET`` (episodes, env steps, seconds since the start), and its final greedy mean over 100 episodes."""
+    ``TARGET`` (episodes, env steps, seconds since the start), and its final greedy mean over 100 episodes. With
+    ``folder`` (the first seed's), save the final policy there and a GIF of its first greedy episode (env seed 0)."""
     import dataclasses
 
+    from marl_edu.checkpoints import save_policy
+    from marl_edu.envs import make_env
     from marl_edu.learners import entry
+    from marl_edu.rollout import run_episode
     from marl_edu.train import greedy_team_return, train_value_decomposition
     from marl_edu.value_decomposition import ValueDecompositionConfig
+    from marl_edu.viz import save_gif
 
     config = ValueDecompositionConfig(**METHODS[method])
     run = train_value_decomposition(ENV_ID, episodes, config, seed=seed, eval_every=eval_every, progress=False,
                                     learner=entry(method).learner, threads=1)
     final = greedy_team_return(run.agent, ENV_ID, FINAL_EPISODES, threads=1)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_policy(run.agent, ENV_ID, folder / "policy.pt")
+        frames = run_episode(make_env(ENV_ID, seed=0), run.agent.greedy_policy(), record_frames=True).frames
+        save_gif(frames, folder / "greedy.gif", fps=4, scale=1)
     first = next((k for k, (_, value) in enumerate(run.evaluations) if value >= TARGET - 1e-9), None)
     return {"method": method, "seed": seed, "final": round(final, 4),
             "episodes_to_target": None if first is None else run.evaluations[first][0],
@@ -140,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
             if row["episodes"] >= args.episodes and row["config"]["n_envs"] > row["episodes"] - args.episodes:
                 kept[method, seed] = row  # this budget's run (a run overshoots by less than one collection)
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, method, seed, args.episodes, args.eval_every) for method, seed in jobs
-                   if (method, seed) not in kept]
+        futures = [pool.submit(run_one, method, seed, args.episodes, args.eval_every,
+                               args.out / method if seed == min(args.seeds) else None)
+                   for method, seed in jobs if (method, seed) not in kept]
         for future in [*kept.values(), *futures]:
             row = future if isinstance(future, dict) else future.result()
             rows.append(row)
