@@ -19,8 +19,8 @@ updates per collection and epsilon decayed over 10% (the textbook's choices wher
 mean of 0.02-0.11 over 400k env steps, where GRU agents (2 updates per collection, a target copy every 50) reached
 0.13-0.22 in 200k.
 Writes OUT/METHOD/seed<S>.json (the run's figures and evaluations), the first seed's OUT/METHOD/policy.pt and
-greedy.gif, and OUT/summary.json (the table and the command); prints one line per run, the table, and one SUMMARY line
-per method.
+greedy.gif, OUT/curves.png (every run's evaluations) and OUT/summary.json (the table and the command); prints one
+line per run, the table, and one SUMMARY line per method.
 """
 
 from __future__ import annotations
@@ -120,6 +120,29 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
+    """Every run's periodic greedy mean against env steps, one panel per method, the target dashed and the textbook's
+    steps to it in the title: OUT/curves.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from marl_edu.viz import plot_env_step_evaluations
+
+    methods = [method for method in METHODS if any(row["method"] == method for row in rows)]
+    fig, axes = plt.subplots(1, len(methods), figsize=(5.5 * len(methods), 3.6), squeeze=False, sharey=True)
+    for ax, method in zip(axes[0], methods):
+        mine = sorted((row for row in rows if row["method"] == method), key=lambda row: row["seed"])
+        plot_env_step_evaluations(mine, TARGET, ax=ax, title=f"{method} on {ENV_ID}\n(the textbook's {method}: "
+                                  f"{TEXTBOOK[method]['steps_to_target']} env steps to {TARGET})")
+        ax.set_ylim(-0.02, 1.02)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -180,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                "runs": [{key: value for key, value in row.items() if key != "evaluations"} for row in rows]}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"curves: {figure(rows, args.out / 'curves.png')}")
     return 0
 
 

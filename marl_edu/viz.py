@@ -234,6 +234,36 @@ def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, a
     return greedy_axes(ax, optimal, title, optimum_style=("C2", "--"))
 
 
+def plot_env_step_evaluations(seeds: Sequence[dict], target: float | None = None, ax: plt.Axes | None = None,
+                              title: str = "") -> plt.Axes:
+    """One line per training run of its periodic greedy evaluations against env steps (in millions), the axis of
+    the MARL textbook's Level-Based Foraging figures, with the return counted as "reached" drawn as a dashed line.
+
+    Args:
+        seeds: one dict per run with ``seed`` and ``evaluations``, a list of ``(episode, env steps so far, greedy
+            team return)`` (the per-seed files of ``benchmarks/foraging.py``).
+        target: the return to draw (None: not drawn).
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.4))
+    for row in seeds:
+        if not row["evaluations"]:
+            raise ValueError(f"seed {row['seed']} has no evaluations to plot")
+        if any(len(evaluation) != 3 for evaluation in row["evaluations"]):
+            raise ValueError(f"seed {row['seed']}: each evaluation must be (episode, env steps, greedy team return), "
+                             f"got {row['evaluations'][0]!r}")
+        _, steps, greedy = zip(*row["evaluations"])
+        ax.plot(np.array(steps) / 1e6, greedy, "-", linewidth=0.9, label=f"seed {row['seed']}")
+    if target is not None:
+        ax.axhline(target, color="black", linestyle="--", linewidth=0.8, label=f"target ({target:g})")
+    ax.set_xlabel("env steps (millions)")
+    ax.set_ylabel("greedy team return")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return ax
+
+
 def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
     """Several runs' periodic greedy evaluations on one axis: ``(episodes (evals,), greedy (seeds, evals))``.
 

@@ -90,6 +90,22 @@ def test_seed_evaluations_one_line_per_seed():
         plot_seed_evaluations([{"seed": 2, "evaluations": []}])
 
 
+def test_env_step_evaluations_one_line_per_seed_in_millions_of_steps():
+    from marl_edu.viz import plot_env_step_evaluations
+
+    rows = [{"seed": 0, "evaluations": [(200, 9_800, 0.1), (400, 19_500, 0.5)]},
+            {"seed": 1, "evaluations": [(200, 10_000, 0.0)]}]
+    ax = plot_env_step_evaluations(rows, target=0.8, title="t")
+    assert [line.get_label() for line in ax.lines] == ["seed 0", "seed 1", "target (0.8)"]
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), [0.0098, 0.0195])  # 9,800 and 19,500 steps, in millions
+    assert list(ax.lines[0].get_ydata()) == [0.1, 0.5]
+    assert ax.get_xlabel() == "env steps (millions)"
+    with pytest.raises(ValueError, match="seed 2 has no evaluations"):
+        plot_env_step_evaluations([{"seed": 2, "evaluations": []}])
+    with pytest.raises(ValueError, match=r"seed 3: each evaluation must be \(episode, env steps, greedy"):
+        plot_env_step_evaluations([{"seed": 3, "evaluations": [(200, 0.5)]}])
+
+
 def test_seed_band_by_hand_and_comparison_plot():
     from marl_edu.viz import plot_comparison, seed_band
 
