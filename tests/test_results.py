@@ -14,7 +14,8 @@ from marl_edu.train import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_ret
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
-REPLAYED_BELOW = (RESULTS / "particle", RESULTS / "competition")  # continuous-action policies, scored differently
+REPLAYED_BELOW = (RESULTS / "particle", RESULTS / "competition",  # continuous-action policies, scored differently
+                  RESULTS / "foraging")  # Level-Based Foraging's, scored by benchmarks/foraging.py
 CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in RESULTS.glob("**/policy.pt")
                      if not any(path.is_relative_to(folder) for folder in REPLAYED_BELOW))  # Switch's
 
@@ -213,3 +214,31 @@ def test_sweep_configs_are_typed_like_the_defaults_and_bad_fields_are_named():
         sweep.parse_config("coma", ["recurrent=no"])
     with pytest.raises(ValueError, match="actor_lr"):
         sweep.parse_config("maddpg", ["actor_lr=-1"])  # the config's own check
+
+
+# -- Level-Based Foraging (benchmarks/foraging.py): value decomposition beside the MARL textbook's runs -------------
+
+FORAGING = RESULTS / "foraging"
+
+
+def test_committed_foraging_policy_replays_its_recorded_final_mean():
+    foraging = _module("foraging")
+    summary = json.loads((FORAGING / "summary.json").read_text())
+    first = min(run["seed"] for run in summary["runs"])
+    for method in {run["method"] for run in summary["runs"]}:  # each method's first seed keeps its policy
+        record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == first)
+        agent = load_policy(FORAGING / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
+        assert (FORAGING / method / "policy.pt").stat().st_size < 150_000
+        final = greedy_team_return(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, threads=1)
+        assert round(final, 4) == pytest.approx(record["final"], abs=1e-4), method
+
+
+def test_readme_foraging_table_is_what_the_benchmark_printed():
+    foraging = _module("foraging")
+    summary = json.loads((FORAGING / "summary.json").read_text())
+    assert foraging.table(summary["runs"]) == summary["table"]
+    assert summary["runs"] == [  # the summary's rows are the per-seed files' (without their evaluations)
+        {key: value for key, value in json.loads((FORAGING / run["method"] / f"seed{run['seed']}.json").read_text())
+         .items() if key != "evaluations"} for run in summary["runs"]]
+    readme = (ROOT / "README.md").read_text()
+    assert all(line in readme for line in summary["table"])
