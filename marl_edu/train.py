@@ -18,12 +18,15 @@ command line and the benchmarks share) in ``runs``; the command line (``python -
 from __future__ import annotations
 
 if __name__ == "__main__":  # python -m marl_edu.train: a Ctrl-C or SIGTERM while the modules load (a few seconds)
+    import os
     import signal
     import sys
 
     def _starting(signum, frame):  # (cli.main puts its own handlers in place once it starts)
-        print("python -m marl_edu.train: interrupted while starting: nothing was written", file=sys.stderr)
-        raise SystemExit(128 + signum)
+        # Nothing is written before cli.main starts, so leave at once: os._exit, not SystemExit, which raised while
+        # torch's C++ code is importing a module (torch.distributed) aborts the process with a C++ traceback (-6).
+        print("python -m marl_edu.train: interrupted while starting: nothing was written", file=sys.stderr, flush=True)
+        os._exit(128 + signum)
 
     for _signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_signum, _starting)
