@@ -1,8 +1,9 @@
-"""Level-Based Foraging beside the MARL textbook's published runs: IQL, VDN and QMIX on Foraging-8x8-2p-3f-v3 (two
-agents, three food items, 8x8 grid, 50-step episodes), every agent learning the team reward (the sum of the agents'
-rewards: loading every food item pays 1 in all).
+"""Level-Based Foraging beside the MARL textbook's published runs: IQL, VDN and QMIX (and, where the textbook has no
+figure, COMA and central-V) on Foraging-8x8-2p-3f-v3 (two agents, three food items, 8x8 grid, 50-step episodes),
+every agent learning the team reward (the sum of the agents' rewards: loading every food item pays 1 in all).
 
-    .venv/bin/python benchmarks/foraging.py                          # iql, vdn, qmix, seeds 0-4, two runs at a time
+    .venv/bin/python benchmarks/foraging.py                          # every method, seeds 0-4, two runs at a time
+    .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix coma central_v --reuse  # keep the runs on disk
     .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 0 --episodes 2000 --out /tmp/foraging
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
@@ -13,14 +14,17 @@ updates, epsilon 1.0 -> 0.05 over the first 10%, rewards standardised), 5 seeds 
 return of 0.8 after 2.0-2.6M env steps and ended at 0.82-1.0; VDN after 2.0-2.9M, ending at 0.88-1.0; QMIX never
 reached 0.8 in 3.9M steps and ended at 0.21-0.74 (``TEXTBOOK`` below).
 
-Our learners use their defaults (``ValueDecompositionConfig``: GRU agents, TD(lambda) targets, tuned on Switch2-v0),
-with any other values in ``METHODS``. Tried on seed 100 and left out: feed-forward agents with 128 hidden units, 4
-updates per collection and epsilon decayed over 10% (the textbook's choices where ours has one) stayed at a greedy
-mean of 0.02-0.11 over 400k env steps, where GRU agents (2 updates per collection, a target copy every 50) reached
-0.13-0.22 in 200k.
-Writes OUT/METHOD/seed<S>.json (the run's figures and evaluations), the first seed's OUT/METHOD/policy.pt and
-greedy.gif, OUT/curves.png (every run's evaluations) and OUT/summary.json (the table and the command); prints one
-line per run, the table, and one SUMMARY line per method.
+Our learners use their defaults (``ValueDecompositionConfig``: GRU agents, TD(lambda) targets, tuned on Switch2-v0;
+COMA and central-V ``COMAConfig``'s), with any other values in ``METHODS``. Tried on seed 100 and left out:
+feed-forward agents with 128 hidden units, 4 updates per collection and epsilon decayed over 10% (the textbook's
+choices where ours has one) stayed at a greedy mean of 0.02-0.11 over 400k env steps, where GRU agents (2 updates per
+collection, a target copy every 50) reached 0.13-0.22 in 200k.
+
+Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation),
+the first seed's OUT/METHOD/policy.pt and greedy.gif, OUT/curves.png (every run's evaluations) and OUT/summary.json
+(the table and the command); prints one line per run, the table, and one SUMMARY line per method. With ``--reuse``
+the runs already on disk are kept, each with its own yardstick (machines of the same kind differ in speed by more
+than twice), so a run's speed is read as its ratio to raw lbforaging, never in seconds against another's.
 """
 
 from __future__ import annotations
@@ -37,11 +41,14 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV_ID = "Foraging-8x8-2p-3f-v3"
 TARGET = 0.8  # the mean greedy return the textbook's figures count "reached" at
-METHODS = {"iql": {}, "vdn": {}, "qmix": {}}  # learners.LEARNERS name -> config values other than the defaults
+METHODS = {"iql": {}, "vdn": {}, "qmix": {}, "coma": {}, "central_v": {}}  # learners.LEARNERS name -> config values
+# other than the defaults
 TEXTBOOK = {  # the MARL textbook's published runs on this task (5 seeds each): env steps to a mean of 0.8, final mean
     "iql": {"steps_to_target": "2.0-2.6M", "final": "0.82-1.0"},
     "vdn": {"steps_to_target": "2.0-2.9M", "final": "0.88-1.0"},
     "qmix": {"steps_to_target": "never in 3.9M", "final": "0.21-0.74"},
+    "coma": {"steps_to_target": "-", "final": "-"},  # (the textbook's exercises publish no COMA or central-V run)
+    "central_v": {"steps_to_target": "-", "final": "-"},
 }
 FINAL_EPISODES = 100
 
@@ -54,15 +61,14 @@ def run_one(method: str, seed: int, episodes: int, eval_every: int, folder: path
 
     from marl_edu.checkpoints import save_policy
     from marl_edu.envs import make_env
-    from marl_edu.learners import entry
+    from marl_edu.learners import config_class
     from marl_edu.rollout import run_episode
-    from marl_edu.train import greedy_team_return, train_value_decomposition
-    from marl_edu.value_decomposition import ValueDecompositionConfig
+    from marl_edu.runs import train
+    from marl_edu.train import greedy_team_return
     from marl_edu.viz import save_gif
 
-    config = ValueDecompositionConfig(**METHODS[method])
-    run = train_value_decomposition(ENV_ID, episodes, config, seed=seed, eval_every=eval_every, progress=False,
-                                    learner=entry(method).learner, threads=1)
+    config = config_class(method)(**METHODS[method])
+    run = train(method, ENV_ID, episodes, config, seed=seed, eval_every=eval_every, progress=False, threads=1)
     final = greedy_team_return(run.agent, ENV_ID, FINAL_EPISODES, threads=1)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -100,9 +106,11 @@ def raw_speed(steps: int = 20_000, seed: int = 0) -> float:
 
 def table(rows: list[dict]) -> list[str]:
     """A markdown table: per method, seeds that reached the target, the range of env steps and seconds to it over
-    those seeds, and the range of final means; the textbook's figures beside."""
+    those seeds, the range of final means, and of the runs' speeds as a ratio to raw lbforaging timed in the same
+    invocation; the textbook's figures beside."""
     lines = ["| method | reached 0.8 | env steps to 0.8 | seconds of one core to 0.8 | final mean (100 episodes) | "
-             "env steps per run | textbook: steps to 0.8 | textbook: final |", "|---|---|---|---|---|---|---|---|"]
+             "env steps per run | speed / raw lbforaging | textbook: steps to 0.8 | textbook: final |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for method in METHODS:
         mine = [row for row in rows if row["method"] == method]
         if not mine:
@@ -112,10 +120,13 @@ def table(rows: list[dict]) -> list[str]:
                 f"{fmt(min(row[key] for row in reached))}-{fmt(max(row[key] for row in reached))}")
         finals = [row["final"] for row in mine]
         steps = [row["env_steps"] for row in mine]
+        ratios = [row["steps_per_s"] / row["raw_steps_per_s"] for row in mine if row.get("raw_steps_per_s")]
+        speed = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
         to_target = span("steps_to_target", lambda v: f"{v / 1e3:.0f}k")
         lines.append(f"| {method} | {len(reached)}/{len(mine)} | {to_target} "
                      f"| {span('seconds_to_target', lambda v: f'{v:.0f}')} | {min(finals):.2f}-{max(finals):.2f} | "
-                     f"{min(steps) / 1e3:.0f}k-{max(steps) / 1e3:.0f}k | {TEXTBOOK[method]['steps_to_target']} | "
+                     f"{min(steps) / 1e3:.0f}k-{max(steps) / 1e3:.0f}k | {speed} | "
+                     f"{TEXTBOOK[method]['steps_to_target']} | "
                      f"{TEXTBOOK[method]['final']} |")
     return lines
 
@@ -131,11 +142,17 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     from marl_edu.viz import plot_env_step_evaluations
 
     methods = [method for method in METHODS if any(row["method"] == method for row in rows)]
-    fig, axes = plt.subplots(1, len(methods), figsize=(5.5 * len(methods), 3.6), squeeze=False, sharey=True)
-    for ax, method in zip(axes[0], methods):
+    columns = min(3, len(methods))
+    rows_of_panels = -(-len(methods) // columns)
+    fig, axes = plt.subplots(rows_of_panels, columns, figsize=(5.5 * columns, 3.6 * rows_of_panels), squeeze=False,
+                             sharey=True)
+    for ax in axes.flat[len(methods):]:
+        ax.set_visible(False)
+    for ax, method in zip(axes.flat, methods):
         mine = sorted((row for row in rows if row["method"] == method), key=lambda row: row["seed"])
-        plot_env_step_evaluations(mine, TARGET, ax=ax, title=f"{method} on {ENV_ID}\n(the textbook's {method}: "
-                                  f"{TEXTBOOK[method]['steps_to_target']} env steps to {TARGET})")
+        textbook = TEXTBOOK[method]["steps_to_target"]
+        beside = f"the textbook's {method}: {textbook} env steps to {TARGET}" if textbook != "-" else "no textbook run"
+        plot_env_step_evaluations(mine, TARGET, ax=ax, title=f"{method} on {ENV_ID}\n({beside})")
         ax.set_ylim(-0.02, 1.02)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -167,18 +184,21 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
     kept = {}
+    previous = args.out / "summary.json"  # a kept run without its own yardstick takes its invocation's
+    earlier_raw = json.loads(previous.read_text()).get("raw_steps_per_s") if previous.exists() else None
     for method, seed in jobs:
         path = args.out / method / f"seed{seed}.json"
         if args.reuse and path.exists():
             row = json.loads(path.read_text())
             if row["episodes"] >= args.episodes and row["config"]["n_envs"] > row["episodes"] - args.episodes:
-                kept[method, seed] = row  # this budget's run (a run overshoots by less than one collection)
+                kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}  # this budget's run (a run overshoots
+                # by less than one collection)
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_one, method, seed, args.episodes, args.eval_every,
                                args.out / method if seed == min(args.seeds) else None)
                    for method, seed in jobs if (method, seed) not in kept]
         for future in [*kept.values(), *futures]:
-            row = future if isinstance(future, dict) else future.result()
+            row = future if isinstance(future, dict) else {**future.result(), "raw_steps_per_s": round(raw, 1)}
             rows.append(row)
             folder = args.out / row["method"]
             folder.mkdir(parents=True, exist_ok=True)
@@ -187,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
             print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
                   f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
-                  f"{row['steps_per_s'] / raw:6.3f}", flush=True)
+                  f"{row['steps_per_s'] / (row.get('raw_steps_per_s') or float('nan')):6.3f}", flush=True)
     lines = table(rows)
     print("\n".join(lines))
     for method in args.methods:

@@ -233,6 +233,31 @@ def test_committed_foraging_policy_replays_its_recorded_final_mean():
         assert round(final, 4) == pytest.approx(record["final"], abs=1e-4), method
 
 
+def test_foraging_benchmark_keeps_each_runs_own_yardstick(tmp_path, monkeypatch, capsys):
+    """A tiny invocation of benchmarks/foraging.py (value decomposition and an on-policy learner, 16 episodes), then
+    one with --reuse on a faster machine: the kept run keeps the yardstick timed beside it, the new one gets its own,
+    and each run's speed is read against its own (machines of one kind differ by more than twice)."""
+    foraging = _module("foraging")
+    monkeypatch.setitem(sys.modules, "foraging", foraging)  # the process pool sends run_one by its module's name
+    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)  # (the real one times 20,000 steps)
+    monkeypatch.setattr(foraging, "FINAL_EPISODES", 2)
+    tiny = ["--seeds", "0", "--episodes", "16", "--eval-every", "8", "--jobs", "1", "--out", str(tmp_path)]
+    assert foraging.main(["--methods", "vdn", *tiny]) == 0
+    first = json.loads((tmp_path / "vdn" / "seed0.json").read_text())
+    assert first["raw_steps_per_s"] == 1000.0 and first["episodes"] == 16
+    monkeypatch.setattr(foraging, "raw_speed", lambda: 4000.0)  # a machine 4 times faster
+    assert foraging.main(["--methods", "vdn", "coma", "--reuse", *tiny]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    raws = {run["method"]: run["raw_steps_per_s"] for run in summary["runs"]}
+    assert raws == {"vdn": 1000.0, "coma": 4000.0}  # the kept run's own, the new run's own
+    assert json.loads((tmp_path / "vdn" / "seed0.json").read_text()) == first  # kept as it was
+    vdn_row = next(line for line in summary["table"] if line.startswith("| vdn "))
+    ratio = first["steps_per_s"] / 1000.0  # against its own yardstick, not the new 4000
+    assert f"| {ratio:.2f}-{ratio:.2f} |" in vdn_row
+    assert (tmp_path / "coma" / "policy.pt").exists() and (tmp_path / "curves.png").exists()
+    assert "SUMMARY method=coma" in capsys.readouterr().out
+
+
 def test_readme_foraging_table_is_what_the_benchmark_printed():
     foraging = _module("foraging")
     summary = json.loads((FORAGING / "summary.json").read_text())
