@@ -129,43 +129,12 @@ class COMAConfig:
         return self
 
 
-class COMA:
-    """Shared actor pi(a_{i,t} | h_{i,t}, i) and one centralised critic Q(s_t, (a_{-i,t}, .)) with its target.
-
-    Networks for N agents: 1 actor (shared, with the agent's one-hot id in its input), 1 critic
-    (one row per agent, see ``build_critic_input``), 1 target critic: 3, whatever N is.
+class SharedActorLearner:
+    """How every learner with COMA's shared actor acts: one GRU policy pi(a_{i,t} | h_{i,t}, i) for all agents, with
+    the agent's one-hot id and its last action in the input. A subclass builds ``self.actor`` (a ``RecurrentActor``),
+    ``self.generator`` and ``self.last_action_dim`` and sets ``n_agents``, ``n_actions``, ``device`` and ``config``
+    (whose ``fused_unroll`` says how ``replay_policy`` replays): COMA, its baselines and the PPO learners.
     """
-
-    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
-                 seed: int = 0, device: str | torch.device = "cpu"):
-        self.config = (config or COMAConfig()).validate()
-        self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
-        self.device = torch.device(device)
-        torch.manual_seed(seed)
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
-        c = self.config
-        # a GRU actor reads the history h_{i,t} = (o_{i,0}, a_{i,0}, o_{i,1}, ...), so it gets its last action too;
-        # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 07)
-        self.last_action_dim = n_actions if c.recurrent else 0
-        self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
-                                    c.recurrent).to(self.device)
-        self.critic = MLP(self.critic_dim, self.critic_outputs, (c.hidden, c.hidden)).to(self.device)
-        self.target_critic = make_target(self.critic)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=c.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
-        self.updates = 0
-        self.entropy_coef = c.entropy_start  # beta, the entropy bonus's weight now: the training loop decays it
-
-    @property
-    def critic_dim(self) -> int:
-        """The width of one critic row (``build_critic_input``): S + O + N*A + N, where Switch has no global
-        state and s = [o_0, ..., o_{N-1}], S = N*O."""
-        return self.n_agents * self.obs_dim + self.obs_dim + self.n_agents * self.n_actions + self.n_agents
-
-    @property
-    def critic_outputs(self) -> int:
-        """Q(s_t, (a_{-i,t}, .)) has one output per own action: A."""
-        return self.n_actions
 
     # -- acting ---------------------------------------------------------------------------------
     def actor_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:
@@ -242,6 +211,45 @@ class COMA:
             return last[0].cpu().numpy()  # (N,)
 
         return policy
+
+
+class COMA(SharedActorLearner):
+    """Shared actor pi(a_{i,t} | h_{i,t}, i) and one centralised critic Q(s_t, (a_{-i,t}, .)) with its target.
+
+    Networks for N agents: 1 actor (shared, with the agent's one-hot id in its input), 1 critic
+    (one row per agent, see ``build_critic_input``), 1 target critic: 3, whatever N is.
+    """
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        self.config = (config or COMAConfig()).validate()
+        self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
+        self.device = torch.device(device)
+        torch.manual_seed(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        c = self.config
+        # a GRU actor reads the history h_{i,t} = (o_{i,0}, a_{i,0}, o_{i,1}, ...), so it gets its last action too;
+        # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 07)
+        self.last_action_dim = n_actions if c.recurrent else 0
+        self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
+                                    c.recurrent).to(self.device)
+        self.critic = MLP(self.critic_dim, self.critic_outputs, (c.hidden, c.hidden)).to(self.device)
+        self.target_critic = make_target(self.critic)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=c.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
+        self.updates = 0
+        self.entropy_coef = c.entropy_start  # beta, the entropy bonus's weight now: the training loop decays it
+
+    @property
+    def critic_dim(self) -> int:
+        """The width of one critic row (``build_critic_input``): S + O + N*A + N, where Switch has no global
+        state and s = [o_0, ..., o_{N-1}], S = N*O."""
+        return self.n_agents * self.obs_dim + self.obs_dim + self.n_agents * self.n_actions + self.n_agents
+
+    @property
+    def critic_outputs(self) -> int:
+        """Q(s_t, (a_{-i,t}, .)) has one output per own action: A."""
+        return self.n_actions
 
     # -- learning -------------------------------------------------------------------------------
     def critic_rows(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
