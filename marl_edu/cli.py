@@ -86,12 +86,17 @@ CONFIG_OPTIONS = [
     ("--noise-end", "noise_end", float, "its final one, reached linearly over the first noise_fraction of the "
                                         "episodes"),
     ("--subpolicies", "n_subpolicies", int, "sub-policies per agent, M"),
+    ("--clip", "clip", float, "PPO's clip range c: the ratio is clipped to [1 - c, 1 + c]"),
+    ("--epochs", "epochs", int, "passes over each batch of episodes"),
+    ("--minibatches", "minibatches", int, "groups of whole episodes per pass"),
 ]
 # Switches: each sets a config field to the value it names, for the learners whose default is the other one.
 CONFIG_SWITCHES = [
     ("--feed-forward", "recurrent", False,
      "a feed-forward actor (agent network) on [o_t, id] instead of the GRU over the history"),
     ("--per-agent-reward", "team_reward", False, "critic row i learns agent i's own reward, not the team reward"),
+    ("--normalise-advantages", "normalise_advantages", True, "advantages scaled to mean 0 and std 1 over the real "
+                                                             "steps of each batch"),
     ("--single-q", "double_q", False, "the target's own max at the next step instead of double Q's online argmax"),
     ("--team-reward", "team_reward", True, "every critic learns the team reward (the sum over agents) instead of "
                                            "its own agent's"),
@@ -219,7 +224,7 @@ def config_from_args(args: argparse.Namespace):
         if args.algo not in takers(field, value):
             raise ValueError(f"{option} applies to {_who(takers(field, value))} only, not {args.algo}")
         values[field] = given if value is None else value
-    if args.algo in ("central_v", "central_qv") and args.per_agent_reward:
+    if args.algo in ("central_v", "central_qv", "mappo") and args.per_agent_reward:
         raise ValueError(f"--per-agent-reward does not apply to {args.algo}: its one V(s) has no agent id")
     try:
         return config_class(args.algo)(**values).validate()

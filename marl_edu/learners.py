@@ -32,6 +32,7 @@ from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
 from marl_edu.envs import PARTICLE_ENVS, is_foraging, make_env, resolve_env_id, resolve_foraging_id
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.ppo import IPPO, MAPPO, PPOConfig
 from marl_edu.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
 
 LOOPS = ("on_policy", "off_policy", "episode_replay", "continuous")
@@ -65,6 +66,10 @@ LEARNERS: dict[str, Entry] = {
                        "central-V: a centralised V(s) critic"),
     "iac": Entry(IACV, COMAConfig, "on_policy", 6000, 200,
                  "IAC-V: each agent's V on its own observation"),
+    "mappo": Entry(MAPPO, PPOConfig, "on_policy", 6000, 200,
+                   "MAPPO: PPO's clipped objective with a centralised V(s) critic, from whole episodes"),
+    "ippo": Entry(IPPO, PPOConfig, "on_policy", 6000, 200,
+                  "independent PPO: PPO's clipped objective with each agent's V on its own history"),
     "iql": Entry(IQL, ValueDecompositionConfig, "episode_replay", 3000, 50,
                  "independent Q-learning: each agent's recurrent Q on its own, from the team reward"),
     "vdn": Entry(VDN, ValueDecompositionConfig, "episode_replay", 3000, 50,
@@ -95,7 +100,7 @@ def entry(algo: str) -> Entry:
 
 
 def config_class(algo: str) -> type:
-    """Learner ``algo``'s config dataclass (``COMAConfig`` for the on-policy learners, ...)."""
+    """Learner ``algo``'s config dataclass (``COMAConfig`` for COMA and its baselines, ``PPOConfig`` for PPO, ...)."""
     return entry(algo).config
 
 

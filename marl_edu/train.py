@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from marl_edu.batched_switch import BatchedSwitch
 from marl_edu.buffers import EpisodeReplay, ReplayBuffer, n_step_transitions
 from marl_edu.learners import algo_name_of_class, check_fits, config_class
-from marl_edu.coma import COMA, COMAConfig
+from marl_edu.coma import COMA
 from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
 from marl_edu.envs import ParticleEnv, is_switch, make_env, make_vec_env
@@ -355,13 +355,14 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
 # COMA: on-policy batches of whole episodes (rollout.collect_episodes)
 # ----------------------------------------------------------------------------------------------
 
-def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config: COMAConfig | None = None, seed: int = 0,
+def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config=None, seed: int = 0,
                eval_every: int = 100, progress: bool = True, device: str = "cpu",
                learner: type[COMA] = COMA, stop_at: float | None = None,
                env_backend: str = "batched", checkpoint: RunCheckpoint | None = None,
                threads: int | None = None, update=None) -> TrainResult:
-    """Train COMA (or ``learner=CentralV`` or ``IACV``) for ``episodes`` episodes, K at a time (one batch),
-    or until a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
+    """Train COMA (or ``learner=CentralV``, ``IACV``, ``CentralQV``, ``MAPPO`` or ``IPPO``, with its config:
+    ``COMAConfig`` or ``PPOConfig``, None for the learner's defaults) for ``episodes`` episodes, K at a time (one
+    batch), or until a periodic greedy evaluation reaches ``stop_at``. Deterministic for a seed, and the same with either
     ``env_backend`` (``make_vec_env``'s). With a ``checkpoint`` (``resume.RunCheckpoint``; batched Switch only) the
     run in progress is saved after a batch's update and continues from a saved state to the same bits.
     ``update``: a function ``update(agent, batch)`` called for each batch of episodes (``collect_episodes``'s) in place
@@ -370,7 +371,7 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config: COMACon
         positive_int(episodes, "episodes")
         positive_int(eval_every, "eval_every")
         _check_update(update)
-        config = (config or COMAConfig()).validate()
+        config = (config or config_class(algo_name_of_class(learner))()).validate()  # None: the learner's defaults
         venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
         agent = learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
         result = TrainResult(agent=agent)

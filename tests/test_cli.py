@@ -21,7 +21,7 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--algo", "mappo"], "argument --algo: invalid choice: 'mappo'"),
+    (["--algo", "happo"], "argument --algo: invalid choice: 'happo'"),
     (["--algo", "coma", "--env", "Switch9-v0"], "unknown ma-gym environment 'Switch9-v0'"),
     (["--algo", "coma", "--episodes", "-5"], "--episodes must be a positive number of episodes, got -5"),
     (["--algo", "coma", "--gamma", "1.5"], "--gamma must be a number in [0, 1], got 1.5"),
@@ -29,7 +29,7 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "vdn", "--final-episodes", "1000000"], "--final-episodes must be between 1 and 100,000, got 1,000,000"),
     (["--algo", "maddpg", "--gamma", "-0.1"], "--gamma must be a number in [0, 1], got -0.1"),
     (["--algo", "maddpg", "--feed-forward"],
-     "--feed-forward applies to coma, central_qv, central_v, iac, iql, vdn and qmix only, not maddpg"),
+     "--feed-forward applies to coma, central_qv, central_v, iac, mappo, ippo, iql, vdn and qmix only, not maddpg"),
     (["--algo", "iac", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, not iac"),
     (["--algo", "coma", "--seeds", "1", "1"], "--seeds must be distinct ints in [0, 2147483647], got [1, 1]"),
     (["--algo", "coma", "--seeds", "-1"], "--seeds must be distinct ints in [0, 2147483647], got [-1]"),
@@ -49,11 +49,14 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--checkpoint-every", "0"], "--checkpoint-every must be a positive number of seconds"),
     (["--episodes", "5"], "the following arguments are required: --algo (or --resume OUT, or --replay POLICY)"),
     (["--algo", "maddpg", "--lam", "0"],
-     "--lam applies to coma, central_qv, central_v, iac, iql, vdn and qmix only, not maddpg"),
+     "--lam applies to coma, central_qv, central_v, iac, mappo, ippo, iql, vdn and qmix only, not maddpg"),
     (["--algo", "coma", "--actor-lr", "nan"], "--actor-lr must be a positive number, got nan"),
     (["--algo", "iddpg", "--critic-lr", "inf"], "--critic-lr must be a positive number, got inf"),
     (["--algo", "coma", "--entropy", "nan"], "--entropy must be a non-negative number, got nan"),
     (["--algo", "central_v", "--per-agent-reward"], "--per-agent-reward does not apply to central_v"),
+    (["--algo", "mappo", "--per-agent-reward"], "--per-agent-reward does not apply to mappo"),
+    (["--algo", "mappo", "--clip", "1.5"], "--clip must be in (0, 1)"),
+    (["--algo", "ippo", "--minibatches", "64"], "--minibatches must be a positive int at most 16"),
     (["--algo", "iac", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and --episodes"),
     (["--algo", "coma", "--episodes", "ten"], "argument --episodes: invalid int value: 'ten'"),
     # the continuous learners train on the particle envs, the discrete ones on ma-gym's
@@ -67,8 +70,9 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "maddpg_ensemble", "--env", "ma_gym:Switch2-v0"], "not on ma_gym:Switch2-v0"),
     # options for other learners, and the continuous learners' own options out of range
     (["--algo", "maddpg_continuous", "--lam", "0.5"],
-     "--lam applies to coma, central_qv, central_v, iac, iql, vdn and qmix only, not maddpg_continuous"),
-    (["--algo", "maddpg_inferred", "--per-agent-reward"], "--per-agent-reward applies to coma, central_qv, central_v and iac only"),
+     "--lam applies to coma, central_qv, central_v, iac, mappo, ippo, iql, vdn and qmix only, not maddpg_continuous"),
+    (["--algo", "maddpg_inferred", "--per-agent-reward"],
+     "--per-agent-reward applies to coma, central_qv, central_v, iac, mappo and ippo only"),
     (["--algo", "maddpg_ensemble", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, "
                                                                   "not maddpg_ensemble"),
     (["--algo", "coma", "--batch-size", "16"],
@@ -761,7 +765,8 @@ def test_a_learner_added_as_one_table_row_trains_saves_and_replays(tmp_path, cap
         main(["--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "twin_coma: COMA's twin" in help_text
-    assert "--lam LAM coma, central_qv, central_v, iac, iql, vdn, qmix and twin_coma: TD(lambda)" in help_text
+    assert "--lam LAM coma, central_qv, central_v, iac, mappo, ippo, iql, vdn, qmix and twin_coma: TD(lambda)" \
+        in help_text
     out = tmp_path / "out"
     assert main(["--algo", "twin_coma", "--episodes", "4", "--n-envs", "2", "--hidden", "8", "--lam", "0.5", *FEW,
                  "--eval-every", "2", "--out", str(out), "--no-progress"]) == 0

@@ -17,7 +17,7 @@ LAYERS = [
     ("data", {"rollout", "buffers"}),
     ("pieces", {"nets", "targets"}),
     ("learners", {"maddpg", "coma", "baselines", "continuous", "inference", "ensembles", "value_decomposition",
-                  "matrix_game"}),
+                  "matrix_game", "ppo"}),
     ("table", {"learners"}),
     ("formats", {"checkpoints"}),
     ("loops", {"train", "resume", "competition"}),

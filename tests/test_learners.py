@@ -26,7 +26,7 @@ def test_each_class_has_one_name():
 
 
 def test_the_views_by_loop_are_the_rows():
-    assert ON_POLICY == ("coma", "central_qv", "central_v", "iac")
+    assert ON_POLICY == ("coma", "central_qv", "central_v", "iac", "mappo", "ippo")
     assert list(ALGORITHMS) == ["maddpg", "iddpg", *ON_POLICY, "iql", "vdn", "qmix"]  # the discrete learners
     assert list(CONTINUOUS_ALGORITHMS) == ["maddpg_continuous", "iddpg_continuous", "maddpg_inferred",
                                            "maddpg_ensemble"]
@@ -40,7 +40,7 @@ def test_the_budgets_are_the_committed_results():  # (the README's tables were m
     assert all(budgets[algo] == (4000, 200) for algo in CONTINUOUS_ALGORITHMS)
 
 
-@pytest.mark.parametrize("bad", ["mappo", "COMA", "", None, 3])
+@pytest.mark.parametrize("bad", ["happo", "COMA", "", None, 3])
 def test_an_unknown_name_is_named(bad):
     with pytest.raises(ValueError, match=rf"unknown algo {bad!r}; choose one of maddpg, iddpg, coma"):
         entry(bad)

@@ -1,0 +1,192 @@
+"""IPPO and MAPPO (marl_edu.ppo): GAE and the clipped surrogate against values worked out by hand, bad inputs, and the
+learners' update, values and determinism."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from marl_edu.envs import make_vec_env
+from marl_edu.ppo import IPPO, MAPPO, PPOConfig, clipped_surrogate_loss, gae_advantages
+from marl_edu.rollout import collect_episodes
+from marl_edu.targets import td_lambda_targets
+
+
+def _gae_case():
+    """One episode (B = 1) of T = 3 steps, N = 2 agents, the team reward r = (1, 0, 2) in both rows."""
+    rewards = torch.tensor([[[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]])  # (1, 3, 2)
+    values = torch.tensor([[[0.5, 0.0], [1.0, 0.0], [0.0, 0.0], [4.0, 0.0]]])  # (1, 4, 2): agent 0's V, agent 1's 0
+    return rewards, values
+
+
+def test_gae_by_hand_with_a_time_limit_end_that_bootstraps():
+    # gamma = 0.9, lambda = 0.5, so gamma lambda = 0.45; no terminal step: the last step bootstraps from V_3 = 4.
+    # agent 0: delta_2 = 2 + 0.9 * 4.0 - 0.0 = 5.6;  delta_1 = 0 + 0.9 * 0.0 - 1.0 = -1.0;
+    #          delta_0 = 1 + 0.9 * 1.0 - 0.5 = 1.4
+    #          Adv_2 = 5.6;  Adv_1 = -1.0 + 0.45 * 5.6 = 1.52;  Adv_0 = 1.4 + 0.45 * 1.52 = 2.084
+    # agent 1 (V = 0): delta = r = (1, 0, 2);  Adv_2 = 2;  Adv_1 = 0 + 0.45 * 2 = 0.9;  Adv_0 = 1 + 0.45 * 0.9 = 1.405
+    rewards, values = _gae_case()
+    dones = torch.zeros(1, 3)
+    adv = gae_advantages(rewards, values, dones, gamma=0.9, lam=0.5)
+    assert adv.shape == (1, 3, 2)
+    assert torch.allclose(adv[0, :, 0], torch.tensor([2.084, 1.52, 5.6]))
+    assert torch.allclose(adv[0, :, 1], torch.tensor([1.405, 0.9, 2.0]))
+
+
+def test_gae_by_hand_with_a_terminal_step_and_padding_after_it():
+    # dones = (0, 1, 1): the episode ends at step 1 (d_1 = 1), step 2 is padding (d_2 = 1).
+    # agent 0: delta_1 = 0 + 0 - 1.0 = -1.0 (no bootstrap);  Adv_1 = -1.0 (the recursion is cut: nothing from step 2)
+    #          Adv_0 = (1 + 0.9 * 1.0 - 0.5) + 0.45 * (-1.0) = 1.4 - 0.45 = 0.95
+    rewards, values = _gae_case()
+    adv = gae_advantages(rewards, values, torch.tensor([[0.0, 1.0, 1.0]]), gamma=0.9, lam=0.5)
+    assert torch.allclose(adv[0, :2, 0], torch.tensor([0.95, -1.0]))
+    assert torch.allclose(adv[0, :2, 1], torch.tensor([1.0, 0.0]))  # agent 1: Adv_1 = r_1 = 0, Adv_0 = 1 + 0.45 * 0
+
+
+def test_gae_is_the_td_lambda_target_less_v():
+    # GAE(lambda) telescopes into the lambda-return of notebook 05 (td_lambda_targets with next values V_{t+1})
+    # minus V_t: the critic's target G = Adv + V is that lambda-return.
+    g = torch.Generator().manual_seed(0)
+    rewards, values = torch.randn(4, 6, 3, generator=g), torch.randn(4, 7, 3, generator=g)
+    dones = torch.zeros(4, 6)
+    dones[1, 2:] = 1.0  # an episode that ended at step 2, padded after
+    adv = gae_advantages(rewards, values, dones, gamma=0.95, lam=0.7)
+    lam_return = td_lambda_targets(rewards.transpose(1, 2), dones.unsqueeze(1).expand(4, 3, 6),
+                                   values[:, 1:].transpose(1, 2), 0.95, 0.7).transpose(1, 2)  # (4, 6, 3)
+    assert torch.allclose(adv + values[:, :-1], lam_return, atol=1e-5)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r, v, d: (r, v[:, :-1], d), "values"),  # (B, T, N) instead of (B, T+1, N)
+    (lambda r, v, d: (r.long(), v, d), "rewards"),
+    (lambda r, v, d: (r, v.clone().fill_(math.nan), d), "values"),
+    (lambda r, v, d: (r, v, d + 0.5), "dones"),
+    (lambda r, v, d: (r, v, d[:, :2]), "dones"),
+])
+def test_gae_names_a_bad_input(change, message):
+    rewards, values = _gae_case()
+    with pytest.raises(ValueError, match=message):
+        gae_advantages(*change(rewards, values, torch.zeros(1, 3)), gamma=0.9, lam=0.5)
+
+
+@pytest.mark.parametrize("gamma, lam, name", [(1.5, 0.5, "gamma"), (0.9, -0.1, "lam"), (0.9, math.nan, "lam")])
+def test_gae_names_an_out_of_range_hyperparameter(gamma, lam, name):
+    rewards, values = _gae_case()
+    with pytest.raises(ValueError, match=name):
+        gae_advantages(rewards, values, torch.zeros(1, 3), gamma, lam)
+
+
+def _clip_case():
+    """Three steps of two agents: ratios, advantages and the mask (agent 1 has arrived before step 2)."""
+    ratio = torch.tensor([[[1.5, 0.7], [0.5, 1.3], [1.1, 1.0]]])  # (1, 3, 2)
+    advantage = torch.tensor([[[2.0, -2.0], [1.0, -1.0], [-1.0, 3.0]]])  # (1, 3, 2)
+    mask = torch.tensor([[[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]]])  # (1, 3, 2)
+    old_log_prob = torch.log(torch.full((1, 3, 2), 0.4))
+    log_prob = (old_log_prob + torch.log(ratio)).requires_grad_()  # log pi_theta = log pi_old + log rho
+    return log_prob, old_log_prob, advantage, mask
+
+
+def test_clipped_surrogate_by_hand_on_three_steps_of_two_agents():
+    # c = 0.2: rho clipped to [0.8, 1.2]; per step min(rho Adv, clip(rho) Adv):
+    #   agent 0, t=0: rho 1.5, Adv  2: min(3.0, 1.2 *  2 =  2.4) =  2.4  (clipped: no gradient)
+    #   agent 0, t=1: rho 0.5, Adv  1: min(0.5, 0.8 *  1 =  0.8) =  0.5
+    #   agent 0, t=2: rho 1.1, Adv -1: min(-1.1, 1.1 * -1 = -1.1) = -1.1
+    #   agent 1, t=0: rho 0.7, Adv -2: min(-1.4, 0.8 * -2 = -1.6) = -1.6  (clipped: no gradient)
+    #   agent 1, t=1: rho 1.3, Adv -1: min(-1.3, 1.2 * -1 = -1.2) = -1.3  (the unclipped, pessimistic one)
+    #   agent 1, t=2: masked out (arrived)
+    # loss = -(2.4 + 0.5 - 1.1 - 1.6 - 1.3) / 5 = -(-1.1) / 5 = 0.22
+    log_prob, old_log_prob, advantage, mask = _clip_case()
+    loss = clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip=0.2)
+    assert loss.item() == pytest.approx(0.22, abs=1e-6)
+    loss.backward()
+    # d loss / d log pi = -(rho Adv) / 5 where the unclipped term is the min, 0 where the clipped one is (or masked):
+    #   agent 0: (0, -0.5 / 5, 1.1 / 5) = (0, -0.1, 0.22);  agent 1: (0, 1.3 / 5, 0) = (0, 0.26, 0)
+    expected = torch.tensor([[[0.0, 0.0], [-0.1, 0.26], [0.22, 0.0]]])
+    assert torch.allclose(log_prob.grad, expected, atol=1e-6)
+
+
+def test_a_ratio_of_one_is_the_plain_policy_gradient_loss():
+    # At the first minibatch of the first epoch pi_theta = pi_old: rho = 1 everywhere, nothing is clipped, and the
+    # loss is -mean Adv over the masked steps: -(2 - 2 + 1 - 1 - 1) / 5 = 0.2
+    _, old_log_prob, advantage, mask = _clip_case()
+    loss = clipped_surrogate_loss(old_log_prob.clone(), old_log_prob, advantage, mask, clip=0.2)
+    assert loss.item() == pytest.approx(0.2, abs=1e-6)
+
+
+@pytest.mark.parametrize("clip", [0.0, 1.0, 1.5, -0.2, math.nan, "0.2"])
+def test_a_clip_outside_zero_one_is_named(clip):
+    log_prob, old_log_prob, advantage, mask = _clip_case()
+    with pytest.raises(ValueError, match="clip"):
+        clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip)
+
+
+def test_the_clipped_loss_names_a_wrong_shape():
+    log_prob, old_log_prob, advantage, mask = _clip_case()
+    with pytest.raises(ValueError, match="advantage"):
+        clipped_surrogate_loss(log_prob, old_log_prob, advantage[:, :2], mask, 0.2)
+
+
+@pytest.mark.parametrize("field, value", [("clip", 1.0), ("epochs", 0), ("minibatches", 17), ("lam", 1.2),
+                                          ("actor_lr", -1e-3), ("normalise_advantages", 1), ("entropy_start", -0.1)])
+def test_the_config_names_a_bad_value(field, value):
+    with pytest.raises(ValueError, match=field):
+        PPOConfig(**{field: value}).validate()
+
+
+def test_mappo_takes_the_team_reward_only_and_ippo_either():
+    with pytest.raises(ValueError, match="MAPPO learns the team reward only"):
+        MAPPO(2, 2, 5, PPOConfig(team_reward=False))
+    assert IPPO(2, 2, 5, PPOConfig(team_reward=False)).config.team_reward is False
+
+
+def _batch(learner, seed=0, n_envs=4):
+    venv = make_vec_env("Switch2-v0", n_envs, seed)
+    batch, _, _ = collect_episodes(learner, venv, epsilon=0.0)
+    return batch
+
+
+def test_mappo_values_are_one_v_of_the_state_in_every_row_and_ippo_values_are_each_agents_own():
+    config = PPOConfig(hidden=16, n_envs=4)
+    mappo, ippo = MAPPO(2, 2, 5, config, seed=1), IPPO(2, 2, 5, config, seed=1)
+    batch = _batch(mappo)
+    obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+    v = mappo.values(obs, actions)  # (B, T+1, N)
+    assert v.shape == actions.shape and torch.equal(v[..., 0], v[..., 1])
+    B, T1, N, O = obs.shape
+    state = obs.reshape(B, T1, N * O)  # (B, T+1, S)
+    assert torch.allclose(v[..., 0], mappo.critic(state.reshape(B * T1, N * O)).reshape(B, T1))
+    # IPPO's GRU value, replayed in one unroll, against its step-by-step forward over the same inputs
+    vi = ippo.values(obs, actions)  # (B, T+1, N)
+    h = ippo.critic.initial_hidden(B * N)
+    last = torch.full((B, N), -1)
+    for t in range(T1):
+        x = ippo.actor_input(obs[:, t], last)  # (B*N, O+A+N): the actor's input, the critic's own weights
+        out, h = ippo.critic(x, h)  # (B*N, 1)
+        assert torch.allclose(vi[:, t], out.reshape(B, N), atol=1e-5)
+        last = actions[:, t]
+
+
+@pytest.mark.parametrize("learner", [MAPPO, IPPO])
+def test_an_update_moves_both_networks_and_is_the_same_for_a_seed(learner):
+    config = PPOConfig(hidden=16, n_envs=4, normalise_advantages=True)
+    agents = [learner(2, 2, 5, config, seed=3) for _ in range(2)]
+    before = {k: v.clone() for k, v in agents[0].actor.state_dict().items()}
+    critic_before = {k: v.clone() for k, v in agents[0].critic.state_dict().items()}
+    stats = [agent.update(_batch(agent, seed=5)) for agent in agents]
+    assert stats[0] == stats[1] and set(stats[0]) == {"critic_loss", "actor_loss", "entropy"}
+    assert all(math.isfinite(value) for value in stats[0].values())
+    assert any(not torch.equal(before[k], v) for k, v in agents[0].actor.state_dict().items())
+    assert any(not torch.equal(critic_before[k], v) for k, v in agents[0].critic.state_dict().items())
+    for key, value in agents[0].state_dict()["actor"].items():
+        assert torch.equal(value, agents[1].state_dict()["actor"][key])
+    assert agents[0].updates == 1
+
+
+def test_an_update_names_a_bad_batch():
+    agent = MAPPO(2, 2, 5, PPOConfig(hidden=16, n_envs=4))
+    batch = _batch(agent)
+    batch["rewards"] = batch["rewards"].clone().fill_(math.nan)
+    with pytest.raises(ValueError, match="rewards"):
+        agent.update(batch)
