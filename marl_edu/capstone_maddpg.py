@@ -1,12 +1,14 @@
 """The MADDPG capstone (notebook 13): check each part a learner writes, assemble them, train them on Switch2-v2.
 
-The learner writes five functions; each is checked against the library's own MADDPG on fixed seeds:
+The learner writes six functions; each is checked against the library's own MADDPG on fixed seeds:
 
     maddpg_critic_loss(agent, i, batch)        -> 0-d    (Q_i(x) - y_i)^2 averaged, y_i = r_i + gamma^n (1 - d) Q'_i(x')
     maddpg_actor_loss(agent, i, batch)         -> 0-d    -E_b sum_k pi_i(k | o_i) Q_i(x, a_{-i}, k) + c_reg mean(logits^2)
     soft_update(target, source, tau)           in place  theta' <- tau theta + (1 - tau) theta'
     maddpg_update(agent, batch, critic_loss, actor_loss, soft_update)
                                                in place  every critic, then every actor, then the targets
+    n_step_window(pending, gamma, next_obs, terminal, flush)
+                                               -> list   the (o, a, R, o', d) the newest step of one copy completes
     maddpg_training_loop(env_id, episodes, config, seed, update, eval_every)
                                                -> dict   collect, store n-step transitions, sample, update, evaluate
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import deque
 from typing import Callable
 
 import matplotlib.pyplot as plt
@@ -30,6 +33,7 @@ import numpy as np
 import torch
 
 from marl_edu import capstones
+from marl_edu.buffers import n_step_transitions
 from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 13 draws it)
 from marl_edu.checks import NOT_DONE_NONE, call
 from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
@@ -41,7 +45,8 @@ from marl_edu.train import TrainResult, train_maddpg
 TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's
 ENV_ID = "Switch2-v2"  # Switch2 with the observation MADDPG needs (notebook 04 says why)
 hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 13 offers them
-PARTS = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "maddpg_training_loop")
+PARTS = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
+         "maddpg_training_loop")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -72,6 +77,7 @@ REFERENCE: dict[str, Callable] = {
     "maddpg_actor_loss": lambda agent, i, batch: agent.actor_loss(i, batch),
     "soft_update": soft_update,
     "maddpg_update": _reference_update,
+    "n_step_window": n_step_transitions,
     "maddpg_training_loop": _reference_training_loop,
 }
 # the update(agent, batch) a training loop calls, from the reference parts: MADDPG.update's parameters to the bit
@@ -494,7 +500,101 @@ def check_maddpg_update(fn: Callable) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Part 5: the training loop
+# Part 5: the n-step window
+# ----------------------------------------------------------------------------------------------
+
+# (case, n, gamma, the rewards of one short episode's steps, whether it ends in a real terminal state)
+N_STEP_CASES = (
+    ("n=3, an episode of 5 steps cut by the time limit", 3, 0.9, (1.0, -0.5, 2.0, 0.25, 4.0), False),
+    ("n=3, an episode of 4 steps that ends in a terminal state", 3, 0.9, (1.0, -0.5, 2.0, 5.0), True),
+    ("n=3, a terminal end after 2 steps (shorter than n)", 3, 0.8, (0.5, 3.0), True),
+    ("n=3, a time-limit end after 2 steps (shorter than n)", 3, 0.8, (0.5, 3.0), False),
+    ("n=1, a terminal end after 3 steps", 1, 0.9, (1.0, 2.0, 3.0), True),
+)
+
+
+def _n_step_slip(mine: list, expected: list, gamma: float, window: list, flush: bool, terminal: bool) -> str:
+    """The hint for a call whose transitions differ from the reference's: the slip it looks like, if one."""
+    if len(mine) != len(expected):
+        if flush and not terminal and len(mine) > len(expected):
+            return ("a time-limit end keeps no shorter tail: its returns would need gamma^k with k < n, but every stored "
+                    "transition is bootstrapped with gamma^n. Emit only a full window, then empty it.")
+        if flush and terminal and len(mine) < len(expected):
+            return ("at a terminal end every step left in the window becomes a transition, each with the (shorter) "
+                    "return of what is left: nothing follows a terminal state to bootstrap from.")
+        if not flush and len(mine) > len(expected):
+            return "mid-episode, emit one transition, the oldest step's, and only when the window holds n steps."
+        return "when the window holds n steps, its OLDEST step becomes a transition (and leaves the window)."
+    for got, want in zip(mine, expected):
+        if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
+            return "a transition starts at the window's OLDEST step: its obs and actions, pending[0]."
+        if not np.array_equal(got[3], want[3]):
+            return ("every transition the newest step completes bootstraps from next_obs, the observation after the "
+                    "NEWEST step (t + n for a full window).")
+        if bool(got[4]) != bool(want[4]):
+            return "d is the `terminal` you were given, the same for every transition of this call."
+    rewards = [step[2] for step in window]
+    tried = [(lambda k: gamma ** (k + 1), "discount the first reward by gamma^0 = 1: R = r_t + g r_{t+1} + ..."),
+             (lambda k: 1.0, "discount: R = r_t + g r_{t+1} + g^2 r_{t+2} + ..., not the plain sum."),
+             (lambda k: gamma ** (len(rewards) - 1 - k), "the OLDEST reward is not discounted: g^k for the k-th from "
+                                                         "the oldest.")]
+    for weight, hint in tried:
+        if abs(sum(weight(k) * r for k, r in enumerate(rewards)) - float(mine[0][2])) < 1e-5:
+            return hint
+    return "R = sum over the window's steps, oldest first, of g^k r_k (k from 0)."
+
+
+def check_n_step_window(fn: Callable) -> None:
+    """Check ``fn(pending, gamma, next_obs, terminal, flush)`` against ``buffers.n_step_transitions``: one short
+    episode of each of ``N_STEP_CASES`` fed a step at a time (the step appended to the window, then ``fn`` called),
+    the transitions returned and the window left behind compared after every call."""
+    for case, n, gamma, rewards, terminal_end in N_STEP_CASES:
+        mine, reference = deque(maxlen=n), deque(maxlen=n)
+        T = len(rewards)
+        for t, reward in enumerate(rewards):
+            obs = np.full((2, 3), float(t), dtype=np.float32)  # (N, O) o_t, told apart by t
+            step = (obs, np.array([t % 5, (t + 2) % 5]), reward)  # (o_t (N, O), a_t int (N,), r_t)
+            mine.append(step)
+            reference.append(step)
+            window = list(reference)
+            next_obs = np.full((2, 3), float(t + 1), dtype=np.float32)  # (N, O) o_{t+1}
+            flush, terminal = t == T - 1, terminal_end and t == T - 1
+            at = f"{case}, step {t} ({'the last' if flush else 'mid-episode'})"
+            out, verdict = _verdict_of_call(fn, at, mine, gamma, next_obs, terminal, flush)
+            if verdict:
+                print(verdict)
+                return
+            expected = n_step_transitions(reference, gamma, next_obs, terminal, flush)
+            if out is None:
+                print(NOT_DONE_NONE)
+                return
+            if not isinstance(out, (list, tuple)) or any(not isinstance(x, tuple) or len(x) != 5 for x in out):
+                print(f"FAILED on {at}: expected a list of (obs, actions, R, next_obs, terminal) tuples, got "
+                      f"{type(out).__name__}: {str(out)[:80]}")
+                return
+            same = len(out) == len(expected) and all(
+                np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and abs(float(a[2]) - b[2]) < 1e-5
+                and np.array_equal(a[3], b[3]) and bool(a[4]) == b[4] for a, b in zip(out, expected))
+            if not same:
+                got = [round(float(x[2]), 4) for x in out]
+                want = [round(float(x[2]), 4) for x in expected]
+                print(f"FAILED on {at}: expected {len(expected)} transition(s) with R = {want}, got {len(out)} with "
+                      f"R = {got}.\nHint: {_n_step_slip(list(out), expected, gamma, window, flush, terminal)}")
+                return
+            if len(mine) != len(reference) or any(a is not b for a, b in zip(mine, reference)):
+                left = "emptied" if not reference else f"left with its {len(reference)} newest step(s)"
+                print(f"FAILED on {at}: the window should be {left}, it holds {len(mine)} step(s).\nHint: "
+                      + ("at an episode's end (flush) the window is emptied, whatever was emitted: the next episode "
+                         "starts with nothing in it." if flush else "remove each emitted step from the window "
+                         "(pending.popleft()), so the next step completes the next one."))
+                return
+    print(f"PASSED: your window gives n_step_transitions' transitions and leaves the same window after every step of "
+          f"{len(N_STEP_CASES)} short episodes: full windows mid-episode, the tails of a terminal end, none at a "
+          f"time-limit end, n = 1 and episodes shorter than n.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Part 6: the training loop
 # ----------------------------------------------------------------------------------------------
 
 LOOP_CASE = dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=8)
@@ -620,7 +720,7 @@ def train_yours(parts: dict[str, Callable], env_id: str = ENV_ID, episodes: int 
     yours if it passed (``parts["maddpg_training_loop"]``, whose dict becomes the ``TrainResult``; it runs the whole
     budget, so ``stop_at`` must stay None, and shows no progress bar), else ``train.train_maddpg`` itself with that
     update passed in (a stop at the first greedy team return >= ``stop_at``; None: the whole budget). With
-    marl_edu's five parts it is ``train_maddpg``'s own run, to the bit. Deterministic for a seed."""
+    marl_edu's six parts it is ``train_maddpg``'s own run, to the bit. Deterministic for a seed."""
     capstones.check_parts(parts, REFERENCE)
     update = capstones.learner_update(parts, REFERENCE, "maddpg_update", PARTS[:3])
     config = MADDPGConfig()

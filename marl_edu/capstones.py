@@ -2,7 +2,7 @@
 
 Each capstone module (``capstone_maddpg``, ``capstone_coma``) owns its parts and their checks:
 
-    PARTS                    the names of the five parts the learner writes, in the notebook's order
+    PARTS                    the names of the parts the learner writes (six and five), in the notebook's order
     REFERENCE                part name -> marl_edu's own version of that part, in the learner's signature
     check_<part>(fn)         one printed verdict, PASSED / FAILED with a hint / NOT DONE YET; never raises
 
@@ -273,6 +273,31 @@ def my_update(agent, batch, critic_loss, actor_loss, soft_update):
     for i = 0 .. N-1:  STEP(actor optimizer i, actor i, actor_loss(agent, i, b))
     soft_update(target actors  <- actors,  tau)
     soft_update(target critics <- critics, tau)""",
+    ),
+    "n_step_window": (
+        """\
+A step becomes a transition once n steps have followed it, so the window waits until it holds n steps, then hands
+out its OLDEST step with the discounted sum of the n rewards, and lets that step go. Two traps are at the episode's
+end: after a real terminal state nothing can be bootstrapped, so every step still waiting leaves with the shorter
+return of what is left; after a time-limit end those shorter returns would need g^k with k < n, while every stored
+transition is bootstrapped with g^n, so they are dropped. Either way the window starts the next episode empty.""",
+        """\
+1. n is pending.maxlen; pending holds (obs (N, O), actions int (N,), reward) tuples, oldest first.
+2. A transition is (obs and actions of pending[0], R = sum over k of gamma^k * reward of pending[k], next_obs,
+   terminal): R a float, next_obs and terminal as given, the same for every transition of this call.
+3. Mid-episode (flush False): at most one, and only when len(pending) == n; then pending.popleft().
+4. At the end (flush True): if terminal, one per step left (R over what is left each time, popping as you go);
+   if not, only a full window's one. Then pending.clear(). Return the list (empty when nothing is complete).""",
+        """\
+def my_n_step_window(pending, gamma, next_obs, terminal, flush):
+    out <- []
+    while pending is not empty and (len(pending) == n or (flush and terminal)):
+        R <- sum of gamma^k * reward_k over the steps in pending, k = 0 for the oldest
+        out gets (obs of the oldest, actions of the oldest, R, next_obs, terminal)
+        drop the oldest step from pending
+        if not flush: stop (one transition per step mid-episode)
+    if flush: empty pending
+    return out""",
     ),
     "maddpg_training_loop": (
         """\

@@ -250,6 +250,23 @@ def maddpg_update(agent, batch, critic_loss, actor_loss, soft_update):
     soft_update(agent.target_critics, agent.critics, c.tau)
 
 
+def n_step_window(pending, gamma, next_obs, terminal, flush):
+    """The n-step transitions the newest step of one env copy completes. pending: deque(maxlen=n) of (obs (N, O),
+    actions int (N,), reward), oldest first, the newest step already appended -> list of (obs, actions, R, next_obs,
+    terminal); the emitted steps leave pending, and an episode's end (flush) empties it."""
+    out = []
+    n = pending.maxlen
+    while pending and (len(pending) == n or (flush and terminal)):  # a full window, or a terminal end's tails
+        ret = sum(gamma ** k * reward for k, (_, _, reward) in enumerate(pending))  # r_t + g r_{t+1} + ...
+        out.append((pending[0][0], pending[0][1], ret, next_obs, terminal))
+        pending.popleft()
+        if not flush:
+            break  # mid-episode: one transition per step
+    if flush:
+        pending.clear()  # a time-limit end drops its tails: they would need g^k, k < n, to bootstrap
+    return out
+
+
 def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
     """MADDPG's loop on K lock-step env copies: collect, store n-step team transitions, sample one shared index set,
     update, evaluate. update(agent, batch) -> dict(agent, buffer, episode_returns, evaluations)."""
@@ -289,7 +306,7 @@ EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
              "td_lambda_targets", "coma_advantage", "coma_actor_loss", "solve_counts",
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
              "qmix_mixer")  # in the notebooks' order
-MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update",
+MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
                    "maddpg_training_loop")  # 13_capstone_maddpg: checked by marl_edu.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",
                  "coma_update")  # 14_capstone_coma: checked by marl_edu.capstone_coma

@@ -273,7 +273,47 @@ def test_update_that_soft_updates_after_every_agent_fails(capsys):
     assert out.startswith("FAILED") and "once per update" in out, out
 
 
-# -- part 5: the training loop ---------------------------------------------------------------------------------------
+# -- part 5: the n-step window -----------------------------------------------------------------------------------------
+
+def window_with(discount=lambda gamma, k: gamma ** k, pop: bool = True, time_limit_tails: bool = False,
+                terminal_tails: bool = True, clear: bool = True):
+    """The course's answer with one slip a learner makes."""
+    def window(pending, gamma, next_obs, terminal, flush):
+        out, n = [], pending.maxlen
+        tails = terminal_tails if terminal else time_limit_tails
+        while pending and (len(pending) == n or (flush and tails)):
+            ret = sum(discount(gamma, k) * step[2] for k, step in enumerate(pending))
+            out.append((pending[0][0], pending[0][1], ret, next_obs, terminal))
+            if not pop:
+                break
+            pending.popleft()
+            if not flush:
+                break
+        if flush and clear:
+            pending.clear()
+        return out
+    return window
+
+
+@pytest.mark.parametrize("slip, hint", [
+    (window_with(discount=lambda gamma, k: gamma ** (k + 1)), "gamma^0 = 1"),
+    (window_with(discount=lambda gamma, k: 1.0), "not the plain sum"),
+    (window_with(pop=False), "pending.popleft()"),
+    (window_with(time_limit_tails=True), "a time-limit end keeps no shorter tail"),
+    (window_with(terminal_tails=False), "at a terminal end every step left in the window becomes a transition"),
+    (window_with(clear=False), "the window is emptied"),
+    (lambda pending, gamma, next_obs, terminal, flush: [(1, 2)], "a list of (obs, actions, R, next_obs, terminal)"),
+])
+def test_n_step_window_slips_are_named(slip, hint, capsys):
+    out = verdict(capstone.check_n_step_window, slip, capsys)
+    assert out.startswith("FAILED") and hint in out, out
+
+
+def test_the_n_step_window_solution_is_the_library_step_for_step(capsys):
+    assert verdict(capstone.check_n_step_window, solutions.n_step_window, capsys).startswith("PASSED")
+
+
+# -- part 6: the training loop ---------------------------------------------------------------------------------------
 
 def loop_with(next_obs_after_end: bool = False, time_limit_terminal: bool = False):
     """maddpg_training_loop with a classic vectorised-env slip: the reset observation stored as an episode's last
