@@ -8,7 +8,8 @@ Methods (``marl_edu.learners.LEARNERS``), each on its family's budget:
 - on-policy, 6000 episodes (batches of 16 whole episodes): coma, central_v, iac, each with the GRU actor
   over the agent's history ("gru") and with a feed-forward actor on the current observation ("ff");
 - off-policy, 1500 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg;
-- value decomposition, 3000 episodes (an episode replay; GRU agent networks, "gru"): iql, vdn, qmix.
+- value decomposition, 3000 episodes (an episode replay; GRU agent networks, "gru"): iql, vdn, qmix;
+- PPO, 6000 episodes (on-policy, COMA's GRU actor, several epochs per batch): mappo, ippo.
 ``--episodes N`` gives every method N episodes; ``--episodes N vdn-gru=M`` gives vdn-gru M and the others N (the
 harder tasks' on-policy tables ran 15,000-30,000 episodes, which value decomposition does not need).
 Every run evaluates its greedy policy periodically (every 200 or 50 episodes) and at the end, where the
@@ -160,7 +161,7 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
 
     colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
               "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5", "iql-gru": "C6",
-              "vdn-gru": "C8", "qmix-gru": "C9"}  # the same in every plot
+              "vdn-gru": "C8", "qmix-gru": "C9", "mappo-gru": "C7", "ippo-gru": "C4"}  # the same in every plot
 
     def panel(method: str) -> str:  # the value-decomposition learners get their own panel
         algo, variant = split(method)

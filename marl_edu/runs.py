@@ -35,7 +35,7 @@ SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact op
 # actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp"); a
 # value-decomposition learner with its GRU agent network ("gru")
 METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp",
-           "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru"]
+           "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru", "mappo-gru", "ippo-gru"]
 
 
 SCORE_EPISODES = 100  # a run's final figures average over this many episodes (benchmarks' too): a continuous
