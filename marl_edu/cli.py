@@ -95,8 +95,8 @@ CONFIG_SWITCHES = [
     ("--feed-forward", "recurrent", False,
      "a feed-forward actor (agent network) on [o_t, id] instead of the GRU over the history"),
     ("--per-agent-reward", "team_reward", False, "critic row i learns agent i's own reward, not the team reward"),
-    ("--normalise-advantages", "normalise_advantages", True, "advantages scaled to mean 0 and std 1 over the real "
-                                                             "steps of each batch"),
+    ("--normalise-advantages", "normalise_advantages", True, "advantages scaled to mean 0 and std 1 over the steps "
+                                                             "agents act in each batch"),
     ("--single-q", "double_q", False, "the target's own max at the next step instead of double Q's online argmax"),
     ("--team-reward", "team_reward", True, "every critic learns the team reward (the sum over agents) instead of "
                                            "its own agent's"),

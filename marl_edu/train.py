@@ -357,7 +357,7 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
 
 def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config=None, seed: int = 0,
                eval_every: int = 100, progress: bool = True, device: str = "cpu",
-               learner: type[COMA] = COMA, stop_at: float | None = None,
+               learner: type = COMA, stop_at: float | None = None,
                env_backend: str = "batched", checkpoint: RunCheckpoint | None = None,
                threads: int | None = None, update=None) -> TrainResult:
     """Train COMA (or ``learner=CentralV``, ``IACV``, ``CentralQV``, ``MAPPO`` or ``IPPO``, with its config:
