@@ -116,8 +116,12 @@ def table(rows: list[dict]) -> list[str]:
         if not mine:
             continue
         reached = [row for row in mine if row["steps_to_target"] is not None]
-        span = (lambda key, fmt: "-" if not reached else
-                f"{fmt(min(row[key] for row in reached))}-{fmt(max(row[key] for row in reached))}")
+        def span(key, fmt) -> str:  # "low-high" over the seeds that reached the target, one value if they agree
+            if not reached:
+                return "-"
+            low, high = fmt(min(row[key] for row in reached)), fmt(max(row[key] for row in reached))
+            return low if low == high else f"{low}-{high}"
+
         finals = [row["final"] for row in mine]
         steps = [row["env_steps"] for row in mine]
         ratios = [row["steps_per_s"] / row["raw_steps_per_s"] for row in mine if row.get("raw_steps_per_s")]

@@ -69,6 +69,8 @@ class CentralV(_ValueActorCritic):
     """Central-V: one centralised V(s_t) with s_t = [o_{0,t}, ..., o_{N-1,t}]; every agent gets the same TD error.
     Team reward only: its rows carry no agent id, so one V(s) cannot learn N different own returns."""
 
+    team_reward_only = True
+
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         if config is not None and not config.team_reward:
@@ -117,6 +119,8 @@ class CentralQV(COMA):
 
     Networks: 1 actor (shared), 2 critics (Q and V), 2 target critics: 5, whatever N is.
     """
+
+    team_reward_only = True
 
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):

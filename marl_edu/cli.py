@@ -224,7 +224,7 @@ def config_from_args(args: argparse.Namespace):
         if args.algo not in takers(field, value):
             raise ValueError(f"{option} applies to {_who(takers(field, value))} only, not {args.algo}")
         values[field] = given if value is None else value
-    if args.algo in ("central_v", "central_qv", "mappo") and args.per_agent_reward:
+    if args.per_agent_reward and entry(args.algo).learner.team_reward_only:
         raise ValueError(f"--per-agent-reward does not apply to {args.algo}: its one V(s) has no agent id")
     try:
         return config_class(args.algo)(**values).validate()

@@ -136,6 +136,9 @@ class SharedActorLearner:
     (whose ``fused_unroll`` says how ``replay_policy`` replays): COMA, its baselines and the PPO learners.
     """
 
+    team_reward_only = False  # True where one V(s) has no agent id to learn each agent's own reward apart (the
+    # command line refuses --per-agent-reward for these)
+
     # -- acting ---------------------------------------------------------------------------------
     def actor_input(self, obs: torch.Tensor, last_actions: torch.Tensor) -> torch.Tensor:
         """``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` for every agent i, as in the COMA paper: obs ``(B, N, O)``

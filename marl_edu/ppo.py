@@ -153,6 +153,8 @@ class MAPPO(SharedActorLearner):
     is (no target network: the critic regresses lambda-returns computed once per batch from its own values).
     """
 
+    team_reward_only = True
+
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: PPOConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         self.config = (config or PPOConfig()).validate()
@@ -161,7 +163,9 @@ class MAPPO(SharedActorLearner):
         torch.manual_seed(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         c = self.config
-        self.check_rewards()
+        if self.team_reward_only and not c.team_reward:
+            raise ValueError("MAPPO learns the team reward only (team_reward=True): its one V(s) has no agent id to "
+                             "tell the agents' own returns apart")
         self.last_action_dim = n_actions if c.recurrent else 0  # a GRU actor also gets its last action (history)
         self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
                                     c.recurrent).to(self.device)
@@ -170,11 +174,6 @@ class MAPPO(SharedActorLearner):
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
         self.updates = 0
         self.entropy_coef = c.entropy_start  # beta now: the training loop decays it
-
-    def check_rewards(self) -> None:
-        if not self.config.team_reward:
-            raise ValueError("MAPPO learns the team reward only (team_reward=True): its one V(s) has no agent id to "
-                             "tell the agents' own returns apart")
 
     def build_critic(self) -> torch.nn.Module:
         """V(s_t): an MLP on the state, S = N*O -> 1."""
@@ -255,8 +254,7 @@ class IPPO(MAPPO):
     """Independent PPO: MAPPO with each agent's value on its own history, V(h_{i,t}): a GRU over
     [o_{i,t}, a_{i,t-1}, one_hot(i)] shared by the agents (the actor's input, its own weights). Networks: 2."""
 
-    def check_rewards(self) -> None:
-        """IPPO's rows carry the agent's id, so each may learn its own reward (team_reward=False) or the team's."""
+    team_reward_only = False  # its rows carry the agent's id: each may learn its own reward or the team's
 
     def build_critic(self) -> torch.nn.Module:
         """V(h_{i,t}): the actor's architecture with one output."""

@@ -51,3 +51,9 @@ def test_an_unknown_name_is_named(bad):
 def test_a_class_not_in_the_table_is_named():
     with pytest.raises(ValueError, match="not one of the learners .*: dict"):
         algo_name_of_class(dict)
+
+
+def test_the_learners_with_one_value_of_the_state_take_the_team_reward_only():
+    # the command line refuses --per-agent-reward for these (cli.config_from_args reads the class attribute)
+    only = {name for name, row in LEARNERS.items() if getattr(row.learner, "team_reward_only", False)}
+    assert only == {"central_v", "central_qv", "mappo"}
