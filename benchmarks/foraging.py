@@ -5,6 +5,7 @@ every agent learning the team reward (the sum of the agents' rewards: loading ev
     .venv/bin/python benchmarks/foraging.py                          # every method, seeds 0-4, two runs at a time
     .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix coma central_v --reuse  # keep the runs on disk
     .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 0 --episodes 2000 --out /tmp/foraging
+    .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 100 101 --set lr=5e-4 --out /tmp/tuning  # tuning
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``); the env steps and seconds of one core at which that mean first reached 0.8; and at
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import json
 import pathlib
 import sys
@@ -41,33 +43,42 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV_ID = "Foraging-8x8-2p-3f-v3"
 TARGET = 0.8  # the mean greedy return the textbook's figures count "reached" at
-METHODS = {"iql": {}, "vdn": {}, "qmix": {}, "coma": {}, "central_v": {}}  # learners.LEARNERS name -> config values
-# other than the defaults
+METHODS = {"iql": {}, "vdn": {}, "qmix": {}, "coma": {}, "central_v": {}, "mappo": {}, "ippo": {}}  # learners.LEARNERS
+# name -> config values other than the defaults
 TEXTBOOK = {  # the MARL textbook's published runs on this task (5 seeds each): env steps to a mean of 0.8, final mean
     "iql": {"steps_to_target": "2.0-2.6M", "final": "0.82-1.0"},
     "vdn": {"steps_to_target": "2.0-2.9M", "final": "0.88-1.0"},
     "qmix": {"steps_to_target": "never in 3.9M", "final": "0.21-0.74"},
     "coma": {"steps_to_target": "-", "final": "-"},  # (the textbook's exercises publish no COMA or central-V run)
     "central_v": {"steps_to_target": "-", "final": "-"},
+    "mappo": {"steps_to_target": "-", "final": "-"},  # (nor of MAPPO or IPPO on this task)
+    "ippo": {"steps_to_target": "-", "final": "-"},
 }
 FINAL_EPISODES = 100
 
 
-def run_one(method: str, seed: int, episodes: int, eval_every: int, folder: pathlib.Path | None = None) -> dict:
+def method_config(method: str, pairs: list[str] = ()):
+    """The learner's config for this benchmark: its defaults, then ``METHODS[method]``, then ``pairs`` (``--set``'s
+    ``field=value``, typed as the defaults are; ValueError names a field the learner does not have)."""
+    from sweep import parse_config
+
+    return parse_config(method, [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
+
+
+def run_one(method: str, seed: int, episodes: int, eval_every: int, folder: pathlib.Path | None = None,
+            pairs: list[str] = ()) -> dict:
     """Train one learner for one seed on one torch thread and measure it: when its periodic greedy mean first reached
     ``TARGET`` (episodes, env steps, seconds since the start), and its final greedy mean over 100 episodes. With
-    ``folder`` (the first seed's), save the final policy there and a GIF of its first greedy episode (env seed 0)."""
-    import dataclasses
-
+    ``folder`` (the first seed's), save the final policy there and a GIF of its first greedy episode (env seed 0).
+    ``pairs``: config values on top of the benchmark's (``method_config``)."""
     from marl_edu.checkpoints import save_policy
     from marl_edu.envs import make_env
-    from marl_edu.learners import config_class
     from marl_edu.rollout import run_episode
     from marl_edu.runs import train
     from marl_edu.train import greedy_team_return
     from marl_edu.viz import save_gif
 
-    config = config_class(method)(**METHODS[method])
+    config = method_config(method, pairs)
     run = train(method, ENV_ID, episodes, config, seed=seed, eval_every=eval_every, progress=False, threads=1)
     final = greedy_team_return(run.agent, ENV_ID, FINAL_EPISODES, threads=1)
     if folder is not None:
@@ -175,11 +186,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "results" / "foraging",
                         help="results folder (default: results/foraging)")
     parser.add_argument("--reuse", action="store_true",
-                        help="keep runs whose OUT/METHOD/seed<S>.json holds this budget (an interrupted benchmark)")
+                        help="keep runs whose OUT/METHOD/seed<S>.json holds this budget and config (an interrupted "
+                             "benchmark)")
+    parser.add_argument("--set", dest="pairs", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="config values on top of every method's (tuning: use seeds 100+ and another --out; the "
+                             "committed results/foraging holds the defaults only)")
     args = parser.parse_args(argv)
     if min(args.episodes, args.eval_every, args.jobs) < 1 or len(set(args.seeds)) != len(args.seeds) \
             or min(args.seeds) < 0:
         parser.error("--episodes, --eval-every and --jobs must be positive, --seeds distinct non-negative ints")
+    if args.pairs and args.out.resolve() == (ROOT / "results" / "foraging").resolve():
+        parser.error("--set trains other configs than the tables': give another --out than results/foraging")
+    try:
+        configs = {method: dataclasses.asdict(method_config(method, args.pairs)) for method in args.methods}
+    except ValueError as error:
+        parser.error(str(error))
     start = time.perf_counter()
     raw = raw_speed()
     print(f"raw lbforaging ({ENV_ID}, random actions, one core): {raw:,.0f} env steps per second, the yardstick")
@@ -194,12 +215,13 @@ def main(argv: list[str] | None = None) -> int:
         path = args.out / method / f"seed{seed}.json"
         if args.reuse and path.exists():
             row = json.loads(path.read_text())
-            if row["episodes"] >= args.episodes and row["config"]["n_envs"] > row["episodes"] - args.episodes:
+            if row["episodes"] >= args.episodes and row["config"]["n_envs"] > row["episodes"] - args.episodes \
+                    and row["config"] == configs[method]:
                 kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}  # this budget's run (a run overshoots
                 # by less than one collection)
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_one, method, seed, args.episodes, args.eval_every,
-                               args.out / method if seed == min(args.seeds) else None)
+                               args.out / method if seed == min(args.seeds) else None, args.pairs)
                    for method, seed in jobs if (method, seed) not in kept]
         for future in [*kept.values(), *futures]:
             row = future if isinstance(future, dict) else {**future.result(), "raw_steps_per_s": round(raw, 1)}
