@@ -909,3 +909,109 @@ def check_solve_counts(fn: Callable) -> None:
             return
     print(f"PASSED: the table's three counts on all {len(cases)} cases (solved at the end, at some point, and the "
           f"median episodes over the seeds that got there).")
+
+
+# -- 13: PPO's clipped surrogate with masks ----------------------------------------------------------------------------
+
+def _surrogate_slip(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor, mask: torch.Tensor,
+                    clip: float, slip: str) -> torch.Tensor:
+    """The loss a known slip of the clipped surrogate gives (no gradient): the right one with ``slip=""``."""
+    with torch.no_grad():
+        ratio = {"no exp": log_prob - old_log_prob, "divided logs": log_prob / old_log_prob}.get(
+            slip, torch.exp(log_prob - old_log_prob))  # (B, T, N) rho
+        low, high = (-clip, clip) if slip == "clip around 0" else (1.0 - clip, 1.0 + clip)
+        clipped = torch.clamp(ratio, low, high) * advantage  # (B, T, N)
+        plain = ratio * advantage  # (B, T, N)
+        surrogate = {"no min": plain, "clipped only": clipped, "max": torch.max(plain, clipped)}.get(
+            slip, torch.min(plain, clipped))  # (B, T, N)
+        sign = 1.0 if slip == "not negated" else -1.0
+        if slip == "padding included":
+            return sign * surrogate.mean()
+        divisor = {"every entry": float(mask.numel()), "sum": 1.0}.get(slip, mask.sum())
+        return sign * (surrogate * mask).sum() / divisor
+
+
+_SURROGATE_SLIPS = [
+    ("no exp", "rho is a ratio of probabilities: rho = exp(log_prob - old_log_prob), not the difference of the logs."),
+    ("divided logs", "rho = exp(log_prob - old_log_prob): dividing the log-probabilities is not dividing the "
+                     "probabilities."),
+    ("clip around 0", "the ratio is clipped to [1 - clip, 1 + clip] (around 1, where pi_theta = pi_old), not to "
+                      "[-clip, clip]."),
+    ("no min", "that is the plain surrogate rho * Adv: PPO takes the minimum of it and the clipped one, "
+               "min(rho Adv, clip(rho, 1 - c, 1 + c) Adv), so a step can never gain from moving rho out of the range."),
+    ("clipped only", "that is the clipped term alone: take the minimum of rho * Adv and clip(rho) * Adv (where the "
+                     "plain term is smaller, rho outside the range makes things worse and must be felt)."),
+    ("max", "PPO takes the minimum of the two terms, the pessimistic bound, not the maximum."),
+    ("not negated", "the surrogate is to be maximised: the loss for gradient descent is its negation, -mean(...)."),
+    ("padding included", "the mean ran over every entry, padding and agents already home included: multiply by "
+                         "mask and divide by mask.sum()."),
+    ("every entry", "the masked terms are right, but divide by mask.sum() (the steps agents act), not by every "
+                    "entry B*T*N."),
+    ("sum", "the masked terms are right, but the loss is their mean: divide the sum by mask.sum()."),
+]
+
+
+def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
+    """Check ``fn(log_prob (B, T, N), old_log_prob (B, T, N), advantage (B, T, N), mask (B, T, N), clip) -> loss`` (a
+    number), PPO's actor loss ``-sum m min(rho Adv, clip(rho, 1 - c, 1 + c) Adv) / sum m`` with
+    ``rho = exp(log_prob - old_log_prob)``, against ``ppo.clipped_surrogate_loss``: its value, the gradient into
+    log_prob, none into old_log_prob or the advantage (which arrive with gradients, as if just computed). Cases: the
+    by-hand one of notebook 13 (three steps of two agents), padding after a short episode, agents home early, B = 1,
+    N = 3, clip ranges 0.1 to 0.3, ratios on both sides of the range."""
+    from marl_edu.ppo import clipped_surrogate_loss
+
+    generator = torch.Generator().manual_seed(0)
+    ratio = torch.tensor([[[1.5, 0.7], [0.5, 1.3], [1.1, 1.0]]])  # the by-hand case (notebook 13, section 2)
+    cases = [("the by-hand case: B=1, T=3, N=2, clip 0.2", torch.log(torch.full((1, 3, 2), 0.4)) + torch.log(ratio),
+              torch.log(torch.full((1, 3, 2), 0.4)), torch.tensor([[[2.0, -2.0], [1.0, -1.0], [-1.0, 3.0]]]),
+              torch.tensor([[[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]]]), 0.2)]
+    for B, T, N, clip, lengths, early in [(3, 4, 2, 0.2, [4, 2, 3], [(0, 1, 2)]), (1, 5, 3, 0.1, [5], [(0, 2, 3)]),
+                                          (2, 3, 2, 0.3, [3, 3], [(1, 0, 1)])]:
+        old = torch.log(torch.rand(B, T, N, generator=generator) * 0.8 + 0.1)  # log pi_old of the taken actions
+        new = old + 0.5 * torch.randn(B, T, N, generator=generator)  # rho = exp(new - old), about 0.6 to 1.6
+        mask = torch.zeros(B, T, N)
+        for b, length in enumerate(lengths):
+            mask[b, :length] = 1.0  # padding after the episode's end
+        for b, i, acted in early:
+            mask[b, acted:, i] = 0.0  # agent i is home: no choice left
+        cases.append((f"B={B}, T={T}, N={N}, clip {clip}, episodes of {lengths} steps", new, old,
+                      2.0 * torch.randn(B, T, N, generator=generator), mask, clip))
+    for case, new, old, advantage, mask, clip in cases:
+        log_prob = new.clone().requires_grad_()
+        expected = clipped_surrogate_loss(log_prob, old, advantage, mask, clip)
+        expected_grad, = torch.autograd.grad(expected, log_prob)
+        given = [new.clone().requires_grad_(), old.clone().requires_grad_(), advantage.clone().requires_grad_()]
+        out = output(fn, case, expected.detach(), (given[0], given[1] * 1.0, given[2] * 1.0, mask.clone(), clip),
+                     lambda shape: ("one term per (b, t, i) is right, but the loss is ONE number: sum the masked "
+                                    "terms and divide by mask.sum()." if shape == tuple(new.shape) else
+                                    "the loss is one number (a 0-d tensor): .sum() / mask.sum(), no keepdim."))
+        if out is None:
+            return
+        if not torch.allclose(out.detach(), expected.detach(), atol=1e-5):
+            hint = named_mistake(out.detach(), [(_surrogate_slip(new, old, advantage, mask, clip, slip), text)
+                                                for slip, text in _SURROGATE_SLIPS],
+                                 "ratio = exp(log_prob - old_log_prob); loss = -(min(ratio * advantage, clamp(ratio, "
+                                 "1 - clip, 1 + clip) * advantage) * mask).sum() / mask.sum().")
+            print(f"FAILED on {case}: expected {_close(expected.item(), out.item())}.\nHint: {hint}")
+            return
+        grads = (torch.autograd.grad(out, given, allow_unused=True) if out.requires_grad else (None, None, None))
+        to_new, to_old, to_advantage = grads
+        for grad, what, hint in ((to_old, "old_log_prob", "pi_old is what the batch was played with, fixed for every "
+                                  "epoch: use old_log_prob.detach()."),
+                                 (to_advantage, "the advantage", "the advantage is a score, a constant for the "
+                                  "actor's loss: use advantage.detach().")):
+            if grad is not None and grad.abs().sum() > 0:
+                print(f"FAILED on {case}: the value is right but the loss sends a gradient into {what}.\nHint: {hint}")
+                return
+        if to_new is None or to_new.abs().sum() == 0:
+            print(f"FAILED on {case}: the value is right but no gradient reaches log_prob.\nHint: the policy learns "
+                  f"through rho = exp(log_prob - old_log_prob): no .detach(), .item(), numpy or torch.no_grad() on "
+                  f"log_prob.")
+            return
+        if not torch.allclose(to_new, expected_grad, atol=1e-5):
+            print(f"FAILED on {case}: the value is right but the gradient into log_prob is not.\nHint: where the "
+                  f"clipped term is the minimum, clamp() passes no gradient: use torch.clamp and torch.min on the "
+                  f"ratio itself, not a hand-made where() on detached values.")
+            return
+    print(f"PASSED: PPO's clipped surrogate on all {len(cases)} cases (value within 1e-5, the gradient into log_prob, "
+          f"none into pi_old or the advantage; the by-hand case, padding, agents home early, B = 1, N = 3).")

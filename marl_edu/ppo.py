@@ -74,6 +74,20 @@ def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Ten
         return advantages
 
 
+def normalised_advantages(advantage: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Advantages scaled to mean 0 and standard deviation 1 over the entries where ``mask`` is 1 (the steps agents
+    act), ``(Adv - mean) / (std + 1e-8)`` with both statistics masked; the other entries are shifted and scaled alike
+    and stay masked out of every loss. advantage and mask ``(B, T, N)`` -> ``(B, T, N)``. Normalising over every
+    entry instead lets the padding after an episode's end and the steps after an agent is home drag the mean."""
+    dims = check_shape(advantage, ("B", "T", "N"), "advantage", dtype="float")
+    check_shape(mask, (dims["B"], dims["T"], dims["N"]), "mask", dtype="float")
+    finite(advantage, "advantage")
+    zero_one(mask, "mask")
+    n = mask.sum().clamp(min=1.0)  # the acting steps
+    mean = (advantage * mask).sum() / n
+    std = (((advantage - mean) ** 2 * mask).sum() / n).sqrt()
+    return (advantage - mean) / (std + 1e-8)  # (B, T, N)
+
 def clip_range(clip, name: str = "clip") -> float:
     """c, checked: a number in (0, 1), so that the ratio's range [1 - c, 1 + c] stays positive."""
     clip = positive_number(clip, name)
@@ -97,6 +111,7 @@ def clipped_surrogate_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, a
         check_shape(tensor, (dims["B"], dims["T"], dims["N"]), name, dtype="float")
     ratio = torch.exp(log_prob - old_log_prob.detach())  # (B, T, N) rho_{i,t}
     clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip)  # (B, T, N)
+    advantage = advantage.detach()  # (B, T, N) a score for the actor, not a path into the critic
     surrogate = torch.min(ratio * advantage, clipped * advantage)  # (B, T, N) the pessimistic of the two
     return -(surrogate * mask).sum() / mask.sum().clamp(min=1.0)
 
@@ -213,11 +228,8 @@ class MAPPO(SharedActorLearner):
             rewards = critic_rewards(batch["rewards"], c.team_reward)  # (B, T, N) r_t in every row
             advantages = gae_advantages(rewards, old_values, batch["dones"], c.gamma, c.lam)  # (B, T, N)
             returns = advantages + old_values[:, :T]  # (B, T, N) G_{i,t}, the critic's targets
-            if c.normalise_advantages:  # over the steps agents act only: padding would drag the mean to 0
-                n = agent_mask.sum().clamp(min=1.0)
-                mean = (advantages * agent_mask).sum() / n
-                std = (((advantages - mean) ** 2 * agent_mask).sum() / n).sqrt()
-                advantages = (advantages - mean) / (std + 1e-8)  # (B, T, N)
+            if c.normalise_advantages:  # over the steps agents act only: padding would drag the mean
+                advantages = normalised_advantages(advantages, agent_mask)  # (B, T, N)
 
         # 2. several epochs of minibatches of whole episodes (a GRU replays each episode from its start)
         size = -(-B // c.minibatches)  # episodes per minibatch (the last may be smaller)

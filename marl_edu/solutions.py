@@ -173,7 +173,7 @@ def qmix_mixer(mixer, q_taken, state):
     return (torch.bmm(hidden, w2) + b2).view(B)                  # (B, 1, 1) -> (B,)
 
 
-# -- 13 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
+# -- 14 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
 # The building blocks it uses, each taught and tested in an earlier notebook (02, 04, 03-04, 01, 07):
 from collections import deque  # noqa: E402  (kept beside the section that uses them)
 
@@ -302,14 +302,26 @@ def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
     return {"agent": agent, "buffer": buffer, "episode_returns": episode_returns, "evaluations": evaluations}
 
 
+# -- 13 PPO with many agents ---------------------------------------------------------------------------------------
+
+def clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip):
+    """PPO's actor loss, -sum m min(rho Adv, clip(rho, 1 - c, 1 + c) Adv) / sum m, rho = pi_theta / pi_old.
+    log_prob, old_log_prob, advantage, mask (B, T, N); clip c in (0, 1) -> a 0-d tensor."""
+    ratio = torch.exp(log_prob - old_log_prob.detach())          # (B, T, N) rho_{i,t}
+    advantage = advantage.detach()                               # (B, T, N) a score, no path into the critic
+    plain = ratio * advantage                                    # (B, T, N)
+    clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * advantage   # (B, T, N)
+    surrogate = torch.min(plain, clipped)                        # (B, T, N) the pessimistic of the two
+    return -(surrogate * mask).sum() / mask.sum()                # the mean over the steps agents act, negated
+
 EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
              "td_lambda_targets", "coma_advantage", "coma_actor_loss", "solve_counts",
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
-             "qmix_mixer")  # in the notebooks' order
+             "qmix_mixer", "clipped_surrogate_loss")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
-                   "maddpg_training_loop")  # 13_capstone_maddpg: checked by marl_edu.capstone_maddpg
+                   "maddpg_training_loop")  # 14_capstone_maddpg: checked by marl_edu.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",
-                 "coma_update")  # 14_capstone_coma: checked by marl_edu.capstone_coma
+                 "coma_update")  # 15_capstone_coma: checked by marl_edu.capstone_coma
 NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
 __all__ = ["NAMES", "show_solution", "checker_module", *NAMES]
 
@@ -337,7 +349,7 @@ def show_solution(name: str) -> None:
     print(inspect.getsource(globals()[name]), end="")
 
 
-# -- 14 COMA capstone -----------------------------------------------------------------------------------------------
+# -- 15 COMA capstone -----------------------------------------------------------------------------------------------
 
 def coma_critic_rows(agent, obs, actions):
     """The critic's input, one row per agent: row_{i,t} = [s_t, o_{i,t}, one-hot a_t with agent i's block zeroed,

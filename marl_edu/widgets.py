@@ -1,7 +1,7 @@
 """ipywidgets panels for the notebooks: an explorer that steps through a recorded episode, a
 hyperparameter panel whose button trains and draws the new learning curve over a reference run, an
-explorer of COMA's counterfactual baseline and advantage, and a panel that refits VDN and QMIX to a
-one-step matrix game."""
+explorer of COMA's counterfactual baseline and advantage, a panel that refits VDN and QMIX to a
+one-step matrix game, and one that trains MAPPO or IPPO."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMAD
 from marl_edu.learners import LEARNERS
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.matrix_game import action_probs, optimum, payoff_matrix, train_matrix_game
+from marl_edu.ppo import IPPO, MAPPO, PPOConfig
 from marl_edu.rollout import Episode
 from marl_edu.train import train_coma, train_continuous, train_maddpg
 from marl_edu.viz import plot_learning_curve, plot_q_tables, upscale
@@ -237,6 +238,41 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
 
     return training_panel(controls, train, reference, optimal, random)
 
+
+def ppo_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal: float | None = None,
+              random: float | None = None, episodes: int = 2000, seed: int = 0) -> widgets.VBox:
+    """The PPO panel: MAPPO or IPPO, the clip range, epochs and minibatches per batch, the actor's learning rate, the
+    entropy bonus, episodes and seed.
+
+    The button trains the chosen learner (``train.train_coma``, the on-policy loop) with the other hyperparameters at
+    their defaults (``PPOConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
+    """
+    defaults = PPOConfig()
+    style = {"description_width": "105px"}
+    controls = {
+        "learner": widgets.ToggleButtons(options=[("MAPPO: V(s)", "mappo"), ("IPPO: V(h_i)", "ippo")],
+                                         value="mappo", description="learner", style=style),
+        "clip": widgets.FloatSlider(defaults.clip, min=0.05, max=0.95, step=0.05, description="clip c",
+                                    style=style),
+        "epochs": widgets.IntSlider(defaults.epochs, min=1, max=16, description="epochs", style=style),
+        "minibatches": widgets.SelectionSlider(options=[1, 2, 4, 8, 16], value=defaults.minibatches,
+                                               description="minibatches", style=style),
+        "actor_lr": _learning_rate_slider(defaults.actor_lr, "actor lr", style),
+        "entropy_start": widgets.FloatSlider(defaults.entropy_start, min=0.0, max=0.5, step=0.01,
+                                             description="entropy", style=style),
+        "episodes": widgets.IntSlider(episodes, min=16, max=6000, step=16, description="episodes", style=style),
+        "seed": widgets.IntSlider(seed, min=0, max=9, description="seed", style=style),
+    }
+
+    def train(learner, clip, epochs, minibatches, actor_lr, entropy_start, episodes, seed) -> dict:
+        config = dataclasses.replace(defaults, clip=clip, epochs=epochs, minibatches=minibatches, actor_lr=actor_lr,
+                                     entropy_start=entropy_start)
+        run = train_coma(env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, config.n_envs),
+                         learner={"mappo": MAPPO, "ippo": IPPO}[learner])
+        return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "label": f"your {learner.upper()} (seed {seed})"}
+
+    return training_panel(controls, train, reference, optimal, random)
 
 def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple_spread_v3", episodes: int = 160,
                             seed: int = 0) -> widgets.VBox:

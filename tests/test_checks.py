@@ -834,3 +834,79 @@ def test_solve_counts_check_names_each_slip(capsys):
         assert out.startswith("FAILED") and named in out, (fn.__name__, out)
     assert "expected a tuple of three" in verdict(lambda rows, optimum: 4)
     assert "your function raised KeyError" in verdict(lambda rows, optimum: rows[0]["solved"])
+
+
+# -- check_clipped_surrogate_loss: PPO's clipped actor loss with masks (notebook 13) ----------------------------------
+
+def _surrogate(ratio_of="exp", low_high="around 1", pick="min", sign=-1.0, reduce="masked mean",
+               detach_old=True, detach_advantage=True, detach_new=False, shape="scalar"):
+    """A learner's answer with one knob per known mistake, written out; the defaults are the right answer."""
+    def fn(log_prob, old_log_prob, advantage, mask, clip):
+        old = old_log_prob.detach() if detach_old else old_log_prob
+        new = log_prob.detach() if detach_new else log_prob
+        adv = advantage.detach() if detach_advantage else advantage
+        ratio = {"exp": torch.exp(new - old), "difference": new - old, "quotient": new / old}[ratio_of]
+        low, high = (1 - clip, 1 + clip) if low_high == "around 1" else (-clip, clip)
+        plain, clipped = ratio * adv, torch.clamp(ratio, low, high) * adv
+        surrogate = {"min": torch.min(plain, clipped), "max": torch.max(plain, clipped), "plain": plain,
+                     "clipped": clipped}[pick]
+        if shape == "per step":
+            return sign * surrogate * mask
+        return sign * {"masked mean": (surrogate * mask).sum() / mask.sum(), "mean": surrogate.mean(),
+                       "over every entry": (surrogate * mask).sum() / mask.numel(),
+                       "sum": (surrogate * mask).sum()}[reduce]
+    return fn
+
+
+def _surrogate_verdict(fn, capsys):
+    from marl_edu.checks import check_clipped_surrogate_loss
+
+    assert check_clipped_surrogate_loss(fn) is None
+    return capsys.readouterr().out
+
+
+def test_clipped_surrogate_reference_passes(capsys):
+    out = _surrogate_verdict(_surrogate(), capsys)
+    assert out.startswith("PASSED") and "FAILED" not in out
+
+
+def test_clipped_surrogate_mistakes_are_named(capsys):
+    named = {
+        "not the difference of the logs": _surrogate(ratio_of="difference"),
+        "dividing the log-probabilities": _surrogate(ratio_of="quotient"),
+        "not to [-clip, clip]": _surrogate(low_high="around 0"),
+        "that is the plain surrogate": _surrogate(pick="plain"),
+        "that is the clipped term alone": _surrogate(pick="clipped"),
+        "not the maximum": _surrogate(pick="max"),
+        "the loss for gradient descent is its negation": _surrogate(sign=1.0),
+        "padding and agents already home included": _surrogate(reduce="mean"),
+        "not by every entry B*T*N": _surrogate(reduce="over every entry"),
+        "the loss is their mean": _surrogate(reduce="sum"),
+        "sends a gradient into old_log_prob": _surrogate(detach_old=False),
+        "sends a gradient into the advantage": _surrogate(detach_advantage=False),
+        "no gradient reaches log_prob": _surrogate(detach_new=True),
+        "expected shape (), got (1, 3, 2)": _surrogate(shape="per step"),
+    }
+    for phrase, answer in named.items():
+        out = _surrogate_verdict(answer, capsys)
+        assert out.startswith("FAILED") and phrase in out, (phrase, out)
+
+
+def test_clipped_surrogate_by_hand_case_is_the_first_and_a_stub_is_not_done(capsys):
+    # the first case is notebook 13's by-hand one: the right loss there is 0.22 (tests/test_ppo.py shows the sum)
+    out = _surrogate_verdict(_surrogate(sign=1.0), capsys)
+    assert "on the by-hand case" in out and "expected 0.2200, got -0.2200" in out
+
+    def stub(log_prob, old_log_prob, advantage, mask, clip):
+        raise NotImplementedError
+
+    assert _surrogate_verdict(stub, capsys).startswith("NOT DONE YET")
+    assert _surrogate_verdict(lambda *args: None, capsys).startswith("NOT DONE YET")
+
+
+def test_clipped_surrogate_check_leaves_the_callers_random_state_alone(capsys):
+    torch.manual_seed(5)
+    expected = torch.rand(2)
+    torch.manual_seed(5)
+    _surrogate_verdict(_surrogate(), capsys)
+    assert torch.equal(torch.rand(2), expected)

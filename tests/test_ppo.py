@@ -190,3 +190,34 @@ def test_an_update_names_a_bad_batch():
     batch["rewards"] = batch["rewards"].clone().fill_(math.nan)
     with pytest.raises(ValueError, match="rewards"):
         agent.update(batch)
+
+
+def test_advantages_are_normalised_over_the_acting_steps_by_hand():
+    # acting steps hold 1.0, 0.5, -0.5, 2.0 (mask 1); two padded entries hold 9.0 and -9.0 (mask 0).
+    # mean = (1.0 + 0.5 - 0.5 + 2.0) / 4 = 0.75; deviations 0.25, -0.25, -1.25, 1.25;
+    # variance = (0.0625 + 0.0625 + 1.5625 + 1.5625) / 4 = 0.8125, std = 0.901388;
+    # normalised: 0.25 / 0.901388 = 0.277350, -0.277350, -1.386750, 1.386750
+    from marl_edu.ppo import normalised_advantages
+
+    advantage = torch.tensor([[[1.0, 0.5], [-0.5, 2.0], [9.0, -9.0]]])  # (1, 3, 2)
+    mask = torch.tensor([[[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
+    out = normalised_advantages(advantage, mask)
+    assert torch.allclose(out[0, :2].flatten(), torch.tensor([0.277350, -0.277350, -1.386750, 1.386750]), atol=1e-5)
+    assert (out * mask).sum().abs() < 1e-6  # the masked mean is 0: the check the pitfall of notebook 13 uses
+    # over every entry (the pitfall) the padding moves the mean to (1.0 + 0.5 - 0.5 + 2.0 + 9.0 - 9.0) / 6 = 0.5
+    # and the step holding 0.5 becomes 0 instead of -0.28
+    wrong = (advantage - advantage.mean()) / advantage.std()
+    assert wrong[0, 0, 1].abs() < 1e-6 and out[0, 0, 1] < -0.27
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a, m: (a[:, :2], m), "mask"),
+    (lambda a, m: (a.clone().fill_(math.nan), m), "advantage"),
+    (lambda a, m: (a, m * 0.5), "mask"),
+    (lambda a, m: (a.long(), m), "advantage"),
+])
+def test_normalised_advantages_name_a_bad_input(change, message):
+    from marl_edu.ppo import normalised_advantages
+
+    with pytest.raises(ValueError, match=message):
+        normalised_advantages(*change(torch.ones(1, 3, 2), torch.ones(1, 3, 2)))

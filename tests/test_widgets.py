@@ -276,3 +276,34 @@ def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
         matrix_game_panel(p0=0.99)
     with pytest.raises(ValueError, match="penalty must be a number"):
         matrix_game_panel(penalty=5.0)
+
+
+def test_ppo_panel_trains_the_chosen_learner_with_the_sliders_values(monkeypatch):
+    import marl_edu.widgets
+    from marl_edu.ppo import IPPO, PPOConfig
+    from marl_edu.widgets import ppo_panel
+
+    calls = []
+
+    def spy(env_id, episodes, config, **kwargs):  # the real training, with what the panel asked for recorded
+        calls.append((config, kwargs["learner"]))
+        return train_coma(env_id, episodes, config, **kwargs)
+
+    train_coma = marl_edu.widgets.train_coma
+    monkeypatch.setattr(marl_edu.widgets, "train_coma", spy)
+    panel = ppo_panel(seed=1)
+    controls = {child.description: child for child in panel.children[0].children}
+    assert list(controls) == ["learner", "clip c", "epochs", "minibatches", "actor lr", "entropy", "episodes", "seed"]
+    defaults = PPOConfig()
+    assert (controls["clip c"].value, controls["epochs"].value, controls["minibatches"].value,
+            controls["actor lr"].value) == (defaults.clip, defaults.epochs, defaults.minibatches, defaults.actor_lr)
+    controls["learner"].value = "ippo"
+    controls["clip c"].value = 0.1
+    controls["epochs"].value = 2
+    controls["episodes"].value = 32  # a short run: 2 batches of 16 episodes
+    before = panel.image.value
+    panel.button.click()
+    assert panel.status.value.startswith("done: 32 episodes, last greedy team return"), panel.status.value
+    assert panel.image.value != before
+    config, learner = calls[0]
+    assert learner is IPPO and config.clip == 0.1 and config.epochs == 2 and config.lam == defaults.lam
