@@ -1,4 +1,4 @@
-"""What the two capstones (notebooks 13 and 14) do alike: the one API their modules follow, and its helpers.
+"""What the two capstones (notebooks 14 and 15) do alike: the one API their modules follow, and its helpers.
 
 Each capstone module (``capstone_maddpg``, ``capstone_coma``) owns its parts and their checks:
 
@@ -498,7 +498,7 @@ HINTS: dict[str, tuple[str, str, str]] = {**MADDPG_HINTS, **COMA_HINTS}
 
 
 def _hint_parts() -> str:
-    return (f"MADDPG (notebook 13): {', '.join(MADDPG_HINTS)}; COMA (notebook 14): {', '.join(COMA_HINTS)}")
+    return (f"MADDPG (notebook 14): {', '.join(MADDPG_HINTS)}; COMA (notebook 15): {', '.join(COMA_HINTS)}")
 
 
 def hint_text(name: str, stage: int) -> str:

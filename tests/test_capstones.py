@@ -160,7 +160,7 @@ def test_an_update_that_is_not_a_function_is_a_value_error(train):
 # -- hints in stages (issue 31: capstones done cold) -----------------------------------------------------------------
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CAPSTONE_NOTEBOOKS = {"13_capstone_maddpg.ipynb": capstone_maddpg, "14_capstone_coma.ipynb": capstone_coma}
+CAPSTONE_NOTEBOOKS = {"14_capstone_maddpg.ipynb": capstone_maddpg, "15_capstone_coma.ipynb": capstone_coma}
 EVERY_PART = [name for module in CAPSTONES for name in module.PARTS]
 
 
@@ -306,8 +306,8 @@ def test_no_committed_notebook_calls_a_hint(path):
                         in ("hint", "hint_text")), f"{path.name} cell {index} prints a hint"
 
 
-def test_notebook_13_has_no_stray_placeholder_cell():
-    assert not any("placeholder" in "".join(cell["source"]) for cell in _cells("13_capstone_maddpg.ipynb"))
+def test_notebook_14_has_no_stray_placeholder_cell():
+    assert not any("placeholder" in "".join(cell["source"]) for cell in _cells("14_capstone_maddpg.ipynb"))
 
 
 # -- no notebook before the capstones prints their answers ----------------------------------------------------------

@@ -220,6 +220,7 @@ INTERACTIONS = {
     "07_coma_training.ipynb": _training_panel(episodes=6000, screenshot="07_coma_panel.png", seed_steps=2, solves=True),
     "09_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="09_continuous_maddpg_panel.png", ci=True),
     "12_value_decomposition.ipynb": _matrix_game_panel,
+    "13_ppo.ipynb": _training_panel(episodes=96, screenshot="13_ppo_panel.png"),
 }
 
 
