@@ -917,17 +917,19 @@ def _surrogate_slip(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantag
                     clip: float, slip: str) -> torch.Tensor:
     """The loss a known slip of the clipped surrogate gives (no gradient): the right one with ``slip=""``."""
     with torch.no_grad():
-        ratio = {"no exp": log_prob - old_log_prob, "divided logs": log_prob / old_log_prob}.get(
-            slip, torch.exp(log_prob - old_log_prob))  # (B, T, N) rho
+        ratio = {"no exp": log_prob - old_log_prob, "divided logs": log_prob / old_log_prob,
+                 "inverted": torch.exp(old_log_prob - log_prob)}.get(slip, torch.exp(log_prob - old_log_prob))  # rho
         low, high = (-clip, clip) if slip == "clip around 0" else (1.0 - clip, 1.0 + clip)
         clipped = torch.clamp(ratio, low, high) * advantage  # (B, T, N)
         plain = ratio * advantage  # (B, T, N)
         surrogate = {"no min": plain, "clipped only": clipped, "max": torch.max(plain, clipped)}.get(
             slip, torch.min(plain, clipped))  # (B, T, N)
         sign = 1.0 if slip == "not negated" else -1.0
+        if slip == "no ratio":  # COMA's policy-gradient loss, with the advantage given
+            surrogate = log_prob * advantage  # (B, T, N)
         if slip == "padding included":
             return sign * surrogate.mean()
-        divisor = {"every entry": float(mask.numel()), "sum": 1.0}.get(slip, mask.sum())
+        divisor = {"every entry": float(mask.numel()), "sum": 1.0}.get(slip, mask.sum().clamp(min=1.0))
         return sign * (surrogate * mask).sum() / divisor
 
 
@@ -935,6 +937,10 @@ _SURROGATE_SLIPS = [
     ("no exp", "rho is a ratio of probabilities: rho = exp(log_prob - old_log_prob), not the difference of the logs."),
     ("divided logs", "rho = exp(log_prob - old_log_prob): dividing the log-probabilities is not dividing the "
                      "probabilities."),
+    ("inverted", "rho = pi_theta / pi_old, the new policy over the old: exp(log_prob - old_log_prob), not its "
+                 "inverse."),
+    ("no ratio", "that is COMA's policy-gradient loss, -mean(Adv * log pi): PPO's surrogate uses the ratio rho = "
+                 "exp(log_prob - old_log_prob) in place of log pi, clipped."),
     ("clip around 0", "the ratio is clipped to [1 - clip, 1 + clip] (around 1, where pi_theta = pi_old), not to "
                       "[-clip, clip]."),
     ("no min", "that is the plain surrogate rho * Adv: PPO takes the minimum of it and the clipped one, "
@@ -976,6 +982,9 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
             mask[b, acted:, i] = 0.0  # agent i is home: no choice left
         cases.append((f"B={B}, T={T}, N={N}, clip {clip}, episodes of {lengths} steps", new, old,
                       2.0 * torch.randn(B, T, N, generator=generator), mask, clip))
+    empty = cases[1]  # every agent already home: nothing to average, the loss is 0 (not 0 / 0 = NaN)
+    cases.append(("B=3, T=4, N=2, every agent already home (mask all 0)", *empty[1:4], torch.zeros_like(empty[4]),
+                  empty[5]))
     for case, new, old, advantage, mask, clip in cases:
         log_prob = new.clone().requires_grad_()
         expected = clipped_surrogate_loss(log_prob, old, advantage, mask, clip)
@@ -987,13 +996,20 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
                                     "the loss is one number (a 0-d tensor): .sum() / mask.sum(), no keepdim."))
         if out is None:
             return
+        if mask.sum() == 0 and not torch.isfinite(out).all():
+            print(f"FAILED on {case}: expected 0, got {out.item()}.\nHint: with no step to average over, mask.sum() "
+                  f"is 0: divide by mask.sum().clamp(min=1), so the loss is 0, not 0 / 0.")
+            return
         if not torch.allclose(out.detach(), expected.detach(), atol=1e-5):
             hint = named_mistake(out.detach(), [(_surrogate_slip(new, old, advantage, mask, clip, slip), text)
                                                 for slip, text in _SURROGATE_SLIPS],
-                                 "ratio = exp(log_prob - old_log_prob); loss = -(min(ratio * advantage, clamp(ratio, "
-                                 "1 - clip, 1 + clip) * advantage) * mask).sum() / mask.sum().")
+                                 "per agent step, the smaller of rho * Adv and clip(rho, 1 - clip, 1 + clip) * Adv, "
+                                 "with rho = pi_theta / pi_old from the log-probabilities; then the mean over the "
+                                 "steps where mask is 1, negated.")
             print(f"FAILED on {case}: expected {_close(expected.item(), out.item())}.\nHint: {hint}")
             return
+        if mask.sum() == 0:
+            continue  # nothing is learned from an empty batch: its value (0) is all there is to check
         grads = (torch.autograd.grad(out, given, allow_unused=True) if out.requires_grad else (None, None, None))
         to_new, to_old, to_advantage = grads
         for grad, what, hint in ((to_old, "old_log_prob", "pi_old is what the batch was played with, fixed for every "
@@ -1014,4 +1030,5 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
                   f"ratio itself, not a hand-made where() on detached values.")
             return
     print(f"PASSED: PPO's clipped surrogate on all {len(cases)} cases (value within 1e-5, the gradient into log_prob, "
-          f"none into pi_old or the advantage; the by-hand case, padding, agents home early, B = 1, N = 3).")
+          f"none into pi_old or the advantage; the by-hand case, padding, agents home early, B = 1, N = 3, an empty "
+          f"mask).")

@@ -312,7 +312,7 @@ def clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip):
     plain = ratio * advantage                                    # (B, T, N)
     clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * advantage   # (B, T, N)
     surrogate = torch.min(plain, clipped)                        # (B, T, N) the pessimistic of the two
-    return -(surrogate * mask).sum() / mask.sum()                # the mean over the steps agents act, negated
+    return -(surrogate * mask).sum() / mask.sum().clamp(min=1.0)  # the mean over the steps agents act, negated
 
 EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
              "td_lambda_targets", "coma_advantage", "coma_actor_loss", "solve_counts",

@@ -845,14 +845,18 @@ def _surrogate(ratio_of="exp", low_high="around 1", pick="min", sign=-1.0, reduc
         old = old_log_prob.detach() if detach_old else old_log_prob
         new = log_prob.detach() if detach_new else log_prob
         adv = advantage.detach() if detach_advantage else advantage
-        ratio = {"exp": torch.exp(new - old), "difference": new - old, "quotient": new / old}[ratio_of]
+        ratio = {"exp": torch.exp(new - old), "difference": new - old, "quotient": new / old,
+                 "inverted": torch.exp(old - new), "none": new}[ratio_of]
         low, high = (1 - clip, 1 + clip) if low_high == "around 1" else (-clip, clip)
         plain, clipped = ratio * adv, torch.clamp(ratio, low, high) * adv
+        if ratio_of == "none":  # COMA's loss: log pi times the advantage, no ratio, no clip
+            plain = clipped = ratio * adv
         surrogate = {"min": torch.min(plain, clipped), "max": torch.max(plain, clipped), "plain": plain,
                      "clipped": clipped}[pick]
         if shape == "per step":
             return sign * surrogate * mask
-        return sign * {"masked mean": (surrogate * mask).sum() / mask.sum(), "mean": surrogate.mean(),
+        return sign * {"masked mean": (surrogate * mask).sum() / mask.sum().clamp(min=1), "raw divisor":
+                       (surrogate * mask).sum() / mask.sum(), "mean": surrogate.mean(),
                        "over every entry": (surrogate * mask).sum() / mask.numel(),
                        "sum": (surrogate * mask).sum()}[reduce]
     return fn
@@ -885,6 +889,9 @@ def test_clipped_surrogate_mistakes_are_named(capsys):
         "sends a gradient into old_log_prob": _surrogate(detach_old=False),
         "sends a gradient into the advantage": _surrogate(detach_advantage=False),
         "no gradient reaches log_prob": _surrogate(detach_new=True),
+        "not its inverse": _surrogate(ratio_of="inverted"),
+        "that is COMA's policy-gradient loss": _surrogate(ratio_of="none"),
+        "divide by mask.sum().clamp(min=1)": _surrogate(reduce="raw divisor"),
         "expected shape (), got (1, 3, 2)": _surrogate(shape="per step"),
     }
     for phrase, answer in named.items():
