@@ -36,22 +36,26 @@ METHODS = {  # short name -> (learners.LEARNERS key, config values other than th
     "maddpg": ("maddpg_continuous", {}), "iddpg": ("iddpg_continuous", {}),
     "inferred": ("maddpg_inferred", {}),  # MADDPG whose critics bootstrap from inferred policies (paper 4.2)
     "team": ("maddpg_continuous", {"team_reward": True}),  # MADDPG whose every critic learns the team's summed reward
+    "mappo": ("mappo_continuous", {}),  # PPO with a Gaussian policy and a centralised V(s), from whole episodes
+    "ippo": ("ippo_continuous", {}),  # ... with each agent's V on its own observation
 }
 EVAL_EPISODES = 100
 
 
-def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
+def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool, pairs: list[str] = ()) -> dict:
     """Train one learner for one seed (one torch thread, ``marl_edu.runs.run_seed``) and score its final policy
     (``evaluate_particle``); for the first seed with ``out``, save its policy and a GIF. Returns its row of
-    summary.json's runs: method, seed, the score's fields, counts, speed, config and evaluations during training."""
+    summary.json's runs: method, seed, the score's fields, counts, speed, config and evaluations during training.
+    ``pairs``: ``--set``'s field=value on top of the method's config."""
     torch.set_num_threads(1)
     from marl_edu.checkpoints import save_policy
-    from marl_edu.learners import config_class
     from marl_edu.runs import rounded, run_seed
+    from sweep import parse_config
     from marl_edu.train import evaluate_particle
 
     algo, overrides = METHODS[method]
-    config = config_class(algo)(**overrides)  # the defaults; the inferred learner's adds approx_lr and entropy_coef
+    config = parse_config(algo, [f"{key}={value}" for key, value in overrides.items()] + list(pairs))  # the defaults
+    # and the method's values (the inferred learner's adds approx_lr and entropy_coef), then --set's
     run, figures = run_seed(algo, ENV_ID, episodes, config, seed, eval_every=200)  # evaluations: 10 episodes each
     score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES)
     if out and first_seed:
@@ -106,18 +110,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=4000, help="training episodes per run (default: 4000)")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=["maddpg", "iddpg"])
+    parser.add_argument("--set", dest="pairs", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="config values on top of every method's (tuning: seeds 100+)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
     parser.add_argument("--out", type=pathlib.Path, default=None, help="write summary.json, policies and GIFs here")
     args = parser.parse_args(argv)
     if args.episodes < 1 or args.jobs < 1 or len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
         parser.error("--episodes and --jobs must be positive, --seeds distinct non-negative ints")
+    from sweep import parse_config
+
+    try:
+        for method in args.methods:
+            parse_config(METHODS[method][0], args.pairs)
+    except ValueError as error:
+        parser.error(str(error))
     start = time.perf_counter()
     print(f"{'method':>7} {'seed':>4} {'return':>7} {'distance':>8} {'final':>6} {'coll/step':>9} {'wall_s':>7}")
     rows = []
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_one, method, seed, args.episodes, str(args.out) if args.out else None,
-                               seed == args.seeds[0]) for method, seed in jobs]
+                               seed == args.seeds[0], args.pairs) for method, seed in jobs]
         for future in futures:
             row = future.result()
             rows.append(row)

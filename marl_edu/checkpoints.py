@@ -42,6 +42,7 @@ import marl_edu
 from marl_edu.files import atomic_write
 from marl_edu.learners import LEARNERS, POLICY_MODULE, algo_name, check_fits, config_class, entry
 from marl_edu.nets import Actor, RecurrentActor
+from marl_edu.ppo_continuous import GaussianActor
 
 FORMAT = 1
 HEADER = {"format": int, "marl_edu": str, "algo": str, "env": str, "config": dict, "state": dict}  # field: type
@@ -449,10 +450,13 @@ def _expected_shapes(algo: str, sizes: dict, config) -> dict[str, dict[str, tupl
     """The tensors a policy file of ``algo`` with these sizes holds, name -> shape, from actor networks built on the
     meta device (shapes, no memory) as the learners build them: one shared ``RecurrentActor`` over
     ``[o, last action (recurrent only), one-hot id]`` for the on-policy learners (``COMA``) and for IQL, VDN and QMIX
-    (their agent network), N ``Actor``s for the others (N*M for an ensemble of M sub-policies per agent)."""
+    (their agent network), one shared ``GaussianActor`` on ``[o, one-hot id]`` for continuous IPPO and MAPPO, N
+    ``Actor``s for the others (N*M for an ensemble of M sub-policies per agent)."""
     n, o, a, hidden = sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config.hidden
     with torch.device("meta"):
         key = POLICY_MODULE[entry(algo).loop]
+        if entry(algo).loop == "continuous_on_policy":  # one shared Gaussian actor on [o, one-hot id]
+            return {key: _shapes(GaussianActor(o + n, a, hidden, 0.0))}
         if key in ("actor", "q_net"):  # one shared GRU network over [o, last action (recurrent only), one-hot id]
             in_dim = o + (a if config.recurrent else 0) + n
             return {key: _shapes(RecurrentActor(in_dim, a, hidden, config.recurrent))}

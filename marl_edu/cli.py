@@ -119,15 +119,18 @@ def takers(field: str, value=None) -> list[str]:
 
 
 def _continuous_learners() -> list[str]:
-    return [algo for algo, row in LEARNERS.items() if row.loop == "continuous"]
+    return [algo for algo, row in LEARNERS.items() if row.continuous]
 
 
 def _who(algos: list[str]) -> str:
-    """``["maddpg", "iddpg", <every continuous learner>]`` -> ``"maddpg, iddpg and the continuous learners"``."""
+    """``["maddpg", "iddpg", <every continuous learner>]`` -> ``"maddpg, iddpg and the continuous learners"``; the
+    continuous learners of MADDPG's family (loop ``"continuous"``) together are "the continuous MADDPG learners"."""
     every = _continuous_learners()
+    maddpg_family = [algo for algo in every if entry(algo).loop == "continuous"]
     continuous = [algo for algo in algos if algo in every]
-    names = [algo for algo in algos if algo not in every] + (["the continuous learners"] if continuous == every
-                                                             else continuous)
+    group = (["the continuous learners"] if continuous == every else
+             ["the continuous MADDPG learners"] if continuous == maddpg_family else continuous)
+    names = [algo for algo in algos if algo not in every] + group
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
@@ -348,7 +351,7 @@ class _Plan:
 
     @property
     def continuous(self) -> bool:
-        return entry(self.args.algo).loop == "continuous"
+        return entry(self.args.algo).continuous
 
 
 def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> _Plan:
@@ -637,7 +640,7 @@ class _Replay:
 
     @property
     def continuous(self) -> bool:
-        return entry(self.algo).loop == "continuous"
+        return entry(self.algo).continuous
 
 
 def check_gif(name: str) -> pathlib.Path:
@@ -669,7 +672,7 @@ def _check_replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     if not 1 <= episodes <= LIMITS["replay episodes"]:
         raise ValueError(f"--episodes must be between 1 and {LIMITS['replay episodes']:,} with --replay, "
                          f"got {episodes:,}")
-    default_seed = PARTICLE_EVAL_SEED if entry(algo).loop == "continuous" else 0
+    default_seed = PARTICLE_EVAL_SEED if entry(algo).continuous else 0
     seed = default_seed if args.seed is None else args.seed
     if not 0 <= seed <= LIMITS["seeds"]:
         raise ValueError(f"--seed must be an int in [0, {LIMITS['seeds']}], got {seed}")

@@ -8,8 +8,9 @@ Each row says, for a learner's name (the name its policy files and runs are know
 - ``loop``: how it trains: ``"on_policy"`` (``train.train_coma``: K whole episodes with the current policy, used once),
   ``"off_policy"`` (``train.train_maddpg``: a replay buffer of transitions on the discrete envs),
   ``"episode_replay"`` (``train.train_value_decomposition``: K whole episodes played epsilon-greedily, kept in a
-  replay of episodes for recurrent agents) or ``"continuous"`` (``train.train_continuous``: a replay buffer on the
-  particle envs, forces in [-1, 1]); the loop also says which of the learner's networks is its policy
+  replay of episodes for recurrent agents), ``"continuous"`` (``train.train_continuous``: a replay buffer on the
+  particle envs, forces in [-1, 1]) or ``"continuous_on_policy"`` (``train.train_continuous_ppo``: K whole
+  particle-env episodes with the current Gaussian policy, used for one PPO update); the loop also says which of the learner's networks is its policy
   (``POLICY_MODULE``: what a policy file keeps);
 - ``episodes`` and ``eval_every``: its default budget (the committed results') and how often it is evaluated (a
   discrete learner: one greedy episode on Switch; a continuous one: 10 noise-free episodes);
@@ -33,12 +34,15 @@ from marl_edu.envs import PARTICLE_ENVS, is_foraging, make_env, resolve_env_id, 
 from marl_edu.inference import InferenceConfig, InferringMADDPG
 from marl_edu.maddpg import MADDPG, MADDPGConfig
 from marl_edu.ppo import IPPO, MAPPO, PPOConfig
+from marl_edu.ppo_continuous import ContinuousIPPO, ContinuousMAPPO, ContinuousPPOConfig
 from marl_edu.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
 
-LOOPS = ("on_policy", "off_policy", "episode_replay", "continuous")
+LOOPS = ("on_policy", "off_policy", "episode_replay", "continuous", "continuous_on_policy")
+PARTICLE_LOOPS = ("continuous", "continuous_on_policy")  # the loops of the learners with forces on the particle envs
 # the learner's attribute holding its policy's networks, by loop: one shared GRU actor, N actors (MLPs), or the
 # shared GRU agent network whose greedy action is the policy
-POLICY_MODULE = {"on_policy": "actor", "off_policy": "actors", "episode_replay": "q_net", "continuous": "actors"}
+POLICY_MODULE = {"on_policy": "actor", "off_policy": "actors", "episode_replay": "q_net", "continuous": "actors",
+                 "continuous_on_policy": "actor"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,11 @@ class Entry:
     episodes: int
     eval_every: int
     about: str
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the learner acts with forces on the particle envs (its loop one of ``PARTICLE_LOOPS``)."""
+        return self.loop in PARTICLE_LOOPS
 
 
 LEARNERS: dict[str, Entry] = {
@@ -84,12 +93,17 @@ LEARNERS: dict[str, Entry] = {
                              "MADDPG inferring the other agents' policies from their actions"),
     "maddpg_ensemble": Entry(EnsembleMADDPG, EnsembleConfig, "continuous", 4000, 200,
                              "MADDPG with an ensemble of sub-policies per agent"),
+    "mappo_continuous": Entry(ContinuousMAPPO, ContinuousPPOConfig, "continuous_on_policy", 4000, 200,
+                              "MAPPO with Gaussian forces on the particle envs: PPO's clipped objective, a centralised "
+                              "V(s)"),
+    "ippo_continuous": Entry(ContinuousIPPO, ContinuousPPOConfig, "continuous_on_policy", 4000, 200,
+                             "independent PPO with Gaussian forces: each agent's V on its own observation"),
 }
 
 # views of the table, by the loop that trains them
 ON_POLICY = tuple(name for name, entry in LEARNERS.items() if entry.loop == "on_policy")
-ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if entry.loop != "continuous"}  # discrete
-CONTINUOUS_ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if entry.loop == "continuous"}
+ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if not entry.continuous}  # discrete
+CONTINUOUS_ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if entry.continuous}
 
 
 def entry(algo: str) -> Entry:
@@ -154,7 +168,7 @@ def check_env(algo: str, env: str | None) -> str:
     ``"Switch2-v0"``, ``"lbforaging:Foraging-8x8-2p-3f-v3"`` -> ``"Foraging-8x8-2p-3f-v3"``), or ``DEFAULT_ENV`` if
     None. ValueError for an unknown id, a particle env for a discrete learner, or a discrete env for a continuous
     one."""
-    continuous = entry(algo).loop == "continuous"
+    continuous = entry(algo).continuous
     if env is None:
         return DEFAULT_ENV["continuous" if continuous else "discrete"]
     particle = env.startswith("simple_")  # mpe2's ids

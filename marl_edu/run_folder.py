@@ -167,7 +167,7 @@ class RunLog:
 
     def draw_curve(self) -> None:
         """``curve.png``: every finished seed's periodic evaluations."""
-        ylabel = (None if entry(self.header["algo"]).loop != "continuous"
+        ylabel = (None if not entry(self.header["algo"]).continuous
                   else "noise-free team return\n(mean of 10 episodes)")
         write_curve(self.rows, self.optimum, f"{self.header['algo']} on {self.header['env']}", self.out / "curve.png",
                     ylabel)

@@ -26,7 +26,8 @@ from marl_edu.resume import KIND
 from marl_edu.rollout import run_episode
 from marl_edu.threads import torch_threads
 from marl_edu.train import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return, greedy_team_return,
-                            sampled_returns, train_coma, train_continuous, train_maddpg, train_value_decomposition)
+                            sampled_returns, train_coma, train_continuous, train_continuous_ppo, train_maddpg,
+                            train_value_decomposition)
 from marl_edu.viz import downscale, plot_seed_evaluations, save_gif
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
@@ -42,7 +43,7 @@ SCORE_EPISODES = 100  # a run's final figures average over this many episodes (b
 # learner's score (evaluate_particle), a discrete one's sampled team return and, off Switch, its greedy one
 
 LOOPS = {"on_policy": train_coma, "off_policy": train_maddpg, "episode_replay": train_value_decomposition,
-         "continuous": train_continuous}  # learners.Entry.loop
+         "continuous": train_continuous, "continuous_on_policy": train_continuous_ppo}  # learners.Entry.loop
 
 
 def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
@@ -53,7 +54,7 @@ def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eva
     ``train_maddpg`` (a replay buffer of transitions) for the others. ``config``: None for
     the learner's defaults; ``eval_every``: None for its row's."""
     row = entry(algo)
-    if row.loop == "continuous":
+    if row.continuous:
         raise ValueError(f"train takes the discrete learners; {algo} trains on a particle env with run_seed")
     return LOOPS[row.loop](env_id, episodes, config or row.config(), seed=seed,
                            eval_every=eval_every or row.eval_every, progress=progress, device=device,
@@ -105,7 +106,8 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
              device: str = "cpu", env_backend: str = "batched", checkpoint=None,
              threads: int | None = None, final_episodes: int = SCORE_EPISODES) -> tuple[TrainResult, dict]:
     """Train one seed of ``algo`` (a learner of ``LEARNERS``): a discrete one with ``train``, which stops early when a
-    periodic greedy evaluation reaches ``stop_at``, or a continuous one with ``train_continuous``, whose evaluations
+    periodic greedy evaluation reaches ``stop_at``, or a continuous one with its loop (``train_continuous``,
+    ``train_continuous_ppo``), whose evaluations
     are the mean team return of 10 noise-free episodes. ``config``: None for the learner's defaults; ``eval_every``:
     None for its row's; ``env_backend``: how a discrete
     learner's env copies are stepped (``envs.make_vec_env``; the same transitions); ``checkpoint``: a
@@ -124,10 +126,10 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
     ``(episode, value)`` of ``run.evaluations``. (A continuous learner's final score is ``particle_figures``.)
     """
     row = entry(algo)
-    if row.loop == "continuous":
+    if row.continuous:
         if stop_at is not None:
             raise ValueError(f"stop_at applies to the discrete learners only, not {algo}")
-        run = train_continuous(env_id, episodes, config, seed=seed, eval_every=eval_every or row.eval_every,
+        run = LOOPS[row.loop](env_id, episodes, config, seed=seed, eval_every=eval_every or row.eval_every,
                                progress=progress, device=device, learner=row.learner, threads=threads)
         return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
@@ -197,7 +199,7 @@ def write_gif(agent, env_id: str, path: pathlib.Path, threads: int | None = None
     """A GIF of one episode of ``agent``'s final policy from the env seeded 0, written atomically (``viz.save_gif``):
     a discrete learner's greedy episode (``greedy_return``), a continuous learner's noise-free one (an ensemble's:
     sub-policy 0 of every agent), its frames a quarter of the particle envs' 700 x 700 at 8 per second."""
-    if entry(algo_name(agent)).loop != "continuous":
+    if not entry(algo_name(agent)).continuous:
         return save_gif(greedy_return(agent, env_id, record_frames=True, threads=threads).frames, path)
     with torch_threads(threads):
         frames = run_episode(make_env(env_id, seed=0), noise_free_policies(agent)[0], record_frames=True).frames
@@ -233,7 +235,7 @@ def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progr
     (``greedy_team_return``: one episode on Switch, exact; else the mean of ``episodes``) and ``sampled`` (mean team
     return of ``episodes`` episodes with actions sampled from the actors, the env and the sampling generator seeded
     with ``seed``); continuous, ``particle_figures`` over ``episodes`` episodes from ``seed``."""
-    if entry(algo_name(agent)).loop == "continuous":
+    if entry(algo_name(agent)).continuous:
         return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads))
     greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
     agent.generator.manual_seed(seed)  # the actors' samples: the replay's own stream (training's is not saved)

@@ -6,7 +6,8 @@ n-step returns of the **team reward** (Switch is cooperative: every critic learn
 COMA update from them, also with the team reward. ``train_value_decomposition`` plays K whole episodes at a time
 epsilon-greedily, keeps them in an episode replay and learns from B replayed episodes (IQL, VDN, QMIX).
 ``train_continuous`` runs MADDPG with continuous actions on the particle envs, where each critic learns its own
-agent's reward, as in the MADDPG paper.
+agent's reward, as in the MADDPG paper; ``train_continuous_ppo`` plays K whole particle-env episodes at a time with a
+Gaussian policy and makes one PPO update from them (continuous MAPPO and IPPO).
 
 Every loop and evaluation here runs on ``threads`` torch threads (default 1: networks this small run fastest on one,
 and two fight any other work on the machine) and gives the caller's count back after (``threads.torch_threads``).
@@ -36,6 +37,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from marl_edu.batched_switch import BatchedSwitch
@@ -46,6 +48,7 @@ from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
 from marl_edu.envs import ParticleEnv, is_switch, make_env, make_vec_env
 from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.ppo_continuous import ContinuousMAPPO, ContinuousPPOConfig
 from marl_edu.resume import RunCheckpoint
 from marl_edu.rollout import collect_episodes, run_episode
 from marl_edu.schedules import linear
@@ -347,6 +350,65 @@ def train_continuous(env_id: str = "simple_spread_v3", episodes: int = 3000,
                 score = evaluate_particle(policy, env_id, eval_episodes, threads=threads)
                 _record_evaluation(result, score.team_return)
                 bar.set_postfix(eval=f"{score.team_return:.1f}", noise=f"{noise:.2f}")
+                next_eval += eval_every
+        return _finish(result, bar)
+
+
+def train_continuous_ppo(env_id: str = "simple_spread_v3", episodes: int = 4000,
+                         config: ContinuousPPOConfig | None = None, seed: int = 0, eval_every: int = 100,
+                         eval_episodes: int = 10, progress: bool = True, device: str = "cpu",
+                         learner: type[ContinuousMAPPO] = ContinuousMAPPO, threads: int | None = None) -> TrainResult:
+    """Train continuous MAPPO (or ``learner=ContinuousIPPO``) on K lock-step copies of a particle env for
+    ``episodes`` episodes (summed over the copies), on-policy: the K copies play one whole episode each with the
+    current Gaussian policy (the particle envs end every episode at their time limit, all copies together), the env
+    receiving the samples clipped to [-1, 1]; then one ``agent.update`` of that batch, and the next K episodes.
+    Every ``eval_every`` episodes the noise-free policy plays ``eval_episodes`` episodes from the same start states
+    (``evaluate_particle``); ``evaluations`` holds ``(episode, mean team return)``. Deterministic for a seed."""
+    with torch_threads(threads):
+        positive_int(episodes, "episodes")
+        positive_int(eval_every, "eval_every")
+        config = (config or ContinuousPPOConfig()).validate()
+        venv = make_vec_env(env_id, config.n_envs, seed)
+        if not venv.continuous:
+            raise ValueError(f"train_continuous_ppo needs a particle env with continuous actions (e.g. "
+                             f"'simple_spread_v3'), got {env_id!r}: train_coma trains MAPPO on the discrete envs")
+        agent = learner(venv.n_agents, venv.obs_dim, venv.action_dim, config, seed=seed, device=device)
+        result = TrainResult(agent=agent)
+        obs = venv.reset()  # (K, N, O)
+        bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
+        next_eval = eval_every
+        while len(result.episode_returns) < episodes:
+            steps = {"obs": [], "actions": [], "rewards": [], "dones": []}  # one list entry per step of the episodes
+            while True:  # collect: K whole episodes with the current policy
+                actions = agent.act(obs)  # (K, N, A) the Gaussian's samples
+                next_obs, rewards, dones, info = venv.step(np.clip(actions, -1.0, 1.0))  # the env gets [-1, 1]
+                steps["obs"].append(obs)
+                steps["actions"].append(actions)
+                steps["rewards"].append(rewards)  # (K, N) each agent's own; the learner takes the team's if asked
+                steps["dones"].append(info["terminated"].all(axis=1))  # (K,) a real end; a time limit is not one
+                result.env_steps += venv.n_envs
+                ended = info["episode_done"]  # (K,)
+                if ended.any():
+                    if not ended.all():
+                        raise ValueError(f"{env_id}: the env copies ended their episodes at different steps; "
+                                         f"train_continuous_ppo needs episodes of one length")
+                    final_obs = info["final_obs"]  # (K, N, O) the state each episode was cut in
+                    result.episode_returns.extend(float(r) for r in info["episode_team_return"])
+                    bar.update(venv.n_envs)
+                    break
+                obs = next_obs
+            obs = next_obs  # (the copies have reset)
+            batch = {"obs": torch.as_tensor(np.stack(steps["obs"] + [final_obs], axis=1), device=device),
+                     "actions": torch.as_tensor(np.stack(steps["actions"], axis=1), device=device),
+                     "rewards": torch.as_tensor(np.stack(steps["rewards"], axis=1), device=device),
+                     "dones": torch.as_tensor(np.stack(steps["dones"], axis=1), dtype=torch.float32, device=device)}
+            # obs (K, T+1, N, O), actions (K, T, N, A), rewards (K, T, N), dones (K, T)
+            agent.update(batch)
+            result.updates += 1
+            if len(result.episode_returns) >= next_eval:  # evaluate
+                score = evaluate_particle(agent.greedy_policy(), env_id, eval_episodes, threads=threads)
+                _record_evaluation(result, score.team_return)
+                bar.set_postfix(eval=f"{score.team_return:.1f}")
                 next_eval += eval_every
         return _finish(result, bar)
 

@@ -49,7 +49,8 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--checkpoint-every", "0"], "--checkpoint-every must be a positive number of seconds"),
     (["--episodes", "5"], "the following arguments are required: --algo (or --resume OUT, or --replay POLICY)"),
     (["--algo", "maddpg", "--lam", "0"],
-     "--lam applies to coma, central_qv, central_v, iac, mappo, ippo, iql, vdn and qmix only, not maddpg"),
+     "--lam applies to coma, central_qv, central_v, iac, mappo, ippo, iql, vdn, qmix, mappo_continuous and "
+     "ippo_continuous only, not maddpg"),
     (["--algo", "coma", "--actor-lr", "nan"], "--actor-lr must be a positive number, got nan"),
     (["--algo", "iddpg", "--critic-lr", "inf"], "--critic-lr must be a positive number, got inf"),
     (["--algo", "coma", "--entropy", "nan"], "--entropy must be a non-negative number, got nan"),
@@ -70,15 +71,17 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "maddpg_ensemble", "--env", "ma_gym:Switch2-v0"], "not on ma_gym:Switch2-v0"),
     # options for other learners, and the continuous learners' own options out of range
     (["--algo", "maddpg_continuous", "--lam", "0.5"],
-     "--lam applies to coma, central_qv, central_v, iac, mappo, ippo, iql, vdn and qmix only, not maddpg_continuous"),
+     "--lam applies to coma, central_qv, central_v, iac, mappo, ippo, iql, vdn, qmix, mappo_continuous and "
+     "ippo_continuous only, not maddpg_continuous"),
     (["--algo", "maddpg_inferred", "--per-agent-reward"],
-     "--per-agent-reward applies to coma, central_qv, central_v, iac, mappo and ippo only"),
+     "--per-agent-reward applies to coma, central_qv, central_v, iac, mappo, ippo, mappo_continuous and "
+     "ippo_continuous only"),
     (["--algo", "maddpg_ensemble", "--actor-gradient", "gumbel"], "--actor-gradient applies to maddpg and iddpg only, "
                                                                   "not maddpg_ensemble"),
     (["--algo", "coma", "--batch-size", "16"],
-     "--batch-size applies to maddpg, iddpg and the continuous learners only, not coma"),
-    (["--algo", "maddpg", "--team-reward"], "--team-reward applies to the continuous learners only, not maddpg"),
-    (["--algo", "iac", "--noise-start", "0.3"], "--noise-start applies to the continuous learners only, not iac"),
+     "--batch-size applies to maddpg, iddpg and the continuous MADDPG learners only, not coma"),
+    (["--algo", "maddpg", "--team-reward"], "--team-reward applies to the continuous MADDPG learners only, not maddpg"),
+    (["--algo", "iac", "--noise-start", "0.3"], "--noise-start applies to the continuous MADDPG learners only, not iac"),
     (["--algo", "maddpg_continuous", "--subpolicies", "2"], "--subpolicies applies to maddpg_ensemble only, not "
                                                             "maddpg_continuous"),
     (["--algo", "maddpg_ensemble", "--subpolicies", "1000"], "--subpolicies must be a positive int at most 64, got 1000"),
@@ -765,8 +768,8 @@ def test_a_learner_added_as_one_table_row_trains_saves_and_replays(tmp_path, cap
         main(["--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "twin_coma: COMA's twin" in help_text
-    assert "--lam LAM coma, central_qv, central_v, iac, mappo, ippo, iql, vdn, qmix and twin_coma: TD(lambda)" \
-        in help_text
+    assert ("--lam LAM coma, central_qv, central_v, iac, mappo, ippo, iql, vdn, qmix, twin_coma, mappo_continuous "
+            "and ippo_continuous: TD(lambda)") in help_text
     out = tmp_path / "out"
     assert main(["--algo", "twin_coma", "--episodes", "4", "--n-envs", "2", "--hidden", "8", "--lam", "0.5", *FEW,
                  "--eval-every", "2", "--out", str(out), "--no-progress"]) == 0

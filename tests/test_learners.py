@@ -15,7 +15,7 @@ def test_every_row_builds_its_learner_from_its_config(algo):
     assert dataclasses.is_dataclass(row.config) and row.loop in LOOPS
     assert row.episodes >= 1 and 1 <= row.eval_every <= row.episodes and row.about
     config = row.config(hidden=8)
-    agent = row.learner(2, 3, 2 if row.loop == "continuous" else 5, config, seed=0)
+    agent = row.learner(2, 3, 2 if row.continuous else 5, config, seed=0)
     assert algo_name(agent) == algo and algo_name_of_class(row.learner) == algo and config_class(algo) is row.config
     assert agent.config == config
 
@@ -29,7 +29,7 @@ def test_the_views_by_loop_are_the_rows():
     assert ON_POLICY == ("coma", "central_qv", "central_v", "iac", "mappo", "ippo")
     assert list(ALGORITHMS) == ["maddpg", "iddpg", *ON_POLICY, "iql", "vdn", "qmix"]  # the discrete learners
     assert list(CONTINUOUS_ALGORITHMS) == ["maddpg_continuous", "iddpg_continuous", "maddpg_inferred",
-                                           "maddpg_ensemble"]
+                                           "maddpg_ensemble", "mappo_continuous", "ippo_continuous"]
     assert set(ALGORITHMS) | set(CONTINUOUS_ALGORITHMS) == set(LEARNERS)
 
 
@@ -56,4 +56,4 @@ def test_a_class_not_in_the_table_is_named():
 def test_the_learners_with_one_value_of_the_state_take_the_team_reward_only():
     # the command line refuses --per-agent-reward for these (cli.config_from_args reads the class attribute)
     only = {name for name, row in LEARNERS.items() if getattr(row.learner, "team_reward_only", False)}
-    assert only == {"central_v", "central_qv", "mappo"}
+    assert only == {"central_v", "central_qv", "mappo", "mappo_continuous"}
