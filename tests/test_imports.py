@@ -17,7 +17,7 @@ LAYERS = [
     ("data", {"rollout", "buffers"}),
     ("pieces", {"nets", "targets"}),
     ("learners", {"maddpg", "coma", "baselines", "continuous", "inference", "ensembles", "value_decomposition",
-                  "matrix_game", "ppo"}),
+                  "matrix_game", "ppo", "ppo_continuous"}),
     ("table", {"learners"}),
     ("formats", {"checkpoints"}),
     ("loops", {"train", "resume", "competition"}),
