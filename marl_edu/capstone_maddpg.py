@@ -176,6 +176,8 @@ def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = 
         elif next_actions == "gumbel per agent":
             a_next = torch.stack([gumbel_softmax(logits[:, j], c.temperature, hard=True, generator=agent.generator)
                                   for j in range(agent.n_agents)], dim=1)  # (B, N, A)
+        elif next_actions == "soft":  # the relaxed sample, not made one-hot
+            a_next = gumbel_softmax(logits, c.temperature, hard=False, generator=agent.generator)  # (B, N, A)
         elif next_actions == "argmax":
             a_next = torch.nn.functional.one_hot(logits.argmax(-1), agent.n_actions).float()  # (B, N, A)
         else:  # the batch's own actions, taken at the previous step
@@ -200,6 +202,9 @@ CRITIC_SLIPS = [
     ({"next_actions": "argmax"}, "the target actors' actions are a hard Gumbel-softmax SAMPLE of their policies "
                                  "(gumbel_softmax(logits, temperature, hard=True, generator=agent.generator)), not their "
                                  "argmax."),
+    ({"next_actions": "soft"}, "the target actors' next actions are HARD one-hot samples (hard=True), as the "
+                               "actions stored in the batch are: the soft relaxation is for the actor's gradient, and "
+                               "the target needs no gradient."),
     ({"next_actions": "gumbel per agent"}, "draw every agent's next action in ONE gumbel_softmax call on the stacked "
                                            "(B, N, A) logits, as the reference does, so both use the generator's "
                                            "numbers in the same order."),
@@ -301,16 +306,19 @@ def check_maddpg_actor_loss(fn: Callable) -> None:
             reference.backward()
             expected_grads = [p.grad.clone() for p in agent.actors[i].parameters()]
             agent.actors.zero_grad(set_to_none=True)
+            agent.critics.zero_grad(set_to_none=True)
             out, verdict = _loss_output(fn, case, agent, i, {k: v.clone() for k, v in batch.items()})
             if verdict:
                 print(verdict)
                 return
             if abs(out.item() - reference.item()) > TOLERANCE:
                 variants = [(_actor_loss_variant(agent, i, batch, **flags), hint) for flags, hint in ACTOR_SLIPS]
-                hint = _first_match(out.item(), variants, "check each factor of the part's equation in turn: whose "
-                                    "actor and whose observation give pi_i, which action block is replaced by each "
-                                    "own action k, what carries no gradient, what is averaged over B, and the "
-                                    "penalty on the logits.")
+                hint = _first_match(out.item(), variants, "if you sampled agent i's action (a Gumbel-softmax draw, "
+                                    "as DDPG would use mu_i(o_i)), this part asks for the EXACT expectation instead: "
+                                    "-(1/B) sum_b sum_k pi_i(k | o_i) Q_i(x, (a_-i, k)), Q_i at every own action k. "
+                                    "Otherwise check each factor in turn: whose actor and whose observation give pi_i, "
+                                    "which action block is replaced by each own action k, what carries no gradient, "
+                                    "what is averaged over B, and the penalty on the logits.")
                 print(f"FAILED on {case}: loss {out.item():.6f}, expected {reference.item():.6f} (within "
                       f"{TOLERANCE:g}).\nHint: {hint}")
                 return
@@ -324,6 +332,11 @@ def check_maddpg_actor_loss(fn: Callable) -> None:
                                                     for g, e in zip(grads, expected_grads)) > TOLERANCE:
                 print(f"FAILED on {case}: the value is right but the gradient on actor {i}'s parameters is not.\n"
                       f"Hint: the gradient flows through pi_i = softmax(logits_i) and the penalty only.")
+                return
+            if any(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.critics.parameters()):
+                print(f"FAILED on {case}: the value and actor {i}'s gradient are right, but the loss also sends a "
+                      f"gradient into the critics.\nHint: Q_i's values are constants for the actor's loss (the "
+                      f"critic learns from its own loss only): compute them under torch.no_grad(), or detach them.")
                 return
             if any(p.grad is not None and p.grad.abs().sum() > 0 for j, net in enumerate(agent.actors) if j != i
                    for p in net.parameters()):
@@ -402,6 +415,11 @@ def _update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_loss: Calla
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), c.grad_clip)
             optimizer.step()
+        elif slip == "clip by value":  # each entry clipped to [-grad_clip, grad_clip] instead of the norm
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_value_(net.parameters(), c.grad_clip)
+            optimizer.step()
         else:
             gradient_step(optimizer, net, loss, 1e9 if slip == "no clipping" else c.grad_clip, name, n)
 
@@ -451,6 +469,8 @@ UPDATE_SLIPS = [
     ("no soft update", "end the update with the soft updates of the target actors and target critics (tau = "
                        "agent.config.tau)."),
     ("hard copy", "MADDPG moves its targets softly every update (tau), not by copying."),
+    ("clip by value", "clip each network's gradient NORM (torch.nn.utils.clip_grad_norm_), not each gradient "
+                      "entry's value (clip_grad_value_)."),
     ("no clipping", "clip each network's gradient norm to agent.config.grad_clip before its optimiser steps "
                     "(torch.nn.utils.clip_grad_norm_)."),
     ("no zero_grad", "zero each optimiser's gradients before backward(): otherwise they pile up from update to "
@@ -578,8 +598,11 @@ def check_n_step_window(fn: Callable) -> None:
             if not same:
                 got = [round(float(x[2]), 4) for x in out]
                 want = [round(float(x[2]), 4) for x in expected]
+                flags = ""  # the returns can agree while the d flags differ: then show those
+                if got == want and [bool(x[4]) for x in out] != [bool(x[4]) for x in expected]:
+                    flags = f" (d = {[int(bool(x[4])) for x in expected]} expected, got {[int(bool(x[4])) for x in out]})"
                 print(f"FAILED on {at}: expected {len(expected)} transition(s) with R = {want}, got {len(out)} with "
-                      f"R = {got}.\nHint: {_n_step_slip(list(out), expected, gamma, window, flush, terminal)}")
+                      f"R = {got}{flags}.\nHint: {_n_step_slip(list(out), expected, gamma, window, flush, terminal)}")
                 return
             if len(mine) != len(reference) or any(a is not b for a, b in zip(mine, reference)):
                 left = "emptied" if not reference else f"left with its {len(reference)} newest step(s)"
@@ -597,8 +620,10 @@ def check_n_step_window(fn: Callable) -> None:
 # Part 6: the training loop
 # ----------------------------------------------------------------------------------------------
 
-LOOP_CASE = dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=8)
-LOOP_CONFIG = dict(n_envs=4, warmup_steps=64, batch_size=32, hidden=16, buffer_size=5_000)
+LOOP_CASE = dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=3)  # < K = 4: a lock-step can pass two
+# evaluation points, and the rule for that (one evaluation, the next point one eval_every up) is checked
+LOOP_CONFIG = dict(n_envs=4, warmup_steps=32, batch_size=64, hidden=16, buffer_size=5_000)  # batch > warm-up:
+# a loop that waits for warmup_steps alone samples 64 transitions from fewer (a slip the check then sees)
 
 @functools.cache
 @on_one_thread
@@ -610,7 +635,10 @@ def _reference_loop_case() -> dict:
 
 BUFFER_HINTS = {
     "obs": "store the observation each action was taken in: obs[k] from before venv.step.",
-    "actions": "store the actions taken, one-hot: one_hot(actions[k], A) for copy k.",
+    "actions": "store the actions taken, one-hot: one_hot(actions[k], A) for copy k. If you do, the policy that chose "
+               "them differs from the reference's: each lock-step's epsilon is linear(epsilon_start, epsilon_end, "
+               "episodes finished so far, epsilon_fraction * episodes), and the updates start once len(buffer) >= "
+               "max(warmup_steps, batch_size).",
     "rewards": "store the n-step TEAM return from n_step_transitions: append (obs[k], actions[k], team reward of copy "
                "k) to copy k's pending deque first; every agent's column holds the same team return.",
     "next_obs": "at an episode's end copy k has already been reset: its next observation is info['final_obs'][k], "
@@ -623,9 +651,10 @@ BUFFER_HINTS = {
 @on_one_thread
 def check_maddpg_training_loop(fn: Callable) -> None:
     """Check ``fn(env_id, episodes, config, seed, update, eval_every) -> dict(agent, buffer, episode_returns,
-    evaluations)`` against ``train.train_maddpg`` on a small budget (4 env copies, 24 episodes, updates from the
-    64th transition on): the same episode returns, evaluations, replay buffer (every stored array) and, within
-    TOLERANCE, every parameter. ``update`` is the reference's, so only the loop is checked."""
+    evaluations)`` against ``train.train_maddpg`` on a small budget (4 env copies, 24 episodes, a batch of 64 after
+    a warm-up of 32, so the updates start at the 64th stored transition): the same episode returns, evaluations,
+    replay buffer (every stored array) and, within TOLERANCE, every parameter. ``update`` is the reference's, so only
+    the loop is checked."""
     case = "Switch2-v2, 4 env copies, 24 episodes, seed 3"
     out, verdict = _verdict_of_call(fn, case, LOOP_CASE["env_id"], LOOP_CASE["episodes"], MADDPGConfig(**LOOP_CONFIG),
                                     LOOP_CASE["seed"], REFERENCE_UPDATE, LOOP_CASE["eval_every"])
@@ -659,6 +688,11 @@ def check_maddpg_training_loop(fn: Callable) -> None:
             first_difference[key] = int(np.argmax(differ))
     if first_difference:
         key = min(first_difference, key=first_difference.get)
+        # an n-step transition's return and next_obs reach n lock-steps ahead: a changed action shows there first,
+        # up to n_step * K transitions before the transition that stores it
+        if key in ("next_obs", "rewards") and "actions" in first_difference and \
+                first_difference["actions"] - first_difference[key] <= LOOP_CONFIG["n_envs"] * MADDPGConfig().n_step:
+            key = "actions"
         print(f"FAILED on {case}: the buffer's {key} differ from transition {first_difference[key]} on.\n"
               f"Hint: {BUFFER_HINTS[key]}")
         return
@@ -686,8 +720,10 @@ def check_maddpg_training_loop(fn: Callable) -> None:
     rounded = [(int(e), round(float(g), 6)) for e, g in out["evaluations"]]
     if rounded != [(e, round(g, 6)) for e, g in expected["evaluations"]]:
         print(f"FAILED on {case}: evaluations differ: expected {expected['evaluations']}, got {list(out['evaluations'])}"
-              f".\nHint: when the number of finished episodes reaches the next multiple of eval_every, append "
-              f"(episodes so far, greedy_return(agent, env_id).team_return).")
+              f".\nHint: after a lock-step's updates, when the number of finished episodes has reached next_eval "
+              f"(first eval_every), append (episodes so far, greedy_return(agent, env_id).team_return) and move "
+              f"next_eval up by eval_every once, even if the count has passed two points (it may evaluate again at "
+              f"the next lock-step).")
         return
     print(f"PASSED: your loop stores the same {n} transitions as train_maddpg, records the same returns and "
           f"evaluations, and ends with the same networks (within {TOLERANCE:g}).")

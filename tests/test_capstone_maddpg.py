@@ -92,6 +92,16 @@ def critic_gumbel_per_agent(agent, i, batch):
     return ((agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"])) - y) ** 2).mean()
 
 
+def critic_soft_next_actions(agent, i, batch):
+    c = agent.config
+    with torch.no_grad():
+        logits = torch.stack([agent.target_actors[j](batch["next_obs"][:, j]) for j in range(agent.n_agents)], 1)
+        next_actions = gumbel_softmax(logits, c.temperature, hard=False, generator=agent.generator)  # the slip
+        q_next = agent.target_critics[i](flatten_for_critic(batch["next_obs"], next_actions))
+        y = batch["rewards"][:, i] + c.gamma ** c.n_step * (1 - batch["dones"][:, i]) * q_next
+    return ((agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"])) - y) ** 2).mean()
+
+
 def critic_all_under_no_grad(agent, i, batch):
     with torch.no_grad():
         return solutions.maddpg_critic_loss(agent, i, batch)
@@ -104,6 +114,7 @@ def critic_all_under_no_grad(agent, i, batch):
     (critic_online_next_critic, "TARGET critic's value"),
     (critic_batch_actions_at_next, "not the batch's actions"),
     (critic_gumbel_per_agent, "ONE gumbel_softmax call"),
+    (critic_soft_next_actions, "HARD one-hot samples (hard=True)"),
     (critic_all_under_no_grad, "your loss has no gradient"),
 ])
 def test_critic_loss_slips_are_named(slip, hint, capsys):
@@ -141,6 +152,27 @@ def actor_taken_action_only(agent, i, batch):
     return -(pi_taken * q).mean() + agent.config.logits_reg * (logits ** 2).mean()
 
 
+def actor_gradient_into_the_critic(agent, i, batch):
+    obs, actions = batch["obs"], batch["actions"]
+    logits = agent.actors[i](obs[:, i])  # (B, A)
+    q = []
+    for k in range(agent.n_actions):  # Q_i at every own action k, WITH the critic's graph (the slip)
+        joint = actions.clone()
+        joint[:, i] = torch.nn.functional.one_hot(torch.full((len(obs),), k), agent.n_actions).float()
+        q.append(agent.critics[i](flatten_for_critic(obs, joint)))
+    expected = (torch.softmax(logits, 1) * torch.stack(q, 1)).sum(1)  # (B,)
+    return -expected.mean() + agent.config.logits_reg * (logits ** 2).mean()
+
+
+def actor_sampled_own_action(agent, i, batch):  # DDPG's habit: Q at a sample of the own action, not the expectation
+    obs, actions = batch["obs"], batch["actions"]
+    logits = agent.actors[i](obs[:, i])  # (B, A)
+    joint = actions.clone()
+    joint[:, i] = gumbel_softmax(logits, agent.config.temperature, hard=True, generator=agent.generator)
+    q = agent.critics[i](flatten_for_critic(obs, joint))  # (B,)
+    return -q.mean() + agent.config.logits_reg * (logits ** 2).mean()
+
+
 def actor_detached_policy(agent, i, batch):
     with torch.no_grad():
         return solutions.maddpg_actor_loss(agent, i, batch)
@@ -152,6 +184,8 @@ def actor_detached_policy(agent, i, batch):
     (actor_mean_over_actions, "a SUM over k"),
     (actor_taken_action_only, "EVERY own action"),
     (actor_detached_policy, "your loss has no gradient"),
+    (actor_gradient_into_the_critic, "also sends a gradient into the critics"),
+    (actor_sampled_own_action, "this part asks for the EXACT expectation instead"),
 ])
 def test_actor_loss_slips_are_named(slip, hint, capsys):
     out = verdict(capstone.check_maddpg_actor_loss, slip, capsys)
@@ -196,7 +230,7 @@ def test_soft_update_slips_are_named(slip, hint, capsys):
 
 # -- part 4: one update ----------------------------------------------------------------------------------------------
 
-def update_with(order: str = "critics first", soft_per_agent: bool = False, soft: str = "soft", clip: bool = True,
+def update_with(order: str = "critics first", soft_per_agent: bool = False, soft: str = "soft", clip=True,
                 zero_grad: bool = True):
     """maddpg_update as a learner might get it wrong in one place."""
 
@@ -213,7 +247,9 @@ def update_with(order: str = "critics first", soft_per_agent: bool = False, soft
                 if zero_grad:
                     optimizers[i].zero_grad()
                 loss.backward()
-                if clip:
+                if clip == "value":
+                    torch.nn.utils.clip_grad_value_(nets[i].parameters(), c.grad_clip)
+                elif clip:
                     torch.nn.utils.clip_grad_norm_(nets[i].parameters(), c.grad_clip)
                 optimizers[i].step()
                 if soft_per_agent and nets is agent.actors:
@@ -238,6 +274,7 @@ def test_the_slip_helper_is_right_when_nothing_is_slipped(capsys):
     (update_with(soft="none"), "end the update with the soft updates"),
     (update_with(soft="hard"), "not by copying"),
     (update_with(clip=False), "clip each network's gradient norm"),
+    (update_with(clip="value"), "not each gradient entry's value (clip_grad_value_)"),
     (update_with(zero_grad=False), "zero each optimiser's gradients"),
 ])
 def test_update_slips_are_named(slip, hint, capsys):
@@ -307,6 +344,16 @@ def window_with(discount=lambda gamma, k: gamma ** k, pop: bool = True, time_lim
 def test_n_step_window_slips_are_named(slip, hint, capsys):
     out = verdict(capstone.check_n_step_window, slip, capsys)
     assert out.startswith("FAILED") and hint in out, out
+
+
+def test_a_window_with_the_right_returns_but_wrong_flags_shows_the_flags(capsys):
+    # every transition stored as terminal: the returns agree with the reference's, only d differs, so the verdict
+    # shows the flags (it once printed two equal lists of returns)
+    def always_terminal(pending, gamma, next_obs, terminal, flush):
+        return [(o, a, r, n, True) for o, a, r, n, _ in solutions.n_step_window(pending, gamma, next_obs, terminal,
+                                                                                flush)]
+    out = verdict(capstone.check_n_step_window, always_terminal, capsys)
+    assert out.startswith("FAILED") and "(d = [0] expected, got [1])" in out, out
 
 
 def test_the_n_step_window_solution_is_the_library_step_for_step(capsys):
@@ -481,3 +528,28 @@ def test_the_plot_draws_both_runs_and_the_lines_and_whose_says_whose_parts():
     assert any("optimum" in label for label in labels) and any("random" in label for label in labels)
     assert capstone.reference_run()["evaluations"][-1][0] == 1500
     assert capstone.whose({name: getattr(solutions, name) for name in capstone.PARTS}) == "your MADDPG"
+
+
+def test_a_loop_that_waits_for_the_warm_up_alone_is_named(capsys):
+    # the check's batch (64) is larger than its warm-up (32): updating from the 32nd transition changes the policy, and
+    # the first difference, an action, is named with what decides the policy (the cold read found this slip passing)
+    import inspect
+
+    source = inspect.getsource(solutions.maddpg_training_loop)
+    assert "max(config.warmup_steps, config.batch_size)" in source
+    namespace = dict(solutions.maddpg_training_loop.__globals__)
+    exec(source.replace("max(config.warmup_steps, config.batch_size)", "config.warmup_steps"), namespace)
+    out = verdict(capstone.check_maddpg_training_loop, namespace["maddpg_training_loop"], capsys)
+    assert out.startswith("FAILED") and "the buffer's actions differ" in out and "max(warmup_steps, batch_size)" in out
+
+
+def test_a_loop_that_skips_evaluation_points_is_named(capsys):
+    # eval_every (3) < K (4): a lock-step can pass two evaluation points; the reference moves the next point up once
+    import inspect
+
+    source = inspect.getsource(solutions.maddpg_training_loop)
+    namespace = dict(solutions.maddpg_training_loop.__globals__)
+    exec(source.replace("            next_eval += eval_every",
+                        "            next_eval = (len(episode_returns) // eval_every + 1) * eval_every"), namespace)
+    out = verdict(capstone.check_maddpg_training_loop, namespace["maddpg_training_loop"], capsys)
+    assert out.startswith("FAILED") and "evaluations differ" in out and "move next_eval up by eval_every once" in out
