@@ -336,7 +336,11 @@ def check_coma_batch_advantage(fn: Callable) -> None:
             (_advantage(agent, rows, batch, pi, "sign"), "the sign is flipped: Adv = Q(s, a) - baseline."),
             (_advantage(agent, rows, batch, pi, "next step"), "Q of step t is column t of (B, T+1, N, A): drop the "
                                                               "LAST column (the end state), not the first."),
-        ], "Adv = q[..., taken] - (pi * q).sum(-1), with q = critic(rows) reshaped (B, T+1, N, A) and cut to T.")
+            (torch.zeros_like(out), "every advantage is 0: the baseline must not be Q of the taken action itself; "
+                                    "it is the policy's expectation over agent i's OWN actions k, sum_k pi(k) Q_k."),
+        ], "Adv_{i,t} = Q(s_t, a_t) minus the baseline sum_k pi(k | h_{i,t}, i) Q(s_t, (a_-i,t, k)), for every step "
+           "and agent, from agent.critic's values of the rows (one value per own action k). hint('coma_batch_"
+           "advantage', 1) gives the plan, 2 the shapes.")
         values_differ(case, expected, out, hint, shown=6)
         return
     print(f"PASSED: the counterfactual advantage on all {len(_BATCH_CASES)} cases (within {TOLERANCE:g}, from the "
@@ -412,8 +416,10 @@ def check_coma_replay_policy(fn: Callable) -> None:
                                    " and the loss replays that behaviour policy."),
                     ("logits", "these are logits: softmax them over the action axis."),
                 ]]
-            hint = named_mistake(out.detach(), mistakes, "x_t = cat([obs[:, t], one_hot(last action), eye(N)], -1)"
-                                                          " reshaped (B*N, O+A+N); logits, h = agent.actor(x_t, h).")
+            hint = named_mistake(out.detach(), mistakes, "step t's input is each agent's [o_{i,t}, its previous "
+                                                          "action one-hot, its id one-hot], one row per (episode, "
+                                                          "agent) in that order; the GRU's h carries from step to "
+                                                          "step. hint('coma_replay_policy', 1) gives the plan.")
             values_differ(case, expected.detach(), out, hint, shown=6)
             return
         grads = (torch.autograd.grad((weights * out).sum(), list(agent.actor.parameters()), allow_unused=True)
@@ -565,23 +571,32 @@ def check_coma_update(fn: Callable) -> None:
                   "never steps an optimiser). Fill it in and run this cell again.")
             return
         expected = _parameters(reference)
-        if _same(after, expected, UPDATE_TOLERANCE):
-            if learner.updates == reference.updates:
-                continue
-            print(f"FAILED on {case}: the parameters are right but agent.updates is {learner.updates}, expected "
+        if learner.updates != reference.updates:  # (first: a wrong counter also moves the copies)
+            print(f"FAILED on {case}: agent.updates is {learner.updates} after {n_updates} updates, expected "
                   f"{reference.updates}.\nHint: count each update, agent.updates += 1, before deciding whether to "
                   f"copy the target critic.")
             return
-        hint = "compare your order with: rows, targets; critic_steps critic steps; replay, advantage, actor step; " \
-               "agent.updates += 1; the periodic hard copy."
+        if _same(after, expected, UPDATE_TOLERANCE):
+            continue
+        names = [f"{net}.{name}" for net in ("actor", "critic", "target_critic")
+                 for name, _ in getattr(learner, net).named_parameters()]
+        off = [n for n, x, y in zip(names, after, expected) if not torch.allclose(x, y, atol=UPDATE_TOLERANCE)]
+        if any(n.startswith("critic.") for n in off):  # the critic went wrong first: the actor follows from it
+            hint = ("the critic differs: its loss is the squared error of Q of the taken actions against the targets "
+                    "over the real steps (step_mask, every agent's row), critic_steps steps, each with zero_grad, "
+                    "backward, the clip and the step; the targets come before the first step.")
+            off.sort(key=lambda n: not n.startswith("critic."))
+        elif any(n.startswith("actor.") for n in off):
+            hint = ("the critic matches but the actor does not: the advantage from the critic just trained, log pi of "
+                    "the taken actions from the replay with the batch's epsilon, the entropy bonus, all averaged over "
+                    "agent_mask, one clipped step.")
+        else:
+            hint = "only the target critic differs: the hard copy every target_update_every updates, after counting."
         for slip, text in _UPDATE_SLIPS:
             wrong, _ = _run_updates(lambda agent, batch, *p: _update(agent, batch, *p, slip=slip), index, parts)
             if _same(after, _parameters(wrong), UPDATE_TOLERANCE):
                 hint = text
                 break
-        names = [f"{net}.{name}" for net in ("actor", "critic", "target_critic")
-                 for name, _ in getattr(learner, net).named_parameters()]
-        off = [n for n, x, y in zip(names, after, expected) if not torch.allclose(x, y, atol=UPDATE_TOLERANCE)]
         print(f"FAILED on {case}: {len(off)} parameter tensors differ from marl_edu's by more than "
               f"{UPDATE_TOLERANCE:g} (first: {', '.join(off[:3])}).\nHint: {hint}")
         return

@@ -232,3 +232,39 @@ def test_whose_says_whose_parts_trained():
     assert cc.whose(dict(cc.REFERENCE)) == "marl_edu's parts (your stubs are empty)"
     assert cc.whose({name: getattr(solutions, name) for name in cc.PARTS}) == "your COMA"
     assert cc.whose({**cc.REFERENCE, "coma_update": solutions.coma_update}) == "your COMA (1 of 5 parts yours)"
+
+
+def _update_with_source_changed(old: str, new: str):
+    """solutions.coma_update with one line of its source replaced: a slip the check has no variant of."""
+    import inspect
+
+    source = inspect.getsource(solutions.coma_update)
+    assert old in source
+    namespace = dict(solutions.coma_update.__globals__)
+    exec(source.replace(old, new), namespace)
+    return namespace["coma_update"]
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("* step_mask).sum() / step_mask.sum())",  # the critic's loss over agent_mask: the critic goes wrong first
+     '* batch["agent_mask"]).sum() / batch["agent_mask"].sum())', "the critic differs"),
+    ("* mask).sum() / mask.sum().clamp(min=1.0)",  # the entropy bonus over padding too: only the actor differs
+     "* mask).sum() / mask.sum().clamp(min=1.0) - agent.entropy_coef * (entropy * (1 - mask)).sum() / mask.sum()",
+     "the critic matches but the actor does not"),
+])
+def test_an_update_slip_without_a_variant_is_diagnosed_by_network(old, new, words, capsys):
+    out = _verdict(cc.check_coma_update, _update_with_source_changed(old, new), capsys)
+    assert out.startswith("FAILED") and words in out, out
+
+
+def test_a_wrong_counter_is_reported_before_the_parameters(capsys):
+    def counts_twice(agent, batch, *parts):  # also copies the target at the wrong updates: parameters differ too
+        solutions.coma_update(agent, batch, *parts)
+        agent.updates += 1
+    out = _verdict(cc.check_coma_update, counts_twice, capsys)
+    assert out.startswith("FAILED") and "agent.updates is" in out, out
+
+
+def test_an_advantage_of_zeros_is_named(capsys):
+    out = _verdict(cc.check_coma_batch_advantage, lambda agent, rows, batch, pi: torch.zeros(pi.shape[:-1]), capsys)
+    assert out.startswith("FAILED") and "every advantage is 0" in out, out
