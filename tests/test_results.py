@@ -141,10 +141,11 @@ def test_predator_prey_random_line_is_reproduced_and_below_standing_still():
 PARTICLE = RESULTS / "particle" / "simple_spread_v3"
 INFERRED = RESULTS / "particle" / "simple_spread_v3-inferred"  # particle.py --methods inferred
 TEAM = RESULTS / "particle" / "simple_spread_v3-team"  # particle.py --methods team
+PPO = RESULTS / "particle" / "simple_spread_v3-ppo"  # particle.py --methods mappo ippo
 
 
 @pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred"),
-                                            (TEAM, "team")])
+                                            (TEAM, "team"), (PPO, "mappo"), (PPO, "ippo")])
 def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     from marl_edu.train import evaluate_particle
 
@@ -161,7 +162,7 @@ def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     assert score.team_return > summary["references"]["still"]["team_return"] + 10
 
 
-@pytest.mark.parametrize("folder", [PARTICLE, INFERRED, TEAM])
+@pytest.mark.parametrize("folder", [PARTICLE, INFERRED, TEAM, PPO])
 def test_readme_particle_table_is_what_the_benchmark_printed(folder):
     particle = _module("particle")
     summary = json.loads((folder / "summary.json").read_text())
