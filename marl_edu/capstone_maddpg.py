@@ -600,7 +600,8 @@ def check_n_step_window(fn: Callable) -> None:
                 want = [round(float(x[2]), 4) for x in expected]
                 flags = ""  # the returns can agree while the d flags differ: then show those
                 if got == want and [bool(x[4]) for x in out] != [bool(x[4]) for x in expected]:
-                    flags = f" (d = {[int(bool(x[4])) for x in expected]} expected, got {[int(bool(x[4])) for x in out]})"
+                    wanted_d, got_d = [int(bool(x[4])) for x in expected], [int(bool(x[4])) for x in out]
+                    flags = f" (d = {wanted_d} expected, got {got_d})"
                 print(f"FAILED on {at}: expected {len(expected)} transition(s) with R = {want}, got {len(out)} with "
                       f"R = {got}{flags}.\nHint: {_n_step_slip(list(out), expected, gamma, window, flush, terminal)}")
                 return

@@ -10,8 +10,8 @@ Each row says, for a learner's name (the name its policy files and runs are know
   ``"episode_replay"`` (``train.train_value_decomposition``: K whole episodes played epsilon-greedily, kept in a
   replay of episodes for recurrent agents), ``"continuous"`` (``train.train_continuous``: a replay buffer on the
   particle envs, forces in [-1, 1]) or ``"continuous_on_policy"`` (``train.train_continuous_ppo``: K whole
-  particle-env episodes with the current Gaussian policy, used for one PPO update); the loop also says which of the learner's networks is its policy
-  (``POLICY_MODULE``: what a policy file keeps);
+  particle-env episodes with the current Gaussian policy, used for one PPO update); the loop also says which of the
+  learner's networks is its policy (``POLICY_MODULE``: what a policy file keeps);
 - ``episodes`` and ``eval_every``: its default budget (the committed results') and how often it is evaluated (a
   discrete learner: one greedy episode on Switch; a continuous one: 10 noise-free episodes);
 - ``about``: one line for the command line's help.

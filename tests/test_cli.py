@@ -81,7 +81,8 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "coma", "--batch-size", "16"],
      "--batch-size applies to maddpg, iddpg and the continuous MADDPG learners only, not coma"),
     (["--algo", "maddpg", "--team-reward"], "--team-reward applies to the continuous MADDPG learners only, not maddpg"),
-    (["--algo", "iac", "--noise-start", "0.3"], "--noise-start applies to the continuous MADDPG learners only, not iac"),
+    (["--algo", "iac", "--noise-start", "0.3"],
+     "--noise-start applies to the continuous MADDPG learners only, not iac"),
     (["--algo", "maddpg_continuous", "--subpolicies", "2"], "--subpolicies applies to maddpg_ensemble only, not "
                                                             "maddpg_continuous"),
     (["--algo", "maddpg_ensemble", "--subpolicies", "1000"], "--subpolicies must be a positive int at most 64, got 1000"),
