@@ -217,7 +217,8 @@ def _targets(agent: COMA, rows: torch.Tensor, batch: dict, slip: str | None = No
     actions, rewards, dones = batch["actions"], batch["rewards"], batch["dones"]
     B, T1, N = actions.shape
     T = T1 - 1
-    r = rewards if slip == "own reward" else rewards.sum(-1, keepdim=True).expand(B, T, N)  # (B, T, N)
+    r = (rewards if slip == "own reward" else rewards.mean(-1, keepdim=True).expand(B, T, N) if slip == "team mean"
+         else rewards.sum(-1, keepdim=True).expand(B, T, N))  # (B, T, N)
     net = agent.critic if slip == "online critic" else agent.target_critic
     if slip == "max":
         with torch.no_grad():
@@ -233,11 +234,15 @@ def _targets(agent: COMA, rows: torch.Tensor, batch: dict, slip: str | None = No
         d = torch.maximum(d, last.unsqueeze(-1).expand(B, T, N))
     if slip == "lam swapped":
         lam = 1.0 - lam
+    lam = {"lam ignored": 0.0, "lam one": 1.0}.get(slip, lam)
+    gamma = 1.0 if slip == "no gamma" else gamma
     y = torch.zeros(B, T, N)
     g = torch.zeros(B, N) if slip == "started at zero" else values[:, -1]
     for t in reversed(range(T)):
         if slip == "gamma on V only":
             y[:, t] = r[:, t] + (1 - d[:, t]) * (gamma * (1 - lam) * values[:, t] + lam * g)
+        elif slip == "dones on Q' only":
+            y[:, t] = r[:, t] + gamma * ((1 - d[:, t]) * (1 - lam) * values[:, t] + lam * g)
         else:
             y[:, t] = r[:, t] + gamma * (1 - d[:, t]) * ((1 - lam) * values[:, t] + lam * g)
         g = y[:, t]
@@ -261,6 +266,15 @@ _TARGET_SLIPS = [
                   "(B, T+1, N) values, i.e. values[:, 1:]."),
     ("max", "the target takes the max over own actions: COMA's critic is on-policy, it bootstraps from Q' of the "
             "joint action actually taken next, gathered with batch['actions']."),
+    ("team mean", "each row learned the agents' MEAN reward: the team reward is their sum, r_t = sum_i r_{i,t}."),
+    ("lam ignored", "these are one-step TD(0) targets, r_t + gamma (1 - d_t) Q'_{t+1}: they agree where lam = 0 "
+                    "only. Mix in the return from the next step: (1 - lam) Q'_{t+1} + lam y_{t+1}."),
+    ("lam one", "these are discounted returns to the end of the batch (lam = 1): weigh Q'_{t+1} by (1 - lam) and "
+                "y_{t+1} by lam, with agent.config.lam."),
+    ("no gamma", "nothing is discounted: gamma (agent.config.gamma) multiplies the bracket after r_t."),
+    ("dones on Q' only", "(1 - d_t) multiplies only the Q' term, so after a terminal step lam y_{t+1} still brings "
+                         "in the padding: it multiplies the whole bracket, gamma (1 - d_t) ((1 - lam) Q'_{t+1} + "
+                         "lam y_{t+1})."),
 ]
 
 
@@ -457,7 +471,8 @@ def _update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Cal
             mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
             if slip == "critic not masked":
                 mask = torch.ones_like(mask)
-            divisor = mask.numel() if slip == "critic divisor" else mask.sum()
+            divisor = {"critic divisor": mask.numel(), "critic per step": mask[..., 0].sum(),
+                       "critic halved": 2 * mask.sum()}.get(slip, mask.sum())
             loss = (((q_taken - targets) ** 2) * mask).sum() / divisor
             gradient_step(agent.critic_optimizer, agent.critic, loss, clip, "critic loss", agent.updates + 1)
 
@@ -503,6 +518,11 @@ _UPDATE_SLIPS = [
     ("critic divisor", "the critic's loss is divided by every entry of the padded (B, T, N) batch: divide by the "
                        "masked entries only, step_mask expanded to (B, T, N) and summed, so padding does not dilute "
                        "the loss (the scale changes from batch to batch with the episodes' lengths)."),
+    ("critic per step", "the critic's loss is divided by the number of real steps (b, t), not by the (b, t, i) "
+                        "entries it sums: N times too large. Expand step_mask to (B, T, N) before summing it for the "
+                        "divisor."),
+    ("critic halved", "the critic's loss has a 1/2 in front (as some textbooks write it): the course's is the plain "
+                      "mean of the squared errors over the real (b, t, i)."),
     ("actor divisor", "the actor's loss is divided by every entry of agent_mask: divide by agent_mask.sum() (at "
                       "least 1), the (b, t, i) where agent i still acts."),
     ("one critic step", "the critic made one step: it makes agent.config.critic_steps passes over the batch."),
@@ -514,12 +534,18 @@ _UPDATE_SLIPS = [
                      "lowers the loss."),
 ]
 
-# (lengths of each update's batch, ends, N, O, A, config, entropy_coef, number of updates)
+# (lengths of each update's batch, ends, N, O, A, config, entropy_coef, number of updates, optimiser). The last case
+# swaps both of the learner's Adam optimisers for plain SGD: Adam's step m / (sqrt(v) + eps) is nearly the same for a
+# loss scaled by any constant c > 0 (m scales by c, sqrt(v) by c), SGD's step lr * gradient scales by c, so a loss off
+# by a constant factor (a 1/2 in front, a divisor without N) can pass the Adam cases but not this one.
 _UPDATE_CASES = [
     (([4, 6, 3], ["terminal", "time limit", "terminal"]), 2, 3, 4,
-     dict(critic_steps=3, target_update_every=2, grad_clip=10.0), 0.1, 3),
-    (([5], ["terminal"]), 2, 2, 5, dict(critic_steps=2, target_update_every=3, grad_clip=0.05), 0.05, 4),
+     dict(critic_steps=3, target_update_every=2, grad_clip=10.0), 0.1, 3, "adam"),
+    (([5], ["terminal"]), 2, 2, 5, dict(critic_steps=2, target_update_every=3, grad_clip=0.05), 0.05, 4, "adam"),
+    (([3, 5], ["time limit", "terminal"]), 2, 3, 4,
+     dict(critic_steps=2, target_update_every=2, grad_clip=100.0), 0.1, 3, "plain SGD"),
 ]
+SGD_LR = 0.05  # the SGD case's learning rate, both networks: steps well above the tolerance, none that blow up
 
 
 def _parameters(agent: COMA) -> list[torch.Tensor]:
@@ -532,8 +558,11 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor], atol: float) -> bool:
 
 def _run_updates(update: Callable, case_index: int, parts: tuple) -> tuple[COMA, str | None]:
     """A fresh learner of case ``case_index`` after its updates by ``update``; (learner, error or None)."""
-    (lengths, ends), N, O, A, config, beta, n_updates = _UPDATE_CASES[case_index]
+    (lengths, ends), N, O, A, config, beta, n_updates, optimiser = _UPDATE_CASES[case_index]
     agent = _agent(N, O, A, seed=case_index, perturb=False, **config)
+    if optimiser == "plain SGD":
+        agent.critic_optimizer = torch.optim.SGD(agent.critic.parameters(), lr=SGD_LR)
+        agent.actor_optimizer = torch.optim.SGD(agent.actor.parameters(), lr=SGD_LR)
     generator = torch.Generator().manual_seed(10 + case_index)
     for k in range(n_updates):
         agent.entropy_coef = beta
@@ -554,11 +583,12 @@ def check_coma_update(fn: Callable) -> None:
     the actor, the critic and the target critic after a few updates, within 1e-4, and the updates counter. Cases:
     3 updates with the target copied every 2, and B = 1 with gradient clipping that binds."""
     parts = tuple(REFERENCE[name] for name in PARTS[:4])
-    for index, ((lengths, ends), N, O, A, config, beta, n_updates) in enumerate(_UPDATE_CASES):
+    for index, ((lengths, ends), N, O, A, config, beta, n_updates, optimiser) in enumerate(_UPDATE_CASES):
         case = (f"{n_updates} updates on batches of {lengths} steps ({', '.join(ends)}; every other batch one step "
                 f"shorter), N={N}, A={A}, "
                 f"critic_steps={config['critic_steps']}, target copied every {config['target_update_every']}, "
-                f"grad_clip={config['grad_clip']}")
+                f"grad_clip={config['grad_clip']}"
+                + (f", both optimisers plain SGD (lr {SGD_LR})" if optimiser == "plain SGD" else ""))
         before = _parameters(_agent(N, O, A, seed=index, perturb=False, **config))
         reference, _ = _run_updates(lambda agent, batch, *_: agent.update(batch), index, parts)
         learner, error = _run_updates(fn, index, parts)
@@ -585,11 +615,19 @@ def check_coma_update(fn: Callable) -> None:
             hint = ("the critic differs: its loss is the squared error of Q of the taken actions against the targets "
                     "over the real steps (step_mask, every agent's row), critic_steps steps, each with zero_grad, "
                     "backward, the clip and the step; the targets come before the first step.")
+            if optimiser == "plain SGD":  # it passed the Adam cases: the loss's direction is right, its size not
+                hint = ("the critic differs only with plain SGD, which steps by lr * gradient: your critic's loss is "
+                        "likely off by a constant factor (Adam's step hardly changes when the loss is scaled, so the "
+                        "cases before passed). The course's loss is the mean of (Q(s_t, u_t) - y_t)^2 over the real "
+                        "(b, t, i): the masked sum divided by the number of those entries, nothing in front.")
             off.sort(key=lambda n: not n.startswith("critic."))
         elif any(n.startswith("actor.") for n in off):
             hint = ("the critic matches but the actor does not: the advantage from the critic just trained, log pi of "
                     "the taken actions from the replay with the batch's epsilon, the entropy bonus, all averaged over "
                     "agent_mask, one clipped step.")
+            if optimiser == "plain SGD":
+                hint += (" It differs only with plain SGD, which steps by lr * gradient: the actor's loss is likely off "
+                         "by a constant factor (the masked sum divided by agent_mask's sum, nothing in front).")
         else:
             hint = "only the target critic differs: the hard copy every target_update_every updates, after counting."
         for slip, text in _UPDATE_SLIPS:
@@ -602,7 +640,7 @@ def check_coma_update(fn: Callable) -> None:
         return
     print(f"PASSED: your update gives marl_edu's parameters (actor, critic, target critic, within "
           f"{UPDATE_TOLERANCE:g}) after the updates of all {len(_UPDATE_CASES)} cases (target copies, clipping "
-          f"that binds, agent_mask, B = 1).")
+          f"that binds, agent_mask, B = 1, and plain SGD, which sees a loss off by a constant factor).")
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -257,6 +257,33 @@ def test_an_update_slip_without_a_variant_is_diagnosed_by_network(old, new, word
     assert out.startswith("FAILED") and words in out, out
 
 
+@pytest.mark.parametrize("old, new, words", [
+    # The critic's mean squared error with a 1/2 in front. Adam's step m / (sqrt(v) + eps) is the same for a loss
+    # scaled by any c > 0 (m scales by c, sqrt(v) by c), so only the case with plain SGD can see it: there the step
+    # is lr * gradient, half as long.
+    ("* step_mask).sum() / step_mask.sum())", "* step_mask).sum() / (2 * step_mask.sum()))",
+     "a 1/2 in front"),
+    # Divided by the real steps (B, T) instead of the (B, T, N) entries: N = 2 times the loss, twice the step.
+    ("* step_mask).sum() / step_mask.sum())", '* step_mask).sum() / batch["step_mask"].sum())',
+     "divided by the number of real steps"),
+    # Any other constant factor (3 here) has no variant: the diagnosis by network names the scale.
+    ("* step_mask).sum() / step_mask.sum())", "* step_mask).sum() * 3 / step_mask.sum())",
+     "a constant factor"),
+])
+def test_a_critic_loss_off_by_a_constant_factor_fails_on_the_sgd_case(old, new, words, capsys):
+    out = _verdict(cc.check_coma_update, _update_with_source_changed(old, new), capsys)
+    assert out.startswith("FAILED") and "plain SGD" in out and words in out, out
+
+
+def test_an_actor_loss_off_by_a_constant_factor_fails(capsys):
+    # Twice the actor's loss: Adam's first step is lr * sign(g) only where |g| >> eps; the GRU's small gradients are
+    # not, so the Adam cases already see it (and the SGD case would: twice the step).
+    twice = _update_with_source_changed("* mask).sum() / mask.sum().clamp(min=1.0)",
+                                        "* mask).sum() * 2 / mask.sum().clamp(min=1.0)")
+    out = _verdict(cc.check_coma_update, twice, capsys)
+    assert out.startswith("FAILED") and "the critic matches but the actor does not" in out, out
+
+
 def test_a_wrong_counter_is_reported_before_the_parameters(capsys):
     def counts_twice(agent, batch, *parts):  # also copies the target at the wrong updates: parameters differ too
         solutions.coma_update(agent, batch, *parts)
