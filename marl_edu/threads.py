@@ -4,7 +4,10 @@ The course's networks are tiny (two hidden layers of 64 units, batches of a few 
 has little to share and spends its time waiting: on a 2-core machine with another CPU-bound process beside it,
 300 MADDPG episodes took 14 s on one thread and 100 s on two. Every training loop and evaluation of ``marl_edu``
 therefore runs inside ``torch_threads(threads)``, on one thread unless told otherwise, and leaves torch as it
-found it, so no notebook has to set the count by hand and nothing else the learner runs is changed.
+found it. A notebook's own cells are another matter: a cell that trains a critic or fits a network by hand runs on
+torch's default, and beside one other CPU-bound process notebook 07 took 316 s on two threads against 29 s idle
+(``benchmarks/notebook_times.py --busy``), so every notebook that imports torch sets one thread in its first cell
+(``tests/test_threads.py`` checks it).
 
 The count can change the last bits of a result (torch splits sums between threads), so a run is reproducible for a
 seed *and* a thread count; the command line records ``--threads`` with the run.

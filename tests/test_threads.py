@@ -1,4 +1,9 @@
-"""torch_threads: the block runs on the asked count, the caller's count comes back, bad counts are named."""
+"""torch_threads: the block runs on the asked count, the caller's count comes back, bad counts are named; the
+notebooks' own cells run on one thread too."""
+
+import json
+import pathlib
+import re
 
 import pytest
 import torch
@@ -72,3 +77,21 @@ def test_an_episode_runs_on_one_thread_and_gives_the_count_back(two_threads):
     with torch_threads(3):
         run_episode(make_env("Switch2-v0"), policy)
     assert set(seen[50:]) == {3}
+
+
+NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_a_notebook_that_imports_torch_runs_its_own_cells_on_one_thread(path):
+    # marl_edu's loops run on one thread whatever the notebook does; a cell's own loop (07 trains critics by hand,
+    # 10 fits an approximation) runs on torch's default, two threads here. Beside one other CPU-bound process on 2
+    # cores, notebook 07 took 316 s on two threads against 29 s idle (benchmarks/notebook_times.py --busy): the first
+    # code cell that imports torch sets one thread, before any other cell runs.
+    cells = ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"]
+    first = next((source for source in cells if re.search(r"^import torch$", source, re.M)), None)
+    if first is None:
+        assert not any("torch" in source for source in cells), f"{path.name} uses torch without importing it"
+        return
+    assert re.search(r"^torch\.set_num_threads\(1\)", first, re.M), (
+        f"{path.name}: its first cell that imports torch must set torch.set_num_threads(1)")
