@@ -179,6 +179,11 @@ def test_training_an_ensemble_is_deterministic_and_saves_every_sub_policy(tmp_pa
     first, second = run(), run()
     assert first.updates > 0 and first.episode_returns == second.episode_returns
     assert first.evaluations == second.evaluations
+    # the run's replay comes back with the draw stored beside every transition (notebook 11 counts its slices):
+    # 12 episodes of 25 steps, each agent on sub-policy 0 or 1, every transition in exactly one slice per agent
+    played = first.buffer.subpolicies[:len(first.buffer)]  # (300, N)
+    assert len(first.buffer) == first.env_steps == 12 * 25 and played.shape == (300, 3)
+    assert set(np.unique(played).tolist()) <= {0, 1} and np.array_equal(played, second.buffer.subpolicies[:300])
     path = save_policy(first.agent, "simple_adversary_v3", tmp_path / "ensemble.pt")
     loaded = load_policy(path, algo="maddpg_ensemble")
     obs = np.random.default_rng(0).normal(size=(2, 3, 10)).astype(np.float32)  # (K, N, O)
