@@ -581,7 +581,8 @@ def check_coma_update(fn: Callable) -> None:
     (critic steps, then the actor's step with the entropy bonus over agent_mask, gradients clipped, the periodic
     hard copy into the target critic), called with marl_edu's four parts, against ``COMA.update``: every parameter of
     the actor, the critic and the target critic after a few updates, within 1e-4, and the updates counter. Cases:
-    3 updates with the target copied every 2, and B = 1 with gradient clipping that binds."""
+    3 updates with the target copied every 2, B = 1 with gradient clipping that binds, and both optimisers swapped
+    for plain SGD, whose step grows with the loss (Adam's barely does), so a loss off by a constant factor fails."""
     parts = tuple(REFERENCE[name] for name in PARTS[:4])
     for index, ((lengths, ends), N, O, A, config, beta, n_updates, optimiser) in enumerate(_UPDATE_CASES):
         case = (f"{n_updates} updates on batches of {lengths} steps ({', '.join(ends)}; every other batch one step "
@@ -618,7 +619,7 @@ def check_coma_update(fn: Callable) -> None:
             if optimiser == "plain SGD":  # it passed the Adam cases: the loss's direction is right, its size not
                 hint = ("the critic differs only with plain SGD, which steps by lr * gradient: your critic's loss is "
                         "likely off by a constant factor (Adam's step hardly changes when the loss is scaled, so the "
-                        "cases before passed). The course's loss is the mean of (Q(s_t, u_t) - y_t)^2 over the real "
+                        "cases before passed). The course's loss is the mean of (Q(s_t, a_t) - y_t)^2 over the real "
                         "(b, t, i): the masked sum divided by the number of those entries, nothing in front.")
             off.sort(key=lambda n: not n.startswith("critic."))
         elif any(n.startswith("actor.") for n in off):
