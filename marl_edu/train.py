@@ -373,7 +373,7 @@ def train_continuous_ppo(env_id: str = "simple_spread_v3", episodes: int = 4000,
             raise ValueError(f"train_continuous_ppo needs a particle env with continuous actions (e.g. "
                              f"'simple_spread_v3'), got {env_id!r}: train_coma trains MAPPO on the discrete envs")
         agent = learner(venv.n_agents, venv.obs_dim, venv.action_dim, config, seed=seed, device=device)
-        result = TrainResult(agent=agent, buffer=buffer)
+        result = TrainResult(agent=agent)
         obs = venv.reset()  # (K, N, O)
         bar = tqdm(total=episodes, desc=f"{learner.__name__} {env_id} seed {seed}", disable=not progress, leave=False)
         next_eval = eval_every
@@ -436,7 +436,7 @@ def train_coma(env_id: str = "Switch2-v0", episodes: int = 6000, config=None, se
         config = (config or config_class(algo_name_of_class(learner))()).validate()  # None: the learner's defaults
         venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
         agent = learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=seed, device=device)
-        result = TrainResult(agent=agent, buffer=buffer)
+        result = TrainResult(agent=agent)
         loop = OnPolicyLoop(next_eval=eval_every)
         if checkpoint is not None:  # the whole state of the run: resumed from it, saved after every batch
             parts = {"agent": agent, "venv": _resumable(venv), "loop": loop}
