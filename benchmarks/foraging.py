@@ -4,8 +4,8 @@ every agent learning the team reward (the sum of the agents' rewards: loading ev
 
     .venv/bin/python benchmarks/foraging.py                          # every method, seeds 0-4, two runs at a time
     .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix coma central_v --reuse  # keep the runs on disk
-    .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 0 --episodes 2000 --out /tmp/foraging
-    .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 100 101 --set lr=5e-4 --out /tmp/tuning  # tuning
+    .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 0 --episodes 2000 --out results/tmp/foraging
+    .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 100 101 --set lr=5e-4 --out results/tmp/tuning
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``); the env steps and seconds of one core at which that mean first reached 0.8; and at

@@ -627,8 +627,8 @@ def check_coma_update(fn: Callable) -> None:
                     "the taken actions from the replay with the batch's epsilon, the entropy bonus, all averaged over "
                     "agent_mask, one clipped step.")
             if optimiser == "plain SGD":
-                hint += (" It differs only with plain SGD, which steps by lr * gradient: the actor's loss is likely off "
-                         "by a constant factor (the masked sum divided by agent_mask's sum, nothing in front).")
+                hint += (" It differs only with plain SGD, which steps by lr * gradient: the actor's loss is likely "
+                         "off by a constant factor (the masked sum divided by agent_mask's sum, nothing in front).")
         else:
             hint = "only the target critic differs: the hard copy every target_update_every updates, after counting."
         for slip, text in _UPDATE_SLIPS:
