@@ -22,11 +22,14 @@ and offers the same six functions, each a few lines over the helpers below:
                              -> the run's greedy evaluations against the committed reference run's, the exact
                                 optimum and the random policy
 
-and one function shared by both, which each capstone module re-exports:
+and two functions shared by both, which each capstone module re-exports:
 
     hint(name, stage)        prints hint 1, 2 or 3 of any capstone part (``HINTS``): 1 a nudge (the idea that matters,
                                 a common trap), 2 the plan (the tensors in order, with shapes, and the helpers to call),
-                                3 the pseudocode; ``solutions.show_solution(name)``, the whole answer, comes after them
+                                3 the pseudocode
+    show_solution(name)      the whole answer, the last resort after the three hints: ``solutions.show_solution``,
+                                imported only when called, so that a notebook importing a capstone does not hold the
+                                answers one ``inspect`` away
 """
 
 from __future__ import annotations
@@ -524,3 +527,12 @@ def hint(name: str, stage: int = 1) -> None:
         print(f"# still stuck after a real try? hint({name!r}, {stage + 1}): {STAGES[stage + 1].split(':')[0]}")
     else:
         print(f"# still stuck? show_solution({name!r}) prints a whole answer: the last resort")
+
+
+def show_solution(name: str) -> None:
+    """Print the whole answer of exercise ``name``: the last resort, after ``hint(name, 1)``, 2 and 3
+    (``solutions.show_solution``). The answer key is imported here, when it is asked for, never before: a notebook
+    that imports the capstone's functions does not hold every answer one ``inspect`` away."""
+    from marl_edu import solutions  # on request only (faces never import the answer key at module level)
+
+    solutions.show_solution(name)
