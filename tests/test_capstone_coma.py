@@ -258,9 +258,9 @@ def test_an_update_slip_without_a_variant_is_diagnosed_by_network(old, new, word
 
 
 @pytest.mark.parametrize("old, new, words", [
-    # The critic's mean squared error with a 1/2 in front. Adam's step m / (sqrt(v) + eps) is the same for a loss
-    # scaled by any c > 0 (m scales by c, sqrt(v) by c), so only the case with plain SGD can see it: there the step
-    # is lr * gradient, half as long.
+    # The critic's mean squared error with a 1/2 in front. Adam's step m / (sqrt(v) + eps) is nearly the same for a
+    # loss scaled by any c > 0 (m scales by c, sqrt(v) by c), so only the case with plain SGD can see it: there the
+    # step is lr * gradient, half as long.
     ("* step_mask).sum() / step_mask.sum())", "* step_mask).sum() / (2 * step_mask.sum()))",
      "a 1/2 in front"),
     # Divided by the real steps (B, T) instead of the (B, T, N) entries: N = 2 times the loss, twice the step.
