@@ -1,6 +1,6 @@
 """Time each notebook, executed top to bottom in a fresh kernel (the course promises under a minute each).
 
-Run from the repository root:  .venv/bin/python benchmarks/notebook_times.py [--only 08 12] [--busy]
+Run from the repository root:  .venv/bin/python benchmarks/notebook_times.py [--only 08 12] [--busy [K]]
 It executes copies in memory; the committed notebooks are not modified (GIFs in media/ are rewritten
 with identical bytes). ``--only`` times the notebooks whose names start with the given prefixes; ``--busy K`` runs K
 CPU-bound processes beside them the whole time (a learner's machine doing something else, or CI sharing its cores;

@@ -129,7 +129,7 @@ def continuous_actor_loss(critic, actor, obs, actions, i):
     return -q.mean()                             # the actor climbs Q
 
 
-# -- 10 ensembles and inferred policies ------------------------------------------------------------------------------
+# -- 10 inferring the other agents' policies ------------------------------------------------------------------------
 
 def approximation_loss(mean, log_std, actions, entropy_coef):
     """The inferred policy's loss, -1/B sum_b log N(a_b; mean_b, diag(exp(log_std)^2)) - beta H, beta = entropy_coef,
@@ -140,14 +140,6 @@ def approximation_loss(mean, log_std, actions, entropy_coef):
     return -log_prob.mean() - entropy_coef * entropy
 
 
-def subpolicy_actions(every, subpolicies):
-    """Each agent's action from the sub-policy it plays: out[b, i] = every[b, i, subpolicies[b, i]].
-    every (B, N, M, A), subpolicies int (B, N) -> (B, N, A)."""
-    B, N, M, A = every.shape
-    index = subpolicies[:, :, None, None].expand(B, N, 1, A)   # (B, N, 1, A) the same m for all A entries
-    return every.gather(2, index).squeeze(2)                   # (B, N, 1, A) -> (B, N, A)
-
-
 # -- 11 competition -------------------------------------------------------------------------------------------------
 
 def team_rewards(rewards, teams):
@@ -155,6 +147,14 @@ def team_rewards(rewards, teams):
     rewards (K, N) float, teams: N names -> (K, N)."""
     same = torch.tensor([[float(a == b) for b in teams] for a in teams])   # (N, N) 1 where j and i share a team
     return rewards @ same                        # (K, N) out[k, i] = sum_j rewards[k, j] * same[j, i]
+
+
+def subpolicy_actions(every, subpolicies):
+    """Each agent's action from the sub-policy it plays: out[b, i] = every[b, i, subpolicies[b, i]].
+    every (B, N, M, A), subpolicies int (B, N) -> (B, N, A)."""
+    B, N, M, A = every.shape
+    index = subpolicies[:, :, None, None].expand(B, N, 1, A)   # (B, N, 1, A) the same m for all A entries
+    return every.gather(2, index).squeeze(2)                   # (B, N, 1, A) -> (B, N, A)
 
 
 # -- 12 value decomposition ----------------------------------------------------------------------------------------

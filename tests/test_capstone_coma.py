@@ -284,6 +284,17 @@ def test_an_actor_loss_off_by_a_constant_factor_fails(capsys):
     assert out.startswith("FAILED") and "the critic matches but the actor does not" in out, out
 
 
+def test_on_the_sgd_case_alone_an_actor_loss_off_by_a_factor_is_named(capsys, monkeypatch):
+    # The SGD case's own diagnosis for the actor (the Adam cases catch twice the actor's loss first, above): with only
+    # that case left, the hint says the actor's loss is off by a constant factor.
+    monkeypatch.setattr(cc, "_UPDATE_CASES", [case for case in cc._UPDATE_CASES if case[-1] == "plain SGD"])
+    twice = _update_with_source_changed("* mask).sum() / mask.sum().clamp(min=1.0)",
+                                        "* mask).sum() * 2 / mask.sum().clamp(min=1.0)")
+    out = _verdict(cc.check_coma_update, twice, capsys)
+    assert out.startswith("FAILED") and "plain SGD" in out, out
+    assert "the actor's loss is likely off by a constant factor" in out, out
+
+
 def test_a_wrong_counter_is_reported_before_the_parameters(capsys):
     def counts_twice(agent, batch, *parts):  # also copies the target at the wrong updates: parameters differ too
         solutions.coma_update(agent, batch, *parts)
