@@ -30,6 +30,7 @@ from marl_edu.maddpg import MADDPG, own_critic_input
 from marl_edu.nets import MLP, gradient_step
 from marl_edu.rollout import check_episode_batch
 from marl_edu.targets import hard_update, make_target, td_lambda_targets
+from marl_edu.threads import on_enclosing_threads
 
 
 class _ValueActorCritic(COMA):
@@ -141,6 +142,7 @@ class CentralQV(COMA):
         v = net(obs.reshape(B * T1, N * O)).reshape(B, T1, 1)  # (B, T+1, 1)
         return v.expand(B, T1, N)  # (B, T+1, N)
 
+    @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """V's steps on this batch, then COMA's update (Q's steps and the actor's step, whose advantage is
         ``advantage`` below), then V's hard copy on Q's schedule. batch: ``rollout.collect_episodes``'s."""

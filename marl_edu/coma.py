@@ -22,6 +22,7 @@ from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_ste
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards, hard_update, make_target, td_lambda_targets
+from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import (LIMITS, boolean, finite, index_range, non_negative_number,
                                positive_int, positive_number, unit_interval, zero_one)
 
@@ -322,6 +323,7 @@ class COMA(SharedActorLearner):
         q = self.critic(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)[:, :T1 - 1]  # (B, T, N, A)
         return coma_advantage(q, pi, actions[:, :T1 - 1])  # (B, T, N)
 
+    @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """One COMA update from a batch of whole episodes (``rollout.collect_episodes``'s).
 

@@ -35,6 +35,7 @@ from marl_edu.maddpg import flatten_for_critic, td_loss
 from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update
+from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import LIMITS, index_range, non_negative_number, positive_int
 
 
@@ -246,6 +247,7 @@ class EnsembleMADDPG:
         return deterministic_actor_loss(self.actor(i, m), self.critics[i], self.critic_input, i, batch,
                                         self.config.action_reg)
 
+    @on_enclosing_threads
     def update(self, batch: dict) -> dict:
         """One gradient step on every critic (the batch's arrays, drawn from the whole buffer), then on every
         sub-policy m of every agent i (``batch["slices"][i][m]``, drawn from its slice D_i^(m); None skips a

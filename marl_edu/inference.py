@@ -29,6 +29,7 @@ from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.nets import MLP, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update
+from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import LIMITS, non_negative_number, positive_number
 
 
@@ -136,6 +137,7 @@ class InferringMADDPG(ContinuousMADDPG):
                         stats["approx_gap"] += gap.item() / pairs
         return stats
 
+    @on_enclosing_threads
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """Fit the approximations to the batch's actions, then MADDPG's update (whose critic targets use them),
         then a soft update of the approximations' targets.

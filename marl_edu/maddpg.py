@@ -18,6 +18,7 @@ from marl_edu.buffers import check_replay_batch
 from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.shapes import check_shape
 from marl_edu.targets import make_target, soft_update, td_target
+from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import (LIMITS, finite, non_negative_int, non_negative_number, positive_int,
                                positive_number, unit_interval)
 
@@ -315,6 +316,7 @@ class MADDPG:
         x = self.critic_input(i, obs_copies.reshape(B * A, N, O), candidates.reshape(B * A, N, A))  # (B*A, D)
         return self.critics[i](x).reshape(B, A)  # (B, A)
 
+    @on_enclosing_threads
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """One gradient step on every critic, then every actor, then a soft update of all targets.
 

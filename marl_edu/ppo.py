@@ -35,6 +35,7 @@ from marl_edu.nets import MLP, RecurrentActor, gradient_step, shared_agent_input
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import critic_rewards
+from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import (LIMITS, boolean, finite, non_negative_number, positive_int, positive_number,
                                unit_interval, zero_one)
 
@@ -201,6 +202,7 @@ class MAPPO(SharedActorLearner):
         v = self.critic(obs.reshape(B * T1, N * O)).reshape(B, T1, 1)  # (B, T+1, 1) V(s_t)
         return v.expand(B, T1, N)  # (B, T+1, N)
 
+    @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """One PPO update from a batch of whole episodes (``rollout.collect_episodes``'s, as COMA's ``update``):
         obs ``(B, T+1, N, O)``, actions int ``(B, T+1, N)``, per-agent rewards ``(B, T, N)``, dones and step_mask

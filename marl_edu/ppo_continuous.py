@@ -36,6 +36,7 @@ from marl_edu.nets import MLP, gradient_step
 from marl_edu.ppo import clip_range, clipped_surrogate_loss, gae_advantages, normalised_advantages
 from marl_edu.shapes import check_shape, one_hot
 from marl_edu.targets import critic_rewards
+from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import (LIMITS, boolean, finite, non_negative_number, positive_int, positive_number,
                                unit_interval, zero_one)
 
@@ -182,6 +183,7 @@ class ContinuousMAPPO:
         zero_one(batch["dones"], "batch['dones']")
         return B, T
 
+    @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """One PPO update from a batch of whole episodes (``check_batch``):
 

@@ -152,54 +152,56 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
 
         Copies that finish early keep stepping (lock-step) but are not recorded.
 
+    Runs on the enclosing loop's torch threads, or one (``threads.torch_threads``, as ``run_episode``).
     Raises ValueError when the env's observations or rewards hold NaN or infinity.
     """
-    epsilon = unit_interval(epsilon, "epsilon")
-    K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
-    obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
-    act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
-    rewards = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) each agent's own reward
-    dones = np.ones((K, T), dtype=np.float32)  # (K, T) padding counts as done: nothing flows back from it
-    step_mask = np.zeros((K, T), dtype=np.float32)  # (K, T)
-    agent_mask = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) agent i has not arrived yet
-    returns = np.zeros(K)
-    playing = np.ones(K, dtype=bool)  # copy k is still in its first episode
-    just_ended = np.zeros(K, dtype=bool)  # copy k's episode ended at the previous step
-    agent_alive = np.ones((K, N), dtype=bool)
-    obs = venv.reset()  # (K, N, O)
-    h = agent.initial_hidden(K * N)  # (K*N, H)
-    last = torch.full((K, N), -1, device=agent.device)  # (K, N) no action before the first step
-    with torch.no_grad():
-        for t in range(T + 1):
-            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=agent.device)  # (K, N, O)
-            probs, h = agent.policy_step(obs_t, last, h, epsilon)  # (K, N, A)
-            last = agent.sample(probs)  # (K, N)
-            actions = last.cpu().numpy()  # (K, N)
-            # a copy that just ended was fed its end state: this action bootstraps a time-limit end
-            act_seq[just_ended, t] = actions[just_ended]
-            if not playing.any():
-                break
-            next_obs, step_rewards, step_dones, info = venv.step(actions)
-            obs_seq[playing, t], act_seq[playing, t] = obs[playing], actions[playing]
-            rewards[playing, t] = step_rewards[playing]  # COMA.update sums them into the team reward
-            dones[playing, t] = info["terminated"][playing].all(axis=1)  # terminal only when everyone arrived
-            step_mask[playing, t] = 1.0
-            agent_mask[playing, t] = agent_alive[playing]
-            agent_alive &= ~step_dones
-            just_ended = playing & info["episode_done"]
-            for k in np.flatnonzero(just_ended):
-                obs_seq[k, t + 1] = next_obs[k] = info["final_obs"][k]  # the end state, shown to the policy next
-                returns[k] = info["episode_team_return"][k]
-            playing &= ~info["episode_done"]
-            obs = next_obs
-    finite(obs_seq, "the env's observations (K, T+1, N, O)")  # once for the whole batch: a NaN would reach
-    finite(rewards, "the env's rewards (K, T, N)")              # every critic target
-    L = int(step_mask.sum(axis=1).max())  # the longest episode: later columns are padding in every copy
-    batch = {"obs": obs_seq[:, :L + 1], "actions": act_seq[:, :L + 1], "rewards": rewards[:, :L],
-             "dones": dones[:, :L], "step_mask": step_mask[:, :L], "agent_mask": agent_mask[:, :L]}
-    batch = {key: torch.as_tensor(value, device=agent.device) for key, value in batch.items()}
-    batch["epsilon"] = float(epsilon)
-    return batch, returns.tolist(), int(step_mask.sum())
+    with torch_threads():  # the enclosing loop's threads, or one (as run_episode)
+        epsilon = unit_interval(epsilon, "epsilon")
+        K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
+        obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
+        act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
+        rewards = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) each agent's own reward
+        dones = np.ones((K, T), dtype=np.float32)  # (K, T) padding counts as done: nothing flows back from it
+        step_mask = np.zeros((K, T), dtype=np.float32)  # (K, T)
+        agent_mask = np.zeros((K, T, N), dtype=np.float32)  # (K, T, N) agent i has not arrived yet
+        returns = np.zeros(K)
+        playing = np.ones(K, dtype=bool)  # copy k is still in its first episode
+        just_ended = np.zeros(K, dtype=bool)  # copy k's episode ended at the previous step
+        agent_alive = np.ones((K, N), dtype=bool)
+        obs = venv.reset()  # (K, N, O)
+        h = agent.initial_hidden(K * N)  # (K*N, H)
+        last = torch.full((K, N), -1, device=agent.device)  # (K, N) no action before the first step
+        with torch.no_grad():
+            for t in range(T + 1):
+                obs_t = torch.as_tensor(obs, dtype=torch.float32, device=agent.device)  # (K, N, O)
+                probs, h = agent.policy_step(obs_t, last, h, epsilon)  # (K, N, A)
+                last = agent.sample(probs)  # (K, N)
+                actions = last.cpu().numpy()  # (K, N)
+                # a copy that just ended was fed its end state: this action bootstraps a time-limit end
+                act_seq[just_ended, t] = actions[just_ended]
+                if not playing.any():
+                    break
+                next_obs, step_rewards, step_dones, info = venv.step(actions)
+                obs_seq[playing, t], act_seq[playing, t] = obs[playing], actions[playing]
+                rewards[playing, t] = step_rewards[playing]  # COMA.update sums them into the team reward
+                dones[playing, t] = info["terminated"][playing].all(axis=1)  # terminal only when everyone arrived
+                step_mask[playing, t] = 1.0
+                agent_mask[playing, t] = agent_alive[playing]
+                agent_alive &= ~step_dones
+                just_ended = playing & info["episode_done"]
+                for k in np.flatnonzero(just_ended):
+                    obs_seq[k, t + 1] = next_obs[k] = info["final_obs"][k]  # the end state, shown to the policy next
+                    returns[k] = info["episode_team_return"][k]
+                playing &= ~info["episode_done"]
+                obs = next_obs
+        finite(obs_seq, "the env's observations (K, T+1, N, O)")  # once for the whole batch: a NaN would reach
+        finite(rewards, "the env's rewards (K, T, N)")              # every critic target
+        L = int(step_mask.sum(axis=1).max())  # the longest episode: later columns are padding in every copy
+        batch = {"obs": obs_seq[:, :L + 1], "actions": act_seq[:, :L + 1], "rewards": rewards[:, :L],
+                 "dones": dones[:, :L], "step_mask": step_mask[:, :L], "agent_mask": agent_mask[:, :L]}
+        batch = {key: torch.as_tensor(value, device=agent.device) for key, value in batch.items()}
+        batch["epsilon"] = float(epsilon)
+        return batch, returns.tolist(), int(step_mask.sum())
 
 
 EPISODE_BATCH_KEYS = ("obs", "actions", "rewards", "dones", "step_mask", "agent_mask", "epsilon")

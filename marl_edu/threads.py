@@ -4,10 +4,10 @@ The course's networks are tiny (two hidden layers of 64 units, batches of a few 
 has little to share and spends its time waiting: on a 2-core machine with another CPU-bound process beside it,
 300 MADDPG episodes took 14 s on one thread and 100 s on two. Every training loop and evaluation of ``marl_edu``
 therefore runs inside ``torch_threads(threads)``, on one thread unless told otherwise, and leaves torch as it
-found it. A notebook's own cells are another matter: a cell that trains a critic or fits a network by hand runs on
-torch's default, and beside one other CPU-bound process notebook 07 took 316 s on two threads against 29 s idle
-(``benchmarks/notebook_times.py --busy``), so every notebook that imports torch sets one thread in its first cell
-(``tests/test_threads.py`` checks it).
+found it. A notebook cell that trains a critic or fits a network in a loop of its own uses the same mechanism: without
+it the loop ran on torch's default, and beside one other CPU-bound process notebook 07 took 316 s on two threads
+against 29 s idle (``benchmarks/notebook_times.py --busy``). Such a loop runs inside ``torch_threads()``; no notebook
+sets the kernel's count (``tests/test_threads.py`` checks both).
 
 The count can change the last bits of a result (torch splits sums between threads), so a run is reproducible for a
 seed *and* a thread count; the command line records ``--threads`` with the run.
@@ -57,5 +57,16 @@ def on_one_thread(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with torch_threads(1):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+def on_enclosing_threads(fn: Callable) -> Callable:
+    """``fn`` run inside ``torch_threads()``: the enclosing block's count, or one outside any. For a learner's
+    ``update``: inside a training loop it runs on the loop's count, and called on its own (a notebook cell showing one
+    update) on one thread, not torch's default two, which on a busy 2-core machine made one COMA update take seconds."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with torch_threads():
             return fn(*args, **kwargs)
     return wrapper

@@ -31,6 +31,7 @@ from marl_edu.nets import MLP, RecurrentActor, check_policy_output, gradient_ste
 from marl_edu.rollout import check_episode_batch
 from marl_edu.shapes import check_shape
 from marl_edu.targets import hard_update, make_target, td_lambda_targets
+from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import LIMITS, boolean, positive_int, positive_number, unit_interval
 
 
@@ -255,6 +256,7 @@ class IQL:
         mask = step_mask if q_tot.dim() == 2 else step_mask.unsqueeze(-1).expand_as(q_tot)  # as q_tot's shape
         return (((q_tot - targets) ** 2) * mask).sum() / mask.sum()
 
+    @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """One gradient step on a batch of B whole episodes (``buffers.EpisodeReplay.sample``'s): obs
         ``(B, T+1, N, O)`` (the last valid index of each episode is the state it ended in), actions int
