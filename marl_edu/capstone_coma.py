@@ -1,4 +1,4 @@
-"""The COMA capstone (notebook 15): checking a learner's own COMA, part by part, and training with it.
+"""The COMA capstone (notebook 18): checking a learner's own COMA, part by part, and training with it.
 
 The learner writes five parts, each with the signature below (``agent`` is a ``coma.COMA``: its networks, optimisers,
 config, ``updates`` counter and ``entropy_coef``; ``batch`` is ``rollout.collect_episodes``'s on-policy batch):
@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from marl_edu import capstones
-from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 15 draws it)
+from marl_edu.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 18 draws it)
 from marl_edu.checks import call, named_mistake, output, values_differ
 from marl_edu.coma import COMA, COMAConfig
 from marl_edu.nets import gradient_step
@@ -37,7 +37,7 @@ from marl_edu.targets import hard_update
 from marl_edu.threads import on_one_thread
 from marl_edu.train import TrainResult, train_coma
 
-hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 15 offers them
+hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 18 offers them
 show_solution = capstones.show_solution  # the last resort after them, importing the answers only when called
 PARTS = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy", "coma_update")
 ENV_ID = "Switch2-v0"  # COMA's task in this course: each agent sees its own position only

@@ -1,4 +1,4 @@
-"""What the two capstones (notebooks 14 and 15) do alike: the one API their modules follow, and its helpers.
+"""What the two capstones (notebooks 17 and 18) do alike: the one API their modules follow, and its helpers.
 
 Each capstone module (``capstone_maddpg``, ``capstone_coma``) owns its parts and their checks:
 
@@ -37,18 +37,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import pathlib
 from typing import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from marl_edu.course_paths import RESULTS_DIR
 from marl_edu.envs import make_env
 from marl_edu.rollout import random_policy, team_returns
 from marl_edu.train import TrainResult
 from marl_edu.viz import greedy_axes
 
-RESULTS = pathlib.Path(__file__).resolve().parent.parent / "results"
 
 
 def assemble(mine: dict[str, Callable], checkers: dict[str, Callable],
@@ -134,9 +133,9 @@ def reference_run(algo: str, env_id: str) -> dict:
     """The committed reference run of ``algo`` (``"maddpg"``, ``"coma"``) on ``env_id``,
     ``results/<algo>/<env_id>/run.json``: its ``seed``, ``config``, ``episode_returns`` and ``evaluations``
     ``[(episode, greedy team return)]``. ValueError if there is none."""
-    path = RESULTS / algo / env_id / "run.json"
+    path = RESULTS_DIR / algo / env_id / "run.json"
     if not path.is_file():
-        committed = sorted(p.parent.name for p in (RESULTS / algo).glob("*/run.json"))
+        committed = sorted(p.parent.name for p in (RESULTS_DIR / algo).glob("*/run.json"))
         raise ValueError(f"no committed reference run of {algo} on {env_id!r}; there are runs on {committed}")
     return json.loads(path.read_text())
 
@@ -391,7 +390,7 @@ gradient. Trap: lam and (1 - lam) swapped; (1 - lam) weighs Q'(s_{t+1}, a_{t+1})
 4. The team reward: batch["rewards"] summed over agents (B, T), expanded explicitly to (B, T, N);
    the continuation 1 - batch["dones"] (B, T) as (B, T, 1).
 5. y (B, T, N), filled from t = T-1 down to 0, with a running y_{t+1} (B, N) that starts as the last column of (3).
-   (Or notebook 05's td_lambda_targets, in marl_edu.targets, with time on the last axis: permute to (B, N, T)
+   (Or notebook 06's td_lambda_targets, in marl_edu.targets, with time on the last axis: permute to (B, N, T)
    and back.)""",
         """\
 def my_coma_critic_targets(agent, rows, batch):
@@ -419,7 +418,7 @@ no action to score. The advantage is a constant for the actor's loss: no gradien
    (B, T+1, N, A); keep columns 0 .. T-1 -> q (B, T, N, A).
 2. Q of the taken joint action: gather q at batch["actions"] without its last column, (B, T, N) -> (B, T, N).
 3. The baseline: (pi.detach() * q) summed over the last axis -> (B, T, N).
-4. Return (2) - (3), (B, T, N). (Notebook 06's coma_advantage(q, pi, actions) is steps 2 to 4 in one call.)""",
+4. Return (2) - (3), (B, T, N). (Notebook 07's coma_advantage(q, pi, actions) is steps 2 to 4 in one call.)""",
         """\
 def my_coma_batch_advantage(agent, rows, batch, pi):
     taken_actions <- batch actions without the end-state column            # (B, T, N)
@@ -501,7 +500,7 @@ HINTS: dict[str, tuple[str, str, str]] = {**MADDPG_HINTS, **COMA_HINTS}
 
 
 def _hint_parts() -> str:
-    return (f"MADDPG (notebook 14): {', '.join(MADDPG_HINTS)}; COMA (notebook 15): {', '.join(COMA_HINTS)}")
+    return (f"MADDPG (notebook 17): {', '.join(MADDPG_HINTS)}; COMA (notebook 18): {', '.join(COMA_HINTS)}")
 
 
 def hint_text(name: str, stage: int) -> str:

@@ -112,7 +112,7 @@ class COMAConfig:
     epsilon_end: float = 0.0       # linearly over the same fraction; off by default (why: the README's COMA results)
     grad_clip: float = 10.0
     team_reward: bool = True       # every critic row learns the team reward; False: row i learns agent i's
-                                   # own reward (the seed design, for the experiment of notebook 07)
+                                   # own reward (the seed design, for the experiment of notebook 08)
     fused_unroll: bool = True      # the update replays the actor over whole episodes in one call; False: step by
                                    # step, as acting does (the same values up to float32 rounding)
 
@@ -233,7 +233,7 @@ class COMA(SharedActorLearner):
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         c = self.config
         # a GRU actor reads the history h_{i,t} = (o_{i,0}, a_{i,0}, o_{i,1}, ...), so it gets its last action too;
-        # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 07)
+        # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 08)
         self.last_action_dim = n_actions if c.recurrent else 0
         self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
                                     c.recurrent).to(self.device)

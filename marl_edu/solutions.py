@@ -319,9 +319,9 @@ EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
              "qmix_mixer", "clipped_surrogate_loss")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
-                   "maddpg_training_loop")  # 14_capstone_maddpg: checked by marl_edu.capstone_maddpg
+                   "maddpg_training_loop")  # 17_capstone_maddpg: checked by marl_edu.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",
-                 "coma_update")  # 15_capstone_coma: checked by marl_edu.capstone_coma
+                 "coma_update")  # 18_capstone_coma: checked by marl_edu.capstone_coma
 NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
 __all__ = ["NAMES", "show_solution", "checker_module", *NAMES]
 

@@ -5,7 +5,7 @@ has little to share and spends its time waiting: on a 2-core machine with anothe
 300 MADDPG episodes took 14 s on one thread and 100 s on two. Every training loop and evaluation of ``marl_edu``
 therefore runs inside ``torch_threads(threads)``, on one thread unless told otherwise, and leaves torch as it
 found it. A notebook cell that trains a critic or fits a network in a loop of its own uses the same mechanism: without
-it the loop ran on torch's default, and beside one other CPU-bound process notebook 07 took 316 s on two threads
+it the loop ran on torch's default, and beside one other CPU-bound process notebook 08 took 316 s on two threads
 against 29 s idle (``benchmarks/notebook_times.py --busy``). Such a loop runs inside ``torch_threads()``; no notebook
 sets the kernel's count (``tests/test_threads.py`` checks both).
 

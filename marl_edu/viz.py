@@ -14,12 +14,10 @@ from matplotlib.ticker import MaxNLocator
 import numpy as np
 from PIL import Image
 
+from marl_edu.course_paths import media_dir
 from marl_edu.files import atomic_write
 from marl_edu.shapes import check_shape
 from marl_edu.validate import positive_int
-
-MEDIA_DIR = pathlib.Path(__file__).resolve().parent.parent / "media"
-
 
 def moving_average(values: Sequence[float], window: int) -> np.ndarray:
     """Trailing mean over the last ``window`` values (fewer at the start), same length as ``values``."""
@@ -95,7 +93,8 @@ def save_gif(frames: Sequence[np.ndarray], path: str | pathlib.Path, fps: float 
     """Write RGB frames ``(H, W, 3)`` uint8 as a looping GIF.
 
     Args:
-        path: a bare file name goes into ``media/``; a path with folders is used as given.
+        path: a bare file name goes into ``course_paths.media_dir()`` (the course's ``media/`` from its notebooks,
+            else ``media/`` beside the notebook); a path with folders is used as given.
         fps: frames per second (0.5 to 30).
         scale: integer upscaling so small grid worlds are readable.
         hold_last: how many extra frames to show the final scene before looping.
@@ -109,7 +108,7 @@ def save_gif(frames: Sequence[np.ndarray], path: str | pathlib.Path, fps: float 
         raise ValueError(f"scale must be an int in [1, 8], got {scale!r}")
     path = pathlib.Path(path)
     if path.parent == pathlib.Path("."):
-        path = MEDIA_DIR / path
+        path = media_dir() / path
     if path.suffix.lower() != ".gif":
         raise ValueError(f"path must end in .gif, got {path.name}")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +128,7 @@ def show_gif(path: str | pathlib.Path):
 
     path = pathlib.Path(path)
     if path.parent == pathlib.Path("."):
-        path = MEDIA_DIR / path
+        path = media_dir() / path
     if not path.exists():
         raise ValueError(f"no GIF at {path}; write it first with save_gif")
     return IPyImage(data=path.read_bytes(), format="gif")

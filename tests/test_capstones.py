@@ -160,7 +160,7 @@ def test_an_update_that_is_not_a_function_is_a_value_error(train):
 # -- hints in stages (issue 31: capstones done cold) -----------------------------------------------------------------
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CAPSTONE_NOTEBOOKS = {"14_capstone_maddpg.ipynb": capstone_maddpg, "15_capstone_coma.ipynb": capstone_coma}
+CAPSTONE_NOTEBOOKS = {"17_capstone_maddpg.ipynb": capstone_maddpg, "18_capstone_coma.ipynb": capstone_coma}
 EVERY_PART = [name for module in CAPSTONES for name in module.PARTS]
 
 
@@ -307,7 +307,7 @@ def test_no_committed_notebook_calls_a_hint(path):
 
 
 def test_notebook_14_has_no_stray_placeholder_cell():
-    assert not any("placeholder" in "".join(cell["source"]) for cell in _cells("14_capstone_maddpg.ipynb"))
+    assert not any("placeholder" in "".join(cell["source"]) for cell in _cells("17_capstone_maddpg.ipynb"))
 
 
 # -- no notebook before the capstones prints their answers ----------------------------------------------------------
@@ -383,4 +383,4 @@ def test_the_source_check_sees_a_print_and_lets_a_folded_one_pass(tmp_path):
     assert notebook("SHOW = True\nif SHOW:\n    print(inspect.getsource(COMA.update))")  # a flag that is on
     assert notebook("SHOW = False", "if SHOW:\n    print(inspect.getsource(COMA.update))") == []
     assert notebook("print(inspect.getsource(CentralV.critic_rows))") == []  # not a capstone's part
-    assert (ROOT / "notebooks" / "07_coma_training.ipynb") in EARLIER and len(EARLIER) == 13
+    assert (ROOT / "notebooks" / "08_coma_training.ipynb") in EARLIER and len(EARLIER) == 13

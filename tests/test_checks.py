@@ -196,7 +196,7 @@ def test_every_checker_reports_a_wrong_dtype_instead_of_raising(capsys):
         assert "Hint: keep the inputs' dtype" in out
 
 
-# -- check_continuous_actor_loss: the deterministic policy gradient's actor loss (notebook 09) ------------------------
+# -- check_continuous_actor_loss: the deterministic policy gradient's actor loss (notebook 13) ------------------------
 
 def _actor_loss(sign=-1.0, squash=True, recompute=True, detach=False, in_place=False):
     """A learner's answer with one knob per known mistake; the defaults are the right answer."""
@@ -241,7 +241,7 @@ def test_continuous_actor_loss_stub_and_shape(capsys):
     assert out.startswith("FAILED") and "expected one number" in out
 
 
-# -- check_approximation_loss: the inferred policy's loss (notebook 10) -------------------------------------------
+# -- check_approximation_loss: the inferred policy's loss (notebook 14) -------------------------------------------
 
 def _approx_loss(sum_entries=True, entropy_sign=-1.0, nll_sign=-1.0, norm=True, detach=False):
     """A learner's answer with one knob per known mistake; the defaults are the right answer."""
@@ -287,7 +287,7 @@ def test_approximation_loss_stub_and_shape(capsys):
     assert out.startswith("FAILED") and "expected one number" in out
 
 
-# -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 11) ------------------------
+# -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 15) ------------------------
 
 def _subpolicy_verdict(fn, capsys):
     from marl_edu.checks import check_subpolicy_actions
@@ -327,7 +327,7 @@ def test_subpolicy_actions_mistakes_are_named(capsys):
     assert out.startswith("FAILED")
 
 
-# -- check_team_rewards: each agent paid its own team's summed reward (notebook 11) ---------------------------------
+# -- check_team_rewards: each agent paid its own team's summed reward (notebook 15) ---------------------------------
 
 def _team_verdict(fn, capsys):
     from marl_edu.checks import check_team_rewards
@@ -372,7 +372,7 @@ def test_a_failed_comparison_shows_the_first_values_that_differ(capsys):
     assert "expected [6.0, 7.0, 8.0]" in out and "got      [7.0, 7.0, 8.0]" in out
 
 
-# -- check_qmix_mixer: QMIX's mixing network from its hypernetworks (notebook 12) -----------------------------------
+# -- check_qmix_mixer: QMIX's mixing network from its hypernetworks (notebook 09) -----------------------------------
 
 def _mixer(abs_w1=True, abs_w2=True, abs_b=False, layout="NE", act=torch.nn.functional.elu, b1=True, b2=True,
            detach=False, end_shape="B"):
@@ -453,7 +453,7 @@ def test_a_failed_value_is_printed_with_the_digits_that_tell_it_from_the_expecte
     assert _close(-0.34601, -0.34598) == "-0.34601, got -0.34598"  # at 4 places both read -0.3460
 
 
-# -- check_coma_actor_loss: COMA's masked policy-gradient loss (notebook 07) ------------------------------------------
+# -- check_coma_actor_loss: COMA's masked policy-gradient loss (notebook 08) ------------------------------------------
 
 def _pg_loss(sign=-1.0, mask=True, divisor="valid", log_of="taken", detach_advantage=True, detach_pi=False,
              reduce=True, in_place=False, dtype=None):
@@ -836,7 +836,7 @@ def test_solve_counts_check_names_each_slip(capsys):
     assert "your function raised KeyError" in verdict(lambda rows, optimum: rows[0]["solved"])
 
 
-# -- check_clipped_surrogate_loss: PPO's clipped actor loss with masks (notebook 13) ----------------------------------
+# -- check_clipped_surrogate_loss: PPO's clipped actor loss with masks (notebook 10) ----------------------------------
 
 def _surrogate(ratio_of="exp", low_high="around 1", pick="min", sign=-1.0, reduce="masked mean",
                detach_old=True, detach_advantage=True, detach_new=False, shape="scalar"):
@@ -900,7 +900,7 @@ def test_clipped_surrogate_mistakes_are_named(capsys):
 
 
 def test_clipped_surrogate_by_hand_case_is_the_first_and_a_stub_is_not_done(capsys):
-    # the first case is notebook 13's by-hand one: the right loss there is 0.22 (tests/test_ppo.py shows the sum)
+    # the first case is notebook 10's by-hand one: the right loss there is 0.22 (tests/test_ppo.py shows the sum)
     out = _surrogate_verdict(_surrogate(sign=1.0), capsys)
     assert "on the by-hand case" in out and "expected 0.2200, got -0.2200" in out
 

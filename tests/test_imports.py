@@ -12,7 +12,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "marl_edu"
 
 # the module map, lowest layer first: a module may import its own layer and the ones before it
 LAYERS = [
-    ("base", {"validate", "files", "shapes", "schedules", "threads", "viz"}),
+    ("base", {"course_paths", "validate", "files", "shapes", "schedules", "threads", "viz"}),
     ("envs", {"batched_switch", "envs", "planning"}),
     ("data", {"rollout", "buffers"}),
     ("pieces", {"nets", "targets"}),

@@ -46,7 +46,7 @@ def test_gae_by_hand_with_a_terminal_step_and_padding_after_it():
 
 
 def test_gae_is_the_td_lambda_target_less_v():
-    # GAE(lambda) telescopes into the lambda-return of notebook 05 (td_lambda_targets with next values V_{t+1})
+    # GAE(lambda) telescopes into the lambda-return of notebook 06 (td_lambda_targets with next values V_{t+1})
     # minus V_t: the critic's target G = Adv + V is that lambda-return.
     g = torch.Generator().manual_seed(0)
     rewards, values = torch.randn(4, 6, 3, generator=g), torch.randn(4, 7, 3, generator=g)
@@ -203,7 +203,7 @@ def test_advantages_are_normalised_over_the_acting_steps_by_hand():
     mask = torch.tensor([[[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
     out = normalised_advantages(advantage, mask)
     assert torch.allclose(out[0, :2].flatten(), torch.tensor([0.277350, -0.277350, -1.386750, 1.386750]), atol=1e-5)
-    assert (out * mask).sum().abs() < 1e-6  # the masked mean is 0: the check the pitfall of notebook 13 uses
+    assert (out * mask).sum().abs() < 1e-6  # the masked mean is 0: the check the pitfall of notebook 10 uses
     # over every entry (the pitfall) the padding moves the mean to (1.0 + 0.5 - 0.5 + 2.0 + 9.0 - 9.0) / 6 = 0.5
     # and the step holding 0.5 becomes 0 instead of -0.28
     wrong = (advantage - advantage.mean()) / advantage.std()

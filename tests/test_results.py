@@ -50,7 +50,7 @@ def test_policies_the_readme_calls_solved_still_solve(folder):
 
 
 def test_committed_feed_forward_coma_policy_still_deadlocks():
-    # notebook 07 shows this policy's greedy episode as the feed-forward deadlock
+    # notebook 08 shows this policy's greedy episode as the feed-forward deadlock
     folder = RESULTS / "coma/Switch2-v0-feed-forward"
     record = _record(folder)
     agent = load_policy(folder / "policy.pt", algo="coma", env_id=record["env"])

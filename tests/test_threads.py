@@ -177,7 +177,7 @@ def test_the_check_finds_a_training_loop_outside_torch_threads():
 def test_a_notebook_trains_on_one_thread_and_leaves_torchs_count_alone(path):
     # marl_edu's loops run on one thread (torch_threads) and give the caller's count back; a cell's own loop of
     # optimiser steps (07 trains critics by hand, 10 fits an approximation) ran on torch's default, two threads here,
-    # and beside one other CPU-bound process on 2 cores notebook 07 took 316 s against 29 s idle
+    # and beside one other CPU-bound process on 2 cores notebook 08 took 316 s against 29 s idle
     # (benchmarks/notebook_times.py --busy). Such a loop runs inside torch_threads(), the library's own mechanism;
     # no notebook sets torch's thread count for the whole kernel.
     for index, cell in enumerate(json.loads(path.read_text())["cells"]):

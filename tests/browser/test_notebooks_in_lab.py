@@ -214,20 +214,20 @@ _matrix_game_panel.trains = True  # each step refits VDN and QMIX, after the not
 
 INTERACTIONS = {
     "01_information_flow.ipynb": _episode_explorer,
-    "04_maddpg_training.ipynb": _training_panel(episodes=100, screenshot="04_maddpg_panel.png"),
-    "06_coma_advantage.ipynb": _advantage_explorer,
+    "04_maddpg_actor.ipynb": _training_panel(episodes=100, screenshot="05_maddpg_panel.png"),
+    "07_coma_advantage.ipynb": _advantage_explorer,
     # the panel's default budget on seed 2, which the committed runs solve (seed 1 is the one of 0-4 that does not)
-    "07_coma_training.ipynb": _training_panel(episodes=6000, screenshot="07_coma_panel.png", seed_steps=2, solves=True),
-    "09_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="09_continuous_maddpg_panel.png", ci=True),
-    "12_value_decomposition.ipynb": _matrix_game_panel,
-    "13_ppo.ipynb": _training_panel(episodes=96, screenshot="13_ppo_panel.png"),
+    "08_coma_training.ipynb": _training_panel(episodes=6000, screenshot="08_coma_panel.png", seed_steps=2, solves=True),
+    "13_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="13_continuous_maddpg_panel.png", ci=True),
+    "09_value_decomposition.ipynb": _matrix_game_panel,
+    "10_ppo.ipynb": _training_panel(episodes=96, screenshot="10_ppo_panel.png"),
 }
 
 
 def pytest_generate_tests(metafunc):
     """Every notebook for test_notebook_runs_in_jupyterlab, and the subset CI runs marked `ci` (make test-browser
-    PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the three training panels only 09's. The
-    three are one widgets.training_panel (test_widgets checks each one's training in Python), and 04's and 07's
+    PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the three training panels only 13's. The
+    three are one widgets.training_panel (test_widgets checks each one's training in Python), and 04's and 08's
     notebooks are the browser's two longest runs, after every notebook has run under nbval in make test. The longest
     come first: with two workers (-n 2) no long one is left to run alone at the end.
     """
