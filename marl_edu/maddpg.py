@@ -16,7 +16,7 @@ from torch import nn
 
 from marl_edu.buffers import check_replay_batch
 from marl_edu.nets import Actor, Critic, check_policy_output, gradient_step
-from marl_edu.shapes import check_shape
+from marl_edu.shapes import check_shape, flatten_for_critic  # the critic's input row (notebook 02 builds it)
 from marl_edu.targets import make_target, soft_update, td_target
 from marl_edu.threads import on_enclosing_threads
 from marl_edu.validate import (LIMITS, finite, non_negative_int, non_negative_number, positive_int,
@@ -37,30 +37,6 @@ def check_temperature(value, name: str = "temperature") -> float:
 def _tensor(x):
     """A numpy array (a ``ReplayBuffer.sample`` batch's) as a tensor sharing its memory; anything else unchanged."""
     return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
-
-
-def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """The centralised critic's input row ``[x_t, a_t] = [o_0, ..., o_{N-1}, a_0, ..., a_{N-1}]``.
-
-    Args:
-        obs: float ``(B, N, O)``, every agent's observation (a tensor, or a replay batch's numpy array).
-        actions: float ``(B, N, A)``, every agent's (one-hot or continuous) action (likewise).
-
-    Returns:
-        float ``(B, N*O + N*A)`` = ``(B, N*(O+A))``: row b holds all of transition b's observations
-        (agent 0's first), then all of its actions. Only the trailing axes are merged, so the
-        batch axis is never mixed with the agent axis.
-    """
-    obs, actions = _tensor(obs), _tensor(actions)
-    dims = check_shape(obs, ("B", "N", "O"), "obs", dtype="float")
-    check_shape(actions, ("B", "N", "A"), "actions", dims)
-    if not actions.dtype.is_floating_point:
-        raise ValueError(f"actions: expected float elements, got dtype {actions.dtype}; "
-                         f"one-hot actions from F.one_hot are integers: call .float() on them")
-    B, N, O, A = dims["B"], dims["N"], dims["O"], dims["A"]
-    x_obs = obs.reshape(B, N * O)  # (B, N*O)
-    x_act = actions.reshape(B, N * A)  # (B, N*A)
-    return torch.cat([x_obs, x_act], dim=1)  # (B, N*(O+A))
 
 
 def own_critic_input(i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

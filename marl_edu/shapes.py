@@ -142,3 +142,27 @@ def describe(x: Any, name: str) -> str:
     else:
         shown = str(values.tolist())
     return f"{name:<10} {dtype:<8} {shape:<10} {shown}"
+
+
+def flatten_for_critic(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """The centralised critic's input row ``[x_t, a_t] = [o_0, ..., o_{N-1}, a_0, ..., a_{N-1}]``.
+
+    Args:
+        obs: float ``(B, N, O)``, every agent's observation (a tensor, or a replay batch's numpy array).
+        actions: float ``(B, N, A)``, every agent's (one-hot or continuous) action (likewise).
+
+    Returns:
+        float ``(B, N*O + N*A)`` = ``(B, N*(O+A))``: row b holds all of transition b's observations
+        (agent 0's first), then all of its actions. Only the trailing axes are merged, so the
+        batch axis is never mixed with the agent axis.
+    """
+    obs, actions = (torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in (obs, actions))
+    dims = check_shape(obs, ("B", "N", "O"), "obs", dtype="float")
+    check_shape(actions, ("B", "N", "A"), "actions", dims)
+    if not actions.dtype.is_floating_point:
+        raise ValueError(f"actions: expected float elements, got dtype {actions.dtype}; "
+                         f"one-hot actions from F.one_hot are integers: call .float() on them")
+    B, N, O, A = dims["B"], dims["N"], dims["O"], dims["A"]
+    x_obs = obs.reshape(B, N * O)  # (B, N*O)
+    x_act = actions.reshape(B, N * A)  # (B, N*A)
+    return torch.cat([x_obs, x_act], dim=1)  # (B, N*(O+A))

@@ -153,9 +153,9 @@ def plot_ctde(n_agents: int = 2, ax: plt.Axes | None = None) -> plt.Axes:
     """Who sees what under centralised training with decentralised execution (CTDE).
 
     Solid arrows: execution (each actor sees only its own observation). Dashed: training only: the
-    critic sees more than any actor (MADDPG: all observations and actions, one critic per agent; COMA:
-    the state and the joint action, one critic for the team) and sends a learning signal back to the
-    actors (MADDPG: the gradient of Q_i with respect to a_i; COMA: a counterfactual advantage).
+    critic sees more than any actor (every agent's observation and action, or the state and the joint
+    action) and sends a learning signal back to the actors. Agents are numbered from 0, as in the code.
+    Drawn in notebook 01, before any method is taught: it names none.
     """
     if not isinstance(n_agents, int) or not 1 <= n_agents <= 6:
         raise ValueError(f"n_agents must be an int in [1, 6], got {n_agents!r}")
@@ -177,14 +177,14 @@ def plot_ctde(n_agents: int = 2, ax: plt.Axes | None = None) -> plt.Axes:
             ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, text, ha="center", fontsize=8, color=color)
 
     box(0.1, 0.0, 1.6, height, "environment\n(Switch2)", "#e8e8e8")
-    box(7.3, 0.15, 2.6, height - 0.3, "centralised critic(s)\nsee every o_i and a_i\n(COMA: state s and\nthe joint action)"
+    box(7.3, 0.15, 2.6, height - 0.3, "centralised critic(s)\nsee every o_i and a_i\n(or the state and\nthe joint action)"
         "\n\ntraining only", "#fde2c8")
     for i in range(n_agents):
         y = height - 1.3 * (i + 1) + 0.35
-        box(3.6, y, 1.8, 0.6, f"actor {i + 1}\nπ_{i + 1}(a_{i + 1} | o_{i + 1})", "#cfe3f7")
-        arrow(1.7, y + 0.45, 3.6, y + 0.45, f"o_{i + 1} (own obs only)")
-        arrow(3.6, y + 0.15, 1.7, y + 0.15, f"a_{i + 1}")
-        arrow(5.4, y + 0.45, 7.3, y + 0.45, f"o_{i + 1}, a_{i + 1}", dashed=True, color="C1")
+        box(3.6, y, 1.8, 0.6, f"actor {i}\nπ_{i}(a_{i} | o_{i})", "#cfe3f7")
+        arrow(1.7, y + 0.45, 3.6, y + 0.45, f"o_{i} (own obs only)")
+        arrow(3.6, y + 0.15, 1.7, y + 0.15, f"a_{i}")
+        arrow(5.4, y + 0.45, 7.3, y + 0.45, f"o_{i}, a_{i}", dashed=True, color="C1")
         arrow(7.3, y + 0.15, 5.4, y + 0.15, "learning signal", dashed=True, color="C1")
     arrow(1.7, -0.2, 7.3, -0.2, "rewards r (training only)", dashed=True, color="C1")
     ax.text(4.5, height + 0.55, "execution: solid arrows only — each actor acts on its own observation",

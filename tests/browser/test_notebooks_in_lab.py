@@ -161,7 +161,7 @@ def _advantage_explorer(page):
 
 
 def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves: bool = False, ci: bool = False):
-    """04, 07 and 09: type an episode count, move the seed ``seed_steps`` to the right, press train; a progress bar
+    """05, 08 and 13: type an episode count, move the seed ``seed_steps`` to the right, press train; a progress bar
     shows, the status line says done with at least that many episodes, and the curve is redrawn. With ``solves``, the
     run's last greedy team return must be at least 8.0 (the README's screenshot shows a run that solves). With ``ci``,
     the one of the three panels CI drives (they are one ``widgets.training_panel``)."""
@@ -214,7 +214,7 @@ _matrix_game_panel.trains = True  # each step refits VDN and QMIX, after the not
 
 INTERACTIONS = {
     "01_information_flow.ipynb": _episode_explorer,
-    "04_maddpg_actor.ipynb": _training_panel(episodes=100, screenshot="05_maddpg_panel.png"),
+    "05_maddpg_training.ipynb": _training_panel(episodes=100, screenshot="05_maddpg_panel.png"),
     "07_coma_advantage.ipynb": _advantage_explorer,
     # the panel's default budget on seed 2, which the committed runs solve (seed 1 is the one of 0-4 that does not)
     "08_coma_training.ipynb": _training_panel(episodes=6000, screenshot="08_coma_panel.png", seed_steps=2, solves=True),
@@ -227,7 +227,7 @@ INTERACTIONS = {
 def pytest_generate_tests(metafunc):
     """Every notebook for test_notebook_runs_in_jupyterlab, and the subset CI runs marked `ci` (make test-browser
     PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the three training panels only 13's. The
-    three are one widgets.training_panel (test_widgets checks each one's training in Python), and 04's and 08's
+    three are one widgets.training_panel (test_widgets checks each one's training in Python), and 05's and 08's
     notebooks are the browser's two longest runs, after every notebook has run under nbval in make test. The longest
     come first: with two workers (-n 2) no long one is left to run alone at the end.
     """
