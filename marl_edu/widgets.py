@@ -240,9 +240,12 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
 
 
 def ppo_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal: float | None = None,
-              random: float | None = None, episodes: int = 2000, seed: int = 0) -> widgets.VBox:
+              random: float | None = None, episodes: int = 3008, seed: int = 0) -> widgets.VBox:
     """The PPO panel: MAPPO or IPPO, the clip range, epochs and minibatches per batch, the actor's learning rate, the
     entropy bonus, episodes and seed.
+
+    At the defaults (MAPPO, ``PPOConfig``, 3,008 episodes, a multiple of the 16 env copies, seed 0) the press solves
+    Switch2-v0 and ends solved; with 2,000 episodes the entropy bonus decays sooner and seed 0 ends with one agent home.
 
     The button trains the chosen learner (``train.train_coma``, the on-policy loop) with the other hyperparameters at
     their defaults (``PPOConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
