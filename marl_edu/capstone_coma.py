@@ -11,10 +11,11 @@ config, ``updates`` counter and ``entropy_coef``; ``batch`` is ``rollout.collect
 
 This module owns what checks them: ``REFERENCE`` (marl_edu's own version of each part, in the same signature) and
 one ``check_<part>(fn)`` per part (one printed verdict, PASSED / FAILED with a hint / NOT DONE YET, in the style of
-``marl_edu.checks``; never raises). Assembling, training and drawing follow the API both capstones share
-(``marl_edu.capstones``): ``assemble(**mine)`` (the learner's parts that PASSED, marl_edu's for the rest), ``whose``,
-``train_yours(parts)`` (``train.train_coma`` on Switch2-v0 with the learner's update), ``reference_run``,
-``random_return`` and ``plot_against_reference``.
+``marl_edu.checks``; never raises), which refuses an answer that calls the library's own implementation of its part
+(``capstones.refuses_library_answers``, with the names it guards above each checker). Assembling, training and
+drawing follow the API both capstones share (``marl_edu.capstones``): ``assemble(**mine)`` (the learner's parts
+that PASSED, marl_edu's for the rest), ``whose``, ``train_yours(parts)`` (``train.train_coma`` on Switch2-v0 with the
+learner's update), ``reference_run``, ``random_return`` and ``plot_against_reference``.
 
 The checks build small fixed-seed cases: batches of whole episodes with padding after a terminal step, a time-limit
 end and B = 1, and learners whose critic and target critic differ (so that using the wrong one shows). Where the
@@ -143,6 +144,10 @@ def _no_gradient(out: torch.Tensor, case: str, what: str) -> bool:
 # Part 1: the critic's rows
 # ----------------------------------------------------------------------------------------------------------------
 
+# the library's own rows (the check compares with them, so yours never calls them), and the baselines' rows
+@capstones.refuses_library_answers("coma_critic_rows", "marl_edu.coma:COMA.critic_rows",
+                                   "marl_edu.coma:build_critic_input", "marl_edu.baselines:CentralV.critic_rows",
+                                   "marl_edu.baselines:IACV.critic_rows")
 @on_one_thread
 def check_coma_critic_rows(fn: Callable) -> None:
     """Check ``fn(agent, obs (B, T+1, N, O), actions int (B, T+1, N)) -> (B*(T+1), N, D)``, row (b, t, i) being
@@ -279,6 +284,10 @@ _TARGET_SLIPS = [
 ]
 
 
+# the library's own targets, its TD(lambda) recursion, its values of the taken actions and its row rewards
+@capstones.refuses_library_answers("coma_critic_targets", "marl_edu.coma:COMA.critic_targets",
+                                   "marl_edu.targets:td_lambda_targets", "marl_edu.coma:COMA.taken_values",
+                                   "marl_edu.coma:COMA.row_rewards", "marl_edu.targets:critic_rewards")
 @on_one_thread
 def check_coma_critic_targets(fn: Callable) -> None:
     """Check ``fn(agent, rows (B*(T+1), N, D), batch) -> y (B, T, N)``, TD(lambda) targets of the team reward from
@@ -324,6 +333,9 @@ def _advantage(agent: COMA, rows: torch.Tensor, batch: dict, pi: torch.Tensor, s
         return taken - (pi * q).sum(-1)
 
 
+# the library's own advantage and baseline
+@capstones.refuses_library_answers("coma_batch_advantage", "marl_edu.coma:COMA.advantage",
+                                   "marl_edu.coma:coma_advantage", "marl_edu.coma:counterfactual_baseline")
 @on_one_thread
 def check_coma_batch_advantage(fn: Callable) -> None:
     """Check ``fn(agent, rows, batch, pi (B, T, N, A)) -> Adv (B, T, N)``, ``Q(s_t, a_t) - sum_k pi(k) Q(s_t,
@@ -395,6 +407,11 @@ def _replay(agent: COMA, obs: torch.Tensor, actions: torch.Tensor, epsilon: floa
     return torch.stack(probs, dim=1)
 
 
+# the library's own replay, its step, its input and the fused unroll of the GRU over whole episodes
+@capstones.refuses_library_answers("coma_replay_policy", "marl_edu.coma:SharedActorLearner.replay_policy",
+                                   "marl_edu.coma:SharedActorLearner.policy_step",
+                                   "marl_edu.coma:SharedActorLearner.actor_input", "marl_edu.nets:shared_agent_input",
+                                   "marl_edu.nets:RecurrentActor.unroll")
 @on_one_thread
 def check_coma_replay_policy(fn: Callable) -> None:
     """Check ``fn(agent, obs (B, T, N, O), actions int (B, T, N), epsilon) -> probs (B, T, N, A)``, the behaviour
@@ -576,6 +593,11 @@ def _run_updates(update: Callable, case_index: int, parts: tuple) -> tuple[COMA,
     return agent, None
 
 
+# the library's own update, its two losses, and the capstone's reference update (the four parts it is given stay
+# callable: the check passes the library's; so do the taught helpers nets.gradient_step and targets.hard_update)
+@capstones.refuses_library_answers("coma_update", "marl_edu.coma:COMA.update", "marl_edu.coma:COMA.critic_loss",
+                                   "marl_edu.coma:COMA.actor_loss", "marl_edu.capstone_coma:_update",
+                                   "marl_edu.capstone_coma:_reference_update")
 @on_one_thread
 def check_coma_update(fn: Callable) -> None:
     """Check ``fn(agent, batch, critic_rows, critic_targets, advantage, replay_policy)``, one COMA update in place

@@ -13,7 +13,9 @@ The learner writes six functions; each is checked against the library's own MADD
                                                -> dict   collect, store n-step transitions, sample, update, evaluate
 
 ``REFERENCE`` holds the library's version of each part with the same signature. Each ``check_<part>(fn)`` prints
-one verdict (PASSED, FAILED with a hint naming the slip when it recognises one, or NOT DONE YET) and never raises.
+one verdict (PASSED, FAILED with a hint naming the slip when it recognises one, or NOT DONE YET) and never raises; it
+refuses an answer that calls the library's own implementation of its part (the names above each checker: the loop's
+include ``n_step_transitions``, so the learner's loop calls the learner's own window of part 5).
 Assembling, training and drawing follow the API both capstones share (``marl_edu.capstones``): ``assemble`` runs
 every check quietly and hands training the learner's part where it passed and the reference elsewhere; ``whose``;
 ``train_yours`` trains with them (the learner's loop if it passed, else ``train.train_maddpg`` itself, with the
@@ -43,7 +45,7 @@ from marl_edu.threads import on_one_thread
 from marl_edu.train import TrainResult, train_maddpg
 
 TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's
-ENV_ID = "Switch2-v2"  # Switch2 with the observation MADDPG needs (notebook 04 says why)
+ENV_ID = "Switch2-v2"  # Switch2 with the observation MADDPG needs (notebook 05, section 1, says why)
 hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 17 offers them
 show_solution = capstones.show_solution  # the last resort after them, importing the answers only when called
 PARTS = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
@@ -212,6 +214,10 @@ CRITIC_SLIPS = [
 ]
 
 
+# the library's own critic loss and what builds its target (the check compares with them, so yours never calls them)
+@capstones.refuses_library_answers("maddpg_critic_loss", "marl_edu.maddpg:MADDPG.critic_loss",
+                                   "marl_edu.maddpg:MADDPG.target_actions", "marl_edu.maddpg:td_loss",
+                                   "marl_edu.targets:td_target")
 @on_one_thread
 def check_maddpg_critic_loss(fn: Callable) -> None:
     """Check ``fn(agent, i, batch) -> 0-d loss`` against ``MADDPG.critic_loss`` (within TOLERANCE) on a 2-agent and a
@@ -293,6 +299,9 @@ ACTOR_SLIPS = [
 ]
 
 
+# the library's own actor loss and its values of every own action
+@capstones.refuses_library_answers("maddpg_actor_loss", "marl_edu.maddpg:MADDPG.actor_loss",
+                                   "marl_edu.maddpg:MADDPG.q_of_every_own_action")
 @on_one_thread
 def check_maddpg_actor_loss(fn: Callable) -> None:
     """Check ``fn(agent, i, batch) -> 0-d loss`` against ``MADDPG.actor_loss`` (the exact expectation over agent i's
@@ -352,6 +361,8 @@ def check_maddpg_actor_loss(fn: Callable) -> None:
 # Part 3: the soft update
 # ----------------------------------------------------------------------------------------------
 
+# the library's own soft update
+@capstones.refuses_library_answers("soft_update", "marl_edu.targets:soft_update")
 def check_soft_update(fn: Callable) -> None:
     """Check ``fn(target, source, tau)``: target's parameters become ``tau * source + (1 - tau) * target`` in place,
     for tau = 0.01, 0.5 (where a swap cannot show), 1 and 0, and nothing happens to ``source``."""
@@ -479,6 +490,11 @@ UPDATE_SLIPS = [
 ]
 
 
+# the library's own update, its gradient steps, and the capstone's reference update (the three parts it is given stay
+# callable: the check passes the library's; so does the taught helper nets.gradient_step)
+@capstones.refuses_library_answers("maddpg_update", "marl_edu.maddpg:MADDPG.update",
+                                   "marl_edu.maddpg:MADDPG.gradient_steps", "marl_edu.capstone_maddpg:_update",
+                                   "marl_edu.capstone_maddpg:_reference_update")
 @on_one_thread
 def check_maddpg_update(fn: Callable) -> None:
     """Check ``fn(agent, batch, critic_loss, actor_loss, soft_update)`` (in place, with the reference's losses and soft
@@ -565,6 +581,8 @@ def _n_step_slip(mine: list, expected: list, gamma: float, window: list, flush: 
     return "R = sum over the window's steps, oldest first, of g^k r_k (k from 0)."
 
 
+# the library's own n-step window
+@capstones.refuses_library_answers("n_step_window", "marl_edu.buffers:n_step_transitions")
 def check_n_step_window(fn: Callable) -> None:
     """Check ``fn(pending, gamma, next_obs, terminal, flush)`` against ``buffers.n_step_transitions``: one short
     episode of each of ``N_STEP_CASES`` fed a step at a time (the step appended to the window, then ``fn`` called),
@@ -641,8 +659,9 @@ BUFFER_HINTS = {
                "them differs from the reference's: each lock-step's epsilon is linear(epsilon_start, epsilon_end, "
                "episodes finished so far, epsilon_fraction * episodes), and the updates start once len(buffer) >= "
                "max(warmup_steps, batch_size).",
-    "rewards": "store the n-step TEAM return from n_step_transitions: append (obs[k], actions[k], team reward of copy "
-               "k) to copy k's pending deque first; every agent's column holds the same team return.",
+    "rewards": "store the n-step TEAM return from your window of part 5 (its check must pass first): append (obs[k], "
+               "actions[k], team reward of copy k) to copy k's pending deque first; every agent's column holds the "
+               "same team return.",
     "next_obs": "at an episode's end copy k has already been reset: its next observation is info['final_obs'][k], "
                 "not next_obs[k] (which is the new episode's first one).",
     "dones": "a transition is terminal only when the team's episode truly ended, every agent arrived "
@@ -650,6 +669,13 @@ BUFFER_HINTS = {
 }
 
 
+# the library's own loop, its update step, its n-step window (part 5: the loop calls yours), and the capstone's
+# reference loop
+@capstones.refuses_library_answers("maddpg_training_loop", "marl_edu.train:train_maddpg",
+                                   "marl_edu.train:_update_from_replay", "marl_edu.buffers:n_step_transitions",
+                                   "marl_edu.capstone_maddpg:_reference_training_loop",
+                                   "marl_edu.capstone_maddpg:_reference_loop_case",
+                                   "marl_edu.capstone_maddpg:train_yours")
 @on_one_thread
 def check_maddpg_training_loop(fn: Callable) -> None:
     """Check ``fn(env_id, episodes, config, seed, update, eval_every) -> dict(agent, buffer, episode_returns,
@@ -701,8 +727,8 @@ def check_maddpg_training_loop(fn: Callable) -> None:
     if len(buffer) != len(reference_buffer):
         print(f"FAILED on {case}: your buffer holds {len(buffer)} transitions, expected {len(reference_buffer)}.\n"
               f"Hint: every lock-step, for every copy k, append its step to pending[k] and add every transition "
-              f"n_step_transitions(pending[k], gamma, info['final_obs'][k], terminal, done) returns (it drops a "
-              f"time-limit tail and flushes a terminal one).")
+              f"my_n_step_window(pending[k], gamma, info['final_obs'][k], terminal, done) returns (your window of "
+              f"part 5, once its check passes: it drops a time-limit tail and flushes a terminal one).")
         return
     if [round(r, 6) for r in out["episode_returns"]] != [round(r, 6) for r in expected["episode_returns"]]:
         print(f"FAILED on {case}: episode returns differ: expected {expected['episode_returns'][:6]} ..., got "

@@ -22,6 +22,11 @@ and offers the same six functions, each a few lines over the helpers below:
                              -> the run's greedy evaluations against the committed reference run's, the exact
                                 optimum and the random policy
 
+Every ``check_<part>`` refuses an answer that calls the library's own implementation of its part
+(``refuses_library_answers``, beside each checker with the names it guards): while the learner's function runs
+inside the check, those functions and methods are replaced by a guard (``refusing``), and a call to one ends the
+check with FAILED naming it; everything is put back afterwards, also when the learner's code raised.
+
 and two functions shared by both, which each capstone module re-exports:
 
     hint(name, stage)        prints hint 1, 2 or 3 of any capstone part (``HINTS``): 1 a nudge (the idea that matters,
@@ -35,8 +40,11 @@ and two functions shared by both, which each capstone module re-exports:
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import io
 import json
+import sys
 from typing import Callable
 
 import matplotlib.pyplot as plt
@@ -164,6 +172,113 @@ def plot_against_reference(result: TrainResult, reference: dict, algorithm: str,
         episodes, greedy = zip(*result.evaluations)
         ax.plot(episodes, greedy, "-o", color="C0", markersize=3, linewidth=1.2, label=label)
     return greedy_axes(ax, optimal, f"{env_id}: greedy team return", optimum_style=("C2", "--"), random=random)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Checks that refuse the library's own answer
+# ----------------------------------------------------------------------------------------------------------------
+
+class _LibraryAnswer(BaseException):
+    """Raised by a guard when a learner's part calls marl_edu's own implementation of that part. A BaseException,
+    not an Exception, so that neither the learner's ``except Exception`` nor a checker's own catch-all swallows it."""
+
+
+def _owner_and_attribute(name: str) -> tuple[object, str]:
+    """``"marl_edu.coma:COMA.critic_rows"`` -> (the class COMA, ``"critic_rows"``);
+    ``"marl_edu.buffers:n_step_transitions"`` -> (the module marl_edu.buffers, ``"n_step_transitions"``)."""
+    module_name, _, qualified = name.partition(":")
+    owner = importlib.import_module(module_name)
+    *path, attribute = qualified.split(".")
+    for step in path:
+        owner = getattr(owner, step)
+    return owner, attribute
+
+
+def _bound_method_of(value, function) -> bool:
+    """Whether ``value`` is ``function`` bound to an object (``agent.critic_rows`` for ``COMA.critic_rows``)."""
+    try:
+        return getattr(value, "__func__", None) is function
+    except Exception:  # an object whose attribute lookup fails in its own way is no bound method
+        return False
+
+
+@contextlib.contextmanager
+def refusing(names: tuple[str, ...], learner_globals: dict | None = None):
+    """While inside, every library function or method in ``names`` (``"module:qualified.name"``) is replaced by a
+    guard that records its name in the list this yields and raises ``_LibraryAnswer``: where it is defined, wherever
+    a ``marl_edu`` module imported it by name, and in ``learner_globals`` (the notebook's namespace, where a
+    ``from marl_edu... import`` put it, or a bound method of it). Everything is put back on leaving, also when the
+    learner's code raised."""
+    called: list[str] = []
+    replaced = []  # (where, attribute, original): put back in reverse order
+
+    def replace(where, attribute, guard):
+        if isinstance(where, dict):
+            replaced.append((where, attribute, where[attribute]))
+            where[attribute] = guard
+        else:
+            replaced.append((where, attribute, vars(where)[attribute]))  # as stored: a staticmethod stays one
+            setattr(where, attribute, guard)
+
+    try:
+        for name in names:
+            owner, attribute = _owner_and_attribute(name)
+            function = getattr(owner, attribute)  # (on a class: the plain function of a method or staticmethod)
+            shown = name.replace(":", ".")
+
+            def guard(*args, shown=shown, **kwargs):
+                called.append(shown)
+                raise _LibraryAnswer(shown)
+
+            replace(owner, attribute, guard)
+            if not isinstance(owner, type):  # a module's function: also where other modules imported it by name
+                for module_name, module in list(sys.modules.items()):
+                    if module_name.startswith("marl_edu") and module is not owner:
+                        for key in [key for key, value in vars(module).items() if value is function]:
+                            replace(module, key, guard)
+            for key, value in list((learner_globals or {}).items()):
+                if value is function or _bound_method_of(value, function):
+                    replace(learner_globals, key, guard)
+        yield called
+    finally:
+        for where, attribute, original in reversed(replaced):
+            if isinstance(where, dict):
+                where[attribute] = original
+            else:
+                setattr(where, attribute, original)
+
+
+def refuses_library_answers(part: str, *names: str) -> Callable:
+    """A decorator for ``check_<part>(fn)``: while the learner's ``fn`` runs inside the check, the library's own
+    implementations of that part, ``names`` (``"module:qualified.name"``), are guarded (``refusing``), and a call to
+    one of them ends the check with FAILED naming it, also when the learner's code caught the guard's exception.
+    The decorated check keeps the names in ``.refused``."""
+    def decorate(check: Callable) -> Callable:
+        @functools.wraps(check)
+        def checked(fn) -> None:
+            if not callable(fn):
+                return check(fn)
+
+            @functools.wraps(fn)
+            def guarded(*args, **kwargs):
+                with refusing(names, getattr(fn, "__globals__", None)) as called:
+                    out = fn(*args, **kwargs)
+                if called:  # the learner's code caught the guard's exception and went on
+                    raise _LibraryAnswer(called[0])
+                return out
+
+            try:
+                check(guarded)
+            except _LibraryAnswer as refused:
+                print(f"FAILED: your {part} calls {refused}, marl_edu's own implementation of what you write "
+                      f"here (the answer the check compares yours with).\nHint: write it yourself, from the "
+                      f"equations and shapes of the section, calling your own earlier parts where it needs them; "
+                      f"hint({part!r}, 1) if you are stuck.")
+
+        checked.refused = names
+        return checked
+
+    return decorate
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -318,9 +433,10 @@ The shapes each lock-step: obs (K, N, O) -> agent.act(obs, epsilon) int (K, N) -
 rewards (K, N), dones (K, N), info. The team reward of copy k is rewards[k] summed: one float.
 epsilon = linear(config.epsilon_start, config.epsilon_end, e, f), e the episodes ended so far and f the
 fraction config.epsilon_fraction of the budget, times episodes.
-n_step_transitions(window of copy k, config.gamma, info["final_obs"][k], terminal, info["episode_done"][k]) returns
-a list of (o (N, O), a int (N,), R, o' (N, O), d); each goes into buffer.add as o, one_hot(a, A) (N, A), R and d
-each repeated into an (N,) array (every agent's column holds the team's), o'.
+Your window of part 5, my_n_step_window(window of copy k, config.gamma, info["final_obs"][k], terminal,
+info["episode_done"][k]), returns a list of (o (N, O), a int (N,), R, o' (N, O), d); each goes into
+buffer.add as o, one_hot(a, A) (N, A), R and d each repeated into an (N,) array (every agent's column holds the
+team's), o'.
 Updates start once the buffer holds max(config.warmup_steps, config.batch_size) transitions: then
 config.updates_per_step calls of update(agent, batch), each batch from buffer.sample(config.batch_size, rng).
 An evaluation is (episodes recorded so far, greedy_return(agent, env_id).team_return).""",
@@ -334,7 +450,7 @@ def my_training_loop(env_id, episodes, config, seed, update, eval_every):
         for each copy k:
             window k gets (obs[k], acts[k], team reward of k)
             terminal <- all agents of k terminated;  ended <- k's episode done
-            for each (o, a, R, o2, d) from n_step_transitions(window k, gamma, final obs of k, terminal, ended):
+            for each (o, a, R, o2, d) from my_n_step_window(window k, gamma, final obs of k, terminal, ended):
                 buffer.add(o, one-hot a, R in every agent's column, o2, d in every agent's column)
             if ended: returns gets k's episode team return
         obs <- next obs
@@ -389,9 +505,8 @@ gradient. Trap: lam and (1 - lam) swapped; (1 - lam) weighs Q'(s_{t+1}, a_{t+1})
 3. The values the steps bootstrap from: columns 1 .. T -> (B, T, N); column t holds Q'(s_{t+1}, a_{t+1}).
 4. The team reward: batch["rewards"] summed over agents (B, T), expanded explicitly to (B, T, N);
    the continuation 1 - batch["dones"] (B, T) as (B, T, 1).
-5. y (B, T, N), filled from t = T-1 down to 0, with a running y_{t+1} (B, N) that starts as the last column of (3).
-   (Or notebook 06's td_lambda_targets, in marl_edu.targets, with time on the last axis: permute to (B, N, T)
-   and back.)""",
+5. y (B, T, N), filled from t = T-1 down to 0, with a running y_{t+1} (B, N) that starts as the last column of (3);
+   each step is the section's recursion with every factor (B, N).""",
         """\
 def my_coma_critic_targets(agent, rows, batch):
     gamma, lam from agent.config;  B, T1, N from batch actions;  T <- T1 - 1
@@ -418,7 +533,7 @@ no action to score. The advantage is a constant for the actor's loss: no gradien
    (B, T+1, N, A); keep columns 0 .. T-1 -> q (B, T, N, A).
 2. Q of the taken joint action: gather q at batch["actions"] without its last column, (B, T, N) -> (B, T, N).
 3. The baseline: (pi.detach() * q) summed over the last axis -> (B, T, N).
-4. Return (2) - (3), (B, T, N). (Notebook 07's coma_advantage(q, pi, actions) is steps 2 to 4 in one call.)""",
+4. Return (2) - (3), (B, T, N).""",
         """\
 def my_coma_batch_advantage(agent, rows, batch, pi):
     taken_actions <- batch actions without the end-state column            # (B, T, N)

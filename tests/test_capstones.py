@@ -18,8 +18,8 @@ import matplotlib
 import pytest
 import torch
 
-from marl_edu import capstone_coma, capstone_maddpg, capstones, solutions
-from marl_edu.coma import COMAConfig
+from marl_edu import buffers, capstone_coma, capstone_maddpg, capstones, solutions, targets
+from marl_edu.coma import COMA, COMAConfig
 from marl_edu.maddpg import MADDPGConfig
 from marl_edu.train import TrainResult, train_coma, train_maddpg
 
@@ -306,7 +306,7 @@ def test_no_committed_notebook_calls_a_hint(path):
                         in ("hint", "hint_text")), f"{path.name} cell {index} prints a hint"
 
 
-def test_notebook_14_has_no_stray_placeholder_cell():
+def test_notebook_17_has_no_stray_placeholder_cell():
     assert not any("placeholder" in "".join(cell["source"]) for cell in _cells("17_capstone_maddpg.ipynb"))
 
 
@@ -319,7 +319,10 @@ CAPSTONE_TOPICS = {
              "replay_policy", "actor_loss"),
     None: ("soft_update", "collect_episodes", "train_maddpg", "train_coma"),
 }
-EARLIER = sorted(path for path in (ROOT / "notebooks").glob("*.ipynb") if re.match(r"(0\d|1[0-2])_", path.name))
+FIRST_CAPSTONE = 17  # 17_capstone_maddpg: every numbered notebook below it is read before the capstones
+EARLIER = sorted(path for path in (ROOT / "notebooks").glob("*.ipynb")
+                 if re.match(r"\d\d_", path.name) and int(path.name[:2]) < FIRST_CAPSTONE)
+CHEAT_SHEET = ROOT / "notebooks" / "cheat_sheet.ipynb"  # a reference read at any time, so before the capstones too
 KNOWN: dict[str, str] = {}  # notebook -> why it is expected to fail, until it is changed (strict: a fix shows as XPASS)
 
 
@@ -365,8 +368,8 @@ def _unguarded_source_prints(path: pathlib.Path) -> list[str]:
 
 
 @pytest.mark.parametrize("path", [pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=KNOWN[path.name]))
-                                  if path.name in KNOWN else path for path in EARLIER],
-                         ids=[path.name for path in EARLIER])
+                                  if path.name in KNOWN else path for path in [*EARLIER, CHEAT_SHEET]],
+                         ids=[path.name for path in [*EARLIER, CHEAT_SHEET]])
 def test_no_notebook_before_the_capstones_prints_their_answers(path):
     assert not _unguarded_source_prints(path), _unguarded_source_prints(path)
 
@@ -383,4 +386,183 @@ def test_the_source_check_sees_a_print_and_lets_a_folded_one_pass(tmp_path):
     assert notebook("SHOW = True\nif SHOW:\n    print(inspect.getsource(COMA.update))")  # a flag that is on
     assert notebook("SHOW = False", "if SHOW:\n    print(inspect.getsource(COMA.update))") == []
     assert notebook("print(inspect.getsource(CentralV.critic_rows))") == []  # not a capstone's part
-    assert (ROOT / "notebooks" / "08_coma_training.ipynb") in EARLIER and len(EARLIER) == 13
+    assert (ROOT / "notebooks" / "08_coma_training.ipynb") in EARLIER
+    assert [int(path.name[:2]) for path in EARLIER] == list(range(FIRST_CAPSTONE))  # 00 to 16, each once
+
+
+# -- the cheat sheet, read before the capstones, holds no pseudocode of their parts --------------------------------
+
+# what a capstone part's answer calls in the library (each check's refused names, e.g. critic_rows, soft_update,
+# n_step_transitions, td_lambda_targets): pseudocode that calls one of them writes a part out
+REFUSED_FUNCTIONS = sorted({name.split(":")[1].split(".")[-1] for module in CAPSTONES
+                            for check in module.CHECKERS.values() for name in check.refused})
+
+
+def _fenced_calls_of_parts(markdown: str) -> list[str]:
+    """The refused library functions called (``name(``) inside the fenced code blocks of ``markdown``."""
+    blocks = re.findall(r"```.*?```", markdown, flags=re.S)
+    return sorted({name for block in blocks for name in re.findall(r"\b(\w+)\(", block) if name in REFUSED_FUNCTIONS})
+
+
+def test_the_cheat_sheet_holds_no_pseudocode_or_answer_of_a_capstone_part():
+    markdown = "\n".join(text for _, text in _markdown(CHEAT_SHEET.name))
+    assert not _fenced_calls_of_parts(markdown), _fenced_calls_of_parts(markdown)
+    copied = [(name, line) for name in EVERY_PART for line in _solution_lines(name) if line in markdown]
+    assert not copied, f"the cheat sheet holds lines of the answers: {copied}"
+    pseudocode = [(name, line.strip()) for name in EVERY_PART for line in capstones.HINTS[name][2].splitlines()
+                  if len(line.strip()) > 25 and line.strip() in markdown]
+    assert not pseudocode, f"the cheat sheet holds lines of the stage-3 hints: {pseudocode}"
+
+
+def test_the_pseudocode_check_sees_a_part_written_out():
+    # the cheat sheet's MADDPG and COMA pseudocode before issue 44 called these; a block that calls none passes
+    assert "critic_rows" in REFUSED_FUNCTIONS and "n_step_transitions" in REFUSED_FUNCTIONS
+    assert _fenced_calls_of_parts("```python\nsoft_update(every target network, tau)\n```") == ["soft_update"]
+    assert _fenced_calls_of_parts("```\nrows = critic_rows(obs, actions)\ny = td_lambda_targets(r, d, q, g, l)\n```") \
+        == ["critic_rows", "td_lambda_targets"]
+    assert _fenced_calls_of_parts("```\nmix(q_taken, state)\n```") == []
+    assert _fenced_calls_of_parts("critic_rows(obs, actions) outside a code block") == []
+
+
+# -- every check refuses an answer that calls the library's own implementation of its part -------------------------
+
+def _through_train_maddpg(env_id, episodes, config, seed, update, eval_every):
+    result = train_maddpg(env_id, episodes, config, seed, eval_every, progress=False, update=update)
+    return {"agent": result.agent, "buffer": result.buffer, "episode_returns": result.episode_returns,
+            "evaluations": result.evaluations}
+
+
+# part -> (an answer that hands the work to the library, the library function the refusal names)
+LIBRARY_ANSWERS = {
+    "maddpg_critic_loss": (lambda agent, i, batch: agent.critic_loss(i, batch), "marl_edu.maddpg.MADDPG.critic_loss"),
+    "maddpg_actor_loss": (lambda agent, i, batch: agent.actor_loss(i, batch), "marl_edu.maddpg.MADDPG.actor_loss"),
+    "soft_update": (lambda target, source, tau: targets.soft_update(target, source, tau),
+                    "marl_edu.targets.soft_update"),
+    "maddpg_update": (lambda agent, batch, *parts: agent.update(batch), "marl_edu.maddpg.MADDPG.update"),
+    "n_step_window": (lambda *args: buffers.n_step_transitions(*args), "marl_edu.buffers.n_step_transitions"),
+    "maddpg_training_loop": (_through_train_maddpg, "marl_edu.train.train_maddpg"),
+    "coma_critic_rows": (lambda agent, obs, actions: agent.critic_rows(obs, actions),
+                         "marl_edu.coma.COMA.critic_rows"),
+    "coma_critic_targets": (lambda agent, rows, batch: agent.critic_targets(rows, batch),
+                            "marl_edu.coma.COMA.critic_targets"),
+    "coma_batch_advantage": (lambda agent, rows, batch, pi: agent.advantage(rows, batch, pi.detach()),
+                             "marl_edu.coma.COMA.advantage"),
+    "coma_replay_policy": (lambda agent, obs, actions, epsilon: agent.replay_policy(obs, actions, epsilon),
+                           "marl_edu.coma.SharedActorLearner.replay_policy"),
+    "coma_update": (lambda agent, batch, *parts: agent.update(batch), "marl_edu.coma.COMA.update"),
+}
+CHECKS = {name: module.CHECKERS[name] for module in CAPSTONES for name in module.PARTS}
+
+
+def _guarded_objects() -> dict[str, object]:
+    """Every refused name -> the object stored under it now (to see that a check puts each one back)."""
+    found = {}
+    for check in CHECKS.values():
+        for name in check.refused:
+            owner, attribute = capstones._owner_and_attribute(name)
+            found[name] = vars(owner)[attribute]
+    return found
+
+
+def _refusal(name: str, called: str) -> str:
+    return f"FAILED: your {name} calls {called}, marl_edu's own implementation of what you write here"
+
+
+def test_every_part_has_a_library_answer_to_refuse():
+    assert list(LIBRARY_ANSWERS) == EVERY_PART
+    for name, check in CHECKS.items():
+        assert LIBRARY_ANSWERS[name][1] in [refused.replace(":", ".") for refused in check.refused]
+        for refused in check.refused:  # each refused name is a function or method the library defines there
+            owner, attribute = capstones._owner_and_attribute(refused)
+            assert attribute in vars(owner) and callable(getattr(owner, attribute)), refused
+
+
+@pytest.mark.parametrize("name", EVERY_PART)
+def test_an_answer_that_calls_the_librarys_part_fails_and_names_it(name, capsys):
+    before = _guarded_objects()
+    answer, called = LIBRARY_ANSWERS[name]
+    CHECKS[name](answer)
+    out = capsys.readouterr().out
+    assert out.startswith(_refusal(name, called)), out
+    assert "write it yourself, from the equations and shapes of the section" in out and f"hint({name!r}, 1)" in out
+    assert out.count("\n") == 2  # one verdict: the refusal and its hint
+    after = _guarded_objects()
+    assert all(after[key] is before[key] for key in before), "a guard was left in place"
+
+
+@pytest.mark.parametrize("name", EVERY_PART)
+def test_the_course_answers_still_pass_with_the_guards(name, capsys):
+    CHECKS[name](getattr(solutions, name))
+    assert capsys.readouterr().out.startswith("PASSED"), name
+
+
+def test_a_library_function_imported_into_the_notebook_is_refused_too(capsys):
+    # the learner's namespace (a notebook's globals) holds the library's function under its own name, or a bound
+    # method taken before the check: both are guarded while the learner's function runs, and put back after
+    namespace = {"torch": torch}
+    exec("from marl_edu.targets import td_lambda_targets as backwards\n"
+         "def my_targets(agent, rows, batch):\n"
+         "    B, T1, N = batch['actions'].shape\n"
+         "    with torch.no_grad():\n"
+         "        q = agent.target_critic(rows.reshape(B * T1 * N, -1)).reshape(B, T1, N, -1)\n"
+         "    q = q.gather(-1, batch['actions'].unsqueeze(-1)).squeeze(-1)[:, 1:].permute(0, 2, 1)\n"
+         "    r = batch['rewards'].sum(-1, keepdim=True).expand(B, T1 - 1, N).permute(0, 2, 1)\n"
+         "    d = batch['dones'].unsqueeze(1).expand(B, N, T1 - 1)\n"
+         "    c = agent.config\n"
+         "    return backwards(r, d, q, c.gamma, c.lam).permute(0, 2, 1)\n", namespace)
+    original = namespace["backwards"]
+    capstone_coma.check_coma_critic_targets(namespace["my_targets"])
+    assert capsys.readouterr().out.startswith(_refusal("coma_critic_targets", "marl_edu.targets.td_lambda_targets"))
+    assert namespace["backwards"] is original and targets.td_lambda_targets is original
+
+    agent = capstone_coma._agent()  # a bound method of the library's, taken before the check
+    namespace = {"rows_of": agent.critic_rows}
+    exec("def my_rows(agent, obs, actions):\n    return rows_of(obs, actions)\n", namespace)
+    capstone_coma.check_coma_critic_rows(namespace["my_rows"])
+    assert capsys.readouterr().out.startswith(_refusal("coma_critic_rows", "marl_edu.coma.COMA.critic_rows"))
+    assert namespace["rows_of"].__func__ is COMA.critic_rows
+
+
+def test_a_caught_refusal_still_fails(capsys):
+    def sly_soft_update(target, source, tau):  # tries the library's, and writes its own when that raises
+        try:
+            targets.soft_update(target, source, tau)
+        except Exception:  # noqa: BLE001  (the guard's exception is not an Exception: this does not catch it)
+            pass
+        except BaseException:  # (a learner who catches everything)
+            pass
+        solutions.soft_update(target, source, tau)
+
+    capstone_maddpg.check_soft_update(sly_soft_update)
+    assert capsys.readouterr().out.startswith(_refusal("soft_update", "marl_edu.targets.soft_update"))
+
+
+def test_the_guards_are_put_back_when_the_learners_code_raises_and_a_staticmethod_stays_one(capsys):
+    before = _guarded_objects()
+    assert isinstance(vars(COMA)["actor_loss"], staticmethod)
+
+    def broken_update(agent, batch, *parts):
+        COMA.actor_loss  # noqa: B018  (read, not called: no refusal)
+        raise RuntimeError("a bug in the learner's update")
+
+    capstone_coma.check_coma_update(broken_update)
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED on") and "RuntimeError: a bug in the learner's update" in out
+    after = _guarded_objects()
+    assert all(after[key] is before[key] for key in before)
+    assert isinstance(vars(COMA)["actor_loss"], staticmethod)
+    with capstones.refusing(("marl_edu.coma:COMA.actor_loss",)) as called:
+        with pytest.raises(capstones._LibraryAnswer):
+            COMA.actor_loss(None, None, None, None, 0.0)
+    assert called == ["marl_edu.coma.COMA.actor_loss"] and isinstance(vars(COMA)["actor_loss"], staticmethod)
+
+
+def test_only_the_checked_parts_functions_are_refused(capsys):
+    # the update's check hands the learner marl_edu's own losses and soft update: calling those is the task
+    def update_with_the_given_parts(agent, batch, critic_loss, actor_loss, soft_update):
+        solutions.maddpg_update(agent, batch, critic_loss, actor_loss, soft_update)
+
+    capstone_maddpg.check_maddpg_update(update_with_the_given_parts)
+    assert capsys.readouterr().out.startswith("PASSED")
+    # outside a check nothing is guarded: the reference still runs
+    assert capstone_maddpg.REFERENCE["n_step_window"] is buffers.n_step_transitions

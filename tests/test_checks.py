@@ -287,7 +287,7 @@ def test_approximation_loss_stub_and_shape(capsys):
     assert out.startswith("FAILED") and "expected one number" in out
 
 
-# -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 15) ------------------------
+# -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 16) ------------------------
 
 def _subpolicy_verdict(fn, capsys):
     from marl_edu.checks import check_subpolicy_actions
