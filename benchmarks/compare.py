@@ -22,7 +22,7 @@ the mean team return of uniformly random actions.
 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
 results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
-range over seeds against the optimum); prints one table row per method and environment (the README's table).
+range over seeds against the optimum); prints one table row per method and environment (the table of results/README.md).
 
 Where the runs go (--runner): Ray when it is installed (pip install -e ".[ray]"), else a local process pool. With
 Ray and no --address, a local Ray instance with --jobs CPUs; with --address (e.g. auto, or ray://head:10001) the
@@ -113,7 +113,7 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float | None,
 
 
 def table_header(optimum: float | None) -> str:
-    """The README table's header and rule for a task with a known optimum (solved counts) or without (sampled)."""
+    """The results table's header and rule for a task with a known optimum (solved counts) or without (sampled)."""
     middle = ("median sampled | min sampled" if optimum is None else
               "solved at the end | to solve: median episodes / wall-clock (seeds that got there)")
     return (f"| env | method | median greedy | min greedy | {middle} | episodes | env steps/s |\n"
@@ -121,7 +121,7 @@ def table_header(optimum: float | None) -> str:
 
 
 def format_row(t: dict) -> str:
-    """One row of the README's table (``table_header``'s columns): a task without a known optimum has the sampled
+    """One row of the results table (``table_header``'s columns): a task without a known optimum has the sampled
     returns where the others have their solved counts."""
     if t["optimal"] is None:
         middle = f"{t['median_sampled']:.1f} | {t['min_sampled']:.1f}"

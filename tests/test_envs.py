@@ -76,7 +76,7 @@ def test_predator_prey_ends_terminated_only_when_no_prey_is_left():
 
 
 def test_predators_that_stand_still_pay_only_the_step_cost():
-    # The README's reference line for PredatorPrey7x7-v0: the prey never step beside a predator, so a team that never
+    # The standing-still reference for PredatorPrey7x7-v0: the prey never step beside a predator, so a team that never
     # moves is never penalised: 100 steps x 4 predators x -0.01 = -4.0, in every episode
     env = make_env("PredatorPrey7x7-v0", seed=0)
     for _ in range(20):

@@ -33,7 +33,7 @@ def test_the_views_by_loop_are_the_rows():
     assert set(ALGORITHMS) | set(CONTINUOUS_ALGORITHMS) == set(LEARNERS)
 
 
-def test_the_budgets_are_the_committed_results():  # (the README's tables were made with these)
+def test_the_budgets_are_the_committed_results():  # (the results page's tables were made with these)
     budgets = {algo: (row.episodes, row.eval_every) for algo, row in LEARNERS.items()}
     assert budgets["maddpg"] == budgets["iddpg"] == (1500, 50)
     assert all(budgets[algo] == (6000, 200) for algo in ON_POLICY)

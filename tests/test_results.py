@@ -1,5 +1,5 @@
-"""The committed results still hold: every committed policy is reloaded and replayed greedily, and the
-README's results table is the one ``benchmarks/compare.py`` printed from the committed runs."""
+"""The committed results still hold: every committed policy is reloaded and replayed greedily, and the results
+page's tables (results/README.md, tools/results_page.py) are the ones the benchmarks printed from the committed runs."""
 
 import importlib.util
 import json
@@ -77,7 +77,7 @@ def test_readme_table_is_what_compare_printed(env_id):
     # compare.py prints these rows from the seed<S>.json files and keeps them in summary.json
     compare = _compare_module()
     summary = json.loads((RESULTS / "compare" / env_id / "summary.json").read_text())
-    readme = (ROOT / "README.md").read_text()
+    readme = (RESULTS / "README.md").read_text()  # the generated results page
     for row in summary["table"]:
         rows = [json.loads((RESULTS / "compare" / env_id / row["method"] / f"seed{s}.json").read_text())
                 for s in summary["seeds"]]
@@ -167,7 +167,7 @@ def test_readme_particle_table_is_what_the_benchmark_printed(folder):
     particle = _module("particle")
     summary = json.loads((folder / "summary.json").read_text())
     assert particle.table(summary["runs"], summary["references"]) == summary["table"]
-    readme = (ROOT / "README.md").read_text()
+    readme = (RESULTS / "README.md").read_text()  # the generated results page
     assert all(line in readme for line in summary["table"])
 
 
@@ -198,7 +198,7 @@ def test_readme_competition_tables_are_what_the_benchmark_printed():
     assert competition.selfplay_table(runs) + [""] + competition.crossplay_table(games) == summary["table"]
     # every cross-play game pairs two different seeds' runs, 4 opponents for each of 5 seeds, per role and method
     assert all(game["adversary"][1] != game["good"][1] for game in games)
-    readme = (ROOT / "README.md").read_text()
+    readme = (RESULTS / "README.md").read_text()  # the generated results page
     assert all(line in readme for line in summary["table"] if line)
 
 
@@ -266,5 +266,5 @@ def test_readme_foraging_table_is_what_the_benchmark_printed():
     assert summary["runs"] == [  # the summary's rows are the per-seed files' (without their evaluations)
         {key: value for key, value in json.loads((FORAGING / run["method"] / f"seed{run['seed']}.json").read_text())
          .items() if key != "evaluations"} for run in summary["runs"]]
-    readme = (ROOT / "README.md").read_text()
+    readme = (RESULTS / "README.md").read_text()  # the generated results page
     assert all(line in readme for line in summary["table"])

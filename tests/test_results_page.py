@@ -1,0 +1,101 @@
+"""results/README.md, the generated page of the committed runs (tools/results_page.py): the committed page is the one
+the files give, every committed summary is on it, one cell checked by hand from its json files, and --check."""
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+PAGE = RESULTS / "README.md"
+
+spec = importlib.util.spec_from_file_location("results_page", ROOT / "tools" / "results_page.py")
+results_page = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(results_page)
+
+
+@pytest.fixture(scope="module")
+def generated() -> str:
+    return results_page.page()
+
+
+def test_the_committed_page_is_what_its_files_give(generated):
+    # fails when a run's files changed (or the page was edited) and the page was not regenerated
+    assert PAGE.read_text() == generated, "results/README.md is out of date: run python tools/results_page.py"
+
+
+def test_every_committed_summary_is_on_the_page(generated):
+    # a benchmark's new folder of results must get a section (or a place in one): nothing committed is left off
+    summaries = sorted(path.relative_to(RESULTS).parent.as_posix() for path in RESULTS.glob("**/summary.json"))
+    assert len(summaries) >= 15
+    missing = [folder for folder in summaries if f"results/{folder}/" not in generated]
+    assert missing == []
+
+
+def test_every_committed_comparison_run_has_its_row(generated):
+    # every method folder of benchmarks/compare.py's results (results/compare/ENV/METHOD/seed<S>.json) is a row
+    folders = sorted({path.parent for path in (RESULTS / "compare").glob("*/*/seed*.json")})
+    assert len(folders) >= 50
+    missing = [f"{folder.parent.name}/{folder.name}" for folder in folders
+               if f"| {folder.parent.name} | {folder.name} |" not in generated]
+    assert missing == []
+
+
+def _load(*parts: str) -> dict:
+    return json.loads(RESULTS.joinpath(*parts).read_text())
+
+
+def test_a_comparison_row_by_hand(generated):
+    # Switch2-v0, coma-gru, seeds 0-4: what the five seed<S>.json files hold
+    runs = [_load("compare", "Switch2-v0", "coma-gru", f"seed{seed}.json") for seed in range(5)]
+    assert [run["greedy"] for run in runs] == [8.3, -0.6, 8.1, 8.2, 8.2]
+    assert [run["episodes_to_solve"] for run in runs] == [3200, None, 3008, 3008, 3200]
+    assert [run["seconds_to_solve"] for run in runs] == [7.1, None, 6.5, 8.7, 7.1]
+    # median greedy: sorted -0.6, 8.1, 8.2, 8.2, 8.3 -> the middle one, 8.2; min -0.6
+    # solved at the end (greedy >= 8.3 - 0.3 = 8.0): 8.3, 8.1, 8.2, 8.2 -> 4 of 5; solved at some point: the same 4
+    # to solve, over those 4 seeds: episodes sorted 3008, 3008, 3200, 3200 -> (3008 + 3200) / 2 = 3104;
+    # seconds sorted 6.5, 7.1, 7.1, 8.7 -> (7.1 + 7.1) / 2 = 7.1, printed as 7 s
+    assert "| Switch2-v0 | coma-gru | 8.2 | -0.6 | 4/5 | 3104 ep / 7 s (4/5) | 6000 |" in generated
+    # the per-seed row of the same runs: seed 1 never solved ("-")
+    assert "| coma-gru | 6000 | 8.3, -0.6, 8.1, 8.2, 8.2 | 3200, -, 3008, 3008, 3200 |" in generated
+
+
+def test_a_first_solve_by_hand(generated):
+    # MADDPG on Switch2-v2 (benchmarks/learning.py), seed 0's greedy evaluations: the first at 8.3 - 0.3 = 8.0 or more
+    # is episode 501's 8.1 (every one before it is below: -10.0 up to 200, -0.6 at 251-350, 6.6 at 400, 7.6 at 450)
+    seed0 = _load("maddpg", "Switch2-v2", "summary.json")["seeds"][0]
+    assert seed0["evaluations"][:10] == [[50, -10.0], [100, -10.0], [160, -10.0], [200, -10.0], [251, -0.6],
+                                         [302, -0.6], [350, -0.6], [400, 6.6], [450, 7.6], [501, 8.1]]
+    assert results_page.first_solve(seed0["evaluations"], 8.3) == 501
+    row = next(line for line in generated.splitlines() if line.startswith("| `results/maddpg/Switch2-v2` |"))
+    assert "| 501, " in row
+
+
+def test_numbers_are_never_negative_zero():
+    assert [results_page.number(value) for value in (-0.04, 0.04, -0.06, None)] == ["0.0", "0.0", "-0.1", "-"]
+    assert results_page.number(-0.0004, 3) == "0.000" and results_page.number(2059.6, 0) == "2060"
+
+
+def test_the_comparison_command_gives_every_budget():
+    summary = {"seeds": [0, 1], "table": [{"method": "coma-gru", "episodes": 6000},
+                                          {"method": "vdn-gru", "episodes": 3000},
+                                          {"method": "central_v-gru", "episodes": 6000}]}
+    assert results_page.compare_command("Switch2-v0", summary) == (
+        "benchmarks/compare.py --envs Switch2-v0 --methods coma-gru vdn-gru central_v-gru --seeds 0 1 "
+        "--episodes 6000 vdn-gru=3000")
+
+
+def test_check_names_a_stale_or_missing_page_and_writes_nothing(tmp_path, monkeypatch, capsys, generated):
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(results_page, "PAGE", page)
+    monkeypatch.setattr(results_page, "page", lambda: generated)
+    monkeypatch.setattr(results_page, "ROOT", tmp_path)  # (the page is named relative to it)
+    assert results_page.main(["--check"]) == 1  # missing
+    assert not page.exists()
+    page.write_text(generated.replace("| 3104 ep", "| 3105 ep"))  # one figure edited by hand
+    assert results_page.main(["--check"]) == 1
+    assert "out of date: README.md" in capsys.readouterr().out
+    assert results_page.main([]) == 0 and page.read_text() == generated  # written
+    assert results_page.main(["--check"]) == 0

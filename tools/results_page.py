@@ -1,0 +1,477 @@
+"""Write results/README.md, the page of the committed runs' results, from the files in results/.
+
+    .venv/bin/python tools/results_page.py           # write the page
+    .venv/bin/python tools/results_page.py --check   # change nothing; exit 1 (naming the page) if it is out of date
+
+One function per section of the page. Each reads its files under results/, builds its tables, and names the files it
+read and the command that reproduces them. Where a benchmark prints a table of its own (benchmarks/compare.py,
+particle.py, foraging.py, competition.py), the page uses that benchmark's function on the committed files, so the
+page shows the rows the benchmark printed; the per-seed tables and the tables of benchmarks/learning.py's runs are
+built here. No figure is typed: figures that no file in results/ holds (the tuning sweeps, training speed, notebook
+run times) are not on the page, only the commands that measure them. tests/test_results_page.py fails when the
+committed page differs from what this script writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import pathlib
+import statistics
+import sys
+import textwrap
+
+from marl_edu.runs import SOLVED_MARGIN, solved_threshold  # solved: greedy within the margin of the optimum
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+PAGE = RESULTS / "README.md"
+PYTHON = ".venv/bin/python"
+
+
+# -- small helpers -----------------------------------------------------------------------------------------------------
+
+def load(path: pathlib.Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def rel(path: pathlib.Path) -> str:
+    """A path as the page writes it: from the repository's root."""
+    return path.relative_to(ROOT).as_posix()
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    """``value`` with ``digits`` decimals ("-" for None), never "-0.0"."""
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def per_seed(values, digits: int = 1) -> str:
+    return ", ".join(number(value, digits) for value in values)
+
+
+def span(values, digits: int = 1, unit: str = "") -> str:
+    """"low to high" over seeds (one value when they agree)."""
+    low, high = number(min(values), digits), number(max(values), digits)
+    return f"{low}{unit}" if low == high else f"{low} to {high}{unit}"
+
+
+def paragraph(*parts: str) -> list[str]:
+    """Prose: the parts joined and wrapped to the page's width, then a blank line."""
+    return textwrap.wrap(" ".join(parts), 116, break_long_words=False, break_on_hyphens=False) + [""]
+
+
+def bullet(*parts: str) -> list[str]:
+    """One item of a Markdown list, wrapped to the page's width."""
+    return textwrap.wrap(" ".join(parts), 116, initial_indent="- ", subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def seeds_text(seeds: list[int]) -> str:
+    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"seeds {seeds[0]}-{seeds[-1]}"
+    return "seeds " + ", ".join(str(seed) for seed in seeds)
+
+
+def files_read(paths: list[pathlib.Path]) -> str:
+    """One line naming the files a section read: each folder once, with the names of the files it read there."""
+    folders: dict[str, list[str]] = {}
+    for path in paths:
+        folders.setdefault(rel(path.parent), []).append(path.name)
+    parts = [f"`{folder}/` ({', '.join(names)})" for folder, names in folders.items()]
+    return f"Read from {plural(len(paths), 'file')}: " + "; ".join(parts) + "."
+
+
+def compact_files_read(pattern: str, count: int, summaries: list[pathlib.Path]) -> str:
+    """The files line of a family of per-seed files (too many to list one by one) and its summaries."""
+    listed = ", ".join(f"`{rel(path)}`" for path in summaries)
+    return f"Read from {count + len(summaries)} files: {count} per-seed files `{pattern}`, and {listed}."
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def command(text: str) -> list[str]:
+    return ["```bash", f"{PYTHON} {text}", "```"]
+
+
+_modules: dict[str, object] = {}
+
+
+def benchmark(name: str):
+    """A script of benchmarks/ imported as a module, for its own table functions (with benchmarks/ on the path, as
+    when it runs)."""
+    if name not in _modules:
+        if str(ROOT / "benchmarks") not in sys.path:
+            sys.path.insert(0, str(ROOT / "benchmarks"))
+        spec = importlib.util.spec_from_file_location(f"results_page_{name}", ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _modules[name] = module
+    return _modules[name]
+
+
+def first_solve(evaluations: list, optimum: float) -> int | None:
+    """The episode of the first periodic greedy evaluation at the solve line, None if none reached it."""
+    line = solved_threshold(optimum) - 1e-6  # a float32 sum of rewards that is 8.0 arrives as 7.99999997
+    return next((episode for episode, greedy in evaluations if greedy >= line), None)
+
+
+# -- the sections ------------------------------------------------------------------------------------------------------
+
+def intro() -> list[str]:
+    switch2 = load(RESULTS / "compare" / "Switch2-v0" / "summary.json")["table"][0]["optimal"]
+    sections = [("MADDPG on Switch2", "maddpg-on-switch2"), ("COMA on Switch2-v0", "coma-on-switch2-v0"),
+                ("Switch2: the learners side by side", "switch2-the-learners-side-by-side"),
+                ("Three and four agents", "three-and-four-agents-switch3-and-switch4"),
+                ("PredatorPrey7x7", "predatorprey7x7"), ("Level-Based Foraging", "level-based-foraging"),
+                ("Cooperative navigation", "cooperative-navigation"), ("Physical deception", "physical-deception"),
+                ("Measured, not committed", "measured-not-committed")]
+    return ["# Results of the committed runs", "",
+            "<!-- Generated by tools/results_page.py from the files in results/: do not edit this page by hand. -->",
+            *paragraph("*This page is generated from the files in `results/`; do not edit it. After a benchmark",
+                       "writes new files, regenerate it with `.venv/bin/python tools/results_page.py` (`--check`",
+                       "says whether it is up to date; `tests/test_results_page.py` fails when the page and its files",
+                       "disagree).*"),
+            *paragraph("Each section gives its tables, the files they were computed from and the command that",
+                       "reproduces them. Words used throughout:"),
+            *bullet("**greedy**: every agent takes its most likely action. Switch is deterministic, so one greedy",
+                    "episode is that policy's exact return; on tasks with randomness (PredatorPrey, Level-Based",
+                    "Foraging) a greedy figure is a mean over episodes."),
+            *bullet("**sampled**: actions drawn from the trained, stochastic policy; a mean team return over",
+                    "episodes."),
+            *bullet(f"**solved**: a greedy team return within {SOLVED_MARGIN} of the task's exact optimum (on",
+                    f"Switch2: {number(solved_threshold(switch2))}, optimum {number(switch2)}). **First solve**: the",
+                    "first periodic greedy evaluation during training that was solved."),
+            *bullet("**final**: the policy after the last update. Seeds are training seeds."),
+            *bullet("**wall-clock** and **env steps/s** are as the runs measured them, on machines often shared with",
+                    "other work: compare them roughly, within a table."),
+            "",
+            "Sections:", *[f"[{title}](#{anchor}) ·" for title, anchor in sections[:-1]],
+            f"[{sections[-1][0]}](#{sections[-1][1]})", ""]
+
+
+def learning_runs(folders: list[pathlib.Path]) -> list[str]:
+    """The table of benchmarks/learning.py's runs (one folder per variant: summary.json with every seed's row),
+    its files line and its commands."""
+    header = ["run", "env", "options", "episodes", "final greedy, per seed", "median", "solved at the end",
+              "first solve (episodes), per seed", "sampled (range over seeds)", "wall-clock per run",
+              "env steps/s (median)"]
+    rows, commands, paths = [], [], []
+    for folder in folders:
+        summary = load(folder / "summary.json")
+        paths.append(folder / "summary.json")
+        seeds, optimum = summary["seeds"], summary["optimal"]
+        words = summary["command"].split()[1:]
+        options = [word for word, previous in zip(words, [None, *words])  # what is not the algo, env or folder
+                   if word not in ("--algo", "--env", "--out") and previous not in ("--algo", "--env", "--out")]
+        env_id = summary["summary"].split(" env=")[1].split()[0]
+        greedy = [seed["greedy"] for seed in seeds]
+        solved = sum(value >= solved_threshold(optimum) - 1e-6 for value in greedy)
+        firsts = [first_solve(seed["evaluations"], optimum) for seed in seeds]
+        rows.append([f"`{rel(folder)}`", env_id, f"`{' '.join(options)}`" if options else "the defaults",
+                     number(seeds[0]["episodes"], 0), per_seed(greedy), number(statistics.median(greedy)),
+                     f"{solved}/{len(seeds)}", ", ".join("-" if first is None else str(first) for first in firsts),
+                     span([seed["sampled"] for seed in seeds], 2),
+                     span([seed["wall_s"] for seed in seeds], 0, " s"),
+                     number(statistics.median(seed["steps_per_s"] for seed in seeds), 0)])
+        commands.append(summary["command"])
+    first = load(folders[0] / "summary.json")
+    lines = paragraph(f"Final greedy team return per seed, {seeds_text([seed['seed'] for seed in first['seeds']])};",
+                      f"exact optimum {number(first['optimal'])}.")
+    lines += markdown_table(header, rows) + [""]
+    lines += paragraph(files_read(paths), "Each folder also keeps its first seed's `policy.pt` and `run.json` (that",
+                       "seed's training curve).")
+    lines += paragraph("Reproduce (one run per seed, one after the other; each command prints a row per seed and a",
+                       "`SUMMARY` line):")
+    lines += ["```bash"]
+    lines += [f"{PYTHON} {text}" for text in commands] + ["```", ""]
+    return lines
+
+
+def maddpg_switch2() -> list[str]:
+    folders = [RESULTS / "maddpg" / name for name in ("Switch2-v2", "Switch2-v2-gumbel", "Switch2-v0")]
+    return ["## MADDPG on Switch2", "",
+            *paragraph("MADDPG with its default actor update (the exact expectation over each agent's own actions),",
+                       "the same with a straight-through Gumbel-softmax sample, and the default on Switch2-v0, whose",
+                       "observations hold no clock."),
+            *learning_runs(folders)]
+
+
+def coma_switch2() -> list[str]:
+    folders = [RESULTS / "coma" / name for name in ("Switch2-v0", "Switch2-v0-feed-forward",
+                                                     "Switch2-v0-per-agent-reward")]
+    return ["## COMA on Switch2-v0", "",
+            *paragraph("COMA with its defaults (GRU actors over each agent's history, the team reward), with",
+                       "feed-forward actors on the agent's own observation, and with each critic row learning its",
+                       "agent's own reward."),
+            *learning_runs(folders)]
+
+
+def compare_command(env_id: str, summary: dict) -> str:
+    """The benchmarks/compare.py command that trains exactly the runs of ``summary``'s table: its methods, seeds and
+    each method's budget (the most common one for every method, METHOD=N for the others)."""
+    methods = [row["method"] for row in summary["table"]]
+    budgets = [row["episodes"] for row in summary["table"]]
+    common = max(sorted(set(budgets)), key=budgets.count)
+    others = [f"{method}={budget}" for method, budget in zip(methods, budgets) if budget != common]
+    return (f"benchmarks/compare.py --envs {env_id} --methods {' '.join(methods)} "
+            f"--seeds {' '.join(str(seed) for seed in summary['seeds'])} --episodes {' '.join([str(common), *others])}")
+
+
+def compare_env(env_id: str, image: str | None = None) -> list[str]:
+    """One task of benchmarks/compare.py: its table as the benchmark prints it (computed again from the per-seed
+    files), every seed's final return and first solve, the files read and the command."""
+    compare = benchmark("compare")
+    folder = RESULTS / "compare" / env_id
+    summary = load(folder / "summary.json")
+    seeds = summary["seeds"]
+    optimum = summary["table"][0]["optimal"]
+    lines = [f"### {env_id}", ""]
+    figure = ROOT / "media" / f"compare_{env_id.lower().replace('-', '_')}.png"
+    if image and figure.exists():  # drawn by compare.py from the same files
+        lines += [f"![{image}](../{rel(figure)})", ""]
+    rows, count = [], 0
+    seed_header = (["method", "episodes", "final greedy, per seed", "first solve (episodes), per seed",
+                    "wall-clock per run"] if optimum is not None else
+                   ["method", "episodes", "final greedy, per seed", "final sampled, per seed", "wall-clock per run"])
+    seed_rows = []
+    for entry in summary["table"]:
+        method = entry["method"]
+        runs = [load(folder / method / f"seed{seed}.json") for seed in seeds]
+        count += len(runs)
+        rows.append(compare.format_row(compare.table_row(env_id, method, runs, entry["optimal"], entry["episodes"])))
+        middle = (", ".join("-" if run["episodes_to_solve"] is None else str(run["episodes_to_solve"]) for run in runs)
+                  if optimum is not None else per_seed([run["sampled"] for run in runs]))
+        seed_rows.append([method, str(entry["episodes"]), per_seed([run["greedy"] for run in runs]), middle,
+                          span([run["wall_s"] for run in runs], 0, " s")])
+    lines += [compare.table_header(optimum), *rows, ""]
+    lines += [f"Per seed ({seeds_text(seeds)}):", ""] + markdown_table(seed_header, seed_rows) + [""]
+    lines += paragraph(compact_files_read(f"results/compare/{env_id}/<method>/seed<S>.json", count,
+                                          [folder / "summary.json"]),
+                       "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`.")
+    lines += ["Reproduce (two runs at a time; `--reuse` keeps the runs already on disk):", "",
+              *command(compare_command(env_id, summary)), ""]
+    return lines
+
+
+def switch2_comparison() -> list[str]:
+    return ["## Switch2: the learners side by side", "",
+            *paragraph("Every discrete learner on Switch2-v0 (no clock in the observations) and Switch2-v2 (with it),",
+                       "the same seeds, each family on its own budget. `-gru`: actors (or agent networks) with a GRU",
+                       "over the agent's history; `-ff`: feed-forward actors on the current observation; `-mlp`: the",
+                       "off-policy learners' feed-forward actors. In the first table, \"to solve\" is the median, over",
+                       "the seeds that solved at some point, of the first solve in episodes and in wall-clock; env",
+                       "steps/s is the median over seeds."),
+            *compare_env("Switch2-v0", "greedy team return during training on Switch2-v0, mean and range over seeds, "
+                                       "per method"),
+            *compare_env("Switch2-v2", "greedy team return during training on Switch2-v2, mean and range over seeds, "
+                                       "per method")]
+
+
+def more_agents() -> list[str]:
+    """Switch3-v0, Switch4-v0 and Switch4-v2, with the reference lines of every Switch task compared."""
+    rows, paths = [], []
+    for env_id in ("Switch2-v0", "Switch3-v0", "Switch4-v0"):
+        path = RESULTS / "compare" / env_id / "summary.json"
+        summary = load(path)
+        paths.append(path)
+        optimum = summary["table"][0]["optimal"]
+        rows.append([env_id, env_id[len("Switch")], number(optimum), number(solved_threshold(optimum)),
+                     number(summary["random"], 2)])
+    return ["## Three and four agents: Switch3 and Switch4", "",
+            *paragraph("Switch2's corridor shared by three and four agents, each learner with its Switch2 defaults and",
+                       "a larger budget; Switch4-v2 holds the clock in the observations, as Switch2-v2 does. The",
+                       "reference lines (the random line: the mean team return of uniformly random actions over",
+                       f"{benchmark('compare').RANDOM_EPISODES:,} episodes, as `benchmarks/compare.py` computes it):"),
+            *markdown_table(["task", "agents", "exact optimum", "solved at", "uniformly random actions"], rows), "",
+            *paragraph(files_read(paths)),
+            *compare_env("Switch3-v0", "greedy team return during training on Switch3-v0, mean and range over seeds"),
+            *compare_env("Switch4-v0", "greedy team return during training on Switch4-v0, mean and range over seeds"),
+            *compare_env("Switch4-v2")]
+
+
+def predator_prey() -> list[str]:
+    summary = load(RESULTS / "compare" / "PredatorPrey7x7-v0" / "summary.json")
+    return ["## PredatorPrey7x7", "",
+            *paragraph("Four predators hunt two prey on a 7 x 7 grid; the prey move at random, so a greedy figure is a",
+                       "mean of episodes, and the table gives the sampled returns where the Switch tables give solved",
+                       "counts: the optimum is not known, so nothing is called solved. Uniformly random actions:",
+                       f"{number(summary['random'], 2)} (mean of {benchmark('compare').RANDOM_EPISODES:,} episodes, in",
+                       "`summary.json`)."),
+            *compare_env("PredatorPrey7x7-v0", "greedy team return during training on PredatorPrey7x7-v0, mean and "
+                                               "range over seeds")]
+
+
+def foraging() -> list[str]:
+    module = benchmark("foraging")
+    summary = load(RESULTS / "foraging" / "summary.json")
+    runs = []
+    for method in module.METHODS:
+        for path in sorted((RESULTS / "foraging" / method).glob("seed*.json"),
+                           key=lambda path: int(path.stem.removeprefix("seed"))):
+            runs.append({key: value for key, value in load(path).items() if key != "evaluations"})
+    seeds = sorted({run["seed"] for run in runs})
+    seed_rows = []
+    for method in module.METHODS:
+        mine = [run for run in runs if run["method"] == method]
+        if mine:
+            seed_rows.append([method, per_seed([run["final"] for run in mine], 2),
+                              ", ".join("-" if run["steps_to_target"] is None
+                                        else f"{run['steps_to_target'] / 1e3:.0f}k" for run in mine),
+                              span([run["wall_s"] for run in mine], 0, " s")])
+    target = number(summary["target"])
+    lines = ["## Level-Based Foraging", "",
+             *paragraph(f"`{summary['env']}`: two agents, three food items, the team reward. Every learner with its",
+                        f"Switch defaults, {seeds_text(seeds)}, beside the MARL textbook's published runs (the",
+                        "textbook's columns are `benchmarks/foraging.py`'s `TEXTBOOK`). A seed has reached",
+                        f"{target} when a periodic greedy mean of episodes did; \"final\" is the mean of",
+                        f"{module.FINAL_EPISODES} greedy episodes after the last update; speed is each run's env steps",
+                        "per second over raw lbforaging's, timed beside it."),
+             *module.table(runs), ""]
+    curves = RESULTS / "foraging" / "curves.png"
+    if curves.exists():  # drawn by foraging.py from the same files
+        lines += [f"![every learner's greedy mean on {summary['env']} against env steps, one panel per learner, one "
+                  "line per seed](foraging/curves.png)", ""]
+    lines += [f"Per seed ({seeds_text(seeds)}):", "",
+              *markdown_table(["method", f"final mean ({module.FINAL_EPISODES} episodes), per seed",
+                               f"env steps to {target}, per seed", "wall-clock per run"], seed_rows), "",
+              *paragraph(compact_files_read("results/foraging/<method>/seed<S>.json", len(runs),
+                                            [RESULTS / "foraging" / "summary.json"]),
+                         "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`."),
+              "Reproduce (two runs at a time; `--reuse` keeps the runs already on disk):", "",
+              *command(summary["command"]), ""]
+    return lines
+
+
+def particle_folder(name: str, title: str) -> list[str]:
+    """One folder of benchmarks/particle.py's runs: its table as the benchmark prints it, every seed's team return,
+    the files read and the command."""
+    module = benchmark("particle")
+    folder = RESULTS / "particle" / name
+    summary = load(folder / "summary.json")
+    runs = summary["runs"]
+    methods = [method for method in module.METHODS if any(run["method"] == method for run in runs)]
+    seeds = sorted({run["seed"] for run in runs})
+    seed_rows = []
+    for method in methods:
+        mine = sorted((run for run in runs if run["method"] == method), key=lambda run: run["seed"])
+        seed_rows.append([method, per_seed([run["team_return"] for run in mine]),
+                          per_seed([run["collisions_per_step"] for run in mine], 3)])
+    lines = [f"### {title}", "", *module.table(runs, summary["references"]), "",
+             f"Per seed ({seeds_text(seeds)}):", "",
+             *markdown_table(["method", "team return, per seed", "collisions per step, per seed"], seed_rows), ""]
+    if "rerun" in summary:
+        rerun = summary["rerun"]
+        lines += paragraph(f"`summary.json` records a re-run of the {', '.join(rerun['methods'])} runs. Why:",
+                           f"{rerun['why']}. How: {rerun['how']}.")
+    kept = ", ".join(f"`{method}/`" for method in methods if (folder / method / "policy.pt").exists())
+    lines += paragraph(files_read([folder / "summary.json"]), f"The first seed's `policy.pt` and `greedy.gif` are in",
+                       f"{kept}.")
+    lines += ["Reproduce:", "", *command(summary["command"]), ""]
+    return lines
+
+
+def cooperative_navigation() -> list[str]:
+    summary = load(RESULTS / "particle" / "simple_spread_v3" / "summary.json")
+    episodes = summary["references"]["random"]["episodes"]  # every policy plays these evaluation episodes
+    return ["## Cooperative navigation", "",
+            *paragraph(f"The MADDPG paper's `{summary['env']}` (`mpe2`): three agents cover three landmarks, with",
+                       f"forces in [-1, 1]^2. Every final policy (no exploration noise) plays the same {episodes}",
+                       "evaluation episodes; each figure is their mean, then the mean over seeds (range over seeds in",
+                       "brackets). Team return: the sum of every agent's reward over the episode. Landmark distance:",
+                       "the sum over the landmarks of the distance to the nearest agent, averaged over the steps, and",
+                       "at the last step. Collisions: touching pairs of agents per step. The references are uniform",
+                       "random forces and standing still, on the same episodes."),
+            *particle_folder("simple_spread_v3", "MADDPG against independent DDPG"),
+            *particle_folder("simple_spread_v3-inferred", "MADDPG with inferred policies"),
+            *particle_folder("simple_spread_v3-team", "MADDPG with one reward for the whole team"),
+            *particle_folder("simple_spread_v3-ppo", "MAPPO and IPPO with a Gaussian policy")]
+
+
+def physical_deception() -> list[str]:
+    module = benchmark("competition")
+    folder = RESULTS / "competition" / "simple_adversary_v3"
+    summary = load(folder / "summary.json")
+    runs, games = summary["runs"], summary["matchups"]
+    methods = [method for method in module.METHODS if any(run["method"] == method for run in runs)]
+    seeds = sorted({run["seed"] for run in runs})
+    subpolicies = sorted({run["config"]["n_subpolicies"] for run in runs if "n_subpolicies" in run["config"]})
+    seed_rows = []
+    for method in methods:
+        mine = sorted((run for run in runs if run["method"] == method), key=lambda run: run["seed"])
+        seed_rows.append([method, per_seed([run["adversary_return"] for run in mine]),
+                          per_seed([run["good_return"] for run in mine]),
+                          span([run["wall_s"] for run in mine], 0, " s")])
+    return ["## Physical deception", "",
+            *paragraph(f"The MADDPG paper's `{summary['env']}` (`mpe2`): one adversary, two good agents, two",
+                       f"landmarks, {summary['episodes']:,} training episodes per run. `maddpg`: each critic learns",
+                       "its own agent's reward; `ensemble`: the same with policy ensembles",
+                       f"({' or '.join(map(str, subpolicies))} sub-policies per agent); `team`: every critic learns",
+                       "the sum of all three agents' rewards. Every score uses the environment's own rewards on the",
+                       f"same {games[0]['episodes']} start states, without exploration noise; returns are sums over",
+                       "the episode, distances at its last step."),
+            "Self-play, each run against itself (mean over seeds, range in brackets):", "",
+            *module.selfplay_table(runs), "",
+            "Cross-play, each run against the other seeds' `maddpg` runs (mean over the games):", "",
+            *module.crossplay_table(games), "",
+            f"Self-play per seed ({seeds_text(seeds)}):", "",
+            *markdown_table(["method", "adversary return, per seed", "good agents' return, per seed",
+                             "wall-clock per run"], seed_rows), "",
+            *paragraph(files_read([folder / "summary.json"]), f"It holds every run ({len(runs)}) and every",
+                       f"cross-play game ({len(games)}); the first seed's `policy.pt` and `selfplay.gif` are in",
+                       ", ".join(f"`{method}/`" for method in methods) + "."),
+            "Reproduce:", "", *command(summary["command"]), ""]
+
+
+def measured_not_committed() -> list[str]:
+    return ["## Measured, not committed", "",
+            "Some measurements leave no file in `results/`, so they have no figures here: run them to see them.", "",
+            "```bash",
+            f"{PYTHON} benchmarks/sweep.py --algo coma --env Switch2-v0 --episodes 6000 --seeds 10 11 12 13 14 "
+            "--set --set critic_steps=4   # a hyperparameter sweep: one config per --set, on seeds no table uses",
+            f"{PYTHON} benchmarks/speed.py          # seconds to a solve and env steps/s against raw ma-gym",
+            f"{PYTHON} benchmarks/notebook_times.py # each notebook's run time in a fresh kernel (--busy 2: beside "
+            "two busy processes)",
+            f"{PYTHON} benchmarks/check_cost.py     # the share of a run spent in the boundary checks",
+            f"{PYTHON} benchmarks/fingerprints.py   # hashes of short runs: did a change move any number?",
+            "```", ""]
+
+
+SECTIONS = [intro, maddpg_switch2, coma_switch2, switch2_comparison, more_agents, predator_prey, foraging,
+            cooperative_navigation, physical_deception, measured_not_committed]
+
+
+def page() -> str:
+    lines = [line for section in SECTIONS for line in section()]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if the page is out of date")
+    args = parser.parse_args(argv)
+    text = page()
+    if PAGE.exists() and PAGE.read_text() == text:
+        return 0
+    if args.check:
+        print(f"out of date: {rel(PAGE)} (regenerate it with python tools/results_page.py)")
+        return 1
+    PAGE.write_text(text)
+    print(f"wrote: {rel(PAGE)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
