@@ -44,7 +44,7 @@ from marl_edu.runs import METHODS, method_config, run_seed, solved_threshold, sp
 
 DEFAULT = ["coma-gru", "central_v-gru", "iac-gru", "maddpg-mlp", "iddpg-mlp"]  # one per learner
 TASK = {"on-policy": "Switch2-v0", "off-policy": "Switch2-v2"}  # where the issue's goal measures each family
-# each family's defaults and budget before the tuning of issue 18 (README: COMA's and MADDPG's tuning)
+# each family's defaults and budget before the tuning of issue 18 (benchmarks/TUNING.md)
 PREVIOUS = {"on-policy": (dict(actor_lr=1e-3, critic_lr=1e-3, critic_steps=4, fused_unroll=False), 20000),
             "off-policy": (dict(actor_lr=1e-3, critic_lr=5e-4), 3000)}
 

@@ -98,7 +98,7 @@ class COMAConfig:
     """Hyperparameters of COMA on a discrete-action task. Every value is checked by ``validate``."""
 
     actor_lr: float = 2e-3
-    critic_lr: float = 3e-3        # a critic that keeps up with the actor: the README's COMA tuning says why
+    critic_lr: float = 3e-3        # a critic that keeps up with the actor: benchmarks/TUNING.md, COMA, says why
     gamma: float = 0.99
     lam: float = 0.8               # TD(lambda) for the critic's targets
     hidden: int = 64
@@ -109,7 +109,7 @@ class COMAConfig:
     entropy_start: float = 0.2     # entropy bonus, decayed linearly to zero over `anneal_fraction`
     anneal_fraction: float = 0.6   # of the training episodes
     epsilon_start: float = 0.0     # the paper's exploration: act with (1 - eps) pi + eps / A, eps decayed
-    epsilon_end: float = 0.0       # linearly over the same fraction; off by default (why: the README's COMA results)
+    epsilon_end: float = 0.0       # linearly over the same fraction; off by default (why: benchmarks/TUNING.md)
     grad_clip: float = 10.0
     team_reward: bool = True       # every critic row learns the team reward; False: row i learns agent i's
                                    # own reward (the seed design, for the experiment of notebook 08)
@@ -339,7 +339,7 @@ class COMA(SharedActorLearner):
         target critic is copied every ``target_update_every`` batches (counted in updates, not env steps); every
         critic row learns the team reward (``team_reward``); and the actor's loss adds an entropy bonus
         beta * H(pi) weighted by ``self.entropy_coef``, which the training loop decays (the paper explores with
-        epsilon alone; the README's COMA results say why).
+        epsilon alone; benchmarks/TUNING.md says why).
         """
         c = self.config
         check_episode_batch(batch, self.n_agents, self.obs_dim, self.n_actions)  # ValueError naming a bad entry

@@ -122,7 +122,7 @@ class MADDPGConfig:
     temperature: float = 1.0      # Gumbel-softmax temperature kappa (target actions; the "gumbel" actor update)
 
     # the gradient steps
-    actor_lr: float = 3e-3        # both tuned on Switch2-v2 (the README's "MADDPG's tuning")
+    actor_lr: float = 3e-3        # both tuned on Switch2-v2 (benchmarks/TUNING.md, MADDPG)
     critic_lr: float = 2e-3
     actor_gradient: str = "expected"  # "expected": exact E_{a_i ~ pi_i} Q_i over agent i's A actions;
                                       # "gumbel": a straight-through (hard) Gumbel-softmax sample of a_i
@@ -301,7 +301,7 @@ class MADDPG:
         ValueError before any network moves; a non-finite loss is a ValueError before that loss's step (the steps
         taken before it in this update stay taken).
 
-        Departures from the paper's algorithm (the README's MADDPG results say what each one bought):
+        Departures from the paper's algorithm (benchmarks/TUNING.md records the sweeps behind them):
         - one minibatch, one set of indices, serves every agent's critic and actor step (the paper samples a
           minibatch for each agent);
         - the actor's gradient is by default the exact expectation over agent i's own actions

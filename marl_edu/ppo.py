@@ -123,7 +123,7 @@ class PPOConfig:
     loop's schedule fields (``entropy_start``, ``anneal_fraction``, ``epsilon_start``, ``epsilon_end``) and
     ``n_envs`` mean what they mean for COMA, whose training loop (``train.train_coma``) trains these too. The
     defaults are PPO's usual ones with COMA's batch and widths; a first sweep on Switch2-v0's tuning seeds 100-104
-    (README, PPO) found MAPPO solving in about 6 s of a core with each of six variants and normalised advantages no
+    (benchmarks/TUNING.md) found MAPPO solving in about 6 s of a core with each of six variants and normalised advantages no
     help, so they stay until a second round chooses."""
 
     actor_lr: float = 1e-3

@@ -45,7 +45,7 @@ from marl_edu.validate import (LIMITS, boolean, finite, non_negative_number, pos
 class ContinuousPPOConfig:
     """Hyperparameters of continuous IPPO and MAPPO (``train.train_continuous_ppo``). Every value is checked by
     ``validate``. PPO's usual values for continuous control, then three changes measured on simple_spread_v3's tuning
-    seed 100 at 4,000 episodes (README, "PPO with many agents"; one seed, so a guide, not a verdict): a gradient-norm
+    seed 100 at 4,000 episodes (benchmarks/TUNING.md; one seed, so a guide, not a verdict): a gradient-norm
     clip of 10 instead of continuous MADDPG's 0.5, which held the critic back on returns of about -60 (-53.2 against
     -53.3 after twice the episodes), discount 0.99 (-51.3) and advantages left unnormalised (-50.4 with both)."""
 

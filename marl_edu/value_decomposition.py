@@ -83,7 +83,7 @@ class ValueDecompositionConfig:
     -10 after 2,000 episodes; lam = 0.6, 4 updates per collection from 32 episodes and a target copy every 100 updates
     solved 0 of 3 in 1,500 episodes; exploring down to epsilon 0.01 instead of 0.05 with 8 updates per collection
     solved 6 of 6 (800-2,352 episodes, median 856); 16 replayed episodes per update instead of 32 and lr 2e-3 kept 5 of
-    5 (752-2,256, median 904) at about two thirds of the cost per update (``benchmarks/sweep.py``; README)."""
+    5 (752-2,256, median 904) at about two thirds of the cost per update (``benchmarks/sweep.py``; benchmarks/TUNING.md)."""
 
     lr: float = 2e-3               # Adam, for the agent network and the mixer together
     gamma: float = 0.99
