@@ -87,10 +87,18 @@ def run_cell(code: str, cwd: pathlib.Path, env: dict, isolated: bool = False) ->
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_outside_colab_the_cell_does_nothing(tmp_path):
+def test_outside_colab_in_the_course_the_cell_does_nothing():
+    result = run_cell(setup_cell(NOTEBOOKS[0]), ROOT / "notebooks", dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"CWD {ROOT / 'notebooks'}\nPATH0 \n"
+
+
+def test_in_a_copy_of_the_notebooks_the_cell_says_where_things_are(tmp_path):
     result = run_cell(setup_cell(NOTEBOOKS[0]), tmp_path, dict(os.environ))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"CWD {tmp_path}\nPATH0 \n"
+    assert result.stdout == (f"Working from a copy: the committed runs are read from {ROOT / 'results'}, new GIFs go "
+                             f"to {tmp_path / 'media'}; the pictures in the text show from the course's own "
+                             f"notebooks/ folder.\nCWD {tmp_path}\nPATH0 \n")
 
 
 def test_without_the_course_the_cell_says_what_to_do(tmp_path):

@@ -28,7 +28,8 @@ SETUP_MARKER = "# Colab setup"  # the first line of the setup cell: how this scr
 
 SETUP_CELL = '''\
 # Colab setup (written by tools/colab.py). In Google Colab: fetch the course, install what Colab lacks (about a minute
-# per runtime) and work from its notebooks/ folder. Anywhere else it only checks that the course is installed.
+# per runtime) and work from its notebooks/ folder. Anywhere else it checks that the course is installed and, in a
+# copy of notebooks/, says in one line where the course's results are read from and where new GIFs go.
 import importlib.util, os, subprocess, sys
 
 COURSE = "{repository}"
@@ -41,7 +42,12 @@ if "google.colab" in sys.modules:
     os.chdir(os.path.join(course_dir, "notebooks"))
 elif importlib.util.find_spec("marl_edu") is None:
     print(f"This notebook needs the whole course (its marl_edu package, results/ and media/): git clone {{COURSE}},"
-          " then `make lab` in it (see its README); or open this notebook in Google Colab with the link at the top.")'''
+          " then `make lab` in it (see its README); or open this notebook in Google Colab with the link at the top.")
+else:
+    from marl_edu.course_paths import COURSE_ROOT, media_dir
+    if media_dir() != COURSE_ROOT / "media":  # a copy of notebooks/, elsewhere: say where things are, once
+        print(f"Working from a copy: the committed runs are read from {{COURSE_ROOT / 'results'}}, new GIFs go to "
+              f"{{media_dir()}}; the pictures in the text show from the course's own notebooks/ folder.")'''
 
 
 def repository() -> str:
