@@ -200,9 +200,12 @@ def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, floa
             (no_mask, "you bootstrap after terminal transitions too: multiply gamma * q_next by (1 - dones)."),
             (flipped, "the mask is flipped: bootstrap where dones == 0, i.e. multiply by (1 - dones), not dones."),
         ], "y = rewards + gamma * (1 - dones) * q_next, element by element.", atol=1e-6)
-        print(f"FAILED on {case}: values differ.\nrewards {rewards.flatten()[:4].tolist()}, dones "
-              f"{dones.flatten()[:4].tolist()}\nexpected {[round(v, 3) for v in expected.flatten()[:4].tolist()]}\n"
-              f"got      {[round(v, 3) for v in out.detach().flatten()[:4].tolist()]}\nHint: {hint}")
+        def first(values):  # the case's first 4 values, flattened and rounded: enough to redo a row by hand
+            return [round(v, 4) for v in values.detach().flatten()[:4].tolist()]
+
+        print(f"FAILED on {case}: values differ (the first 4, flattened; y = r + {gamma} (1 - d) q_next).\n"
+              f"rewards  {first(rewards)}\ndones    {first(dones)}\nq_next   {first(q_next)}\n"
+              f"expected {first(expected)}\ngot      {first(out)}\nHint: {hint}")
         return
     print(f"PASSED: y = r + gamma (1 - d) q_next, detached, on all {len(cases)} cases "
           f"(terminals, gamma 0 and 1, B = 1, per-agent (B, N)).")
@@ -214,9 +217,11 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
     Q'(s_{t+1}, a_{t+1}) and ``y_{T-1}`` bootstrapping from Q'(s_T, a_T), on lam 0, 0.5 and 1, a time-limit end,
     padding after a terminal step and a ``(B, N, T)`` batch."""
     generator = torch.Generator().manual_seed(0)
-    cases = [((4,), 0.5, 0.0, "terminal"), ((4,), 0.5, 0.5, "terminal"), ((5,), 0.9, 1.0, "terminal"),
-             ((6,), 0.9, 0.8, "time limit"), ((3, 2, 7), 0.99, 0.8, "mixed")]  # (shape, gamma, lam, ending)
-    for shape, gamma, lam, ending in cases:
+    cases = [((4,), 0.5, 0.0, "terminal", "lam 0"), ((4,), 0.5, 0.5, "terminal", "lam 0.5"),
+             ((5,), 0.9, 1.0, "terminal", "lam 1"), ((6,), 0.9, 0.8, "time limit", "a time-limit end"),
+             ((3, 2, 7), 0.99, 0.8, "mixed", "a (B, N, T) batch with padding after a terminal step")]
+    # (shape, gamma, lam, ending, what the case tests: the PASSED line lists these, one per case)
+    for shape, gamma, lam, ending, _ in cases:
         case = f"shape={shape}, gamma={gamma}, lam={lam}, {ending} end"
         rewards = torch.randn(shape, generator=generator)
         next_values = torch.randn(shape, generator=generator)
@@ -260,8 +265,8 @@ def check_td_lambda_targets(fn: Callable[..., torch.Tensor]) -> None:
         ], "go backwards from t = T-1; keep y_{t+1} from the previous iteration.")
         values_differ(case, expected, out, hint, shown=5)
         return
-    print(f"PASSED: TD(lambda) targets on all {len(cases)} cases (lam 0, 0.5 and 1, a time-limit end, "
-          f"padding after a terminal step, a (B, N, T) batch).")
+    tested = [what for *_, what in cases]
+    print(f"PASSED: TD(lambda) targets on all {len(cases)} cases ({', '.join(tested[:-1])} and {tested[-1]}).")
 
 
 def check_coma_advantage(fn: Callable[..., torch.Tensor]) -> None:
@@ -596,13 +601,16 @@ def _coma_pg_slip(pi: torch.Tensor, advantage: torch.Tensor, actions: torch.Tens
         elif slip == "log_softmax":
             log_taken = torch.log_softmax(pi, dim=-1).gather(-1, taken).squeeze(-1)
         mask = torch.ones_like(agent_mask) if slip == "no mask" else agent_mask  # (B, T, N)
-        total = (advantage * log_taken * mask).sum()
+        total = (advantage * log_taken * (1.0 if slip == "numerator unmasked" else mask)).sum()
         divisor = {"no mask": mask.numel(), "every entry": mask.numel(),
                    "episodes": mask.shape[0]}.get(slip, mask.sum().clamp(min=1.0))
         return (total if slip == "sign" else -total) / divisor
 
 
 _COMA_PG_SLIPS = [
+    ("numerator unmasked", "the sum in the numerator is not masked: padding and the steps after an agent is home "
+                           "enter it, though no choice was made there (dividing by agent_mask.sum() alone does not "
+                           "remove them). Multiply each term by agent_mask before summing."),
     ("no mask", "padding and the steps after an agent is home are not masked: their terms enter the loss, though "
                 "no choice was made there. Multiply each term by agent_mask and divide by agent_mask.sum()."),
     ("every entry", "the masked sum is divided by every entry of the padded (B, T, N) batch: divide by "
@@ -664,8 +672,9 @@ def check_coma_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
             hint = named_mistake(out.detach(), [
                 (_coma_pg_slip(pi_given, critic_out.detach(), actions, agent_mask, slip), text)
                 for slip, text in _COMA_PG_SLIPS],
-                "loss = -(advantage * log pi(taken) * agent_mask).sum() / agent_mask.sum(), with "
-                "log pi(taken) = torch.log(pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1)).")
+                "not a slip this check knows. Compare yours, piece by piece, with the formula above the cell: "
+                "which action's log pi each term uses, what multiplies it, which entries the mask keeps, what the "
+                "sum is divided by, and the sign.")
             print(f"FAILED on {case}: expected {_close(expected.item(), out.item())}.\nHint: {hint}")
             return
         try:
@@ -1032,3 +1041,58 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
     print(f"PASSED: PPO's clipped surrogate on all {len(cases)} cases (value within 1e-5, the gradient into log_prob, "
           f"none into pi_old or the advantage; the by-hand case, padding, agents home early, B = 1, N = 3, an empty "
           f"mask).")
+
+
+# -- 12: greedy against sampled, counted from the committed runs ------------------------------------------------------
+
+def check_sampled_beats_greedy(fn: Callable) -> None:
+    """Check ``fn(rows) -> the number of seeds whose final sampled mean team return is above their greedy one`` (a
+    tie is no win) on per-seed rows like the committed runs' (``results/compare/ENV/METHOD/seed<S>.json``: COMA's, IQL's
+    and VDN's on PredatorPrey7x7-v0, rounded; a Switch2 case with ties; a single seed)."""
+    from numbers import Integral
+
+    def rows_of(greedy: list[float], sampled: list[float]) -> list[dict]:
+        return [{"greedy": g, "sampled": s} for g, s in zip(greedy, sampled)]
+
+    cases = [
+        ("COMA on PredatorPrey7x7-v0", rows_of([-10.2, -5.5, -9.5, -9.6, -10.5], [-6.9, -3.1, -4.2, -1.6, -7.7])),
+        ("IQL on PredatorPrey7x7-v0", rows_of([20.3, 6.2, 21.5, 0.5, 14.8], [19.6, 4.7, 21.0, -0.4, 17.8])),
+        ("VDN on PredatorPrey7x7-v0", rows_of([14.2, 10.2, 10.6, 17.5, 19.0], [14.9, 17.0, 8.3, 13.9, 16.1])),
+        ("four seeds on Switch2-v0, two of them ties", rows_of([8.2, -0.6, 8.2, -10.0], [8.2, 7.9, 8.2, -1.4])),
+        ("one seed", rows_of([2.6], [6.7])),
+    ]
+    for case, rows in cases:
+        greedy = [row["greedy"] for row in rows]
+        sampled = [row["sampled"] for row in rows]
+        expected = sum(s > g for g, s in zip(greedy, sampled))
+        out, error = call(fn, [dict(row) for row in rows])
+        if error:
+            print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
+            return
+        if out is None:
+            print(NOT_DONE_NONE)
+            return
+        if isinstance(out, bool) or not isinstance(out, Integral):
+            if isinstance(out, float) and len(rows) > 0 and abs(out - expected / len(rows)) < 1e-9 and expected:
+                hint = "that is the share of the seeds; the question asks how many seeds: a count, not a fraction."
+            else:
+                hint = "return one whole number, the count of seeds (e.g. sum(... for row in rows))."
+            print(f"FAILED on {case}: expected a count of seeds ({expected}), got {out!r}.\nHint: {hint}")
+            return
+        if out != expected:
+            mean_g, mean_s = sum(greedy) / len(rows), sum(sampled) / len(rows)
+            pairs = list(zip(greedy, sampled))
+            if out == sum(g > s for g, s in pairs) or out == sum(g >= s for g, s in pairs):
+                hint = ("that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
+                        "row['sampled'] > row['greedy'].")
+            elif out == sum(s >= g for g, s in zip(greedy, sampled)):
+                hint = ("a tie is not a win: count the seeds where the sampled return is strictly above the greedy "
+                        "one (Switch is deterministic, and a policy sure of every action plays the same both ways).")
+            elif out == (len(rows) if mean_s > mean_g else 0):
+                hint = ("compare seed by seed, not the means over the seeds: one seed far apart can carry a mean.")
+            else:
+                hint = "for each seed compare its two fields, row['sampled'] > row['greedy'], and count the seeds."
+            print(f"FAILED on {case}: expected {expected} of {len(rows)} seeds, got {out}.\nHint: {hint}")
+            return
+    print(f"PASSED: the count on all {len(cases)} cases (seed by seed, sampled strictly above greedy, ties not "
+          f"counted).")

@@ -87,12 +87,35 @@ def test_td_check_names_each_pitfall(capsys):
     assert _run_td(lambda r, d, q, g: (_ for _ in ()).throw(NotImplementedError), capsys).startswith("NOT DONE")
 
 
+def test_td_check_failure_prints_what_a_learner_needs_to_recompute_the_expected_row(capsys):
+    # the failing case's rewards, dones and q_next, rounded to 4 decimals: enough to redo expected by hand
+    import re
+
+    out = _run_td(lambda r, d, q, g: (r + g * q).detach(), capsys)
+    rows = {}
+    for name in ("rewards", "dones", "q_next", "expected", "got"):
+        line = next(line for line in out.splitlines() if line.startswith(name + " "))
+        values = line[len(name):].strip().strip("[]").split(", ")
+        assert all(len(v.split(".")[-1]) <= 4 for v in values), line  # rounded, not full float precision
+        rows[name] = [float(v) for v in values]
+    gamma = float(re.search(r"gamma=([0-9.]+)", out).group(1))
+    for r, d, q, y in zip(rows["rewards"], rows["dones"], rows["q_next"], rows["expected"]):
+        assert abs(r + gamma * (1 - d) * q - y) < 1e-3
+
+
 def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
     from marl_edu.checks import check_td_lambda_targets
     from marl_edu.targets import td_lambda_targets
 
     check_td_lambda_targets(td_lambda_targets)
-    assert capsys.readouterr().out.startswith("PASSED")
+    out = capsys.readouterr().out
+    assert out.startswith("PASSED")
+    # the count agrees with the list of what the cases test: "on all 5 cases (a, b, c, d and e)."
+    import re
+
+    count, listed = re.search(r"on all (\d+) cases \((.*)\)\.$", out.strip()).groups()
+    items = re.sub(r"\([^)]*\)", "", listed).replace(" and ", ", ").split(", ")  # "(B, N, T)" is one shape
+    assert len(items) == int(count) == 5, out
 
     def no_bootstrap(rewards, dones, next_values, gamma, lam):  # treats the time limit as terminal
         cut = next_values.clone()
@@ -468,8 +491,8 @@ def _pg_loss(sign=-1.0, mask=True, divisor="valid", log_of="taken", detach_advan
                   "greedy": lambda: torch.log(p.max(-1).values), "every": lambda: torch.log(p).sum(-1),
                   "log_softmax": lambda: torch.log_softmax(p, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1),
                   }[log_of]()
-        m = agent_mask if mask else torch.ones_like(agent_mask)
-        terms = adv * log_pi * m  # (B, T, N)
+        m = agent_mask if mask else torch.ones_like(agent_mask)  # mask="divisor only": agent_mask.sum() divides an unmasked sum
+        terms = adv * log_pi * (1.0 if mask == "divisor only" else m)  # (B, T, N)
         if not reduce:
             return sign * terms
         loss = sign * terms.sum() / {"valid": m.sum(), "every entry": m.numel(), "B": m.shape[0]}[divisor]
@@ -535,6 +558,7 @@ def test_coma_actor_loss_stub_is_not_done_yet(capsys):
 def test_coma_actor_loss_mistakes_are_named(capsys):
     named = {
         "are not masked": _pg_loss(mask=False),
+        "the sum in the numerator is not masked": _pg_loss(mask="divisor only"),
         "divided by every entry of the padded (B, T, N) batch": _pg_loss(divisor="every entry"),
         "divided by the number of episodes B": _pg_loss(divisor="B"),
         "the sign is flipped": _pg_loss(sign=1.0),
@@ -550,6 +574,21 @@ def test_coma_actor_loss_mistakes_are_named(capsys):
         out = _pg_verdict(answer, capsys)
         assert out.startswith("FAILED on B=3, T=4, N=2, A=5") and phrase in out, (phrase, out)
         assert out.count("FAILED") == 1 and "PASSED" not in out
+
+
+def test_coma_actor_loss_unknown_mistake_gets_a_nudge_not_the_answer(capsys):
+    out = _pg_verdict(lambda *args: 2.0 * _pg_loss()(*args), capsys)  # a slip the check does not know
+    assert out.startswith("FAILED on B=3, T=4, N=2, A=5") and "Hint: not a slip this check knows" in out
+    hint = out.split("Hint:", 1)[1]
+    for answer in ("agent_mask).sum() / agent_mask.sum()", "loss =", "torch.log(pi.gather", ".gather("):
+        assert answer not in hint, (answer, hint)
+
+
+def test_coma_actor_loss_unmasked_numerator_is_named_as_such(capsys):
+    out = _pg_verdict(_pg_loss(mask="divisor only"), capsys)
+    hint = out.split("Hint:", 1)[1]
+    assert "numerator is not masked" in hint and "Multiply each term by agent_mask" in hint
+    assert "loss =" not in hint
 
 
 def test_coma_actor_loss_wrong_shape_dtype_and_type_are_reported_not_raised(capsys):
@@ -917,3 +956,54 @@ def test_clipped_surrogate_check_leaves_the_callers_random_state_alone(capsys):
     torch.manual_seed(5)
     _surrogate_verdict(_surrogate(), capsys)
     assert torch.equal(torch.rand(2), expected)
+
+
+# -- 12: on how many seeds sampling beat greedy ------------------------------------------------------------------------
+
+def test_sampled_beats_greedy_check_names_each_slip(capsys):
+    from marl_edu.checks import check_sampled_beats_greedy
+    from marl_edu.solutions import sampled_beats_greedy as reference
+
+    def verdict(fn):
+        check_sampled_beats_greedy(fn)
+        return capsys.readouterr().out
+
+    # by hand, COMA's PredatorPrey seeds: sampled -6.9 > -10.2, -3.1 > -5.5, -4.2 > -9.5, -1.6 > -9.6, -7.7 > -10.5 -> 5
+    coma = [{"greedy": g, "sampled": s}
+            for g, s in zip([-10.2, -5.5, -9.5, -9.6, -10.5], [-6.9, -3.1, -4.2, -1.6, -7.7])]
+    assert reference(coma) == 5
+    # ties are no win: (8.2, 8.2) and (8.2, 8.2) do not count, 7.9 > -0.6 and -1.4 > -10.0 do -> 2
+    ties = [(8.2, 8.2), (-0.6, 7.9), (8.2, 8.2), (-10.0, -1.4)]
+    assert reference([{"greedy": g, "sampled": s} for g, s in ties]) == 2
+    assert reference([]) == 0
+    assert verdict(reference).startswith("PASSED")
+    import numpy as np
+    assert verdict(lambda rows: np.sum([row["sampled"] > row["greedy"] for row in rows])).startswith("PASSED")
+
+    def reversed_count(rows):  # the seeds where greedy did better
+        return sum(row["greedy"] > row["sampled"] for row in rows)
+
+    def ties_count(rows):
+        return sum(row["sampled"] >= row["greedy"] for row in rows)
+
+    def share(rows):
+        return sum(row["sampled"] > row["greedy"] for row in rows) / len(rows)
+
+    def means(rows):  # the means over the seeds compared, not each seed
+        g = sum(row["greedy"] for row in rows) / len(rows)
+        s = sum(row["sampled"] for row in rows) / len(rows)
+        return len(rows) if s > g else 0
+
+    for fn, named in [(reversed_count, "GREEDY did better"), (ties_count, "a tie is not a win"),
+                      (share, "a count, not a fraction"), (means, "seed by seed, not the means"),
+                      (lambda rows: [row["sampled"] > row["greedy"] for row in rows], "one whole number"),
+                      (lambda rows: True, "one whole number"),
+                      (lambda rows: sum(row["sampled"] > row["greedy"] for row in rows) + 1, "count the seeds")]:
+        out = verdict(fn)
+        assert out.startswith("FAILED") and named in out, (named, out)
+    assert "your function raised KeyError" in verdict(lambda rows: rows[0]["sampled_return"])
+
+    def stub(rows):
+        raise NotImplementedError
+    assert verdict(stub).startswith("NOT DONE YET")
+    assert verdict(lambda rows: None).startswith("NOT DONE YET")
