@@ -166,7 +166,8 @@ def check_flatten_for_critic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
               f"expected row 0: {[round(v, 3) for v in expected[0].tolist()]}\n"
               f"got row 0:      {[round(v, 3) for v in out[0].tolist()]}\nHint: {hint}")
         return
-    print(f"PASSED: flatten_for_critic gives (B, N*(O+A)) rows [o_0..o_{{N-1}}, a_0..a_{{N-1}}] on all {len(cases)} cases.")
+    print(f"PASSED: flatten_for_critic gives (B, N*(O+A)) rows [o_0..o_{{N-1}}, a_0..a_{{N-1}}] "
+          f"on all {len(cases)} cases.")
 
 
 def check_td_target(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]) -> None:

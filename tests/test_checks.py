@@ -491,7 +491,8 @@ def _pg_loss(sign=-1.0, mask=True, divisor="valid", log_of="taken", detach_advan
                   "greedy": lambda: torch.log(p.max(-1).values), "every": lambda: torch.log(p).sum(-1),
                   "log_softmax": lambda: torch.log_softmax(p, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1),
                   }[log_of]()
-        m = agent_mask if mask else torch.ones_like(agent_mask)  # mask="divisor only": agent_mask.sum() divides an unmasked sum
+        # mask="divisor only": agent_mask.sum() divides an unmasked sum
+        m = agent_mask if mask else torch.ones_like(agent_mask)
         terms = adv * log_pi * (1.0 if mask == "divisor only" else m)  # (B, T, N)
         if not reduce:
             return sign * terms
