@@ -476,6 +476,10 @@ def _update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Cal
             replay_policy: Callable, slip: str | None = None) -> None:
     """COMA's update with its parts passed in (as ``COMA.update``), or with a named slip."""
     c = agent.config
+    if slip == "copy at the start":  # counted and copied before anything else: the copy is one update early
+        agent.updates += 1
+        if agent.updates % c.target_update_every == 0:
+            hard_update(agent.target_critic, agent.critic)
     obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
     T = obs.shape[1] - 1
     rows = critic_rows(agent, obs, actions)  # (B*(T+1), N, D)
@@ -515,9 +519,14 @@ def _update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Cal
     else:
         critic_steps()
         actor_step()
-    agent.updates += 1
-    if slip == "copy every update" or (slip != "never copied" and agent.updates % c.target_update_every == 0):
-        hard_update(agent.target_critic, agent.critic)
+    if slip == "copy before counting":  # the copy decided on the old count: after updates 1, C + 1, 2C + 1, ...
+        if agent.updates % c.target_update_every == 0:
+            hard_update(agent.target_critic, agent.critic)
+        agent.updates += 1
+    elif slip != "copy at the start":
+        agent.updates += 1
+        if slip == "copy every update" or (slip != "never copied" and agent.updates % c.target_update_every == 0):
+            hard_update(agent.target_critic, agent.critic)
 
 
 _UPDATE_SLIPS = [
@@ -525,6 +534,14 @@ _UPDATE_SLIPS = [
                     "from the critic that has just learned this batch's targets."),
     ("copy every update", "the target critic is copied at every update: copy it only when agent.updates (counted "
                           "after this update) is a multiple of agent.config.target_update_every."),
+    ("copy before counting", "the target critic is copied one update off: you tested agent.updates % "
+                             "target_update_every BEFORE agent.updates += 1, so the copies come after updates 1, "
+                             "C + 1, 2C + 1, ... Count first, at the end of the update, then copy when the NEW count "
+                             "is a multiple of C (after updates C, 2C, ...)."),
+    ("copy at the start", "the target critic is copied at the START of the update (counted and copied before the "
+                          "targets and the critic's steps), so it copies the critic of the update before: one update "
+                          "early. Count and copy at the END, after the actor's step: agent.updates += 1, then the "
+                          "copy when the new count is a multiple of target_update_every."),
     ("never copied", "the target critic is never copied: every agent.config.target_update_every updates, "
                      "agent.target_critic.load_state_dict(agent.critic.state_dict())."),
     ("no agent mask", "the actor's loss averages over every (b, t, i): weigh by batch['agent_mask'] and divide by "
@@ -575,7 +592,8 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor], atol: float) -> bool:
 
 
 def _run_updates(update: Callable, case_index: int, parts: tuple) -> tuple[COMA, str | None]:
-    """A fresh learner of case ``case_index`` after its updates by ``update``; (learner, error or None)."""
+    """A fresh learner of case ``case_index`` after its updates by ``update`` (each given ``parts``); (learner, error
+    or None)."""
     (lengths, ends), N, O, A, config, beta, n_updates, optimiser = _UPDATE_CASES[case_index]
     agent = _agent(N, O, A, seed=case_index, perturb=False, **config)
     if optimiser == "plain SGD":
@@ -591,6 +609,11 @@ def _run_updates(update: Callable, case_index: int, parts: tuple) -> tuple[COMA,
         if error:
             return agent, error
     return agent, None
+
+
+_GIVEN = ("critic_rows", "critic_targets", "advantage", "replay_policy")  # the update's arguments, parts 1 to 4
+_LIBRARY_METHOD = {"coma_critic_rows": "critic_rows", "coma_critic_targets": "critic_targets",
+                   "coma_batch_advantage": "advantage", "coma_replay_policy": "replay_policy"}  # COMA's own
 
 
 # the library's own update, its two losses, and the capstone's reference update (the four parts it is given stay
@@ -615,7 +638,9 @@ def check_coma_update(fn: Callable) -> None:
                 + (f", both optimisers plain SGD (lr {SGD_LR})" if optimiser == "plain SGD" else ""))
         before = _parameters(_agent(N, O, A, seed=index, perturb=False, **config))
         reference, _ = _run_updates(lambda agent, batch, *_: agent.update(batch), index, parts)
-        learner, error = _run_updates(fn, index, parts)
+        calls = {name: [] for name in PARTS[:4]}  # the arguments of every call of each part the learner is given
+        learner, error = _run_updates(fn, index, tuple(capstones.spy(part, calls[name])
+                                                       for name, part in zip(PARTS[:4], parts)))
         if error:
             print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
             return
@@ -624,6 +649,15 @@ def check_coma_update(fn: Callable) -> None:
             print("NOT DONE YET: the function returned None and changed no parameter (a stub, or an update that "
                   "never steps an optimiser). Fill it in and run this cell again.")
             return
+        for name, argument in zip(PARTS[:4], _GIVEN):
+            if len(calls[name]) < n_updates:
+                called = "never called" if not calls[name] else f"called {len(calls[name])} times"
+                print(f"FAILED on {case}: the {argument} your update was given was {called} in {n_updates} "
+                      f"updates, expected at least once in each.\nHint: call the argument, not marl_edu's own "
+                      f"(agent.{_LIBRARY_METHOD[name]}(...)): the check hands your update the library's {argument} "
+                      f"to test the update alone, and assemble hands it yours (part {PARTS.index(name) + 1}); an "
+                      f"update that calls marl_edu's directly would train with it whatever yours does.")
+                return
         expected = _parameters(reference)
         if learner.updates != reference.updates:  # (first: a wrong counter also moves the copies)
             print(f"FAILED on {case}: agent.updates is {learner.updates} after {n_updates} updates, expected "

@@ -26,6 +26,7 @@ the committed one.
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 from collections import deque
 from typing import Callable
@@ -167,7 +168,8 @@ def _first_match(out: float, variants: list[tuple[float, str]], fallback: str) -
 # ----------------------------------------------------------------------------------------------
 
 def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = "target", next_critic: str = "target",
-                         next_actions: str = "gumbel", discount: str = "gamma^n", not_done: bool = True) -> float:
+                         next_actions: str = "gumbel", discount: str = "gamma^n", not_done: bool = True,
+                         column: bool = False) -> float:
     """The critic loss with one thing done differently (a known slip), as a number."""
     c = agent.config
     actors = agent.target_actors if next_actors == "target" else agent.actors
@@ -189,6 +191,8 @@ def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = 
         gamma = c.gamma ** c.n_step if discount == "gamma^n" else c.gamma
         d = batch["dones"][:, i] if not_done else torch.zeros_like(batch["dones"][:, i])
         y = batch["rewards"][:, i] + gamma * (1 - d) * q_next  # (B,)
+        if column:  # y as (B, 1), e.g. from rewards[:, i:i+1]: q - y broadcasts to (B, B)
+            y = y.unsqueeze(1)
         q = agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"]))  # (B,)
         return ((q - y) ** 2).mean().item()
 
@@ -208,6 +212,10 @@ CRITIC_SLIPS = [
     ({"next_actions": "soft"}, "the target actors' next actions are HARD one-hot samples (hard=True), as the "
                                "actions stored in the batch are: the soft relaxation is for the actor's gradient, and "
                                "the target needs no gradient."),
+    ({"column": True}, "your target y_i has shape (B, 1) (rewards[:, i:i+1], dones[:, i:i+1], or a keepdim) "
+                       "while Q_i(x) is (B,): q - y broadcasts to (B, B), every prediction against every label, "
+                       "and its mean is one wrong number. Take column i as (B,), batch['rewards'][:, i], and check "
+                       "that q and y have the same shape before subtracting."),
     ({"next_actions": "gumbel per agent"}, "draw every agent's next action in ONE gumbel_softmax call on the stacked "
                                            "(B, N, A) logits, as the reference does, so both use the generator's "
                                            "numbers in the same order."),
@@ -236,14 +244,22 @@ def check_maddpg_critic_loss(fn: Callable) -> None:
             if verdict:
                 print(verdict)
                 return
+            after_yours = agent.generator.get_state()
             if abs(out.item() - expected) > TOLERANCE:
                 variants = []
                 for flags, hint in CRITIC_SLIPS:
                     agent.generator.set_state(state)
                     variants.append((_critic_loss_variant(agent, i, batch, **flags), hint))
-                hint = _first_match(out.item(), variants, "build x = flatten_for_critic(obs, actions) and x' = "
-                                    "flatten_for_critic(next_obs, next_actions), then y_i = r_i + gamma^n (1 - d_i) "
-                                    "Q'_i(x') with the rewards and dones of column i.")
+                fallback = ("build x = flatten_for_critic(obs, actions) and x' = flatten_for_critic(next_obs, "
+                            "next_actions), then y_i = r_i + gamma^n (1 - d_i) Q'_i(x') with the rewards and dones of "
+                            "column i.")
+                if torch.equal(after_yours, state):  # no number drawn from the learner's generator
+                    fallback = ("your loss drew no Gumbel noise from agent.generator. torch.nn.functional."
+                                "gumbel_softmax draws from torch's global random numbers, so its samples are not the "
+                                "reference's (nor the same from run to run of a seeded learner): use marl_edu's "
+                                "gumbel_softmax(logits, agent.config.temperature, hard=True, "
+                                "generator=agent.generator), imported at the top, once on the (B, N, A) next logits.")
+                hint = _first_match(out.item(), variants, fallback)
                 print(f"FAILED on {case}: loss {out.item():.6f}, expected {expected:.6f} (within {TOLERANCE:g}).\n"
                       f"Hint: {hint}")
                 return
@@ -275,7 +291,7 @@ def check_maddpg_critic_loss(fn: Callable) -> None:
 # ----------------------------------------------------------------------------------------------
 
 def _actor_loss_variant(agent: MADDPG, i: int, batch: dict, reduce: str = "sum", sign: float = 1.0,
-                        reg: bool = True, taken_only: bool = False) -> float:
+                        reg: bool = True, taken_only: bool = False, over_batch: str = "mean") -> float:
     c = agent.config
     with torch.no_grad():
         logits = agent.actors[i](batch["obs"][:, i])  # (B, A)
@@ -284,7 +300,8 @@ def _actor_loss_variant(agent: MADDPG, i: int, batch: dict, reduce: str = "sum",
         if taken_only:  # Q at the action in the batch, weighted by the policy's probability of it
             q_all = q_all * batch["actions"][:, i]
         expected = (pi * q_all).sum(1) if reduce == "sum" else (pi * q_all).mean(1)  # (B,)
-        return (-sign * expected.mean() + (c.logits_reg * (logits ** 2).mean() if reg else 0.0)).item()
+        over_b = expected.mean() if over_batch == "mean" else expected.sum()  # the sum: B times the mean
+        return (-sign * over_b + (c.logits_reg * (logits ** 2).mean() if reg else 0.0)).item()
 
 
 ACTOR_SLIPS = [
@@ -294,6 +311,9 @@ ACTOR_SLIPS = [
                      "value."),
     ({"reduce": "mean"}, "the expectation over agent i's actions is a SUM over k of pi_i(k) Q_i(..., k), not a mean "
                          "(that divides by A)."),
+    ({"over_batch": "sum"}, "the expected value is SUMMED over the batch, B times too large: the loss is its MEAN "
+                            "over the B samples, -(1/B) sum_b sum_k pi_i(k | o_i) Q_i(...) (.mean() over the batch "
+                            "after the sum over k)."),
     ({"taken_only": True}, "agent i's critic must be evaluated at EVERY own action k (the others' actions from the "
                            "batch), not only at the action in the batch."),
 ]
@@ -361,6 +381,13 @@ def check_maddpg_actor_loss(fn: Callable) -> None:
 # Part 3: the soft update
 # ----------------------------------------------------------------------------------------------
 
+def _names_nothing(fn: Callable) -> bool:
+    """Whether ``fn``'s body names no function, attribute or global at all (``pass``, a docstring, ``return None``):
+    an empty stub. A real attempt at the soft update names at least ``parameters``."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return code is not None and not code.co_names
+
+
 # the library's own soft update
 @capstones.refuses_library_answers("soft_update", "marl_edu.targets:soft_update")
 def check_soft_update(fn: Callable) -> None:
@@ -387,12 +414,15 @@ def check_soft_update(fn: Callable) -> None:
                   f"(1 - tau) theta'.")
             return
         if all(torch.equal(a, b) for a, b in zip(after, before)) and tau != 0.0:
-            if out is None:  # an untouched stub, or an update that never reached the target's own tensors
+            if out is None and _names_nothing(fn):  # a body of `pass`: an empty stub, not an attempt
                 print(NOT_DONE_NONE.replace("returned None", "returned None and changed no parameter of the target"))
-            else:
-                print(f"FAILED on {case}: the target's parameters did not change; your function returned "
-                      f"{type(out).__name__}.\nHint: update the target's own parameters in place (p.mul_(...).add_("
-                      f"...) or p.copy_(...)): returning a new network leaves agent.target_* as they were.")
+                return
+            returned = "returned None" if out is None else f"returned {type(out).__name__}"
+            print(f"FAILED on {case}: no parameter of the target changed in place; your function {returned}.\n"
+                  f"Hint: write into the target's own tensors: p_target.copy_(...), or p_target.mul_(1 - tau)"
+                  f".add_(tau * p_source), or p_target.data = ... . A line like `tp = tau * sp + (1 - tau) * tp` "
+                  f"builds a new tensor and rebinds the loop's name to it, and returning new tensors or a new "
+                  f"network leaves agent.target_* as they were.")
             return
         expected = [tau * s + (1 - tau) * b for s, b in zip(sources, before)]
         worst = max((a - e).abs().max().item() for a, e in zip(after, expected))
@@ -490,6 +520,30 @@ UPDATE_SLIPS = [
 ]
 
 
+def _given_parts_uncalled(agent: MADDPG, calls: dict[str, list]) -> str | None:
+    """What an update did not do with the parts it was given (``calls``: part name -> the arguments of each call of
+    its spy during the check's updates), as a verdict's text with its hint; None when it called critic_loss and
+    actor_loss for every agent and passed every target network's parameters through soft_update."""
+    why = ("\nHint: call the argument, not marl_edu's own: the check hands your update the library's {part} to test "
+           "the update alone, and assemble hands it yours (part {number}); an update that calls marl_edu's directly "
+           "would train with marl_edu's {part} whatever yours does.")
+    for name, argument, number in (("maddpg_critic_loss", "critic_loss", 1), ("maddpg_actor_loss", "actor_loss", 2)):
+        agents = sorted({args[1] for args in calls[name] if len(args) > 1 and isinstance(args[1], int)})
+        if agents != list(range(agent.n_agents)):
+            called = "never called" if not calls[name] else f"called for agents {agents} only"
+            return (f"the {argument} your update was given was {called}, expected once for every agent i = 0 .. "
+                    f"{agent.n_agents - 1} ({argument}(agent, i, tensors))." + why.format(part=argument, number=number))
+    targets = {id(p) for net in (agent.target_actors, agent.target_critics) for p in net.parameters()}
+    passed = {id(p) for args in calls["soft_update"] if args and isinstance(args[0], torch.nn.Module)
+              for p in args[0].parameters()}
+    if not targets <= passed:
+        called = "never called" if not calls["soft_update"] else "not called on every target network"
+        return (f"the soft_update your update was given was {called}: every target actor and target critic moves "
+                f"through it (soft_update(agent.target_actors, agent.actors, tau), and the same for the critics)."
+                + why.format(part="soft_update", number=3))
+    return None
+
+
 # the library's own update, its gradient steps, and the capstone's reference update (the three parts it is given stay
 # callable: the check passes the library's; so does the taught helper nets.gradient_step)
 @capstones.refuses_library_answers("maddpg_update", "marl_edu.maddpg:MADDPG.update",
@@ -499,7 +553,10 @@ UPDATE_SLIPS = [
 def check_maddpg_update(fn: Callable) -> None:
     """Check ``fn(agent, batch, critic_loss, actor_loss, soft_update)`` (in place, with the reference's losses and soft
     update passed in) against ``MADDPG.update``: every parameter of every network and target after 3 updates on
-    fixed batches (numpy, as ``ReplayBuffer.sample`` gives them), within TOLERANCE. The second case's tau = 0.5 makes
+    fixed batches (numpy, as ``ReplayBuffer.sample`` gives them), within TOLERANCE; and, through spies of the three
+    parts, that every update calls the losses it is given for every agent and moves every target network through the
+    soft update it is given (an update that calls marl_edu's own instead would match, yet train with marl_edu's
+    parts whatever the learner's are). The second case's tau = 0.5 makes
     the moment of the soft updates visible: at the default 0.005 a target moved a little early changes the next
     agent's step by less than the tolerance."""
     parts = {k: REFERENCE[k] for k in ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update")}
@@ -508,11 +565,11 @@ def check_maddpg_update(fn: Callable) -> None:
         reference, yours = _agent(N, O, A, seed=N, tau=tau), _agent(N, O, A, seed=N, tau=tau)
         start = _parameters(yours)
         batches = [_batch(B, N, O, A, seed=100 * N + k, as_tensors=False) for k in range(3)]
+        calls = {name: [] for name in parts}  # the arguments of every call of each given part
         for k, batch in enumerate(batches):
             reference.update(batch)
             out, verdict = _verdict_of_call(fn, case, yours, {key: v.copy() for key, v in batch.items()},
-                                            parts["maddpg_critic_loss"], parts["maddpg_actor_loss"],
-                                            parts["soft_update"])
+                                            *(capstones.spy(part, calls[name]) for name, part in parts.items()))
             if verdict:
                 print(verdict)
                 return
@@ -531,6 +588,10 @@ def check_maddpg_update(fn: Callable) -> None:
                     hint = text
                     break
             print(f"FAILED on {case}: {where} is off by up to {worst:.3g} (tolerance {TOLERANCE:g}).\nHint: {hint}")
+            return
+        uncalled = _given_parts_uncalled(yours, calls)  # right numbers, from marl_edu's own parts instead?
+        if uncalled:
+            print(f"FAILED on {case}: {uncalled}")
             return
     print(f"PASSED: after 3 updates every actor, critic and target equals MADDPG.update's (within {TOLERANCE:g}), "
           f"for 2 agents at tau = 0.005 and 3 agents at tau = 0.5.")
@@ -640,17 +701,32 @@ def check_n_step_window(fn: Callable) -> None:
 # Part 6: the training loop
 # ----------------------------------------------------------------------------------------------
 
-LOOP_CASE = dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=3)  # < K = 4: a lock-step can pass two
-# evaluation points, and the rule for that (one evaluation, the next point one eval_every up) is checked
-LOOP_CONFIG = dict(n_envs=4, warmup_steps=32, batch_size=64, hidden=16, buffer_size=5_000)  # batch > warm-up:
-# a loop that waits for warmup_steps alone samples 64 transitions from fewer (a slip the check then sees)
+# (what the verdict calls the case, the loop's arguments, its MADDPGConfig)
+LOOP_CASES = (
+    # eval_every 3 < K = 4: a lock-step can pass two evaluation points, and the rule for that (one evaluation, the next
+    # point one eval_every up) is checked; batch 64 > warm-up 32: a loop that waits for warmup_steps alone samples 64
+    # transitions from fewer (a slip the check then sees)
+    ("Switch2-v2, 4 env copies, 24 episodes, seed 3", dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=3),
+     dict(n_envs=4, warmup_steps=32, batch_size=64, hidden=16, buffer_size=5_000)),
+    # the case above has no episode end where an agent arrived. Random play (epsilon 1) with no update (a warm-up
+    # longer than the run) is cheap and has both kinds of end: measured, in its 24 ends, 1 where every agent arrived
+    # (terminal, d = 1) and 1 time-limit end where one agent had (not terminal); tests/test_capstone_maddpg.py counts
+    # them. A loop whose terminal flag is always False, or any() of the arrivals, passes the first case, not this one
+    ("Switch2-v2, 4 env copies, 24 episodes of random play (epsilon 1, no update), seed 12",
+     dict(env_id=ENV_ID, episodes=24, seed=12, eval_every=100),
+     dict(n_envs=4, warmup_steps=5_000, batch_size=64, hidden=16, buffer_size=5_000, epsilon_start=1.0,
+          epsilon_end=1.0)),
+)
+
 
 @functools.cache
 @on_one_thread
-def _reference_loop_case() -> dict:
-    """``train_maddpg`` on the loop check's case (with ``MADDPG.update``, which ``REFERENCE_UPDATE`` gives to the
-    bit), run once per session (it is deterministic, and ``assemble`` checks every part again)."""
-    return _reference_training_loop(config=MADDPGConfig(**LOOP_CONFIG), update=None, **LOOP_CASE)
+def _reference_loop_case(index: int) -> dict:
+    """``train_maddpg`` on the loop check's case ``index`` of ``LOOP_CASES`` (with ``MADDPG.update``, which
+    ``REFERENCE_UPDATE`` gives to the bit), run once per session (it is deterministic, and ``assemble`` checks every
+    part again)."""
+    _, arguments, config = LOOP_CASES[index]
+    return _reference_training_loop(config=MADDPGConfig(**config), update=None, **arguments)
 
 
 BUFFER_HINTS = {
@@ -664,9 +740,83 @@ BUFFER_HINTS = {
                "same team return.",
     "next_obs": "at an episode's end copy k has already been reset: its next observation is info['final_obs'][k], "
                 "not next_obs[k] (which is the new episode's first one).",
-    "dones": "a transition is terminal only when the team's episode truly ended, every agent arrived "
-             "(info['terminated'][k].all()); a time-limit end is not terminal.",
+    "dones": "check the terminal flag you hand your window: d = 1 only when every agent of that copy arrived, "
+             "terminal = info['terminated'][k].all(): a time-limit end is not terminal, even after one agent arrived "
+             "(not any(): its last transitions still bootstrap); and an end where every agent arrived is (not always "
+             "False: nothing follows it to bootstrap from, and the window keeps the shorter tails).",
 }
+
+
+def _loop_verdict(fn: Callable, case: str, arguments: dict, config: dict, expected: dict) -> str | None:
+    """The verdict on the learner's loop for one case of ``LOOP_CASES`` (its reference run ``expected``), or None when
+    it matches: the same buffer, returns, number of calls of the update it is given, networks and evaluations."""
+    calls = []  # one entry per call of the update the loop is given
+    out, verdict = _verdict_of_call(fn, case, arguments["env_id"], arguments["episodes"], MADDPGConfig(**config),
+                                    arguments["seed"], capstones.spy(REFERENCE_UPDATE, calls),
+                                    arguments["eval_every"])
+    if verdict:
+        return verdict
+    if out is None:
+        return NOT_DONE_NONE
+    keys = ("agent", "buffer", "episode_returns", "evaluations")
+    if not isinstance(out, dict) or any(key not in out for key in keys):
+        return (f"FAILED on {case}: expected a dict with {', '.join(keys)}, got "
+                f"{sorted(out) if isinstance(out, dict) else type(out).__name__}")
+    buffer, reference_buffer = out["buffer"], expected["buffer"]
+    if not all(hasattr(buffer, key) for key in reference_buffer.KEYS) or not hasattr(buffer, "__len__"):
+        return (f"FAILED on {case}: 'buffer' should be the ReplayBuffer you stored the transitions in, got "
+                f"{type(buffer).__name__}")
+    n = min(len(buffer), len(reference_buffer))  # compare what both stored first: the earliest difference is the cause
+    first_difference = {}  # key -> the first transition where that array differs (the earliest is the cause)
+    for key in reference_buffer.KEYS:
+        mine, theirs = np.asarray(getattr(buffer, key))[:n], getattr(reference_buffer, key)[:n]
+        if mine.shape != theirs.shape:
+            return (f"FAILED on {case}: the buffer's {key} have shape {mine.shape[1:]} per transition, expected "
+                    f"{theirs.shape[1:]}.\nHint: {BUFFER_HINTS[key]}")
+        differ = ~np.isclose(mine, theirs, atol=TOLERANCE).reshape(n, -1).all(axis=1)  # (n,)
+        if differ.any():
+            first_difference[key] = int(np.argmax(differ))
+    if first_difference:
+        key = min(first_difference, key=first_difference.get)
+        # an n-step transition's return and next_obs reach n lock-steps ahead: a changed action shows there first,
+        # up to n_step * K transitions before the transition that stores it
+        if key in ("next_obs", "rewards") and "actions" in first_difference and \
+                first_difference["actions"] - first_difference[key] <= config["n_envs"] * MADDPGConfig().n_step:
+            key = "actions"
+        return (f"FAILED on {case}: the buffer's {key} differ from transition {first_difference[key]} on.\n"
+                f"Hint: {BUFFER_HINTS[key]}")
+    if len(buffer) != len(reference_buffer):
+        return (f"FAILED on {case}: your buffer holds {len(buffer)} transitions, expected {len(reference_buffer)}.\n"
+                f"Hint: every lock-step, for every copy k, append its step to pending[k] and add every transition "
+                f"my_n_step_window(pending[k], gamma, info['final_obs'][k], terminal, done) returns (your window of "
+                f"part 5, once its check passes: it drops a time-limit tail and flushes a terminal one).")
+    if [round(r, 6) for r in out["episode_returns"]] != [round(r, 6) for r in expected["episode_returns"]]:
+        return (f"FAILED on {case}: episode returns differ: expected {expected['episode_returns'][:6]} ..., got "
+                f"{list(out['episode_returns'])[:6]} ...\nHint: when copy k's episode ends (info['episode_done'][k]), "
+                f"record info['episode_team_return'][k].")
+    if not isinstance(out["agent"], MADDPG):
+        return f"FAILED on {case}: 'agent' should be the MADDPG learner you trained, got {type(out['agent']).__name__}"
+    if len(calls) != expected["agent"].updates:
+        return (f"FAILED on {case}: your loop called the update it was given {len(calls)} times, expected "
+                f"{expected['agent'].updates}.\nHint: every update is a call of the argument, update(agent, batch): "
+                f"the check hands your loop the library's update, and assemble hands it yours (part 4, with your "
+                f"losses and soft update); a loop that calls agent.update(batch) would train with marl_edu's update "
+                f"whatever yours does. Call it config.updates_per_step times after each lock-step, once the buffer "
+                f"holds max(config.warmup_steps, config.batch_size) transitions.")
+    worst, where = _largest_difference(_parameters(out["agent"]), _parameters(expected["agent"]))
+    if worst > TOLERANCE:
+        return (f"FAILED on {case}: the buffer matches but {where} is off by up to {worst:.3g}.\nHint: the updates "
+                f"differ: sample with buffer.sample(config.batch_size, rng) from rng = np.random.default_rng(seed), "
+                f"start once the buffer holds max(config.warmup_steps, config.batch_size) transitions, and make "
+                f"config.updates_per_step updates after every lock-step.")
+    rounded = [(int(e), round(float(g), 6)) for e, g in out["evaluations"]]
+    if rounded != [(e, round(g, 6)) for e, g in expected["evaluations"]]:
+        return (f"FAILED on {case}: evaluations differ: expected {expected['evaluations']}, got "
+                f"{list(out['evaluations'])}.\nHint: after a lock-step's updates, when the number of finished episodes "
+                f"has reached next_eval (first eval_every), append (episodes so far, greedy_return(agent, "
+                f"env_id).team_return) and move next_eval up by eval_every once, even if the count has passed two "
+                f"points (it may evaluate again at the next lock-step).")
+    return None
 
 
 # the library's own loop, its update step, its n-step window (part 5: the loop calls yours), and the capstone's
@@ -679,82 +829,21 @@ BUFFER_HINTS = {
 @on_one_thread
 def check_maddpg_training_loop(fn: Callable) -> None:
     """Check ``fn(env_id, episodes, config, seed, update, eval_every) -> dict(agent, buffer, episode_returns,
-    evaluations)`` against ``train.train_maddpg`` on a small budget (4 env copies, 24 episodes, a batch of 64 after
-    a warm-up of 32, so the updates start at the 64th stored transition): the same episode returns, evaluations,
-    replay buffer (every stored array) and, within TOLERANCE, every parameter. ``update`` is the reference's, so only
-    the loop is checked."""
-    case = "Switch2-v2, 4 env copies, 24 episodes, seed 3"
-    out, verdict = _verdict_of_call(fn, case, LOOP_CASE["env_id"], LOOP_CASE["episodes"], MADDPGConfig(**LOOP_CONFIG),
-                                    LOOP_CASE["seed"], REFERENCE_UPDATE, LOOP_CASE["eval_every"])
-    if verdict:
-        print(verdict)
-        return
-    if out is None:
-        print(NOT_DONE_NONE)
-        return
-    expected = _reference_loop_case()
-    keys = ("agent", "buffer", "episode_returns", "evaluations")
-    if not isinstance(out, dict) or any(key not in out for key in keys):
-        print(f"FAILED on {case}: expected a dict with {', '.join(keys)}, got "
-              f"{sorted(out) if isinstance(out, dict) else type(out).__name__}")
-        return
-    buffer, reference_buffer = out["buffer"], expected["buffer"]
-    if not all(hasattr(buffer, key) for key in reference_buffer.KEYS) or not hasattr(buffer, "__len__"):
-        print(f"FAILED on {case}: 'buffer' should be the ReplayBuffer you stored the transitions in, got "
-              f"{type(buffer).__name__}")
-        return
-    n = min(len(buffer), len(reference_buffer))  # compare what both stored first: the earliest difference is the cause
-    first_difference = {}  # key -> the first transition where that array differs (the earliest is the cause)
-    for key in reference_buffer.KEYS:
-        mine, theirs = np.asarray(getattr(buffer, key))[:n], getattr(reference_buffer, key)[:n]
-        if mine.shape != theirs.shape:
-            print(f"FAILED on {case}: the buffer's {key} have shape {mine.shape[1:]} per transition, expected "
-                  f"{theirs.shape[1:]}.\nHint: {BUFFER_HINTS[key]}")
+    evaluations)`` against ``train.train_maddpg`` on the two small cases of ``LOOP_CASES`` (4 env copies, 24 episodes:
+    updates from a batch of 64 after a warm-up of 32, so they start at the 64th stored transition; then random play
+    with no update, whose episode ends include one where every agent arrived and time-limit ends where one had): the
+    same replay buffer (every stored array), episode returns and evaluations, ``update`` called as many times as
+    ``train_maddpg`` updates, and, within TOLERANCE, every parameter. ``update`` is a spy of the reference's, so
+    only the loop is checked, and a loop that does not call it fails."""
+    for index, (case, arguments, config) in enumerate(LOOP_CASES):
+        verdict = _loop_verdict(fn, case, arguments, config, _reference_loop_case(index))
+        if verdict:
+            print(verdict)
             return
-        differ = ~np.isclose(mine, theirs, atol=TOLERANCE).reshape(n, -1).all(axis=1)  # (n,)
-        if differ.any():
-            first_difference[key] = int(np.argmax(differ))
-    if first_difference:
-        key = min(first_difference, key=first_difference.get)
-        # an n-step transition's return and next_obs reach n lock-steps ahead: a changed action shows there first,
-        # up to n_step * K transitions before the transition that stores it
-        if key in ("next_obs", "rewards") and "actions" in first_difference and \
-                first_difference["actions"] - first_difference[key] <= LOOP_CONFIG["n_envs"] * MADDPGConfig().n_step:
-            key = "actions"
-        print(f"FAILED on {case}: the buffer's {key} differ from transition {first_difference[key]} on.\n"
-              f"Hint: {BUFFER_HINTS[key]}")
-        return
-    if len(buffer) != len(reference_buffer):
-        print(f"FAILED on {case}: your buffer holds {len(buffer)} transitions, expected {len(reference_buffer)}.\n"
-              f"Hint: every lock-step, for every copy k, append its step to pending[k] and add every transition "
-              f"my_n_step_window(pending[k], gamma, info['final_obs'][k], terminal, done) returns (your window of "
-              f"part 5, once its check passes: it drops a time-limit tail and flushes a terminal one).")
-        return
-    if [round(r, 6) for r in out["episode_returns"]] != [round(r, 6) for r in expected["episode_returns"]]:
-        print(f"FAILED on {case}: episode returns differ: expected {expected['episode_returns'][:6]} ..., got "
-              f"{list(out['episode_returns'])[:6]} ...\nHint: when copy k's episode ends (info['episode_done'][k]), "
-              f"record info['episode_team_return'][k].")
-        return
-    if not isinstance(out["agent"], MADDPG):
-        print(f"FAILED on {case}: 'agent' should be the MADDPG learner you trained, got {type(out['agent']).__name__}")
-        return
-    worst, where = _largest_difference(_parameters(out["agent"]), _parameters(expected["agent"]))
-    if worst > TOLERANCE:
-        print(f"FAILED on {case}: the buffer matches but {where} is off by up to {worst:.3g}.\nHint: the updates "
-              f"differ: sample with buffer.sample(config.batch_size, rng) from rng = np.random.default_rng(seed), "
-              f"start once the buffer holds max(config.warmup_steps, config.batch_size) transitions, and make "
-              f"config.updates_per_step updates after every lock-step.")
-        return
-    rounded = [(int(e), round(float(g), 6)) for e, g in out["evaluations"]]
-    if rounded != [(e, round(g, 6)) for e, g in expected["evaluations"]]:
-        print(f"FAILED on {case}: evaluations differ: expected {expected['evaluations']}, got {list(out['evaluations'])}"
-              f".\nHint: after a lock-step's updates, when the number of finished episodes has reached next_eval "
-              f"(first eval_every), append (episodes so far, greedy_return(agent, env_id).team_return) and move "
-              f"next_eval up by eval_every once, even if the count has passed two points (it may evaluate again at "
-              f"the next lock-step).")
-        return
-    print(f"PASSED: your loop stores the same {n} transitions as train_maddpg, records the same returns and "
-          f"evaluations, and ends with the same networks (within {TOLERANCE:g}).")
+    print(f"PASSED: your loop stores the same transitions as train_maddpg ({len(LOOP_CASES)} cases: with updates and "
+          f"evaluations, and random play whose episodes end both with every agent arrived and at the time limit "
+          f"with one arrived), records the same returns and evaluations, calls the update it is given as often, and "
+          f"ends with the same networks (within {TOLERANCE:g}).")
 
 
 # ----------------------------------------------------------------------------------------------

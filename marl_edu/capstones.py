@@ -25,7 +25,9 @@ and offers the same six functions, each a few lines over the helpers below:
 Every ``check_<part>`` refuses an answer that calls the library's own implementation of its part
 (``refuses_library_answers``, beside each checker with the names it guards): while the learner's function runs
 inside the check, those functions and methods are replaced by a guard (``refusing``), and a call to one ends the
-check with FAILED naming it; everything is put back afterwards, also when the learner's code raised.
+check with FAILED naming it; everything is put back afterwards, also when the learner's code raised. A part that is
+GIVEN other parts (an update its losses, a loop its update) is handed spies of them (``spy``), and its check fails it
+when it does not call them: calling marl_edu's own instead gives the same numbers, yet would train with marl_edu's.
 
 and two functions shared by both, which each capstone module re-exports:
 
@@ -137,6 +139,18 @@ def learner_update(parts: dict[str, Callable], reference: dict[str, Callable], u
     return update_with_parts
 
 
+def spy(part: Callable, calls: list) -> Callable:
+    """``part`` that also appends each call's positional arguments to ``calls``. A check hands spies of the parts a
+    learner's function is GIVEN (the update's losses, the loop's update) and then sees whether it called them: a
+    function that calls marl_edu's own part instead passes the comparison with marl_edu, yet would train with
+    marl_edu's part whatever the learner wrote."""
+    def spied(*args, **kwargs):
+        calls.append(args)
+        return part(*args, **kwargs)
+
+    return spied
+
+
 def reference_run(algo: str, env_id: str) -> dict:
     """The committed reference run of ``algo`` (``"maddpg"``, ``"coma"``) on ``env_id``,
     ``results/<algo>/<env_id>/run.json``: its ``seed``, ``config``, ``episode_returns`` and ``evaluations``
@@ -205,7 +219,10 @@ def _bound_method_of(value, function) -> bool:
 @contextlib.contextmanager
 def refusing(names: tuple[str, ...], learner_globals: dict | None = None):
     """While inside, every library function or method in ``names`` (``"module:qualified.name"``) is replaced by a
-    guard that records its name in the list this yields and raises ``_LibraryAnswer``: where it is defined, wherever
+    guard that records its name in the list this yields and raises ``_LibraryAnswer``. The name recorded is the one the
+    learner wrote: a method called on a learner object is ``"agent.replay_policy (the library's
+    COMA.replay_policy)"``, its class the object's own (not the base class that defines it); anything else is the full
+    ``"marl_edu.module.qualified.name"``. The guards sit where it is defined, wherever
     a ``marl_edu`` module imported it by name, and in ``learner_globals`` (the notebook's namespace, where a
     ``from marl_edu... import`` put it, or a bound method of it). Everything is put back on leaving, also when the
     learner's code raised."""
@@ -226,7 +243,9 @@ def refusing(names: tuple[str, ...], learner_globals: dict | None = None):
             function = getattr(owner, attribute)  # (on a class: the plain function of a method or staticmethod)
             shown = name.replace(":", ".")
 
-            def guard(*args, shown=shown, **kwargs):
+            def guard(*args, shown=shown, owner=owner, attribute=attribute, **kwargs):
+                if isinstance(owner, type) and args and isinstance(args[0], owner):  # a method, reached from the
+                    shown = f"agent.{attribute} (the library's {type(args[0]).__name__}.{attribute})"  # learner
                 called.append(shown)
                 raise _LibraryAnswer(shown)
 
@@ -592,7 +611,11 @@ the target critic. Call the four parts you are given: the check passes the libra
 6. The actor's loss: minus the sum over agent_mask of (adv * log pi + agent.entropy_coef * entropy), divided by
    agent_mask's sum clamped at 1; one clipped gradient step with agent.actor_optimizer.
 7. agent.updates += 1; when it is a multiple of agent.config.target_update_every, load the critic's state dict
-   into agent.target_critic.""",
+   into agent.target_critic.
+Helpers you may call, both taught before: marl_edu.nets.gradient_step(optimizer, net, loss, grad_clip) (notebook 08:
+zero_grad, backward, the clip and the step in one call) for 2 and 6, and marl_edu.targets.hard_update(target,
+source) (notebook 03) for 7. Parts 1 to 4 only through the arguments you are given, never agent.critic_rows(...) and
+the like: the check hands your update spies of them and fails an update that does not call them.""",
         """\
 def my_coma_update(agent, batch, critic_rows, critic_targets, advantage, replay_policy):
     procedure STEP(optimizer, network, loss): zero the grads; backprop; clip the norm to grad_clip; optimizer step

@@ -321,6 +321,7 @@ def clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip):
 
 EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
              "td_lambda_targets", "coma_advantage", "coma_actor_loss", "solve_counts",
+             "sampled_beats_greedy",
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
              "qmix_mixer", "clipped_surrogate_loss")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
@@ -458,3 +459,11 @@ def coma_update(agent, batch, critic_rows, critic_targets, advantage, replay_pol
     if agent.updates % c.target_update_every == 0:                      # the periodic hard copy
         agent.target_critic.load_state_dict(agent.critic.state_dict())
 
+
+
+# -- 12 more agents and harder tasks ---------------------------------------------------------------------------------
+
+def sampled_beats_greedy(rows):
+    """On how many seeds a method's sampled evaluation beat its greedy one: rows, one dict per seed with its final
+    "greedy" and "sampled" mean team returns -> the number of seeds with sampled > greedy (a tie is no win)."""
+    return sum(row["sampled"] > row["greedy"] for row in rows)   # True counts 1

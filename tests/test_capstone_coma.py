@@ -38,7 +38,8 @@ def _verdict(check, fn, capsys) -> str:
 def test_the_solutions_pass_and_the_references_are_refused(name, capsys):
     assert _verdict(CHECKS[name], getattr(solutions, name), capsys).startswith("PASSED")
     # the reference is the library's own part: what the check compares with, so an answer may not call it
-    assert _verdict(CHECKS[name], cc.REFERENCE[name], capsys).startswith(f"FAILED: your {name} calls marl_edu.")
+    assert _verdict(CHECKS[name], cc.REFERENCE[name], capsys).startswith(
+        f"FAILED: your {name} calls " + ("marl_edu." if name == "coma_update" else "agent."))
 
 
 def _rows_slip(kind):
@@ -309,3 +310,51 @@ def test_a_wrong_counter_is_reported_before_the_parameters(capsys):
 def test_an_advantage_of_zeros_is_named(capsys):
     out = _verdict(cc.check_coma_batch_advantage, lambda agent, rows, batch, pi: torch.zeros(pi.shape[:-1]), capsys)
     assert out.startswith("FAILED") and "every advantage is 0" in out, out
+
+
+# -- the target copy one update off, written as a learner would (it got a hint about the critic's loss) -------------
+
+_COUNT_AND_COPY = ("    agent.updates += 1\n"
+                   "    if agent.updates % c.target_update_every == 0:                      # the periodic hard copy\n"
+                   "        agent.target_critic.load_state_dict(agent.critic.state_dict())\n")
+
+
+def test_a_copy_decided_before_counting_is_named(capsys):
+    update = _update_with_source_changed(_COUNT_AND_COPY, (
+        "    if agent.updates % c.target_update_every == 0:\n"
+        "        agent.target_critic.load_state_dict(agent.critic.state_dict())\n"
+        "    agent.updates += 1\n"))
+    out = _verdict(cc.check_coma_update, update, capsys)
+    assert out.startswith("FAILED") and "BEFORE agent.updates += 1" in out, out
+
+
+def test_a_copy_at_the_start_of_the_update_is_named(capsys):
+    import inspect
+
+    first = "    rows = critic_rows(agent, obs, actions)"  # the count and the copy moved before it
+    source = inspect.getsource(solutions.coma_update).replace(_COUNT_AND_COPY, "").replace(first,
+                                                                                          _COUNT_AND_COPY + first)
+    namespace = dict(solutions.coma_update.__globals__)
+    exec(source, namespace)
+    out = _verdict(cc.check_coma_update, namespace["coma_update"], capsys)
+    assert out.startswith("FAILED") and "copied at the START of the update" in out, out
+
+
+# -- the update must call the four parts it is given (the cold reads found the library's methods passing) ----------
+
+@pytest.mark.parametrize("position, library_call, argument", [
+    (0, lambda agent, obs, actions: agent.critic_rows(obs, actions), "critic_rows"),
+    (1, lambda agent, rows, batch: agent.critic_targets(rows, batch), "critic_targets"),
+    (2, lambda agent, rows, batch, pi: agent.advantage(rows, batch, pi), "advantage"),
+    (3, lambda agent, obs, actions, epsilon: agent.replay_policy(obs, actions, epsilon), "replay_policy"),
+])
+def test_an_update_that_calls_the_librarys_part_instead_of_its_argument_fails(position, library_call, argument,
+                                                                             capsys):
+    def update(agent, batch, *given):
+        parts = list(given)
+        parts[position] = library_call  # the library's method, not the part handed in
+        solutions.coma_update(agent, batch, *parts)
+
+    out = _verdict(cc.check_coma_update, update, capsys)
+    assert out.startswith("FAILED on 3 updates") and f"the {argument} your update was given was never called" in out
+    assert f"agent.{cc._LIBRARY_METHOD[cc.PARTS[position]]}(...)" in out, out

@@ -553,3 +553,165 @@ def test_a_loop_that_skips_evaluation_points_is_named(capsys):
                         "            next_eval = (len(episode_returns) // eval_every + 1) * eval_every"), namespace)
     out = verdict(capstone.check_maddpg_training_loop, namespace["maddpg_training_loop"], capsys)
     assert out.startswith("FAILED") and "evaluations differ" in out and "move next_eval up by eval_every once" in out
+
+
+# -- the parts a part is GIVEN must be the ones it calls (the cold reads found these passing) ------------------------
+
+def update_calling_the_librarys_soft_update(agent, batch, critic_loss, actor_loss, soft_update):
+    from marl_edu import targets
+    solutions.maddpg_update(agent, batch, critic_loss, actor_loss, targets.soft_update)  # not the argument
+
+
+def update_with_the_librarys_losses(agent, batch, critic_loss, actor_loss, soft_update):
+    solutions.maddpg_update(agent, batch, lambda ag, i, t: ag.critic_loss(i, t), lambda ag, i, t: ag.actor_loss(i, t),
+                            soft_update)
+
+
+def update_with_the_librarys_actor_loss(agent, batch, critic_loss, actor_loss, soft_update):
+    solutions.maddpg_update(agent, batch, critic_loss, lambda ag, i, t: ag.actor_loss(i, t), soft_update)
+
+
+def update_soft_updating_only_the_actors_through_the_argument(agent, batch, critic_loss, actor_loss, soft_update):
+    from marl_edu import targets
+    solutions.maddpg_update(agent, batch, critic_loss, actor_loss,
+                            lambda t, s, tau: (soft_update if t is agent.target_actors else targets.soft_update)(t, s,
+                                                                                                                tau))
+
+
+@pytest.mark.parametrize("slip, hint", [
+    (update_calling_the_librarys_soft_update, "the soft_update your update was given was never called"),
+    (update_with_the_librarys_losses, "the critic_loss your update was given was never called"),
+    (update_with_the_librarys_actor_loss, "the actor_loss your update was given was never called"),
+    (update_soft_updating_only_the_actors_through_the_argument, "not called on every target network"),
+])
+def test_an_update_that_does_not_call_the_parts_it_is_given_fails(slip, hint, capsys):
+    # these gave MADDPG.update's parameters, so they PASSED, and assemble then trained with the library's parts
+    out = verdict(capstone.check_maddpg_update, slip, capsys)
+    assert out.startswith("FAILED on N=2, B=32, tau=0.005, 3 updates: ") and hint in out, out
+    assert "call the argument, not marl_edu's own" in out
+
+
+def _loop_with_source_changed(old: str, new: str):
+    """solutions.maddpg_training_loop with one line of its source replaced."""
+    import inspect
+
+    source = inspect.getsource(solutions.maddpg_training_loop)
+    assert old in source
+    namespace = dict(solutions.maddpg_training_loop.__globals__)
+    exec(source.replace(old, new), namespace)
+    return namespace["maddpg_training_loop"]
+
+
+def test_a_loop_that_calls_agent_update_instead_of_its_argument_fails(capsys):
+    loop = _loop_with_source_changed("update(agent, buffer.sample(config.batch_size, rng))",
+                                     "agent.update(buffer.sample(config.batch_size, rng))")
+    out = verdict(capstone.check_maddpg_training_loop, loop, capsys)
+    assert out.startswith("FAILED on Switch2-v2, 4 env copies, 24 episodes, seed 3: your loop called the update it "
+                          "was given 0 times, expected 283"), out
+    assert "a loop that calls agent.update(batch) would train with marl_edu's update" in out
+
+
+def test_assemble_no_longer_calls_a_loop_that_ignores_its_update_yours(capsys):
+    loop = _loop_with_source_changed("update(agent, buffer.sample(config.batch_size, rng))",
+                                     "agent.update(buffer.sample(config.batch_size, rng))")
+    parts = capstone.assemble(maddpg_training_loop=loop)
+    assert parts["maddpg_training_loop"] is capstone.REFERENCE["maddpg_training_loop"]
+    assert "maddpg_training_loop | FAILED" in capsys.readouterr().out
+
+
+def test_the_loop_checks_second_case_has_both_kinds_of_episode_end():
+    # random play, no update: among its 24 ends at least one where every agent arrived (terminal) and one cut by the
+    # time limit after some agent arrived (not terminal): the two ends a terminal-flag slip gets wrong
+    import marl_edu.train as train
+
+    _, arguments, config = capstone.LOOP_CASES[1]
+    ends, original = [], train.make_vec_env
+
+    def counting(*args, **kwargs):
+        venv = original(*args, **kwargs)
+        step = venv.step
+
+        def stepped(actions):
+            out = step(actions)
+            info = out[3]
+            for k in np.flatnonzero(info["episode_done"]):
+                arrived = info["terminated"][k]
+                ends.append("all" if arrived.all() else "some" if arrived.any() else "none")
+            return out
+
+        venv.step = stepped
+        return venv
+
+    train.make_vec_env = counting
+    try:
+        result = train.train_maddpg(config=capstone.MADDPGConfig(**config), progress=False, **arguments)
+    finally:
+        train.make_vec_env = original
+    assert len(ends) == len(result.episode_returns) >= arguments["episodes"] and result.agent.updates == 0
+    assert ends.count("all") >= 1 and ends.count("some") >= 1, ends
+    assert capstone.LOOP_CASES[0][2]["warmup_steps"] < capstone.LOOP_CASES[0][2]["batch_size"]
+
+
+@pytest.mark.parametrize("flag", ["False", 'bool(info["terminated"][k].any())'])
+def test_a_loop_with_the_wrong_terminal_flag_fails(flag, capsys):
+    # both passed the first case, which has no end where an agent arrived; such a loop never solves in training
+    loop = _loop_with_source_changed('terminal = bool(info["terminated"][k].all())', f"terminal = {flag}")
+    out = verdict(capstone.check_maddpg_training_loop, loop, capsys)
+    assert out.startswith("FAILED on Switch2-v2, 4 env copies, 24 episodes of random play"), out
+    assert "the buffer's dones differ" in out and "d = 1 only when every agent of that copy arrived" in out, out
+
+
+def critic_target_as_a_column(agent, i, batch):
+    c = agent.config
+    with torch.no_grad():
+        logits = torch.stack([agent.target_actors[j](batch["next_obs"][:, j]) for j in range(agent.n_agents)], 1)
+        next_actions = gumbel_softmax(logits, c.temperature, hard=True, generator=agent.generator)
+        q_next = agent.target_critics[i](flatten_for_critic(batch["next_obs"], next_actions))  # (B,)
+        y = batch["rewards"][:, i:i + 1] + c.gamma ** c.n_step * (1 - batch["dones"][:, i:i + 1]) * q_next[:, None]
+    q = agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"]))  # (B,) - (B, 1): (B, B)
+    return ((q - y) ** 2).mean()
+
+
+def critic_with_torchs_gumbel_softmax(agent, i, batch):
+    c = agent.config
+    with torch.no_grad():
+        logits = torch.stack([agent.target_actors[j](batch["next_obs"][:, j]) for j in range(agent.n_agents)], 1)
+        next_actions = torch.nn.functional.gumbel_softmax(logits, tau=c.temperature, hard=True)  # the global RNG
+        q_next = agent.target_critics[i](flatten_for_critic(batch["next_obs"], next_actions))
+        y = batch["rewards"][:, i] + c.gamma ** c.n_step * (1 - batch["dones"][:, i]) * q_next
+    return ((agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"])) - y) ** 2).mean()
+
+
+@pytest.mark.parametrize("slip, hint", [
+    (critic_target_as_a_column, "your target y_i has shape (B, 1)"),
+    (critic_with_torchs_gumbel_softmax, "torch.nn.functional.gumbel_softmax draws from torch's global random numbers"),
+])
+def test_the_critic_losss_broadcast_and_global_gumbel_slips_are_named(slip, hint, capsys):
+    out = verdict(capstone.check_maddpg_critic_loss, slip, capsys)
+    assert out.startswith("FAILED on N=2, B=8") and hint in out, out
+
+
+def soft_rebinding_the_loop_variable(target, source, tau):
+    for tp, sp in zip(target.parameters(), source.parameters()):
+        tp = tau * sp + (1 - tau) * tp  # noqa: F841,PLW2901  (the slip: a new tensor, the target untouched)
+
+
+def test_a_soft_update_that_rebinds_its_loop_variable_is_told_nothing_changed_in_place(capsys):
+    out = verdict(capstone.check_soft_update, soft_rebinding_the_loop_variable, capsys)
+    assert out.startswith("FAILED on tau=0.01: no parameter of the target changed in place"), out
+    assert "copy_" in out and "mul_" in out and ".data" in out and "rebinds the loop's name" in out
+    assert "NOT DONE" not in out
+    # (an empty body, `pass`, is still an untouched stub: tests/test_solutions.py holds every check to that)
+
+
+def actor_summed_over_the_batch(agent, i, batch):
+    loss = solutions.maddpg_actor_loss(agent, i, batch)
+    logits = agent.actors[i](batch["obs"][:, i])
+    penalty = agent.config.logits_reg * (logits ** 2).mean()
+    return (loss - penalty) * len(batch["obs"]) + penalty  # -sum_b sum_k pi Q + the penalty
+
+
+def test_an_actor_loss_summed_over_the_batch_is_named(capsys):
+    out = verdict(capstone.check_maddpg_actor_loss, actor_summed_over_the_batch, capsys)
+    assert out.startswith("FAILED on N=2, B=8") and "SUMMED over the batch, B times too large" in out, out
+    assert "Gumbel" not in out
