@@ -13,6 +13,7 @@ from marl_edu.coma import COMA, COMAConfig
 from marl_edu.envs import make_vec_env
 from marl_edu.rollout import collect_episodes
 from marl_edu.train import train_coma
+from slips import with_source_changed
 
 CHECKS = {name: getattr(cc, f"check_{name}") for name in cc.PARTS}
 
@@ -240,13 +241,7 @@ def test_whose_says_whose_parts_trained():
 
 def _update_with_source_changed(old: str, new: str):
     """solutions.coma_update with one line of its source replaced: a slip the check has no variant of."""
-    import inspect
-
-    source = inspect.getsource(solutions.coma_update)
-    assert old in source
-    namespace = dict(solutions.coma_update.__globals__)
-    exec(source.replace(old, new), namespace)
-    return namespace["coma_update"]
+    return with_source_changed(solutions.coma_update, old, new)
 
 
 @pytest.mark.parametrize("old, new, words", [

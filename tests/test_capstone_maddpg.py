@@ -15,6 +15,7 @@ from marl_edu import capstone_maddpg as capstone
 from marl_edu import solutions
 from marl_edu.maddpg import flatten_for_critic, gumbel_softmax
 from marl_edu.planning import optimal_team_return
+from slips import with_source_changed
 
 
 def verdict(check, fn, capsys) -> str:
@@ -593,13 +594,7 @@ def test_an_update_that_does_not_call_the_parts_it_is_given_fails(slip, hint, ca
 
 def _loop_with_source_changed(old: str, new: str):
     """solutions.maddpg_training_loop with one line of its source replaced."""
-    import inspect
-
-    source = inspect.getsource(solutions.maddpg_training_loop)
-    assert old in source
-    namespace = dict(solutions.maddpg_training_loop.__globals__)
-    exec(source.replace(old, new), namespace)
-    return namespace["maddpg_training_loop"]
+    return with_source_changed(solutions.maddpg_training_loop, old, new)
 
 
 def test_a_loop_that_calls_agent_update_instead_of_its_argument_fails(capsys):
