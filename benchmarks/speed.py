@@ -40,7 +40,7 @@ import torch
 
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.learners import ON_POLICY, entry
-from marl_edu.runs import METHODS, method_config, run_seed, solved_threshold, split
+from marl_edu.runs import METHODS, method_config, run_seed, solve_line, solved_threshold, split
 
 DEFAULT = ["coma-gru", "central_v-gru", "iac-gru", "maddpg-mlp", "iddpg-mlp"]  # one per learner
 TASK = {"on-policy": "Switch2-v0", "off-policy": "Switch2-v2"}  # where the goal measures each family
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
         algo, _ = method_config(method)
         env_id = task[method]
         optimum = optimal_team_return(env_id)
-        target = solved_threshold(optimum) - 1e-6
+        target = solve_line(optimum)
         for label, backend, config, episodes, stop in paths(method, args.backends, args.before):
             rows = []
             for seed in args.seeds:

@@ -24,7 +24,7 @@ import torch
 
 from grid import add_runner_options, check_runner_options, run_grid, where
 from marl_edu.learners import ALGORITHMS, config_class
-from marl_edu.runs import run_seed, solved_threshold
+from marl_edu.runs import run_seed, solve_line, solved_threshold
 from marl_edu.planning import optimal_team_return
 
 
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     results = {index: [] for index in range(len(configs))}
     for index, figures in run_grid(one_run, jobs, args.runner, args.jobs, args.address):
         results[index].append(figures)
-    target = solved_threshold(optimum) - 1e-6
+    target = solve_line(optimum)
     for index, (pairs, _) in enumerate(configs):
         rows = sorted(results[index], key=lambda row: args.seeds.index(row["seed"]))  # in the order of --seeds
         print(f"\n{' '.join(pairs) or '(defaults)'}")

@@ -34,7 +34,7 @@ from marl_edu.learners import LEARNERS, algo_name, check_env, config_class, entr
 from marl_edu.resume import BeforeTraining, StopOnSignal, TrainingInterrupted, seed_checkpoint
 from marl_edu.run_folder import RunLog, open_folder, overwritten, probe_writable, remove_run, remove_temporaries
 from marl_edu.runs import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
-                           rounded, run_seed, solved_threshold, write_gif)
+                           rounded, run_seed, solve_line, write_gif)
 from marl_edu.threads import MAX_THREADS
 from marl_edu.train import PARTICLE_EVAL_SEED, TrainResult
 
@@ -513,7 +513,7 @@ def _summary(plan: _Plan, rows: list[dict]) -> str:
     parts = [f"median_return={np.median(returns):.2f}", f"min_return={returns.min():.2f}"]
     if not plan.continuous:
         solved = ("-" if plan.optimum is None else
-                  f"{int((returns >= solved_threshold(plan.optimum) - 1e-6).sum())}/{len(rows)}")
+                  f"{int((returns >= solve_line(plan.optimum)).sum())}/{len(rows)}")
         parts += [f"solved={solved}", f"optimal={'unknown' if plan.optimum is None else f'{plan.optimum:.2f}'}"]
     if plan.continuous and "landmark_distance" in rows[0]:
         parts += [f"landmark_distance={np.mean([row['landmark_distance'] for row in rows]):.3f}",

@@ -66,6 +66,12 @@ def solved_threshold(optimum: float) -> float:
     return round(optimum - SOLVED_MARGIN, 6)
 
 
+def solve_line(optimum: float) -> float:
+    """The lowest greedy team return that counts as solved: ``solved_threshold(optimum)``, less the rounding of a
+    float32 sum of rewards (a return of 8.0 arrives as 7.99999997)."""
+    return solved_threshold(optimum) - 1e-6
+
+
 def solve_counts(rows: list[dict], optimum: float) -> tuple[int, int, float | None]:
     """How a method did over its seeds, as the tables count it. ``rows``: one dict per seed with its final greedy team
     return ``"greedy"`` and ``"episodes_to_solve"`` (the first evaluation within ``SOLVED_MARGIN`` of ``optimum``,
@@ -73,7 +79,7 @@ def solve_counts(rows: list[dict], optimum: float) -> tuple[int, int, float | No
     point; the median episodes to solve over those seeds only, None if no seed did)."""
     if not rows:
         raise ValueError("solve_counts needs at least one seed's row, got none")
-    line = solved_threshold(optimum) - 1e-6  # a float32 sum of rewards that is 8.0 arrives as 7.99999997
+    line = solve_line(optimum)
     at_end = sum(row["greedy"] >= line for row in rows)
     episodes = [row["episodes_to_solve"] for row in rows if row["episodes_to_solve"] is not None]
     return at_end, len(episodes), (float(np.median(episodes)) if episodes else None)
@@ -136,7 +142,7 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
                 threads)
     greedy = greedy_team_return(run.agent, env_id, final_episodes, threads=threads)
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=final_episodes, seed=seed, threads=threads).mean())
-    target = float("inf") if optimum is None else solved_threshold(optimum) - 1e-6
+    target = float("inf") if optimum is None else solve_line(optimum)
     first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= target), None)
     return run, {"seed": seed, "greedy": greedy, "sampled": sampled, **_counts(run),
                  "episodes_to_solve": None if first is None else run.evaluations[first][0],

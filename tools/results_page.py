@@ -22,7 +22,7 @@ import statistics
 import sys
 import textwrap
 
-from marl_edu.runs import SOLVED_MARGIN, solved_threshold  # solved: greedy within the margin of the optimum
+from marl_edu.runs import SOLVED_MARGIN, solve_line, solved_threshold  # solved: greedy within the margin of the optimum
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -122,8 +122,7 @@ def benchmark(name: str):
 
 def first_solve(evaluations: list, optimum: float) -> int | None:
     """The episode of the first periodic greedy evaluation at the solve line, None if none reached it."""
-    line = solved_threshold(optimum) - 1e-6  # a float32 sum of rewards that is 8.0 arrives as 7.99999997
-    return next((episode for episode, greedy in evaluations if greedy >= line), None)
+    return next((episode for episode, greedy in evaluations if greedy >= solve_line(optimum)), None)
 
 
 # -- the sections ------------------------------------------------------------------------------------------------------
@@ -176,7 +175,7 @@ def learning_runs(folders: list[pathlib.Path]) -> list[str]:
                    if word not in ("--algo", "--env", "--out") and previous not in ("--algo", "--env", "--out")]
         env_id = summary["summary"].split(" env=")[1].split()[0]
         greedy = [seed["greedy"] for seed in seeds]
-        solved = sum(value >= solved_threshold(optimum) - 1e-6 for value in greedy)
+        solved = sum(value >= solve_line(optimum) for value in greedy)
         firsts = [first_solve(seed["evaluations"], optimum) for seed in seeds]
         rows.append([f"`{rel(folder)}`", env_id, f"`{' '.join(options)}`" if options else "the defaults",
                      number(seeds[0]["episodes"], 0), per_seed(greedy), number(statistics.median(greedy)),
@@ -375,7 +374,7 @@ def particle_folder(name: str, title: str) -> list[str]:
         lines += paragraph(f"`summary.json` records a re-run of the {', '.join(rerun['methods'])} runs. Why:",
                            f"{rerun['why']}. How: {rerun['how']}.")
     kept = ", ".join(f"`{method}/`" for method in methods if (folder / method / "policy.pt").exists())
-    lines += paragraph(files_read([folder / "summary.json"]), f"The first seed's `policy.pt` and `greedy.gif` are in",
+    lines += paragraph(files_read([folder / "summary.json"]), "The first seed's `policy.pt` and `greedy.gif` are in",
                        f"{kept}.")
     lines += ["Reproduce:", "", *command(summary["command"]), ""]
     return lines
