@@ -5,7 +5,7 @@ sha256 of its per-episode returns, its periodic evaluations and every tensor of 
 and after a change on the same machine (and torch build): identical lines mean identical numerics. The values differ
 between CPUs (AVX2 and AVX-512 round differently), so they are compared run to run, never committed as a test.
 
-Usage: python benchmarks/fingerprints.py [--only NAME ...]     (about 40 s for all twelve on one core)
+Usage: python benchmarks/fingerprints.py [--only NAME ...]     (about a minute for every learner on one core)
 """
 
 from __future__ import annotations
@@ -17,47 +17,29 @@ import time
 import numpy as np
 import torch
 
-from marl_edu.baselines import IACV, IDDPG, CentralV
-from marl_edu.coma import COMA, COMAConfig
-from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG
-from marl_edu.inference import InferenceConfig, InferringMADDPG
-from marl_edu.maddpg import MADDPG, MADDPGConfig
-from marl_edu.train import train_coma, train_continuous, train_maddpg, train_value_decomposition
-from marl_edu.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
+from marl_edu.learners import LEARNERS
+from marl_edu.runs import run_seed
 
 SEED = 7
-SMALL_MADDPG = dict(n_envs=4, warmup_steps=200, batch_size=64, buffer_size=5_000)
-SMALL_CONTINUOUS = dict(n_envs=4, warmup_steps=100, batch_size=32, buffer_size=5_000)
+# small settings per loop kind (learners.Entry.loop) that still reach many updates: (env, episodes, eval_every,
+# config overrides)
+SMALL = {
+    "off_policy": ("Switch2-v2", 60, 20, dict(n_envs=4, warmup_steps=200, batch_size=64, buffer_size=5_000)),
+    "on_policy": ("Switch2-v0", 96, 32, dict(n_envs=8)),
+    "episode_replay": ("Switch2-v0", 64, 32, dict(n_envs=8, batch_episodes=8)),
+    "continuous": ("simple_spread_v3", 24, 12, dict(n_envs=4, warmup_steps=100, batch_size=32, buffer_size=5_000)),
+    "continuous_on_policy": ("simple_spread_v3", 24, 12, dict(n_envs=4)),
+}
 
 
 def runs():
-    """name -> a function that trains that learner briefly and returns its TrainResult."""
-    def maddpg(learner):
-        return lambda: train_maddpg("Switch2-v2", 60, MADDPGConfig(**SMALL_MADDPG), seed=SEED, eval_every=20,
-                                    progress=False, learner=learner)
+    """name -> a function that trains that learner of ``LEARNERS`` briefly and returns its TrainResult."""
+    def run(name, row):
+        env_id, episodes, eval_every, overrides = SMALL[row.loop]
+        return lambda: run_seed(name, env_id, episodes, row.config(**overrides), seed=SEED, eval_every=eval_every,
+                                final_episodes=1)[0]
 
-    def coma(learner):
-        return lambda: train_coma("Switch2-v0", 96, COMAConfig(n_envs=8), seed=SEED, eval_every=32,
-                                  progress=False, learner=learner)
-
-    def value_decomposition(learner):
-        return lambda: train_value_decomposition("Switch2-v0", 64, ValueDecompositionConfig(n_envs=8, batch_episodes=8),
-                                                 seed=SEED, eval_every=32, progress=False, learner=learner)
-
-    def continuous(learner, config):
-        return lambda: train_continuous("simple_spread_v3", 24, config, seed=SEED, eval_every=12, eval_episodes=2,
-                                        progress=False, learner=learner)
-
-    return {
-        "maddpg": maddpg(MADDPG), "iddpg": maddpg(IDDPG),
-        "coma": coma(COMA), "central_v": coma(CentralV), "iac": coma(IACV),
-        "iql": value_decomposition(IQL), "vdn": value_decomposition(VDN), "qmix": value_decomposition(QMIX),
-        "maddpg_continuous": continuous(ContinuousMADDPG, ContinuousMADDPGConfig(**SMALL_CONTINUOUS)),
-        "iddpg_continuous": continuous(ContinuousIDDPG, ContinuousMADDPGConfig(**SMALL_CONTINUOUS)),
-        "maddpg_inferred": continuous(InferringMADDPG, InferenceConfig(**SMALL_CONTINUOUS)),
-        "maddpg_ensemble": continuous(EnsembleMADDPG, EnsembleConfig(**SMALL_CONTINUOUS)),
-    }
+    return {name: run(name, row) for name, row in LEARNERS.items()}
 
 
 def fingerprint(result) -> str:
