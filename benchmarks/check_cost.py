@@ -21,12 +21,12 @@ import torch
 
 # (module, function): the checks data and arguments pass through while a learner trains
 CHECKS = [
-    ("shapes", "check_shape"), ("validate", "positive_int"), ("validate", "non_negative_int"),
-    ("validate", "positive_number"), ("validate", "non_negative_number"), ("validate", "finite_number"),
-    ("validate", "unit_interval"), ("validate", "boolean"), ("validate", "index_range"), ("validate", "finite"),
-    ("validate", "zero_one"), ("validate", "generator"), ("buffers", "check_replay_batch"),
-    ("rollout", "check_episode_batch"), ("nets", "check_policy_output"), ("coma", "_check_policy"),
-    ("targets", "_check_alike"), ("maddpg", "check_temperature"), ("learners", "check_fits"),
+    ("base.shapes", "check_shape"), ("base.validate", "positive_int"), ("base.validate", "non_negative_int"),
+    ("base.validate", "positive_number"), ("base.validate", "non_negative_number"), ("base.validate", "finite_number"),
+    ("base.validate", "unit_interval"), ("base.validate", "boolean"), ("base.validate", "index_range"), ("base.validate", "finite"),
+    ("base.validate", "zero_one"), ("base.validate", "generator"), ("data.buffers", "check_replay_batch"),
+    ("data.rollout", "check_episode_batch"), ("pieces.nets", "check_policy_output"), ("learners.coma", "_check_policy"),
+    ("pieces.targets", "_check_alike"), ("learners.maddpg", "check_temperature"), ("learners.table", "check_fits"),
 ]
 RUNS = {"maddpg": 300, "coma": 1200, "vdn": 400}  # learner -> episodes (one of each loop: off-policy, on-policy, replay)
 
@@ -39,7 +39,8 @@ def instrument() -> dict:
 
     import marl_edu
 
-    modules = [importlib.import_module(f"marl_edu.{info.name}") for info in pkgutil.iter_modules(marl_edu.__path__)]
+    modules = [importlib.import_module(info.name) for info in pkgutil.walk_packages(marl_edu.__path__, "marl_edu.")
+               if not info.ispkg and info.name != "marl_edu.__main__"]
     counter = {"seconds": 0.0, "calls": 0, "depth": 0}
 
     def timed(function):
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     counter = instrument()
-    from marl_edu.runs import train
+    from marl_edu.runs.seed import train
 
     print(f"{'algo':>7} {'episodes':>8} {'updates':>7} {'run s':>7} {'checks s':>8} {'share':>6} {'calls':>8}")
     for algo in args.algos:

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/compare.py --envs Switch2-v0 --seeds 0 1 --jobs 1
     .venv/bin/python benchmarks/compare.py --envs Switch4-v0 --methods coma-gru maddpg-mlp --seeds 0 1
 
-Methods (``marl_edu.learners.LEARNERS``), each on its family's budget:
+Methods (``marl_edu.learners.table.LEARNERS``), each on its family's budget:
 - on-policy, 6000 episodes (batches of 16 whole episodes): coma, central_v, iac, each with the GRU actor
   over the agent's history ("gru") and with a feed-forward actor on the current observation ("ff");
 - off-policy, 1500 episodes (a replay buffer; actors are feed-forward MLPs, "mlp"): maddpg, iddpg;
@@ -43,8 +43,8 @@ import numpy as np
 
 from grid import add_runner_options, check_runner_options, drop_runner_options, run_grid, where
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
-from marl_edu.runs import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
-from marl_edu.files import atomic_write_bytes
+from marl_edu.runs.seed import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
+from marl_edu.base.files import atomic_write_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "compare"
@@ -58,8 +58,8 @@ def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str
 
     import torch
 
-    from marl_edu.learners import entry
-    from marl_edu.runs import known_optimum
+    from marl_edu.learners.table import entry
+    from marl_edu.runs.seed import known_optimum
 
     env_id, method, seed, episodes, keep_artifacts = job
     torch.set_num_threads(1)
@@ -138,8 +138,8 @@ RANDOM_EPISODES = 1000  # the random reference line: uniformly random actions, t
 
 def random_line(env_id: str) -> float:
     """The mean team return of uniformly random actions over ``RANDOM_EPISODES`` episodes (seed 0), rounded."""
-    from marl_edu.envs import make_env
-    from marl_edu.rollout import random_policy, team_returns
+    from marl_edu.envs.make import make_env
+    from marl_edu.data.rollout import random_policy, team_returns
 
     env = make_env(env_id, seed=0)
     policy = random_policy(env.n_agents, env.n_actions, np.random.default_rng(0))
@@ -148,16 +148,16 @@ def random_line(env_id: str) -> float:
 
 def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pathlib.Path,
          random: float | None = None) -> pathlib.Path:
-    """The on-policy and the off-policy learners side by side (``marl_edu.viz.plot_comparison``), one panel per kind
+    """The on-policy and the off-policy learners side by side (``marl_edu.base.viz.plot_comparison``), one panel per kind
     of actor that ran, against the optimum and the random policy."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from marl_edu.viz import plot_comparison
+    from marl_edu.base.viz import plot_comparison
 
-    from marl_edu.learners import entry
+    from marl_edu.learners.table import entry
 
     colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
               "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5", "iql-gru": "C6",
@@ -227,9 +227,9 @@ def main(argv=None) -> int:
         parser.error("--seeds must be distinct")
     check_runner_options(parser, args)
     args.out = args.out.resolve()
-    from marl_edu.learners import entry
-    from marl_edu.runs import known_optimum
-    from marl_edu.envs import resolve_env_id
+    from marl_edu.learners.table import entry
+    from marl_edu.runs.seed import known_optimum
+    from marl_edu.envs.magym import resolve_env_id
 
     try:
         args.envs = [resolve_env_id(env_id) for env_id in args.envs]

@@ -7,7 +7,7 @@ continuous actions, several seeds. Prints a row per run, the matchup tables and 
 Methods (every one ``train_continuous`` with the same budget; all play themselves during training):
   maddpg    continuous MADDPG, each critic learns its own agent's reward (the env's: adversary -d_0, good agents
             -min(d_1, d_2) + d_0, d_i the distance of agent i to the goal landmark)
-  ensemble  the same with policy ensembles (``marl_edu.ensembles``, M=3 sub-policies per agent, paper section 4.3)
+  ensemble  the same with policy ensembles (``marl_edu.learners.ensembles``, M=3 sub-policies per agent, paper section 4.3)
   team      MADDPG whose every critic learns the team reward, the sum over all three agents
 
 Scores (``play_matchup``, 50 episodes from seed 20000, no noise, the env's own per-agent rewards):
@@ -39,30 +39,30 @@ MATCHUP_EPISODES = 50
 
 
 def make_config(method: str):
-    from marl_edu.learners import config_class
+    from marl_edu.learners.table import config_class
 
     algo, overrides = METHODS[method]
     return config_class(algo)(**overrides)
 
 
 def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
-    """Train one learner for one seed (one torch thread, ``marl_edu.runs.run_seed``) and score it in self-play
+    """Train one learner for one seed (one torch thread, ``marl_edu.runs.seed.run_seed``) and score it in self-play
     (``play_matchup``); for the first seed with ``out``, save its policy and a GIF. Returns its row: method, seed, the
     score's fields, counts, config, its actors' weights (for the cross-play matchups) and evaluations during
     training."""
     torch.set_num_threads(1)
-    from marl_edu.checkpoints import save_policy
-    from marl_edu.runs import rounded, run_seed
-    from marl_edu.competition import play_matchup
+    from marl_edu.training.checkpoints import save_policy
+    from marl_edu.runs.seed import rounded, run_seed
+    from marl_edu.training.competition import play_matchup
 
     config = make_config(method)
     run, figures = run_seed(METHODS[method][0], ENV_ID, episodes, config, seed, eval_every=200)
     score = play_matchup(run.agent, run.agent, ENV_ID, MATCHUP_EPISODES)
     if out and first_seed:
-        from marl_edu.competition import episode_policy
-        from marl_edu.envs import make_env
-        from marl_edu.rollout import run_episode
-        from marl_edu.viz import downscale, save_gif
+        from marl_edu.training.competition import episode_policy
+        from marl_edu.envs.make import make_env
+        from marl_edu.data.rollout import run_episode
+        from marl_edu.base.viz import downscale, save_gif
 
         folder = pathlib.Path(out) / method
         save_policy(run.agent, ENV_ID, folder / "policy.pt")
@@ -78,7 +78,7 @@ def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed
 
 def rebuild(row: dict):
     """The trained learner of one row, from its config and actors' weights."""
-    from marl_edu.learners import CONTINUOUS_ALGORITHMS
+    from marl_edu.learners.table import CONTINUOUS_ALGORITHMS
 
     algo, _ = METHODS[row["method"]]
     config = type(make_config(row["method"]))(**row["config"])
@@ -89,7 +89,7 @@ def rebuild(row: dict):
 
 def matchup(adversary_row: dict, good_row: dict) -> dict:
     torch.set_num_threads(1)
-    from marl_edu.competition import play_matchup
+    from marl_edu.training.competition import play_matchup
 
     score = play_matchup(rebuild(adversary_row), rebuild(good_row), ENV_ID, MATCHUP_EPISODES)
     return {"adversary": [adversary_row["method"], adversary_row["seed"]],

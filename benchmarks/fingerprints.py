@@ -17,8 +17,8 @@ import time
 import numpy as np
 import torch
 
-from marl_edu.learners import LEARNERS
-from marl_edu.runs import run_seed
+from marl_edu.learners.table import LEARNERS
+from marl_edu.runs.seed import run_seed
 
 SEED = 7
 # small settings per loop kind (learners.Entry.loop) that still reach many updates: (env, episodes, eval_every,

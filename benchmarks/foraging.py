@@ -71,12 +71,12 @@ def run_one(method: str, seed: int, episodes: int, eval_every: int, folder: path
     ``TARGET`` (episodes, env steps, seconds since the start), and its final greedy mean over 100 episodes. With
     ``folder`` (the first seed's), save the final policy there and a GIF of its first greedy episode (env seed 0).
     ``pairs``: config values on top of the benchmark's (``method_config``)."""
-    from marl_edu.checkpoints import save_policy
-    from marl_edu.envs import make_env
-    from marl_edu.rollout import run_episode
-    from marl_edu.runs import train
-    from marl_edu.train import greedy_team_return
-    from marl_edu.viz import save_gif
+    from marl_edu.training.checkpoints import save_policy
+    from marl_edu.envs.make import make_env
+    from marl_edu.data.rollout import run_episode
+    from marl_edu.runs.seed import train
+    from marl_edu.training.loops import greedy_team_return
+    from marl_edu.base.viz import save_gif
 
     config = method_config(method, pairs)
     run = train(method, ENV_ID, episodes, config, seed=seed, eval_every=eval_every, progress=False, threads=1)
@@ -154,7 +154,7 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from marl_edu.viz import plot_env_step_evaluations
+    from marl_edu.base.viz import plot_env_step_evaluations
 
     methods = [method for method in METHODS if any(row["method"] == method for row in rows)]
     columns = min(3, len(methods))

@@ -24,12 +24,12 @@ import sys
 import numpy as np
 import torch
 
-from marl_edu.checkpoints import save_policy
-from marl_edu.learners import entry
-from marl_edu.runs import run_seed
-from marl_edu.coma import COMAConfig
-from marl_edu.maddpg import MADDPGConfig
-from marl_edu.planning import optimal_team_return
+from marl_edu.training.checkpoints import save_policy
+from marl_edu.learners.table import entry
+from marl_edu.runs.seed import run_seed
+from marl_edu.learners.coma import COMAConfig
+from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.envs.planning import optimal_team_return
 
 SOLVED = 8.0
 

@@ -6,7 +6,7 @@ actions, several seeds, the paper's metrics. Prints a row per run, a table and o
 
 Both learners are ``train_continuous`` with the same config, seeds and budget; they differ only in what each
 critic sees (MADDPG: every agent's observation and action; independent DDPG: its own). ``--methods inferred`` trains
-MADDPG whose critic targets use each agent's own approximations of the others' policies (``marl_edu.inference``);
+MADDPG whose critic targets use each agent's own approximations of the others' policies (``marl_edu.learners.inference``);
 ``--methods team`` MADDPG whose every critic learns the team reward (the sum over agents) instead of its own agent's.
 Every run's final policy
 (no noise) plays the same 100 evaluation episodes (``evaluate_particle``, start states from seed 10000), which also
@@ -43,15 +43,15 @@ EVAL_EPISODES = 100
 
 
 def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool, pairs: list[str] = ()) -> dict:
-    """Train one learner for one seed (one torch thread, ``marl_edu.runs.run_seed``) and score its final policy
+    """Train one learner for one seed (one torch thread, ``marl_edu.runs.seed.run_seed``) and score its final policy
     (``evaluate_particle``); for the first seed with ``out``, save its policy and a GIF. Returns its row of
     summary.json's runs: method, seed, the score's fields, counts, speed, config and evaluations during training.
     ``pairs``: ``--set``'s field=value on top of the method's config."""
     torch.set_num_threads(1)
-    from marl_edu.checkpoints import save_policy
-    from marl_edu.runs import rounded, run_seed
+    from marl_edu.training.checkpoints import save_policy
+    from marl_edu.runs.seed import rounded, run_seed
     from sweep import parse_config
-    from marl_edu.train import evaluate_particle
+    from marl_edu.training.loops import evaluate_particle
 
     algo, overrides = METHODS[method]
     config = parse_config(algo, [f"{key}={value}" for key, value in overrides.items()] + list(pairs))  # the defaults
@@ -59,9 +59,9 @@ def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: 
     run, figures = run_seed(algo, ENV_ID, episodes, config, seed, eval_every=200)  # evaluations: 10 episodes each
     score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES)
     if out and first_seed:
-        from marl_edu.envs import make_env
-        from marl_edu.rollout import run_episode
-        from marl_edu.viz import downscale, save_gif
+        from marl_edu.envs.make import make_env
+        from marl_edu.data.rollout import run_episode
+        from marl_edu.base.viz import downscale, save_gif
 
         folder = pathlib.Path(out) / method
         save_policy(run.agent, ENV_ID, folder / "policy.pt")
@@ -75,7 +75,7 @@ def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: 
 
 def reference_scores() -> dict[str, dict]:
     """The same 100 evaluation episodes played by uniform random forces and by standing still."""
-    from marl_edu.train import evaluate_particle
+    from marl_edu.training.loops import evaluate_particle
 
     rng = np.random.default_rng(0)
     policies = {"random": lambda obs: rng.uniform(-1, 1, size=(obs.shape[0], 2)).astype(np.float32),

@@ -39,8 +39,8 @@ import numpy as np
 import torch
 
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
-from marl_edu.learners import ON_POLICY, entry
-from marl_edu.runs import METHODS, method_config, run_seed, solve_line, solved_threshold, split
+from marl_edu.learners.table import ON_POLICY, entry
+from marl_edu.runs.seed import METHODS, method_config, run_seed, solve_line, solved_threshold, split
 
 DEFAULT = ["coma-gru", "central_v-gru", "iac-gru", "maddpg-mlp", "iddpg-mlp"]  # one per learner
 TASK = {"on-policy": "Switch2-v0", "off-policy": "Switch2-v2"}  # where the issue's goal measures each family
@@ -70,7 +70,7 @@ def raw_ma_gym_speed(env_id: str, steps: int, seed: int = 0) -> float:
 
 def vec_env_speed(env_id: str, backend: str, n_envs: int, steps: int, seed: int = 0) -> float:
     """Env steps per second (summed over copies) of ``make_vec_env(..., backend)`` with random actions."""
-    from marl_edu.envs import make_vec_env
+    from marl_edu.envs.make import make_vec_env
 
     venv = make_vec_env(env_id, n_envs, seed, backend)
     actions = np.random.default_rng(seed).integers(0, venv.n_actions, size=(steps // n_envs, n_envs, venv.n_agents))
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
                         help="how the 16 env copies are stepped (make_vec_env's backend); default: batched")
     parser.add_argument("--before", action="store_true", help="also time the previous release's path")
     args = parser.parse_args(argv)
-    from marl_edu.planning import optimal_team_return
+    from marl_edu.envs.planning import optimal_team_return
 
     torch.set_num_threads(1)
     task = {method: args.env or TASK["on-policy" if split(method)[0] in ON_POLICY else "off-policy"]

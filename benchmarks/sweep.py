@@ -23,9 +23,9 @@ import sys
 import torch
 
 from grid import add_runner_options, check_runner_options, run_grid, where
-from marl_edu.learners import ALGORITHMS, config_class
-from marl_edu.runs import run_seed, solve_line, solved_threshold
-from marl_edu.planning import optimal_team_return
+from marl_edu.learners.table import ALGORITHMS, config_class
+from marl_edu.runs.seed import run_seed, solve_line, solved_threshold
+from marl_edu.envs.planning import optimal_team_return
 
 
 def parse_config(algo: str, pairs: list[str]):
@@ -65,7 +65,7 @@ def median_or_never(values: list) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", default="coma", choices=list(ALGORITHMS), help="a discrete learner of the table "
-                        "(marl_edu.learners); default: coma")
+                        "(marl_edu.learners.table); default: coma")
     parser.add_argument("--env", default="Switch2-v0")
     parser.add_argument("--episodes", type=int, required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[10, 11, 12, 13, 14],

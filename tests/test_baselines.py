@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from marl_edu.baselines import IACV, IDDPG, CentralQV, CentralV
-from marl_edu.coma import COMA, COMAConfig
-from marl_edu.maddpg import MADDPG, MADDPGConfig
+from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
+from marl_edu.learners.coma import COMA, COMAConfig
+from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 
 OBS = torch.tensor([[[[0.1, 0.2], [0.3, 0.4]], [[0.5, 0.6], [0.7, 0.8]]]])  # (B=1, T+1=2, N=2, O=2)
 ACTIONS = torch.tensor([[[1, 2], [3, 4]]])  # (B=1, T+1=2, N=2)
@@ -146,8 +146,8 @@ def test_central_qv_starts_as_coma_and_adds_only_v():
 
 
 def test_central_qv_update_trains_v_towards_its_targets_and_copies_it_on_q_s_schedule():
-    from marl_edu.envs import make_vec_env
-    from marl_edu.rollout import collect_episodes
+    from marl_edu.envs.make import make_vec_env
+    from marl_edu.data.rollout import collect_episodes
 
     learner = CentralQV(2, 2, 5, COMAConfig(n_envs=4, hidden=16, target_update_every=2), seed=0)
     batch, _, _ = collect_episodes(learner, make_vec_env("Switch2-v0", 4, seed=0), epsilon=0.0)

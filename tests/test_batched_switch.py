@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from marl_edu.batched_switch import BatchedSwitch
-from marl_edu.envs import VecEnv, make_vec_env
+from marl_edu.envs.batched_switch import BatchedSwitch
+from marl_edu.envs.make import VecEnv, make_vec_env
 
-SWITCH_IDS = [f"Switch{n}-v{v}" for n in (2, 3, 4) for v in range(4)]  # (Switch3: registered by marl_edu.envs)
+SWITCH_IDS = [f"Switch{n}-v{v}" for n in (2, 3, 4) for v in range(4)]  # (Switch3: registered by marl_edu.envs.make)
 D, L, U, R, NOOP = range(5)  # ma-gym's actions: down, left, up, right, no-op
 
 

@@ -1,4 +1,4 @@
-"""The COMA capstone's checkers (marl_edu.capstone_coma): the answers pass, each named slip fails with its own hint,
+"""The COMA capstone's checkers (marl_edu.course.capstone_coma): the answers pass, each named slip fails with its own hint,
 garbage never raises, the assembled parts never include a failed one, and the answers train to the solve."""
 
 import functools
@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu import capstone_coma as cc
-from marl_edu import solutions
-from marl_edu.coma import COMA, COMAConfig
-from marl_edu.envs import make_vec_env
-from marl_edu.rollout import collect_episodes
-from marl_edu.train import train_coma
+from marl_edu.course import capstone_coma as cc
+from marl_edu.course import solutions
+from marl_edu.learners.coma import COMA, COMAConfig
+from marl_edu.envs.make import make_vec_env
+from marl_edu.data.rollout import collect_episodes
+from marl_edu.training.loops import train_coma
 from slips import with_source_changed
 
 CHECKS = {name: getattr(cc, f"check_{name}") for name in cc.PARTS}
@@ -224,7 +224,7 @@ def test_the_solutions_train_to_the_solve():
 def test_the_plot_draws_both_runs_and_the_lines():
     import matplotlib
     matplotlib.use("Agg")
-    from marl_edu.train import TrainResult
+    from marl_edu.training.loops import TrainResult
     result = TrainResult(agent=None, evaluations=[(100, -10.0), (200, 8.1)])
     ax = cc.plot_against_reference(result, optimal=8.3, random=-9.3)
     labels = [line.get_label() for line in ax.get_lines()]

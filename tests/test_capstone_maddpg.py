@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu import capstone_maddpg as capstone
-from marl_edu import solutions
-from marl_edu.maddpg import flatten_for_critic, gumbel_softmax
-from marl_edu.planning import optimal_team_return
+from marl_edu.course import capstone_maddpg as capstone
+from marl_edu.course import solutions
+from marl_edu.learners.maddpg import flatten_for_critic, gumbel_softmax
+from marl_edu.envs.planning import optimal_team_return
 from slips import with_source_changed
 
 
@@ -467,8 +467,8 @@ SMALL = dict(episodes=48, seed=1, eval_every=16, progress=False)
 
 
 def test_with_the_references_train_yours_is_train_maddpg():
-    from marl_edu.maddpg import MADDPGConfig
-    from marl_edu.train import TrainResult, train_maddpg
+    from marl_edu.learners.maddpg import MADDPGConfig
+    from marl_edu.training.loops import TrainResult, train_maddpg
 
     ours = capstone.train_yours(dict(capstone.REFERENCE), **SMALL)
     theirs = train_maddpg(capstone.ENV_ID, config=MADDPGConfig(), **SMALL)
@@ -479,8 +479,8 @@ def test_with_the_references_train_yours_is_train_maddpg():
 
 
 def test_your_loop_trains_with_your_update_and_gives_a_train_result():
-    from marl_edu.maddpg import MADDPGConfig
-    from marl_edu.train import TrainResult, train_maddpg
+    from marl_edu.learners.maddpg import MADDPGConfig
+    from marl_edu.training.loops import TrainResult, train_maddpg
 
     calls = []
 
@@ -521,7 +521,7 @@ def test_the_answers_assembled_solve_switch2_v2(capsys):
 def test_the_plot_draws_both_runs_and_the_lines_and_whose_says_whose_parts():
     import matplotlib
     matplotlib.use("Agg")
-    from marl_edu.train import TrainResult
+    from marl_edu.training.loops import TrainResult
     result = TrainResult(agent=None, evaluations=[(50, -10.0), (100, 8.1)])
     ax = capstone.plot_against_reference(result, optimal=8.3, random=-9.3, label=capstone.whose(capstone.REFERENCE))
     labels = [line.get_label() for line in ax.get_lines()]
@@ -559,7 +559,7 @@ def test_a_loop_that_skips_evaluation_points_is_named(capsys):
 # -- the parts a part is GIVEN must be the ones it calls (the cold reads found these passing) ------------------------
 
 def update_calling_the_librarys_soft_update(agent, batch, critic_loss, actor_loss, soft_update):
-    from marl_edu import targets
+    from marl_edu.pieces import targets
     solutions.maddpg_update(agent, batch, critic_loss, actor_loss, targets.soft_update)  # not the argument
 
 
@@ -573,7 +573,7 @@ def update_with_the_librarys_actor_loss(agent, batch, critic_loss, actor_loss, s
 
 
 def update_soft_updating_only_the_actors_through_the_argument(agent, batch, critic_loss, actor_loss, soft_update):
-    from marl_edu import targets
+    from marl_edu.pieces import targets
     solutions.maddpg_update(agent, batch, critic_loss, actor_loss,
                             lambda t, s, tau: (soft_update if t is agent.target_actors else targets.soft_update)(t, s,
                                                                                                                 tau))
@@ -617,7 +617,7 @@ def test_assemble_no_longer_calls_a_loop_that_ignores_its_update_yours(capsys):
 def test_the_loop_checks_second_case_has_both_kinds_of_episode_end():
     # random play, no update: among its 24 ends at least one where every agent arrived (terminal) and one cut by the
     # time limit after some agent arrived (not terminal): the two ends a terminal-flag slip gets wrong
-    import marl_edu.train as train
+    import marl_edu.training.loops as train
 
     _, arguments, config = capstone.LOOP_CASES[1]
     ends, original = [], train.make_vec_env

@@ -1,4 +1,4 @@
-"""What both capstones share (marl_edu.capstones), and the ``update=`` hook through which they train with the
+"""What both capstones share (marl_edu.course.capstones), and the ``update=`` hook through which they train with the
 library's own loops (train.train_maddpg, train.train_coma) instead of a copy of them.
 
 Also the staged hints of every part (capstones.hint), and that the capstones are done cold: their Markdown holds no
@@ -18,10 +18,15 @@ import matplotlib
 import pytest
 import torch
 
-from marl_edu import buffers, capstone_coma, capstone_maddpg, capstones, solutions, targets
-from marl_edu.coma import COMA, COMAConfig
-from marl_edu.maddpg import MADDPGConfig
-from marl_edu.train import TrainResult, train_coma, train_maddpg
+from marl_edu.data import buffers
+from marl_edu.course import capstone_coma
+from marl_edu.course import capstone_maddpg
+from marl_edu.course import capstones
+from marl_edu.course import solutions
+from marl_edu.pieces import targets
+from marl_edu.learners.coma import COMA, COMAConfig
+from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.training.loops import TrainResult, train_coma, train_maddpg
 
 matplotlib.use("Agg")
 
@@ -436,28 +441,28 @@ def _through_train_maddpg(env_id, episodes, config, seed, update, eval_every):
 # the refusal calls it: a method called on the learner object by the name the learner wrote, with the object's own
 # class, e.g. agent.replay_policy (COMA's, not SharedActorLearner's, a class the course never introduces))
 LIBRARY_ANSWERS = {
-    "maddpg_critic_loss": (lambda agent, i, batch: agent.critic_loss(i, batch), "marl_edu.maddpg.MADDPG.critic_loss",
+    "maddpg_critic_loss": (lambda agent, i, batch: agent.critic_loss(i, batch), "marl_edu.learners.maddpg.MADDPG.critic_loss",
                            "agent.critic_loss (the library's MADDPG.critic_loss)"),
-    "maddpg_actor_loss": (lambda agent, i, batch: agent.actor_loss(i, batch), "marl_edu.maddpg.MADDPG.actor_loss",
+    "maddpg_actor_loss": (lambda agent, i, batch: agent.actor_loss(i, batch), "marl_edu.learners.maddpg.MADDPG.actor_loss",
                           "agent.actor_loss (the library's MADDPG.actor_loss)"),
     "soft_update": (lambda target, source, tau: targets.soft_update(target, source, tau),
-                    "marl_edu.targets.soft_update", "marl_edu.targets.soft_update"),
-    "maddpg_update": (lambda agent, batch, *parts: agent.update(batch), "marl_edu.maddpg.MADDPG.update",
+                    "marl_edu.pieces.targets.soft_update", "marl_edu.pieces.targets.soft_update"),
+    "maddpg_update": (lambda agent, batch, *parts: agent.update(batch), "marl_edu.learners.maddpg.MADDPG.update",
                       "agent.update (the library's MADDPG.update)"),
-    "n_step_window": (lambda *args: buffers.n_step_transitions(*args), "marl_edu.buffers.n_step_transitions",
-                      "marl_edu.buffers.n_step_transitions"),
-    "maddpg_training_loop": (_through_train_maddpg, "marl_edu.train.train_maddpg", "marl_edu.train.train_maddpg"),
+    "n_step_window": (lambda *args: buffers.n_step_transitions(*args), "marl_edu.data.buffers.n_step_transitions",
+                      "marl_edu.data.buffers.n_step_transitions"),
+    "maddpg_training_loop": (_through_train_maddpg, "marl_edu.training.loops.train_maddpg", "marl_edu.training.loops.train_maddpg"),
     "coma_critic_rows": (lambda agent, obs, actions: agent.critic_rows(obs, actions),
-                         "marl_edu.coma.COMA.critic_rows", "agent.critic_rows (the library's COMA.critic_rows)"),
+                         "marl_edu.learners.coma.COMA.critic_rows", "agent.critic_rows (the library's COMA.critic_rows)"),
     "coma_critic_targets": (lambda agent, rows, batch: agent.critic_targets(rows, batch),
-                            "marl_edu.coma.COMA.critic_targets",
+                            "marl_edu.learners.coma.COMA.critic_targets",
                             "agent.critic_targets (the library's COMA.critic_targets)"),
     "coma_batch_advantage": (lambda agent, rows, batch, pi: agent.advantage(rows, batch, pi.detach()),
-                             "marl_edu.coma.COMA.advantage", "agent.advantage (the library's COMA.advantage)"),
+                             "marl_edu.learners.coma.COMA.advantage", "agent.advantage (the library's COMA.advantage)"),
     "coma_replay_policy": (lambda agent, obs, actions, epsilon: agent.replay_policy(obs, actions, epsilon),
-                           "marl_edu.coma.SharedActorLearner.replay_policy",
+                           "marl_edu.learners.coma.SharedActorLearner.replay_policy",
                            "agent.replay_policy (the library's COMA.replay_policy)"),
-    "coma_update": (lambda agent, batch, *parts: agent.update(batch), "marl_edu.coma.COMA.update",
+    "coma_update": (lambda agent, batch, *parts: agent.update(batch), "marl_edu.learners.coma.COMA.update",
                     "agent.update (the library's COMA.update)"),
 }
 CHECKS = {name: module.CHECKERS[name] for module in CAPSTONES for name in module.PARTS}
@@ -509,7 +514,7 @@ def test_a_library_function_imported_into_the_notebook_is_refused_too(capsys):
     # the learner's namespace (a notebook's globals) holds the library's function under its own name, or a bound
     # method taken before the check: both are guarded while the learner's function runs, and put back after
     namespace = {"torch": torch}
-    exec("from marl_edu.targets import td_lambda_targets as backwards\n"
+    exec("from marl_edu.pieces.targets import td_lambda_targets as backwards\n"
          "def my_targets(agent, rows, batch):\n"
          "    B, T1, N = batch['actions'].shape\n"
          "    with torch.no_grad():\n"
@@ -521,14 +526,14 @@ def test_a_library_function_imported_into_the_notebook_is_refused_too(capsys):
          "    return backwards(r, d, q, c.gamma, c.lam).permute(0, 2, 1)\n", namespace)
     original = namespace["backwards"]
     capstone_coma.check_coma_critic_targets(namespace["my_targets"])
-    assert capsys.readouterr().out.startswith(_refusal("coma_critic_targets", "marl_edu.targets.td_lambda_targets"))
+    assert capsys.readouterr().out.startswith(_refusal("coma_critic_targets", "marl_edu.pieces.targets.td_lambda_targets"))
     assert namespace["backwards"] is original and targets.td_lambda_targets is original
 
     agent = capstone_coma._agent()  # a bound method of the library's, taken before the check
     namespace = {"rows_of": agent.critic_rows}
     exec("def my_rows(agent, obs, actions):\n    return rows_of(obs, actions)\n", namespace)
     capstone_coma.check_coma_critic_rows(namespace["my_rows"])
-    assert capsys.readouterr().out.startswith(_refusal("coma_critic_rows", "marl_edu.coma.COMA.critic_rows"))
+    assert capsys.readouterr().out.startswith(_refusal("coma_critic_rows", "marl_edu.learners.coma.COMA.critic_rows"))
     assert namespace["rows_of"].__func__ is COMA.critic_rows
 
 
@@ -543,7 +548,7 @@ def test_a_caught_refusal_still_fails(capsys):
         solutions.soft_update(target, source, tau)
 
     capstone_maddpg.check_soft_update(sly_soft_update)
-    assert capsys.readouterr().out.startswith(_refusal("soft_update", "marl_edu.targets.soft_update"))
+    assert capsys.readouterr().out.startswith(_refusal("soft_update", "marl_edu.pieces.targets.soft_update"))
 
 
 def test_the_guards_are_put_back_when_the_learners_code_raises_and_a_staticmethod_stays_one(capsys):
@@ -560,10 +565,10 @@ def test_the_guards_are_put_back_when_the_learners_code_raises_and_a_staticmetho
     after = _guarded_objects()
     assert all(after[key] is before[key] for key in before)
     assert isinstance(vars(COMA)["actor_loss"], staticmethod)
-    with capstones.refusing(("marl_edu.coma:COMA.actor_loss",)) as called:
+    with capstones.refusing(("marl_edu.learners.coma:COMA.actor_loss",)) as called:
         with pytest.raises(capstones._LibraryAnswer):
             COMA.actor_loss(None, None, None, None, 0.0)
-    assert called == ["marl_edu.coma.COMA.actor_loss"] and isinstance(vars(COMA)["actor_loss"], staticmethod)
+    assert called == ["marl_edu.learners.coma.COMA.actor_loss"] and isinstance(vars(COMA)["actor_loss"], staticmethod)
 
 
 def test_only_the_checked_parts_functions_are_refused(capsys):

@@ -23,7 +23,7 @@ def test_the_checks_share_of_a_short_run_is_measured():
 def test_a_nested_check_is_counted_once():
     # check_replay_batch checks each of its five arrays with check_shape (and finite, zero_one): one outermost call
     code = ("import sys; sys.path.insert(0, 'benchmarks'); import check_cost; counter = check_cost.instrument(); "
-            "import numpy as np; from marl_edu import buffers, shapes; B, N, O, A = 4, 2, 3, 5; "
+            "import numpy as np; from marl_edu.data import buffers; from marl_edu.base import shapes; B, N, O, A = 4, 2, 3, 5; "
             "batch = dict(obs=np.zeros((B, N, O), np.float32), next_obs=np.zeros((B, N, O), np.float32), "
             "actions=np.zeros((B, N, A), np.float32), rewards=np.zeros((B, N), np.float32), "
             "dones=np.zeros((B, N), np.float32)); "

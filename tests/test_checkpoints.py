@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import marl_edu
-from marl_edu.checkpoints import load_checkpoint, save_checkpoint
-from marl_edu.learners import CONTINUOUS_ALGORITHMS, LEARNERS, ON_POLICY, POLICY_MODULE, config_class
+from marl_edu.training.checkpoints import load_checkpoint, save_checkpoint
+from marl_edu.learners.table import CONTINUOUS_ALGORITHMS, LEARNERS, ON_POLICY, POLICY_MODULE, config_class
 
 
 def _save(path, **overrides):
@@ -50,8 +50,8 @@ def test_truncated_missing_foreign_and_future_files(tmp_path):
 def test_a_config_given_numpy_values_saves_and_loads(tmp_path):
     """validate() turns numpy ints and floats into Python ones, so the checkpoint's header loads with
     weights_only=True (a numpy scalar in it would not)."""
-    from marl_edu.checkpoints import load_policy, save_policy
-    from marl_edu.maddpg import MADDPG, MADDPGConfig
+    from marl_edu.training.checkpoints import load_policy, save_policy
+    from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 
     config = MADDPGConfig(hidden=np.int64(8), gamma=np.float32(0.9), n_envs=np.int32(2)).validate()
     assert (type(config.hidden), type(config.gamma), type(config.n_envs)) == (int, float, int)
@@ -60,9 +60,9 @@ def test_a_config_given_numpy_values_saves_and_loads(tmp_path):
 
 
 def test_a_trained_policy_file_round_trips(tmp_path):
-    from marl_edu.checkpoints import load_policy, save_policy
-    from marl_edu.maddpg import MADDPGConfig
-    from marl_edu.train import train_maddpg
+    from marl_edu.training.checkpoints import load_policy, save_policy
+    from marl_edu.learners.maddpg import MADDPGConfig
+    from marl_edu.training.loops import train_maddpg
 
     config = MADDPGConfig(n_envs=2, warmup_steps=32, batch_size=16, hidden=8)
     run = train_maddpg("Switch2-v2", episodes=2, config=config, seed=5, progress=False)
@@ -83,8 +83,8 @@ def _names(folder):
 
 def _small_policy(tmp_path, name="policy.pt", env_id="Switch2-v2", agent=None):
     """A MADDPG policy file for N=2, O=3, A=5 with hidden=8: 2 actors of 6 tensors."""
-    from marl_edu.checkpoints import save_policy
-    from marl_edu.maddpg import MADDPG, MADDPGConfig
+    from marl_edu.training.checkpoints import save_policy
+    from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 
     agent = agent or MADDPG(2, 3, 5, MADDPGConfig(hidden=8))
     return save_policy(agent, env_id, tmp_path / name)
@@ -121,8 +121,8 @@ def test_numpy_values_in_a_header_are_saved_as_python_types(tmp_path):
 
 def test_a_config_changed_to_a_numpy_value_after_construction_still_loads(tmp_path):
     """validate() runs when the learner is built; a value set later (a panel's slider, a sweep) is saved as it is."""
-    from marl_edu.checkpoints import load_policy, save_policy
-    from marl_edu.coma import COMA, COMAConfig
+    from marl_edu.training.checkpoints import load_policy, save_policy
+    from marl_edu.learners.coma import COMA, COMAConfig
 
     agent = COMA(2, 2, 5, COMAConfig(hidden=8))
     agent.config.actor_lr = np.float64(1e-3)
@@ -152,8 +152,8 @@ def test_a_header_that_would_not_load_is_refused_on_save(tmp_path):
 
 
 def test_nan_weights_are_never_saved(tmp_path):
-    from marl_edu.checkpoints import save_policy
-    from marl_edu.maddpg import MADDPG, MADDPGConfig
+    from marl_edu.training.checkpoints import save_policy
+    from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 
     agent = MADDPG(2, 3, 5, MADDPGConfig(hidden=8))
     path = save_policy(agent, "Switch2-v2", tmp_path / "policy.pt")
@@ -171,7 +171,7 @@ def test_nan_weights_are_never_saved(tmp_path):
 
 
 def test_a_file_with_non_finite_weights_is_refused_on_load(tmp_path):
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     path = _tamper(_small_policy(tmp_path), lambda p: p["state"]["actors"]["0.mlp.net.4.bias"].fill_(float("nan")))
     with pytest.raises(ValueError, match=r"policy\.pt: state\.actors\.0\.mlp\.net\.4\.bias holds non-finite values "
@@ -222,7 +222,7 @@ def _refuse_to_build(monkeypatch):
     ("n_actions", True, r"n_actions must be an int in \[1, 10000\], got True"),
 ])
 def test_header_sizes_are_bounded_before_anything_is_built(tmp_path, monkeypatch, field, value, message):
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update({field: value}))
     _refuse_to_build(monkeypatch)
@@ -242,7 +242,7 @@ def test_header_sizes_are_bounded_before_anything_is_built(tmp_path, monkeypatch
 ])
 def test_header_sizes_must_agree_with_the_stored_tensors_before_anything_is_built(tmp_path, monkeypatch, sizes,
                                                                                   message):
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update(sizes))
     _refuse_to_build(monkeypatch)
@@ -275,7 +275,7 @@ def test_header_sizes_must_agree_with_the_stored_tensors_before_anything_is_buil
      r"state\.actors\.1\.mlp\.net\.4\.weight is a float, not a tensor"),
 ])
 def test_a_tampered_policy_file_is_a_value_error_naming_the_field(tmp_path, change, message):
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     path = _tamper(_small_policy(tmp_path), change)
     if message is None:
@@ -286,10 +286,10 @@ def test_a_tampered_policy_file_is_a_value_error_naming_the_field(tmp_path, chan
 
 
 def test_a_policy_meets_an_env_of_other_sizes(tmp_path):
-    from marl_edu.checkpoints import load_policy, save_policy
-    from marl_edu.learners import check_fits
-    from marl_edu.coma import COMA, COMAConfig
-    from marl_edu.envs import make_env
+    from marl_edu.training.checkpoints import load_policy, save_policy
+    from marl_edu.learners.table import check_fits
+    from marl_edu.learners.coma import COMA, COMAConfig
+    from marl_edu.envs.make import make_env
 
     switch2 = COMA(2, 2, 5, COMAConfig(hidden=8))  # Switch2-v0: N=2, O=2, A=5
     check_fits(switch2, make_env("Switch2-v0"))  # fits: no error
@@ -307,9 +307,9 @@ def test_a_policy_meets_an_env_of_other_sizes(tmp_path):
 
 
 def test_a_continuous_policy_meets_a_particle_env(tmp_path):
-    from marl_edu.learners import check_fits
-    from marl_edu.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
-    from marl_edu.envs import make_env
+    from marl_edu.learners.table import check_fits
+    from marl_edu.learners.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+    from marl_edu.envs.make import make_env
 
     agent = ContinuousMADDPG(3, 18, 2, ContinuousMADDPGConfig(hidden=8))  # simple_spread_v3: N=3, O=18, forces (2,)
     check_fits(agent, make_env("simple_spread_v3"))
@@ -320,7 +320,7 @@ def test_a_continuous_policy_meets_a_particle_env(tmp_path):
 @pytest.mark.parametrize("algo", [*LEARNERS, "coma-ff"])
 def test_every_learner_round_trips_through_its_policy_file(tmp_path, algo):
     """The shapes load_policy expects before building a learner are the ones the learner builds."""
-    from marl_edu.checkpoints import load_policy, save_policy
+    from marl_edu.training.checkpoints import load_policy, save_policy
 
     name, recurrent = (algo[:-3], False) if algo.endswith("-ff") else (algo, True)
     config = config_class(name)(hidden=8, **({} if name in CONTINUOUS_ALGORITHMS else {"n_envs": 2}))
@@ -358,7 +358,7 @@ def _raw_checkpoint(path, **fields):
 def test_a_list_that_holds_itself_60_levels_deep_is_refused_at_once(tmp_path):
     import time
 
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     for where, fields in (("state", {"state": {"w": _nest(60)}}), ("config", {"config": {"gamma": _nest(60)}}),
                           ("env", {"env": _nest(60)})):
@@ -375,7 +375,7 @@ def test_a_list_that_holds_itself_60_levels_deep_is_refused_at_once(tmp_path):
 def test_a_header_field_holding_a_deep_shared_list_is_named_in_a_short_line(tmp_path):
     import time
 
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     # 30 levels: within the nesting bound, but repr() would write 2^30 lists (the line below is 60 characters)
     path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update(gamma=_nest(30)))
@@ -434,7 +434,7 @@ def test_a_compressed_record_is_refused_before_torch_reads_it(tmp_path, monkeypa
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int64, torch.bool, torch.complex64, torch.float64])
 def test_policy_weights_of_another_dtype_are_refused(tmp_path, monkeypatch, dtype):
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     name = "0.mlp.net.0.weight"
     path = _tamper(_small_policy(tmp_path), lambda p: p["state"]["actors"].update(
@@ -446,7 +446,7 @@ def test_policy_weights_of_another_dtype_are_refused(tmp_path, monkeypatch, dtyp
 
 
 def test_sizes_each_in_bounds_that_ask_for_gigabytes_together_are_refused_before_building(tmp_path, monkeypatch):
-    from marl_edu.checkpoints import MAX_CRITIC_WEIGHTS, load_policy
+    from marl_edu.training.checkpoints import MAX_CRITIC_WEIGHTS, load_policy
 
     # MADDPG with N=64, O=200, A=5, hidden 256: 64 critics x N*(O+A) = 64 x 205 = 13,120 inputs x 256 units
     # = 64 x 13,120 x 256 = 214,958,080 weights in the critics' first layers (1.95 GB with the rest, measured)
@@ -462,7 +462,7 @@ def test_sizes_each_in_bounds_that_ask_for_gigabytes_together_are_refused_before
 def test_every_committed_policy_is_within_the_size_bound():
     import pathlib
 
-    from marl_edu.checkpoints import MAX_CRITIC_WEIGHTS
+    from marl_edu.training.checkpoints import MAX_CRITIC_WEIGHTS
 
     largest = 0
     for path in pathlib.Path(__file__).resolve().parent.parent.glob("results/**/policy.pt"):
@@ -473,7 +473,7 @@ def test_every_committed_policy_is_within_the_size_bound():
 
 
 def test_a_policy_that_does_not_fit_the_env_it_will_play_is_refused_before_building(tmp_path, monkeypatch):
-    from marl_edu.checkpoints import load_policy
+    from marl_edu.training.checkpoints import load_policy
 
     path = _small_policy(tmp_path)  # N=2, O=3, A=5: Switch2-v2's sizes
     _refuse_to_build(monkeypatch)

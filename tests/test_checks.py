@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from marl_edu import checks
-from marl_edu.checks import check_flatten_for_critic
+from marl_edu.course import checks
+from marl_edu.course.checks import check_flatten_for_critic
 
 
 def run(fn, capsys):
@@ -60,21 +60,21 @@ def test_a_stub_that_returns_none_is_not_done_yet(capsys):
 
 
 def test_wrong_dtype_is_reported_not_raised(capsys):
-    from marl_edu.maddpg import flatten_for_critic
+    from marl_edu.learners.maddpg import flatten_for_critic
 
     verdict, out = run(lambda o, a: flatten_for_critic(o, a).double(), capsys)
     assert verdict is False and "expected dtype torch.float32" in out and "got torch.float64" in out
 
 
 def _run_td(fn, capsys):
-    from marl_edu.checks import check_td_target
+    from marl_edu.course.checks import check_td_target
 
     assert check_td_target(fn) is None
     return capsys.readouterr().out
 
 
 def test_td_check_reference_passes(capsys):
-    from marl_edu.targets import td_target
+    from marl_edu.pieces.targets import td_target
 
     assert _run_td(td_target, capsys).startswith("PASSED")
 
@@ -104,8 +104,8 @@ def test_td_check_failure_prints_what_a_learner_needs_to_recompute_the_expected_
 
 
 def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
-    from marl_edu.checks import check_td_lambda_targets
-    from marl_edu.targets import td_lambda_targets
+    from marl_edu.course.checks import check_td_lambda_targets
+    from marl_edu.pieces.targets import td_lambda_targets
 
     check_td_lambda_targets(td_lambda_targets)
     out = capsys.readouterr().out
@@ -167,8 +167,8 @@ def test_td_lambda_check_passes_the_reference_and_names_the_mistakes(capsys):
 def test_coma_advantage_check(capsys):
     import torch
 
-    from marl_edu.checks import check_coma_advantage
-    from marl_edu.coma import coma_advantage
+    from marl_edu.course.checks import check_coma_advantage
+    from marl_edu.learners.coma import coma_advantage
 
     check_coma_advantage(coma_advantage)
     assert capsys.readouterr().out.startswith("PASSED")
@@ -200,9 +200,9 @@ def test_coma_advantage_check(capsys):
 
 def test_every_checker_reports_a_wrong_dtype_instead_of_raising(capsys):
     # float64 or int64 answers used to reach torch.allclose against float32 and raise "Double did not match Float"
-    from marl_edu.checks import check_coma_advantage, check_td_lambda_targets, check_td_target
-    from marl_edu.coma import coma_advantage
-    from marl_edu.targets import td_lambda_targets, td_target
+    from marl_edu.course.checks import check_coma_advantage, check_td_lambda_targets, check_td_target
+    from marl_edu.learners.coma import coma_advantage
+    from marl_edu.pieces.targets import td_lambda_targets, td_target
 
     answers = [
         (check_td_target, lambda r, d, q, g: td_target(r, d, q, g).double()),
@@ -223,7 +223,7 @@ def test_every_checker_reports_a_wrong_dtype_instead_of_raising(capsys):
 
 def _actor_loss(sign=-1.0, squash=True, recompute=True, detach=False, in_place=False):
     """A learner's answer with one knob per known mistake; the defaults are the right answer."""
-    from marl_edu.maddpg import flatten_for_critic
+    from marl_edu.learners.maddpg import flatten_for_critic
 
     def fn(critic, actor, obs, actions, i):
         acts = actions if in_place else actions.clone()  # (B, N, A)
@@ -236,7 +236,7 @@ def _actor_loss(sign=-1.0, squash=True, recompute=True, detach=False, in_place=F
 
 
 def _verdict(fn, capsys):
-    from marl_edu.checks import check_continuous_actor_loss
+    from marl_edu.course.checks import check_continuous_actor_loss
 
     assert check_continuous_actor_loss(fn) is None
     return capsys.readouterr().out
@@ -280,7 +280,7 @@ def _approx_loss(sum_entries=True, entropy_sign=-1.0, nll_sign=-1.0, norm=True, 
 
 
 def _approx_verdict(fn, capsys):
-    from marl_edu.checks import check_approximation_loss
+    from marl_edu.course.checks import check_approximation_loss
 
     assert check_approximation_loss(fn) is None
     return capsys.readouterr().out
@@ -313,7 +313,7 @@ def test_approximation_loss_stub_and_shape(capsys):
 # -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 16) ------------------------
 
 def _subpolicy_verdict(fn, capsys):
-    from marl_edu.checks import check_subpolicy_actions
+    from marl_edu.course.checks import check_subpolicy_actions
 
     assert check_subpolicy_actions(fn) is None
     return capsys.readouterr().out
@@ -353,7 +353,7 @@ def test_subpolicy_actions_mistakes_are_named(capsys):
 # -- check_team_rewards: each agent paid its own team's summed reward (notebook 15) ---------------------------------
 
 def _team_verdict(fn, capsys):
-    from marl_edu.checks import check_team_rewards
+    from marl_edu.course.checks import check_team_rewards
 
     assert check_team_rewards(fn) is None
     return capsys.readouterr().out
@@ -420,7 +420,7 @@ def _mixer(abs_w1=True, abs_w2=True, abs_b=False, layout="NE", act=torch.nn.func
 
 
 def _mixer_verdict(fn, capsys):
-    from marl_edu.checks import check_qmix_mixer
+    from marl_edu.course.checks import check_qmix_mixer
 
     assert check_qmix_mixer(fn) is None
     return capsys.readouterr().out
@@ -470,7 +470,7 @@ def test_qmix_mixer_check_leaves_the_callers_random_state_alone(capsys):
 
 
 def test_a_failed_value_is_printed_with_the_digits_that_tell_it_from_the_expected_one():
-    from marl_edu.checks import _close
+    from marl_edu.course.checks import _close
 
     assert _close(1.0, 2.0) == "1.0000, got 2.0000"
     assert _close(-0.34601, -0.34598) == "-0.34601, got -0.34598"  # at 4 places both read -0.3460
@@ -507,8 +507,8 @@ def _pg_verdict(fn, capsys):
 
 
 def test_coma_actor_loss_by_hand():
-    from marl_edu.coma import COMA
-    from marl_edu.solutions import coma_actor_loss
+    from marl_edu.learners.coma import COMA
+    from marl_edu.course.solutions import coma_actor_loss
 
     # one episode (B = 1) of T = 2 steps, N = 1 agent, A = 2 actions:
     # step 0: pi = (0.5, 0.5), took action 0, Adv = 2;  step 1 (padding): pi = (0.25, 0.75), action 1, Adv = -4
@@ -530,7 +530,7 @@ def test_coma_actor_loss_by_hand():
 
 
 def test_coma_actor_loss_reference_passes(capsys):
-    from marl_edu.coma import COMA
+    from marl_edu.learners.coma import COMA
 
     assert _pg_verdict(_pg_loss(), capsys).startswith("PASSED")
     def library(pi, advantage, actions, agent_mask):  # COMA.actor_loss without its entropy bonus
@@ -618,7 +618,7 @@ def test_coma_actor_loss_check_leaves_the_callers_random_state_alone(capsys):
 def _expected_loss(sign=-1.0, weights="pi", table="own", reduce="mean", in_place=False, fixed_critic=True,
                    detach_pi=False, sample=False, shape="()", dtype=None):
     """A learner's answer with one knob per known mistake; the defaults are the right answer."""
-    from marl_edu.maddpg import flatten_for_critic, gumbel_softmax
+    from marl_edu.learners.maddpg import flatten_for_critic, gumbel_softmax
 
     def fn(critic, actor, obs, actions, i):  # (B, N*(O+A)) -> (B,), (B, O) -> (B, A), (B, N, O), (B, N, A), int
         A = actions.shape[2]
@@ -666,7 +666,7 @@ def _linear_critic_and_actor():
         actor.weight.zero_()
         actor.bias.copy_(torch.tensor([0.0, math.log(3.0)]))
 
-    class Critic(torch.nn.Module):  # (B, 6) -> (B,), like marl_edu.nets.Critic
+    class Critic(torch.nn.Module):  # (B, 6) -> (B,), like marl_edu.pieces.nets.Critic
         def __init__(self):
             super().__init__()
             self.net = critic_net
@@ -680,8 +680,8 @@ def _linear_critic_and_actor():
 
 
 def test_expected_actor_loss_by_hand():
-    from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic
-    from marl_edu.solutions import expected_actor_loss
+    from marl_edu.learners.maddpg import MADDPG, MADDPGConfig, flatten_for_critic
+    from marl_edu.course.solutions import expected_actor_loss
 
     critic, actor, obs, actions = _linear_critic_and_actor()
     # agent 1's one-hot(1) adds 2 to every row. Q_0(x, (a_-0, 0)) = 1 + 2 = 3;  Q_0(x, (a_-0, 1)) = 3 + 2 = 5
@@ -706,7 +706,7 @@ def test_expected_actor_loss_by_hand():
 
 
 def test_expected_actor_loss_reference_passes(capsys):
-    from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic
+    from marl_edu.learners.maddpg import MADDPG, MADDPGConfig, flatten_for_critic
 
     out = _expected_verdict(_expected_loss(), capsys)
     assert out.startswith("PASSED") and out.count("\n") == 1
@@ -742,7 +742,7 @@ def test_expected_actor_loss_stub_is_not_done_yet(capsys):
 
 
 def test_expected_actor_loss_mistakes_are_named(capsys):
-    from marl_edu.maddpg import flatten_for_critic
+    from marl_edu.learners.maddpg import flatten_for_critic
 
     first = "FAILED on B=4, N=2, O=3, A=5, i=0"
     named = {
@@ -819,7 +819,7 @@ def test_expected_actor_loss_check_leaves_the_callers_random_state_alone(capsys)
 # -- 08: the table's counts from the committed runs ------------------------------------------------------------------
 
 def test_solve_counts_by_hand():
-    from marl_edu.runs import solve_counts
+    from marl_edu.runs.seed import solve_counts
     rows = [{"greedy": g, "episodes_to_solve": e} for g, e in
             [(7.8, None), (8.1, 2000), (7.2, 1304), (7.7, None), (6.9, None)]]  # IQL's five seeds on Switch2-v0
     # at the end: only 8.1 >= 8.3 - 0.3 = 8.0 -> 1; at some point: 2000 and 1304 -> 2; median of (1304, 2000) = 1652
@@ -832,8 +832,8 @@ def test_solve_counts_by_hand():
 
 
 def test_solve_counts_check_names_each_slip(capsys):
-    from marl_edu.checks import check_solve_counts
-    from marl_edu.solutions import solve_counts as reference
+    from marl_edu.course.checks import check_solve_counts
+    from marl_edu.course.solutions import solve_counts as reference
 
     def verdict(fn):
         check_solve_counts(fn)
@@ -903,7 +903,7 @@ def _surrogate(ratio_of="exp", low_high="around 1", pick="min", sign=-1.0, reduc
 
 
 def _surrogate_verdict(fn, capsys):
-    from marl_edu.checks import check_clipped_surrogate_loss
+    from marl_edu.course.checks import check_clipped_surrogate_loss
 
     assert check_clipped_surrogate_loss(fn) is None
     return capsys.readouterr().out
@@ -962,8 +962,8 @@ def test_clipped_surrogate_check_leaves_the_callers_random_state_alone(capsys):
 # -- 12: on how many seeds sampling beat greedy ------------------------------------------------------------------------
 
 def test_sampled_beats_greedy_check_names_each_slip(capsys):
-    from marl_edu.checks import check_sampled_beats_greedy
-    from marl_edu.solutions import sampled_beats_greedy as reference
+    from marl_edu.course.checks import check_sampled_beats_greedy
+    from marl_edu.course.solutions import sampled_beats_greedy as reference
 
     def verdict(fn):
         check_sampled_beats_greedy(fn)

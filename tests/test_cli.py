@@ -1,4 +1,4 @@
-"""``python -m marl_edu.train``: bad arguments stop in one line before training; a run (discrete or continuous) writes
+"""``python -m marl_edu``: bad arguments stop in one line before training; a run (discrete or continuous) writes
 its outputs; Ctrl-C and --resume; --replay plays a saved policy. (The per-seed runner it shares with the benchmarks is
 tested in test_runs.)"""
 
@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from marl_edu.checkpoints import load_policy
-from marl_edu.cli import main
-from marl_edu.learners import ALGORITHMS, CONTINUOUS_ALGORITHMS
-from marl_edu.run_folder import RunLog
-from marl_edu.train import greedy_return, sampled_returns
+from marl_edu.training.checkpoints import load_policy
+from marl_edu.course.cli import main
+from marl_edu.learners.table import ALGORITHMS, CONTINUOUS_ALGORITHMS
+from marl_edu.runs.folder import RunLog
+from marl_edu.training.loops import greedy_return, sampled_returns
 
 # a tiny run's final figures over 5 episodes, not the default 100 (which took most of each run's time)
 FEW = ["--final-episodes", "5"]
@@ -106,7 +106,7 @@ def test_bad_arguments_stop_in_one_line_before_training(argv, message, tmp_path,
         main([*argv, "--out", str(out)])
     err = capsys.readouterr().err
     assert stop.value.code == 2
-    assert err.count("\n") == 1 and message in err and err.startswith("python -m marl_edu.train: error: ")
+    assert err.count("\n") == 1 and message in err and err.startswith("python -m marl_edu: error: ")
     assert not out.exists()  # stopped before anything was trained or written
 
 
@@ -114,7 +114,7 @@ def stopped_in_one_line(argv, capsys) -> str:
     with pytest.raises(SystemExit) as stop:
         main(argv)
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.count("\n") == 1 and err.startswith("python -m marl_edu.train: error: ")
+    assert stop.value.code == 2 and err.count("\n") == 1 and err.startswith("python -m marl_edu: error: ")
     return err
 
 
@@ -160,7 +160,7 @@ def test_overwrite_refuses_a_folder_that_is_not_a_run_and_a_linked_seed_folder_r
 
 
 def test_a_second_run_or_resume_on_a_folder_in_use_is_refused(tmp_path, capsys):
-    from marl_edu.run_folder import lock
+    from marl_edu.runs.folder import lock
     held = lock(tmp_path)  # as a run in progress holds it, in another process
     err = stopped_in_one_line(["--algo", "iac", "--out", str(tmp_path), *TINY], capsys)
     assert f"--out {tmp_path} is in use by another run that has not ended; wait for it, or choose" in err
@@ -178,7 +178,7 @@ def test_a_second_run_or_resume_on_a_folder_in_use_is_refused(tmp_path, capsys):
 def test_a_run_is_refused_while_another_process_holds_the_folder(tmp_path, capsys):
     # two runs started together on one --out: the lock is the system's (flock), so it holds across processes; here the
     # other process takes the folder's lock as a run's start does and keeps it until it is stopped
-    other = subprocess.Popen([sys.executable, "-c", "import sys, time; from marl_edu.run_folder import lock; "
+    other = subprocess.Popen([sys.executable, "-c", "import sys, time; from marl_edu.runs.folder import lock; "
                               "import pathlib; held = lock(pathlib.Path(sys.argv[1])); print('held', flush=True); "
                               "time.sleep(120)", str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
@@ -209,7 +209,7 @@ def test_help_explains_every_option(capsys):
 
 
 def test_module_entry_point_exits_non_zero_on_a_bad_argument():
-    done = subprocess.run([sys.executable, "-m", "marl_edu.train", "--algo", "coma", "--episodes", "0"],
+    done = subprocess.run([sys.executable, "-m", "marl_edu", "--algo", "coma", "--episodes", "0"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.strip().endswith("got 0") and done.stdout == ""
 
@@ -231,7 +231,7 @@ def test_a_run_writes_every_output(algo, tmp_path, capsys):
         agent = load_policy(tmp_path / f"seed{seed}" / "policy.pt", algo=algo, env_id="Switch2-v0")
         replayed = greedy_return(agent, "Switch2-v0").team_return  # recorded rounded to 0.01
         assert replayed == pytest.approx(summary["seeds"][seed - 3]["greedy"], abs=1e-6)
-    assert json.loads((tmp_path / "runs.json").read_text())["command"].startswith("python -m marl_edu.train --algo")
+    assert json.loads((tmp_path / "runs.json").read_text())["command"].startswith("python -m marl_edu --algo")
 
 
 def test_an_untrained_off_policy_run_is_flagged(tmp_path, capsys):
@@ -247,7 +247,7 @@ def ctrl_c_at(monkeypatch, episodes: int, run: int = 2):
     episodes."""
     import signal
 
-    from marl_edu.resume import RunCheckpoint
+    from marl_edu.training.resume import RunCheckpoint
 
     original, runs, sent = RunCheckpoint.save, [], []
 
@@ -284,7 +284,7 @@ def test_ctrl_c_saves_the_run_and_resume_finishes_it_to_the_same_bytes(algo, ext
     assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("interrupted: seeds [0] finished; seed 1 saved after ")
-    assert err.strip().endswith(f"continue with python -m marl_edu.train --resume {tmp_path / 'cut'}")
+    assert err.strip().endswith(f"continue with python -m marl_edu --resume {tmp_path / 'cut'}")
     summary = json.loads((tmp_path / "cut" / "runs.json").read_text())
     assert summary["status"] == "interrupted" and [row["seed"] for row in summary["seeds"]] == [0]
     assert summary["in_progress"]["seed"] == 1 and (tmp_path / "cut" / "seed1" / "run.pt").is_file()
@@ -328,7 +328,7 @@ def test_a_real_ctrl_c_exits_130_in_one_line(tmp_path):
     import time
 
     out = tmp_path / "run"
-    child = subprocess.Popen([sys.executable, "-m", "marl_edu.train", "--algo", "coma", "--episodes", "200000",
+    child = subprocess.Popen([sys.executable, "-m", "marl_edu", "--algo", "coma", "--episodes", "200000",
                               "--n-envs", "4", "--hidden", "8", "--no-progress", "--out", str(out)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout.readline().startswith("coma on Switch2-v0")  # the header: training starts now
@@ -348,7 +348,7 @@ def test_a_killed_run_resumes_from_its_last_periodic_save_to_the_same_bytes(tmp_
     argv = ["--algo", "coma", "--episodes", "600", "--eval-every", "200", "--n-envs", "4", "--hidden", "8", *FEW,
             "--no-progress"]
     assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
-    child = subprocess.Popen([sys.executable, "-m", "marl_edu.train", *argv, "--checkpoint-every", "0.2", "--out",
+    child = subprocess.Popen([sys.executable, "-m", "marl_edu", *argv, "--checkpoint-every", "0.2", "--out",
                               str(tmp_path / "killed")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout.readline().startswith("coma on Switch2-v0")
     deadline = time.monotonic() + 60
@@ -378,7 +378,7 @@ def signal_inside(monkeypatch, target, name: str, signum=None, call: int = 1):
 
 
 def test_ctrl_c_while_a_seed_is_written_keeps_its_files_whole_and_stops_before_the_next(tmp_path, capsys, monkeypatch):
-    from marl_edu import run_folder
+    from marl_edu.runs import folder as run_folder
 
     signal_inside(monkeypatch, run_folder, "write_curve")  # inside the first seed's outputs, after its policy and GIF
     assert main(["--algo", "coma", "--seeds", "0", "1", "--out", str(tmp_path), *TINY]) == 130
@@ -394,7 +394,7 @@ def test_ctrl_c_while_a_seed_is_written_keeps_its_files_whole_and_stops_before_t
 
 
 def test_ctrl_c_while_a_seed_is_measured_finishes_it_then_stops(tmp_path, capsys, monkeypatch):
-    from marl_edu import cli
+    from marl_edu.course import cli
 
     signal_inside(monkeypatch, cli, "rounded")  # after training, before the seed's files: nothing to lose
     assert main(["--algo", "maddpg", "--seeds", "0", "1", "--out", str(tmp_path), *TINY]) == 130
@@ -414,7 +414,7 @@ def test_a_second_ctrl_c_while_the_interruption_is_written_changes_nothing(tmp_p
 def test_sigterm_stops_like_ctrl_c_with_status_143(tmp_path, capsys, monkeypatch):
     import signal
 
-    from marl_edu.resume import RunCheckpoint
+    from marl_edu.training.resume import RunCheckpoint
 
     signal_inside(monkeypatch, RunCheckpoint, "save", signum=signal.SIGTERM)
     assert main(["--algo", "coma", "--out", str(tmp_path), *TINY]) == 143
@@ -425,7 +425,7 @@ def test_sigterm_stops_like_ctrl_c_with_status_143(tmp_path, capsys, monkeypatch
 def test_a_signal_before_training_stops_in_one_line(signame, status, tmp_path, capsys, monkeypatch):
     import signal
 
-    import marl_edu.cli as cli
+    import marl_edu.course.cli as cli
 
     signum = getattr(signal, signame)
     signal_inside(monkeypatch, cli, "open_folder", signum=signum)  # while the arguments are checked
@@ -436,7 +436,7 @@ def test_a_signal_before_training_stops_in_one_line(signame, status, tmp_path, c
     signal_inside(monkeypatch, cli, "_print_start", signum=signum)  # the run's folder holds its runs.json by now
     assert main(["--algo", "iac", "--out", str(tmp_path / "b"), *TINY]) == status
     err = capsys.readouterr().err
-    assert err == f"interrupted before training started; start it with python -m marl_edu.train --resume " \
+    assert err == f"interrupted before training started; start it with python -m marl_edu --resume " \
                   f"{tmp_path / 'b'}\n"
     assert json.loads((tmp_path / "b" / "runs.json").read_text())["status"] == "interrupted"
     monkeypatch.undo()
@@ -453,14 +453,14 @@ def test_a_signal_while_the_command_line_starts_is_one_line(signame, status, tmp
     # traceback) instead of the one line (a fresh clone's CI run, 2026-11-27); that window is narrow and moves with
     # the machine's speed, so these moments catch it only some of the time.
     for delay in (0.2, 0.25, 0.3, 0.35, 0.5):
-        child = subprocess.Popen([sys.executable, "-m", "marl_edu.train", "--algo", "coma", "--no-progress", "--out",
+        child = subprocess.Popen([sys.executable, "-m", "marl_edu", "--algo", "coma", "--no-progress", "--out",
                                   str(tmp_path / f"run{delay}")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
         time.sleep(delay)
         child.send_signal(getattr(signal, signame))
         stdout, stderr = child.communicate(timeout=60)
         assert child.returncode == status, (delay, stderr)
-        assert stderr.count("\n") == 1 and stderr.startswith(("python -m marl_edu.train: interrupted while starting",
+        assert stderr.count("\n") == 1 and stderr.startswith(("python -m marl_edu: interrupted while starting",
                                                               "interrupted before training started",
                                                               "interrupted: no seed finished")), (delay, stderr)
 
@@ -468,7 +468,7 @@ def test_a_signal_while_the_command_line_starts_is_one_line(signame, status, tmp
 def test_a_full_disk_when_the_run_starts_or_resumes_is_one_line(tmp_path, capsys, monkeypatch):
     import errno
 
-    import marl_edu.files as files
+    import marl_edu.base.files as files
 
     assert main(["--algo", "iac", "--out", str(tmp_path / "done"), *TINY]) == 0
     summary = json.loads((tmp_path / "done" / "runs.json").read_text())
@@ -492,12 +492,12 @@ class _Killed(BaseException):
 def kill_at_write(monkeypatch, k: int) -> list:
     """Kill the run at its ``k``-th file write (1 = the first), as a SIGKILL would: the files written before are on
     disk, this one is not, and a half-written temporary of it stays beside it. Returns the written paths."""
-    import marl_edu.checkpoints
-    import marl_edu.files
-    import marl_edu.runs
-    import marl_edu.viz
+    import marl_edu.training.checkpoints
+    import marl_edu.base.files
+    import marl_edu.runs.seed
+    import marl_edu.base.viz
 
-    writes, original = [], marl_edu.files.atomic_write
+    writes, original = [], marl_edu.base.files.atomic_write
 
     def write(path, writer):
         writes.append(pathlib.Path(path))
@@ -506,7 +506,7 @@ def kill_at_write(monkeypatch, k: int) -> list:
             raise _Killed
         return original(path, writer)
 
-    for module in (marl_edu.files, marl_edu.checkpoints, marl_edu.runs, marl_edu.viz):
+    for module in (marl_edu.base.files, marl_edu.training.checkpoints, marl_edu.runs.seed, marl_edu.base.viz):
         monkeypatch.setattr(module, "atomic_write", write)
     return writes
 
@@ -585,8 +585,8 @@ def runs(tmp_path_factory):
 
 
 def test_a_continuous_run_writes_every_output(runs):
-    from marl_edu.continuous import ContinuousMADDPG
-    from marl_edu.train import evaluate_particle
+    from marl_edu.learners.continuous import ContinuousMADDPG
+    from marl_edu.training.loops import evaluate_particle
 
     out, printed = runs["navigation"]
     summary = json.loads((out / "runs.json").read_text())
@@ -681,8 +681,8 @@ def test_replay_of_a_discrete_policy_gives_the_greedy_return_and_a_gif(runs, tmp
 def test_replay_refuses_in_one_line_before_playing(runs, tmp_path, capsys):
     import torch
 
-    from marl_edu.checkpoints import save_checkpoint
-    from marl_edu.resume import KIND
+    from marl_edu.training.checkpoints import save_checkpoint
+    from marl_edu.training.resume import KIND
 
     discrete, navigation = runs["discrete"][0] / "seed3" / "policy.pt", runs["navigation"][0] / "seed1" / "policy.pt"
     in_progress = save_checkpoint(tmp_path / "seed0" / "run.pt", KIND, "Switch2-v0", {"env": "Switch2-v0"},
@@ -723,11 +723,11 @@ def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts
         tmp_path, capsys, monkeypatch):
     import signal
 
-    import marl_edu.train
+    import marl_edu.training.loops
 
     argv = ["--algo", "iddpg_continuous", "--seeds", "0", "1", *CONTINUOUS_TINY]
     assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
-    update, runs_seen = marl_edu.train._update_from_replay, []
+    update, runs_seen = marl_edu.training.loops._update_from_replay, []
 
     def ctrl_c_in_seed_1(agent, buffer, config, rng, result):  # Ctrl-C mid-run, after some updates of the second seed
         if not runs_seen or runs_seen[-1] is not result:
@@ -736,12 +736,12 @@ def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts
             signal.raise_signal(signal.SIGINT)
         update(agent, buffer, config, rng, result)
 
-    monkeypatch.setattr(marl_edu.train, "_update_from_replay", ctrl_c_in_seed_1)
+    monkeypatch.setattr(marl_edu.training.loops, "_update_from_replay", ctrl_c_in_seed_1)
     capsys.readouterr()
     assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
     err = capsys.readouterr().err
     assert err == (f"interrupted: seeds [0] finished; seed 1 restarts from scratch (a run on simple_spread_v3 cannot "
-                   f"be saved in progress); continue with python -m marl_edu.train --resume {tmp_path / 'cut'}\n")
+                   f"be saved in progress); continue with python -m marl_edu --resume {tmp_path / 'cut'}\n")
     summary = json.loads((tmp_path / "cut" / "runs.json").read_text())
     assert summary["status"] == "interrupted" and [row["seed"] for row in summary["seeds"]] == [0]
     assert summary["in_progress"] == {"seed": 1, "checkpoint": None, "episodes": None}
@@ -757,8 +757,8 @@ def test_a_learner_added_as_one_table_row_trains_saves_and_replays(tmp_path, cap
     their defaults, the policy file and --replay follow from the row."""
     import dataclasses
 
-    from marl_edu.coma import COMA
-    from marl_edu.learners import LEARNERS
+    from marl_edu.learners.coma import COMA
+    from marl_edu.learners.table import LEARNERS
 
     class TwinCOMA(COMA):  # a "new" learner: COMA under another name
         pass

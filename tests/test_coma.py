@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.coma import COMA, COMAConfig, build_critic_input, coma_advantage, counterfactual_baseline
-from marl_edu.envs import make_vec_env
-from marl_edu.rollout import collect_episodes
-from marl_edu.train import greedy_return, train_coma
+from marl_edu.learners.coma import COMA, COMAConfig, build_critic_input, coma_advantage, counterfactual_baseline
+from marl_edu.envs.make import make_vec_env
+from marl_edu.data.rollout import collect_episodes
+from marl_edu.training.loops import greedy_return, train_coma
 from batches import entry_set, episode_batch, replaced
 
 
@@ -94,7 +94,7 @@ def test_bad_config_and_arguments():
 
 
 def test_coma_policy_checkpoint_round_trip(tmp_path):
-    from marl_edu.checkpoints import load_policy, save_policy
+    from marl_edu.training.checkpoints import load_policy, save_policy
 
     run = train_coma("Switch2-v0", 4, COMAConfig(hidden=8, n_envs=4), seed=1, progress=False)
     path = save_policy(run.agent, "Switch2-v0", tmp_path / "coma.pt")
@@ -152,8 +152,8 @@ def test_critic_targets_team_and_per_agent_rewards_by_hand():
 
 @pytest.mark.parametrize("recurrent", [True, False])
 def test_fused_unroll_replays_the_same_policy_and_makes_nearly_the_same_update(recurrent):
-    from marl_edu.envs import make_vec_env
-    from marl_edu.rollout import collect_episodes
+    from marl_edu.envs.make import make_vec_env
+    from marl_edu.data.rollout import collect_episodes
 
     plain, fused = (COMA(2, 2, 5, COMAConfig(recurrent=recurrent, fused_unroll=f), seed=4) for f in (False, True))
     batch, _, _ = collect_episodes(plain, make_vec_env("Switch2-v0", 4, 0), 0.1)
@@ -218,7 +218,8 @@ BAD_EPISODE_BATCHES = {
 @pytest.mark.parametrize("case", BAD_EPISODE_BATCHES)
 @pytest.mark.parametrize("learner_class", ["COMA", "CentralV", "IACV"])
 def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
-    from marl_edu import baselines, coma
+    from marl_edu.learners import baselines
+    from marl_edu.learners import coma
 
     learner = getattr(coma, learner_class, None) or getattr(baselines, learner_class)
     agent = learner(2, 2, 5, COMAConfig(hidden=8, n_envs=2), seed=0)
@@ -241,7 +242,7 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
                              r"\(lr=0.002\)"),
 ])
 def test_training_with_a_huge_learning_rate_or_entropy_stops_with_a_value_error(field, value, message, monkeypatch):
-    from marl_edu.validate import LIMITS
+    from marl_edu.base.validate import LIMITS
 
     with pytest.raises(ValueError, match=f"{field} must be a (positive|non-negative) number at most"):
         COMAConfig(**{field: value}).validate()  # the config's bounds refuse it first

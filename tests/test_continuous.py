@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.envs import make_vec_env
-from marl_edu.rollout import run_episode
-from marl_edu.envs import make_env
-from marl_edu.train import evaluate_particle, train_continuous
+from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.envs.make import make_vec_env
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import make_env
+from marl_edu.training.loops import evaluate_particle, train_continuous
 
 
 def _fixed_learner(learner=ContinuousMADDPG, gamma=0.9, action_reg=1e-3) -> ContinuousMADDPG:

@@ -16,7 +16,7 @@ appears, and every "notebook NN", "section N" and link to a notebook names somet
    rows name each later method beside the link to its notebook, and a count of another family's networks fails.
    A spelling is matched without regard to case, as a whole word: not inside another word ("mappo" holds no "ppo",
    "reinforces" no "forces"; "forces the agents" is the verb), but a CamelCase join (``MADDPGConfig``,
-   ``EnsembleMADDPG``), a plural s and a part of a snake_case name (``central_v-gru``, ``marl_edu.maddpg``) count.
+   ``EnsembleMADDPG``), a plural s and a part of a snake_case name (``central_v-gru``, ``marl_edu.learners.maddpg``) count.
    A match inside a longer one is not read again ("continuous MADDPG" names notebook 13's method, not also MADDPG).
    The target of a Markdown link or image is not read for names (a link is a reference).
 2. A symbol waits for the notebook the cheat sheet's symbol table gives in its "first" column: the smallest notebook
@@ -643,7 +643,7 @@ def words_found(messages: list[str]) -> list[str]:
 
 def test_a_later_learner_named_in_prose_code_or_output_is_caught():
     cells = [markdown("## 1. Start\n\nVDN learns one utility per agent."),
-             code("from marl_edu.value_decomposition import QMIX\nagent = QMIX()"),
+             code("from marl_edu.learners.value_decomposition import QMIX\nagent = QMIX()"),
              code("print(1)", output="central_v solved 3 seeds\n")]
     messages = name_violations(4, cells)
     assert words_found(messages) == ["VDN", "QMIX", "QMIX", "central_v"]

@@ -1,10 +1,11 @@
-"""marl_edu.course_paths: the committed results found through the package, and new GIFs written beside a notebook
+"""marl_edu.base.course_paths: the committed results found through the package, and new GIFs written beside a notebook
 that runs outside the course's own notebooks/ folder."""
 
 import pytest
 
-from marl_edu import course_paths, viz
-from marl_edu.course_paths import COURSE_ROOT, media_dir, results_dir
+from marl_edu.base import course_paths
+from marl_edu.base import viz
+from marl_edu.base.course_paths import COURSE_ROOT, media_dir, results_dir
 
 
 def test_results_are_found_through_the_package():

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.checkpoints import load_policy, save_policy
-from marl_edu.ensembles import EnsembleConfig, EnsembleMADDPG, SubpolicyReplayBuffer
-from marl_edu.train import train_continuous
+from marl_edu.training.checkpoints import load_policy, save_policy
+from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG, SubpolicyReplayBuffer
+from marl_edu.training.loops import train_continuous
 
 
 def _fixed_ensemble(gamma=0.9) -> EnsembleMADDPG:

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from marl_edu.envs import make_env, make_vec_env, to_mpe_action
+from marl_edu.envs.make import make_env, make_vec_env
+from marl_edu.envs.particle import to_mpe_action
 
 
 DOWN, LEFT, UP, RIGHT, NOOP = range(5)
@@ -20,7 +21,7 @@ def test_switch2_spaces_and_first_observation():
 def test_switch3_is_ma_gym_switch_with_three_agents():
     # ma-gym's Switch allows 2 to 4 agents but registers only Switch2 and Switch4; marl_edu registers Switch3-v0..v3
     # the same way (v1/v3 see every agent, v2/v3 add the clock), idempotently (a second registration changes nothing).
-    from marl_edu.envs import register_switch3
+    from marl_edu.envs.magym import register_switch3
 
     register_switch3()
     register_switch3()
@@ -147,8 +148,8 @@ def test_unknown_id_lists_close_matches():
 
 
 def test_an_env_without_a_time_limit_gets_the_courses_and_its_episodes_end_truncated():
-    from marl_edu.envs import DEFAULT_MAX_STEPS
-    from marl_edu.rollout import run_episode
+    from marl_edu.envs.magym import DEFAULT_MAX_STEPS
+    from marl_edu.data.rollout import run_episode
 
     env = make_env("PongDuel-v0")  # ma-gym's only env with no time limit: two paddles that never miss play forever
     assert env.time_limit_added and env.max_steps == DEFAULT_MAX_STEPS == 1000
@@ -305,7 +306,7 @@ def test_particle_bad_actions_raise_clear_errors():
 
 
 def test_unknown_particle_id_suggests_the_right_one():
-    from marl_edu.envs import ParticleEnv
+    from marl_edu.envs.particle import ParticleEnv
 
     with pytest.raises(ValueError, match="did you mean 'simple_spread_v3'"):
         make_env("simple_spred_v3")
@@ -533,7 +534,8 @@ def test_unknown_foraging_id_lists_close_matches():
 
 
 def test_foraging_vec_env_auto_resets():
-    from marl_edu.envs import ForagingEnv, VecEnv, make_env as one
+    from marl_edu.envs.foraging import ForagingEnv
+    from marl_edu.envs.make import VecEnv, make_env as one
 
     venv = make_vec_env(FORAGING, n_envs=3, seed=0)  # the batched backend is Switch's only: this is a VecEnv
     assert type(venv) is VecEnv and not venv.continuous and isinstance(venv.envs[0], ForagingEnv)
@@ -560,7 +562,7 @@ def test_foraging_vec_env_auto_resets():
 
 def test_foraging_render_frame_is_headless_rgb(monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)  # no window: lbforaging's own renderer would need one
-    from marl_edu.envs import AGENT_COLORS
+    from marl_edu.envs.foraging import AGENT_COLORS
 
     env = make_env(FORAGING, seed=0)
     with pytest.raises(ValueError, match="call reset"):

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from marl_edu.files import atomic_write, atomic_write_bytes, atomic_write_text
+from marl_edu.base.files import atomic_write, atomic_write_bytes, atomic_write_text
 
 
 def _names(folder):

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.buffers import ReplayBuffer
-from marl_edu.learners import ALGORITHMS, LEARNERS, config_class
-from marl_edu.cli import main
-from marl_edu.coma import build_critic_input, coma_advantage, counterfactual_baseline
-from marl_edu.maddpg import flatten_for_critic, gumbel_softmax, own_critic_input
-from marl_edu.shapes import check_shape, one_hot
-from marl_edu.targets import critic_rewards, td_lambda_targets, td_target
+from marl_edu.data.buffers import ReplayBuffer
+from marl_edu.learners.table import ALGORITHMS, LEARNERS, config_class
+from marl_edu.course.cli import main
+from marl_edu.learners.coma import build_critic_input, coma_advantage, counterfactual_baseline
+from marl_edu.learners.maddpg import flatten_for_critic, gumbel_softmax, own_critic_input
+from marl_edu.base.shapes import check_shape, one_hot
+from marl_edu.pieces.targets import critic_rewards, td_lambda_targets, td_target
 
 # -- the command line: one valid base, one to three bad options ------------------------------------------------------
 
@@ -81,7 +81,7 @@ def test_bad_command_lines_stop_in_one_line_before_training(argv, tmp_path, caps
         main([*argv, "--out", str(out)])
     err = capsys.readouterr().err
     assert stop.value.code == 2, err
-    assert err.count("\n") == 1 and err.startswith("python -m marl_edu.train: error: "), err
+    assert err.count("\n") == 1 and err.startswith("python -m marl_edu: error: "), err
     assert not out.exists()
 
 
@@ -198,8 +198,8 @@ def damaged_files(n: int = 60, seed: int = 1):
 
 @pytest.fixture(scope="module")
 def policy_file(tmp_path_factory):
-    from marl_edu.checkpoints import save_policy
-    from marl_edu.coma import COMA, COMAConfig
+    from marl_edu.training.checkpoints import save_policy
+    from marl_edu.learners.coma import COMA, COMAConfig
 
     return save_policy(COMA(2, 2, 5, COMAConfig(hidden=8), seed=0), "Switch2-v0",
                        tmp_path_factory.mktemp("policy") / "policy.pt")
@@ -209,8 +209,8 @@ def policy_file(tmp_path_factory):
 def test_a_damaged_policy_file_is_a_value_error_or_a_working_policy(kind, draw, value, policy_file, tmp_path):
     import torch as torch_
 
-    from marl_edu.checkpoints import load_policy
-    from marl_edu.train import greedy_return
+    from marl_edu.training.checkpoints import load_policy
+    from marl_edu.training.loops import greedy_return
 
     data = policy_file.read_bytes()
     rng = np.random.default_rng(draw)
@@ -255,7 +255,7 @@ def test_a_crafted_policy_file_is_refused_in_a_second_or_plays(kind, draw, polic
 
     import torch as torch_
 
-    from marl_edu.checkpoints import SIZE_BOUNDS, load_policy
+    from marl_edu.training.checkpoints import SIZE_BOUNDS, load_policy
 
     rng = np.random.default_rng(draw)
     payload = torch_.load(policy_file, weights_only=True)
@@ -302,13 +302,13 @@ def boundary_cases():
     """The library boundaries issue 32 found open, each a call that must be a ValueError naming the argument: sizes
     that would allocate terabytes or an A x A identity, empty axes, non-finite or out-of-range values that used to be
     taken silently, wrong kinds of argument. ``(name, call, message)``."""
-    from marl_edu.buffers import EpisodeReplay
-    from marl_edu.checkpoints import load_policy
-    from marl_edu.envs import make_vec_env
-    from marl_edu.learners import check_fits
-    from marl_edu.maddpg import MADDPG
-    from marl_edu.schedules import linear
-    from marl_edu.train import sampled_returns
+    from marl_edu.data.buffers import EpisodeReplay
+    from marl_edu.training.checkpoints import load_policy
+    from marl_edu.envs.make import make_vec_env
+    from marl_edu.learners.table import check_fits
+    from marl_edu.learners.maddpg import MADDPG
+    from marl_edu.base.schedules import linear
+    from marl_edu.training.loops import sampled_returns
 
     zeros, nan = torch.zeros, float("nan")
     batch = lambda **change: {**_episode_batch(), **change}  # noqa: E731
@@ -365,7 +365,7 @@ def _one_hot_is_small():
 
 
 def _ensemble_act(m: int):
-    from marl_edu.ensembles import EnsembleMADDPG
+    from marl_edu.learners.ensembles import EnsembleMADDPG
 
     agent = EnsembleMADDPG(3, 18, 2)  # simple_spread_v3's sizes, M = 3 sub-policies
     return agent.act(np.zeros((1, 3, 18), np.float32), 0.0, np.full((1, 3), m))
@@ -379,7 +379,7 @@ def _episode_batch() -> dict:
 
 
 def _check(batch):
-    from marl_edu.rollout import check_episode_batch
+    from marl_edu.data.rollout import check_episode_batch
 
     return check_episode_batch(batch, 2, 3, 5, behaviour=False)
 

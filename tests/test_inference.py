@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.inference import GaussianPolicy, InferenceConfig, InferringMADDPG, approximation_loss
+from marl_edu.learners.inference import GaussianPolicy, InferenceConfig, InferringMADDPG, approximation_loss
 
 
 def _zero_policy(log_std: float = 0.0) -> GaussianPolicy:
@@ -109,8 +109,8 @@ def test_bad_hyperparameters_raise(field, value, message):
 
 
 def test_the_learner_needs_its_own_config_and_trains_with_the_default():
-    from marl_edu.continuous import ContinuousMADDPGConfig
-    from marl_edu.train import train_continuous
+    from marl_edu.learners.continuous import ContinuousMADDPGConfig
+    from marl_edu.training.loops import train_continuous
 
     with pytest.raises(ValueError, match="needs an InferenceConfig"):
         InferringMADDPG(3, 4, 2, ContinuousMADDPGConfig())

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from marl_edu.learners import (ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS, LOOPS, ON_POLICY, algo_name,
+from marl_edu.learners.table import (ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS, LOOPS, ON_POLICY, algo_name,
                                algo_name_of_class, config_class, entry)
 
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
+from marl_edu.learners.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
 from batches import entry_set, replay_batch
 
 
@@ -182,7 +182,8 @@ BAD_MADDPG_BATCHES = {
 @pytest.mark.parametrize("case", BAD_MADDPG_BATCHES)
 @pytest.mark.parametrize("learner_class", ["MADDPG", "IDDPG"])
 def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
-    from marl_edu import baselines, maddpg
+    from marl_edu.learners import baselines
+    from marl_edu.learners import maddpg
 
     learner = getattr(maddpg, learner_class, None) or getattr(baselines, learner_class)
     agent = learner(2, 3, 5, MADDPGConfig(hidden=8), seed=0)
@@ -197,8 +198,8 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
 
 
 def test_training_with_a_huge_learning_rate_stops_with_a_value_error(monkeypatch):
-    from marl_edu.train import train_maddpg
-    from marl_edu.validate import LIMITS
+    from marl_edu.training.loops import train_maddpg
+    from marl_edu.base.validate import LIMITS
 
     with pytest.raises(ValueError, match="actor_lr must be a positive number at most 1, got 1e"):
         MADDPGConfig(actor_lr=1e30).validate()  # the config's bound refuses it first
@@ -221,7 +222,7 @@ def test_an_actor_with_nan_weights_cannot_act():
 
 
 def test_flatten_for_critic_takes_a_replay_batchs_numpy_arrays():
-    from marl_edu.maddpg import own_critic_input
+    from marl_edu.learners.maddpg import own_critic_input
 
     batch = replay_batch(B=4)  # numpy, as ReplayBuffer.sample gives it
     x = flatten_for_critic(batch["obs"], batch["actions"])

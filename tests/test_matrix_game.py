@@ -1,4 +1,4 @@
-"""The one-step penalty game of notebook 09 (marl_edu.matrix_game): its payoffs, exact optimum and VDN's answer worked
+"""The one-step penalty game of notebook 09 (marl_edu.learners.matrix_game): its payoffs, exact optimum and VDN's answer worked
 by hand, the trainer reaching them, and QMIX's answer measured."""
 
 import math
@@ -6,10 +6,10 @@ import math
 import pytest
 import torch
 
-from marl_edu.matrix_game import (action_probs, check_payoff, fits_exactly, greedy_joint_action, joint_actions,
+from marl_edu.learners.matrix_game import (action_probs, check_payoff, fits_exactly, greedy_joint_action, joint_actions,
                                   mixer_slopes, optimum, payoff_matrix, q_tot_table, set_mixer_weights,
                                   train_matrix_game, vdn_least_squares)
-from marl_edu.value_decomposition import QMixer, vdn_mix
+from marl_edu.learners.value_decomposition import QMixer, vdn_mix
 
 # The payoff R[a_0, a_1], agent 0's action the row, agent 1's the column:
 #        a_1 = 0    1    2

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from marl_edu.nets import MLP, Actor, Critic, RecurrentActor, check_policy_output, gradient_step
+from marl_edu.pieces.nets import MLP, Actor, Critic, RecurrentActor, check_policy_output, gradient_step
 
 
 def test_shapes():

@@ -1,6 +1,6 @@
 """Every notebook runs from a copy of the notebooks/ folder (issue 44): its code never reaches the course's files by a
 path relative to notebooks/ ("../results", "../media"), which from a copy points outside it or at nothing. Committed
-runs are found through the package (marl_edu.course_paths.results_dir), new GIFs go where save_gif puts them
+runs are found through the package (marl_edu.base.course_paths.results_dir), new GIFs go where save_gif puts them
 (course_paths.media_dir: beside a copy). Markdown images of ../media stay: they only show the committed GIFs on the
 web."""
 
@@ -31,7 +31,7 @@ def relative_paths(notebook: dict) -> list[str]:
 def test_no_code_cell_reaches_the_course_by_a_relative_path(path):
     found = relative_paths(json.loads(path.read_text()))
     assert not found, (f"{path.name} reads or writes the course's files relative to notebooks/, which breaks in a copy "
-                       f"of the folder; use marl_edu.course_paths.results_dir(...) or save_gif's bare name: {found}")
+                       f"of the folder; use marl_edu.base.course_paths.results_dir(...) or save_gif's bare name: {found}")
 
 
 def test_the_rule_catches_a_relative_path_and_spares_markdown():

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from marl_edu.envs import make_env
-from marl_edu.planning import optimal_plan, optimal_team_return
+from marl_edu.envs.make import make_env
+from marl_edu.envs.planning import optimal_plan, optimal_team_return
 
 
 def replay(env_id, joint_actions):
@@ -69,7 +69,7 @@ def test_bad_ids():
 
 
 def test_position_only_policies_census():
-    from marl_edu.planning import position_policy_census
+    from marl_edu.envs.planning import position_policy_census
 
     census = position_policy_census("Switch2-v0")
     assert sum(census.probability.values()) == pytest.approx(1.0)

@@ -1,4 +1,4 @@
-"""IPPO and MAPPO (marl_edu.ppo): GAE and the clipped surrogate against values worked out by hand, bad inputs, and the
+"""IPPO and MAPPO (marl_edu.learners.ppo): GAE and the clipped surrogate against values worked out by hand, bad inputs, and the
 learners' update, values and determinism."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 import pytest
 import torch
 
-from marl_edu.envs import make_vec_env
-from marl_edu.ppo import IPPO, MAPPO, PPOConfig, clipped_surrogate_loss, gae_advantages
-from marl_edu.rollout import collect_episodes
-from marl_edu.targets import td_lambda_targets
+from marl_edu.envs.make import make_vec_env
+from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig, clipped_surrogate_loss, gae_advantages
+from marl_edu.data.rollout import collect_episodes
+from marl_edu.pieces.targets import td_lambda_targets
 
 
 def _gae_case():
@@ -197,7 +197,7 @@ def test_advantages_are_normalised_over_the_acting_steps_by_hand():
     # mean = (1.0 + 0.5 - 0.5 + 2.0) / 4 = 0.75; deviations 0.25, -0.25, -1.25, 1.25;
     # variance = (0.0625 + 0.0625 + 1.5625 + 1.5625) / 4 = 0.8125, std = 0.901388;
     # normalised: 0.25 / 0.901388 = 0.277350, -0.277350, -1.386750, 1.386750
-    from marl_edu.ppo import normalised_advantages
+    from marl_edu.learners.ppo import normalised_advantages
 
     advantage = torch.tensor([[[1.0, 0.5], [-0.5, 2.0], [9.0, -9.0]]])  # (1, 3, 2)
     mask = torch.tensor([[[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
@@ -217,7 +217,7 @@ def test_advantages_are_normalised_over_the_acting_steps_by_hand():
     (lambda a, m: (a.long(), m), "advantage"),
 ])
 def test_normalised_advantages_name_a_bad_input(change, message):
-    from marl_edu.ppo import normalised_advantages
+    from marl_edu.learners.ppo import normalised_advantages
 
     with pytest.raises(ValueError, match=message):
         normalised_advantages(*change(torch.ones(1, 3, 2), torch.ones(1, 3, 2)))

@@ -1,4 +1,4 @@
-"""Continuous IPPO and MAPPO (marl_edu.ppo_continuous, train.train_continuous_ppo): the Gaussian policy's
+"""Continuous IPPO and MAPPO (marl_edu.learners.ppo_continuous, train.train_continuous_ppo): the Gaussian policy's
 log-density and entropy against values worked out by hand, clipped (not squashed) actions, the values each learner's
 critic sees, bad inputs, the update's determinism, and the on-policy loop on the particle envs."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.ppo_continuous import ContinuousIPPO, ContinuousMAPPO, ContinuousPPOConfig, GaussianActor
-from marl_edu.train import train_continuous_ppo
+from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO, ContinuousPPOConfig, GaussianActor
+from marl_edu.training.loops import train_continuous_ppo
 
 
 def _zero_mean_actor(log_sigma: float) -> GaussianActor:

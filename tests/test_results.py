@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from marl_edu.checkpoints import load_policy
-from marl_edu.coma import COMAConfig
-from marl_edu.train import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_return
+from marl_edu.training.checkpoints import load_policy
+from marl_edu.learners.coma import COMAConfig
+from marl_edu.training.loops import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_return
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -147,7 +147,7 @@ PPO = RESULTS / "particle" / "simple_spread_v3-ppo"  # particle.py --methods map
 @pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred"),
                                             (TEAM, "team"), (PPO, "mappo"), (PPO, "ippo")])
 def test_committed_particle_policy_replays_its_recorded_score(folder, method):
-    from marl_edu.train import evaluate_particle
+    from marl_edu.training.loops import evaluate_particle
 
     particle = _module("particle")
     evaluated = particle.EVAL_EPISODES  # every final policy plays the same 100 evaluation episodes
@@ -178,7 +178,7 @@ COMPETITION = RESULTS / "competition" / "simple_adversary_v3"
 
 @pytest.mark.parametrize("method", ["maddpg", "ensemble", "team"])
 def test_committed_deception_policy_replays_its_recorded_selfplay(method):
-    from marl_edu.competition import play_matchup
+    from marl_edu.training.competition import play_matchup
 
     competition = _module("competition")
     summary = json.loads((COMPETITION / "summary.json").read_text())

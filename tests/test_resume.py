@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.baselines import IDDPG
-from marl_edu.coma import COMAConfig
-from marl_edu.maddpg import MADDPGConfig
-from marl_edu.resume import RunCheckpoint, TrainingInterrupted, load_run_state, object_state, restore_object
-from marl_edu.train import train_coma, train_maddpg
+from marl_edu.learners.baselines import IDDPG
+from marl_edu.learners.coma import COMAConfig
+from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state, object_state, restore_object
+from marl_edu.training.loops import train_coma, train_maddpg
 
 SMALL_MADDPG = MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32, buffer_size=2_000, hidden=16)
 SMALL_COMA = COMAConfig(n_envs=4, hidden=16)
@@ -190,8 +190,8 @@ def test_a_loops_state_object_is_saved_whole_and_restored_in_place(kind):
 
     import numpy as np
 
-    from marl_edu import train
-    from marl_edu.resume import object_state, restore_object
+    from marl_edu.training import loops as train
+    from marl_edu.training.resume import object_state, restore_object
 
     cls = getattr(train, kind)
     if kind == "OffPolicyLoop":

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.coma import COMA, COMAConfig
-from marl_edu.envs import make_env, make_vec_env
-from marl_edu.rollout import collect_episodes, random_policy, run_episode, team_returns
+from marl_edu.learners.coma import COMA, COMAConfig
+from marl_edu.envs.make import make_env, make_vec_env
+from marl_edu.data.rollout import collect_episodes, random_policy, run_episode, team_returns
 from batches import episode_batch
 
 NOOP = 4
@@ -74,7 +74,7 @@ def test_collected_batch_shapes_and_masks():
 
 
 def test_check_episode_batch_accepts_a_collected_batch_and_returns_its_sizes():
-    from marl_edu.rollout import check_episode_batch
+    from marl_edu.data.rollout import check_episode_batch
 
     agent = COMA(2, 2, 5, COMAConfig(hidden=8, n_envs=3), seed=0)
     batch, _, _ = collect_episodes(agent, make_vec_env("Switch2-v0", 3, seed=0), epsilon=0.2)
@@ -96,7 +96,7 @@ def test_check_episode_batch_accepts_a_collected_batch_and_returns_its_sizes():
     ("step_mask", torch.zeros(2, 3), r"batch\['step_mask'\]: expected at least one real step \(a 1\), got all zeros"),
 ])
 def test_check_episode_batch_names_the_tensor(key, value, message):
-    from marl_edu.rollout import check_episode_batch
+    from marl_edu.data.rollout import check_episode_batch
 
     with pytest.raises(ValueError, match=message):
         check_episode_batch(episode_batch() | {key: value}, 2, 2, 5)

@@ -3,7 +3,7 @@ removed without touching anything else; the folder's lock."""
 
 import pytest
 
-from marl_edu.run_folder import lock, overwritten, remove_run, remove_temporaries, run_files
+from marl_edu.runs.folder import lock, overwritten, remove_run, remove_temporaries, run_files
 
 
 def make_folder(root):
@@ -99,8 +99,8 @@ def test_the_folder_lock_is_held_by_one_run_at_a_time(tmp_path):
 def test_a_seed_is_recorded_in_runs_json_only_once_its_files_and_curve_are_written(tmp_path, monkeypatch):
     import json
 
-    import marl_edu.run_folder as run_folder
-    from marl_edu.train import TrainResult
+    import marl_edu.runs.folder as run_folder
+    from marl_edu.training.loops import TrainResult
 
     order = []
     recorded = lambda: (tmp_path / "runs.json").exists() and json.loads((tmp_path / "runs.json").read_text())["seeds"]

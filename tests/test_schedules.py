@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from marl_edu.schedules import linear
+from marl_edu.base.schedules import linear
 
 
 def test_linear_by_hand():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.shapes import check_shape, one_hot
+from marl_edu.base.shapes import check_shape, one_hot
 
 
 def test_binds_symbols_and_returns_sizes():
@@ -69,7 +69,7 @@ def test_one_hot_bad_inputs():
 
 
 def test_describe_prints_dtype_shape_and_rounded_values():
-    from marl_edu.shapes import describe
+    from marl_edu.base.shapes import describe
 
     line = describe(np.array([[0, 0.17], [0, 0.83]], dtype=np.float32), "obs")
     assert line.split() == ["obs", "float32", "(2,", "2)", "[[0.0,", "0.17],", "[0.0,", "0.83]]"]

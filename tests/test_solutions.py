@@ -1,5 +1,5 @@
 """The exercises' one rule, tested: the notebook's stub never holds the answer, its check reports NOT DONE YET until the
-learner's code passes, and the answers live in marl_edu.solutions, each one passed by its checker and shown on request.
+learner's code passes, and the answers live in marl_edu.course.solutions, each one passed by its checker and shown on request.
 
 Solution ``NAME`` is checked by ``checks.check_NAME`` and is the exercise whose notebook cell calls ``check_NAME`` on a
 function the notebook defines (the learner's stub).
@@ -18,13 +18,14 @@ import types
 import pytest
 import torch
 
-from marl_edu import checks, solutions
-from marl_edu.maddpg import flatten_for_critic
+from marl_edu.course import checks
+from marl_edu.course import solutions
+from marl_edu.learners.maddpg import flatten_for_critic
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-CHECKER_MODULES = [checks] + [importlib.import_module(f"marl_edu.{path.stem}")
-                              for path in sorted((ROOT / "marl_edu").glob("capstone_*.py"))]
+CHECKER_MODULES = [checks] + [importlib.import_module(f"marl_edu.course.{path.stem}")
+                              for path in sorted((ROOT / "marl_edu" / "course").glob("capstone_*.py"))]
 CHECKERS = sorted(name[len("check_"):] for module in CHECKER_MODULES for name, fn in vars(module).items()
                   if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__)
 
@@ -119,7 +120,7 @@ def test_show_solution_prints_the_source_and_it_works_when_pasted(name, capsys):
     assert header == (f"# the last resort, after {before}: the solution to the {name!r} exercise (checked by "
                       f"{solutions.checker_module(name)}.check_{name}):")
     assert source.startswith(f"def {name}(") and source == inspect.getsource(getattr(solutions, name))
-    # pasted into a notebook, with what the notebooks import (torch; 09 has marl_edu.maddpg's flatten_for_critic)
+    # pasted into a notebook, with what the notebooks import (torch; 09 has marl_edu.learners.maddpg's flatten_for_critic)
     namespace = {"torch": torch, "math": math, "flatten_for_critic": flatten_for_critic, **solutions.BUILDING_BLOCKS}
     exec(compile(source, f"<show_solution {name}>", "exec"), namespace)
     assert namespace[name] is not getattr(solutions, name)
@@ -216,7 +217,7 @@ def test_no_notebook_carries_a_reference_answer_or_prints_a_solution(path):
         tree = ast.parse(_python(cell))
         for node in ast.walk(tree):
             assert not (isinstance(node, ast.FunctionDef) and node.name.startswith("reference")), \
-                f"{path.name} cell {index} defines {node.name}: the answer belongs in marl_edu.solutions"
+                f"{path.name} cell {index} defines {node.name}: the answer belongs in marl_edu.course.solutions"
             assert not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "show_solution"), \
                 f"{path.name} cell {index} calls show_solution: the committed notebook must not print a solution"
             # the answers are never imported where the learner reads, not even show_solution (its module holds every
@@ -225,17 +226,17 @@ def test_no_notebook_carries_a_reference_answer_or_prints_a_solution(path):
             answers = (isinstance(node, ast.Import) and any("solutions" in alias.name for alias in node.names)) or (
                 isinstance(node, ast.ImportFrom) and ("solutions" in (node.module or "")
                                                       or any(alias.name == "solutions" for alias in node.names)))
-            assert not answers, f"{path.name} cell {index} imports marl_edu.solutions"
+            assert not answers, f"{path.name} cell {index} imports marl_edu.course.solutions"
         assert "delete this line to check your own" not in "".join(cell["source"])
 
 
 def test_the_capstones_offer_show_solution_without_importing_the_answers(capsys):
-    # importing a capstone's module (as notebooks 17 and 18 do) leaves marl_edu.solutions unimported; its
+    # importing a capstone's module (as notebooks 17 and 18 do) leaves marl_edu.course.solutions unimported; its
     # show_solution imports it when called and prints the same as solutions.show_solution
-    code = ("import sys; from marl_edu.capstone_maddpg import show_solution; from marl_edu.capstone_coma import "
-            "show_solution as coma_show; import marl_edu.capstone_coma, marl_edu.capstone_maddpg; "
-            "print('marl_edu.solutions' in sys.modules); show_solution('soft_update'); "
-            "print('marl_edu.solutions' in sys.modules)")
+    code = ("import sys; from marl_edu.course.capstone_maddpg import show_solution; from marl_edu.course.capstone_coma import "
+            "show_solution as coma_show; import marl_edu.course.capstone_coma, marl_edu.course.capstone_maddpg; "
+            "print('marl_edu.course.solutions' in sys.modules); show_solution('soft_update'); "
+            "print('marl_edu.course.solutions' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0] == "False" and out[-1] == "True", out
     solutions.show_solution("soft_update")

@@ -8,8 +8,8 @@ import pathlib
 import pytest
 import torch
 
-from marl_edu.learners import LEARNERS
-from marl_edu.threads import on_enclosing_threads, torch_threads
+from marl_edu.learners.table import LEARNERS
+from marl_edu.base.threads import on_enclosing_threads, torch_threads
 
 
 @pytest.fixture
@@ -64,8 +64,8 @@ def test_none_takes_the_enclosing_blocks_count_or_one(two_threads):
 def test_an_episode_runs_on_one_thread_and_gives_the_count_back(two_threads):
     import numpy as np
 
-    from marl_edu.envs import make_env
-    from marl_edu.rollout import run_episode
+    from marl_edu.envs.make import make_env
+    from marl_edu.data.rollout import run_episode
 
     seen = []
 
@@ -83,9 +83,9 @@ def test_an_episode_runs_on_one_thread_and_gives_the_count_back(two_threads):
 def test_collecting_a_batch_runs_on_one_thread_and_gives_the_count_back(two_threads):
     # a notebook cell that collects one batch outside any loop (07 does, to show its shapes) ran on two threads: on a
     # busy 2-core machine that cell took 3.8 s instead of under one
-    from marl_edu.coma import COMA
-    from marl_edu.envs import make_vec_env
-    from marl_edu.rollout import collect_episodes
+    from marl_edu.learners.coma import COMA
+    from marl_edu.envs.make import make_vec_env
+    from marl_edu.data.rollout import collect_episodes
 
     learner = COMA(2, 2, 5, seed=0)
     seen = []
@@ -112,9 +112,9 @@ def test_every_learners_update_runs_on_the_enclosing_threads(name):
 
 
 def test_one_update_called_alone_runs_on_one_thread_and_gives_the_count_back(two_threads):
-    from marl_edu.coma import COMA
-    from marl_edu.envs import make_vec_env
-    from marl_edu.rollout import collect_episodes
+    from marl_edu.learners.coma import COMA
+    from marl_edu.envs.make import make_vec_env
+    from marl_edu.data.rollout import collect_episodes
 
     learner = COMA(2, 2, 5, seed=0)
     batch, _, _ = collect_episodes(learner, make_vec_env("Switch2-v0", 2, seed=0), epsilon=0.0)

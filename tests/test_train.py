@@ -1,7 +1,7 @@
 import pytest
 
-from marl_edu.maddpg import MADDPGConfig
-from marl_edu.train import train_maddpg
+from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.training.loops import train_maddpg
 
 
 def test_training_is_deterministic_for_a_seed():
@@ -17,7 +17,7 @@ def test_bad_arguments():
         train_maddpg("Switch2-v2", episodes=-1)
     with pytest.raises(ValueError, match="unknown ma-gym environment"):
         train_maddpg("Switch9-v2", episodes=1)
-    from marl_edu.train import train_coma, train_continuous
+    from marl_edu.training.loops import train_coma, train_continuous
 
     for loop in (train_maddpg, train_coma, train_continuous):  # every loop evaluates every eval_every >= 1 episodes
         with pytest.raises(ValueError, match="eval_every must be a positive int, got 0"):
@@ -34,9 +34,9 @@ def test_training_is_the_same_on_either_env_backend(algo):
     # the batched Switch steps the same transitions as ma-gym, so a seed trains to the same returns and weights
     import torch
 
-    from marl_edu.coma import COMAConfig
-    from marl_edu.maddpg import MADDPGConfig
-    from marl_edu.train import train_coma, train_maddpg
+    from marl_edu.learners.coma import COMAConfig
+    from marl_edu.learners.maddpg import MADDPGConfig
+    from marl_edu.training.loops import train_coma, train_maddpg
 
     loop, config = ((train_maddpg, MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32)) if algo == "maddpg"
                     else (train_coma, COMAConfig(n_envs=4)))
@@ -49,9 +49,9 @@ def test_training_is_the_same_on_either_env_backend(algo):
 
 
 def test_a_policy_played_on_an_env_of_other_sizes_is_a_value_error():
-    from marl_edu.coma import COMA
-    from marl_edu.maddpg import MADDPG
-    from marl_edu.train import greedy_return, sampled_returns
+    from marl_edu.learners.coma import COMA
+    from marl_edu.learners.maddpg import MADDPG
+    from marl_edu.training.loops import greedy_return, sampled_returns
 
     for agent in (COMA(2, 2, 5), MADDPG(2, 2, 5)):  # built for Switch2-v0: N=2, O=2, A=5
         with pytest.raises(ValueError, match=r"the policy does not fit Switch4-v0 \(N differs\)"):
@@ -63,10 +63,11 @@ def test_a_policy_played_on_an_env_of_other_sizes_is_a_value_error():
 def test_a_greedy_evaluation_is_one_episode_on_switch_and_a_mean_where_episodes_are_random():
     import numpy as np
 
-    from marl_edu.coma import COMA
-    from marl_edu.envs import is_switch, make_env
-    from marl_edu.rollout import run_episode
-    from marl_edu.train import GREEDY_EPISODES, greedy_return, greedy_team_return
+    from marl_edu.learners.coma import COMA
+    from marl_edu.envs.magym import is_switch
+    from marl_edu.envs.make import make_env
+    from marl_edu.data.rollout import run_episode
+    from marl_edu.training.loops import GREEDY_EPISODES, greedy_return, greedy_team_return
 
     assert is_switch("Switch3-v0") and is_switch("ma_gym:Switch2-v2")
     assert not is_switch("PredatorPrey7x7-v0") and not is_switch("simple_spread_v3")

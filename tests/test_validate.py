@@ -7,7 +7,7 @@ import numpy as np
 import torch
 import pytest
 
-from marl_edu.validate import (boolean, non_negative_int, non_negative_number, positive_int, positive_number,
+from marl_edu.base.validate import (boolean, non_negative_int, non_negative_number, positive_int, positive_number,
                                unit_interval)
 
 
@@ -32,7 +32,7 @@ def test_ints_come_back_as_python_ints():
 
 
 def test_indices_accepts_every_index_below_n_and_names_the_bad_ones():
-    from marl_edu.validate import index_range
+    from marl_edu.base.validate import index_range
 
     index_range(np.array([[0, 4], [2, 3]]), 5, "actions")  # A = 5: 0..4 are the five actions
     index_range(torch.tensor([0, 1, 2]), 3, "subpolicies")  # M = 3 sub-policies, a tensor works too
@@ -48,7 +48,7 @@ def test_indices_accepts_every_index_below_n_and_names_the_bad_ones():
 
 @pytest.mark.parametrize("bad", [np.random.RandomState(0), 0, None, torch.Generator()])
 def test_generator_refuses_anything_but_a_numpy_generator(bad):
-    from marl_edu.validate import generator
+    from marl_edu.base.validate import generator
 
     rng = np.random.default_rng(0)
     assert generator(rng, "rng") is rng
@@ -58,7 +58,7 @@ def test_generator_refuses_anything_but_a_numpy_generator(bad):
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 def test_finite_accepts_numbers_and_names_the_first_nan_or_infinity(kind):
-    from marl_edu.validate import finite
+    from marl_edu.base.validate import finite
 
     as_kind = (lambda x: np.asarray(x, dtype=np.float32)) if kind == "numpy" else torch.tensor
     finite(as_kind([[0.0, -1e30], [3.5, 1e-30]]), "obs")  # large and tiny numbers are finite
@@ -76,7 +76,7 @@ def test_finite_accepts_numbers_and_names_the_first_nan_or_infinity(kind):
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 def test_zero_one_accepts_flags_and_names_the_first_other_value(kind):
-    from marl_edu.validate import zero_one
+    from marl_edu.base.validate import zero_one
 
     as_kind = np.asarray if kind == "numpy" else torch.tensor
     zero_one(as_kind([[0.0, 1.0], [1.0, 1.0]]), "step_mask")

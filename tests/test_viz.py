@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from marl_edu.envs import make_env
-from marl_edu.rollout import run_episode
-from marl_edu.viz import moving_average, plot_learning_curve, plot_seed_evaluations, save_gif, show_gif
+from marl_edu.envs.make import make_env
+from marl_edu.data.rollout import run_episode
+from marl_edu.base.viz import moving_average, plot_learning_curve, plot_seed_evaluations, save_gif, show_gif
 
 
 def test_moving_average_by_hand():
@@ -91,7 +91,7 @@ def test_seed_evaluations_one_line_per_seed():
 
 
 def test_env_step_evaluations_one_line_per_seed_in_millions_of_steps():
-    from marl_edu.viz import plot_env_step_evaluations
+    from marl_edu.base.viz import plot_env_step_evaluations
 
     rows = [{"seed": 0, "evaluations": [(200, 9_800, 0.1), (400, 19_500, 0.5)]},
             {"seed": 1, "evaluations": [(200, 10_000, 0.0)]}]
@@ -107,7 +107,7 @@ def test_env_step_evaluations_one_line_per_seed_in_millions_of_steps():
 
 
 def test_seed_band_by_hand_and_comparison_plot():
-    from marl_edu.viz import plot_comparison, seed_band
+    from marl_edu.base.viz import plot_comparison, seed_band
 
     rows = [{"evaluations": [(50, -10.0), (100, 2.0), (150, 8.0)]}, {"evaluations": [(52, -10.0), (102, 8.0)]}]
     episodes, greedy = seed_band(rows)
@@ -130,7 +130,7 @@ def test_downscale_averages_blocks_by_hand():
     import numpy as np
     import pytest
 
-    from marl_edu.viz import downscale
+    from marl_edu.base.viz import downscale
 
     frame = np.zeros((4, 4, 3), dtype=np.uint8)  # (H, W, 3)
     frame[:2, :2] = 100  # the top-left 2x2 block: one pixel of 100
@@ -144,7 +144,7 @@ def test_downscale_averages_blocks_by_hand():
 
 
 def test_outcome_counts_by_hand_and_outcome_plot():
-    from marl_edu.viz import SWITCH_OUTCOMES, outcome_counts, plot_outcomes
+    from marl_edu.base.viz import SWITCH_OUTCOMES, outcome_counts, plot_outcomes
 
     rows = [{"evaluations": [(50, -10.0), (100, -0.6), (150, 8.1)]},
             {"evaluations": [(50, -10.0), (100, 7.0), (150, -2.0)]}]
@@ -166,7 +166,7 @@ def test_outcome_counts_by_hand_and_outcome_plot():
 
 
 def test_qmix_diagram_names_every_mixer_tensor_with_its_shape():
-    from marl_edu.viz import plot_qmix
+    from marl_edu.base.viz import plot_qmix
 
     ax = plot_qmix()
     text = " ".join(t.get_text() for t in ax.texts)
@@ -180,7 +180,7 @@ def test_qmix_diagram_names_every_mixer_tensor_with_its_shape():
 
 
 def test_q_tables_write_every_entry_and_outline_the_greedy_joint_action():
-    from marl_edu.viz import plot_q_tables
+    from marl_edu.base.viz import plot_q_tables
 
     payoff = [[8.0, -12.0], [-12.0, -0.04]]
     axes = plot_q_tables({"R": payoff, "mine": np.zeros((2, 2))}, greedy={"mine": (1, 0)})

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from marl_edu.envs import make_env
-from marl_edu.rollout import run_episode
-from marl_edu.viz import plot_ctde
-from marl_edu.widgets import episode_explorer
+from marl_edu.envs.make import make_env
+from marl_edu.data.rollout import run_episode
+from marl_edu.base.viz import plot_ctde
+from marl_edu.course.widgets import episode_explorer
 
 DOWN, NOOP = 0, 4
 
@@ -47,7 +47,7 @@ def _fake_run(lr, episodes):
 def test_panel_button_trains_with_the_slider_values_and_redraws():
     import ipywidgets as widgets
 
-    from marl_edu.widgets import training_panel
+    from marl_edu.course.widgets import training_panel
 
     calls = []
     controls = {"lr": widgets.FloatSlider(0.1), "episodes": widgets.IntSlider(20, min=1, max=100)}
@@ -69,7 +69,7 @@ def test_panel_says_when_more_episodes_ran_than_asked_for():
     # 16 env copies stepped together finish their 50-step episodes together: 100 asked -> 7 * 16 = 112 run
     import ipywidgets as widgets
 
-    from marl_edu.widgets import training_panel
+    from marl_edu.course.widgets import training_panel
 
     panel = training_panel({"episodes": widgets.IntSlider(100, max=200)}, lambda episodes: _fake_run(0.1, 112))
     panel.button.click()
@@ -84,8 +84,8 @@ def test_panel_says_when_more_episodes_ran_than_asked_for():
 def test_panel_reports_a_bad_setting_instead_of_raising(monkeypatch, in_a_kernel):
     import ipywidgets as widgets
 
-    import marl_edu.widgets
-    from marl_edu.widgets import training_panel
+    import marl_edu.course.widgets
+    from marl_edu.course.widgets import training_panel
 
     class KernelOutput(widgets.Output):
         def __exit__(self, etype, evalue, tb):  # what ipywidgets' Output does in a kernel: show the error, swallow it
@@ -93,7 +93,7 @@ def test_panel_reports_a_bad_setting_instead_of_raising(monkeypatch, in_a_kernel
             return True
 
     if in_a_kernel:
-        monkeypatch.setattr(marl_edu.widgets.widgets, "Output", KernelOutput)
+        monkeypatch.setattr(marl_edu.course.widgets.widgets, "Output", KernelOutput)
 
     def train(gamma):
         raise ValueError(f"gamma must be a number in [0, 1], got {gamma}")
@@ -105,7 +105,7 @@ def test_panel_reports_a_bad_setting_instead_of_raising(monkeypatch, in_a_kernel
 
 
 def test_maddpg_panel_runs_a_real_short_training():
-    from marl_edu.widgets import maddpg_panel
+    from marl_edu.course.widgets import maddpg_panel
 
     panel = maddpg_panel(episodes=50, seed=1)
     names = [child.description for child in panel.children[0].children]
@@ -117,8 +117,8 @@ def test_maddpg_panel_runs_a_real_short_training():
 
 
 def test_coma_panel_runs_a_real_short_training(monkeypatch):
-    import marl_edu.widgets
-    from marl_edu.widgets import coma_panel
+    import marl_edu.course.widgets
+    from marl_edu.course.widgets import coma_panel
 
     configs = []
 
@@ -126,8 +126,8 @@ def test_coma_panel_runs_a_real_short_training(monkeypatch):
         configs.append(config)
         return train_coma(env_id, episodes, config, **kwargs)
 
-    train_coma = marl_edu.widgets.train_coma
-    monkeypatch.setattr(marl_edu.widgets, "train_coma", spy)
+    train_coma = marl_edu.course.widgets.train_coma
+    monkeypatch.setattr(marl_edu.course.widgets, "train_coma", spy)
     panel = coma_panel(episodes=200, seed=1)
     names = [child.description for child in panel.children[0].children]
     assert names == ["actor lr", "critic lr", "lambda", "entropy", "episodes/batch",
@@ -142,7 +142,7 @@ def test_coma_panel_runs_a_real_short_training(monkeypatch):
 
 
 def test_advantage_explorer_by_hand():
-    from marl_edu.widgets import advantage_explorer
+    from marl_edu.course.widgets import advantage_explorer
 
     panel = advantage_explorer(["D", "L", "U"], q=[1.0, 2.0, 4.0], pi=[0.5, 0.25, 0.25])
     # b = 0.5 * 1 + 0.25 * 2 + 0.25 * 4 = 2.0
@@ -161,9 +161,9 @@ def test_advantage_explorer_by_hand():
 
 
 def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
-    import marl_edu.widgets
-    from marl_edu.continuous import ContinuousIDDPG
-    from marl_edu.widgets import continuous_maddpg_panel
+    import marl_edu.course.widgets
+    from marl_edu.learners.continuous import ContinuousIDDPG
+    from marl_edu.course.widgets import continuous_maddpg_panel
 
     learners = []
 
@@ -171,8 +171,8 @@ def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
         learners.append((kwargs["learner"], config))
         return train_continuous(env_id, episodes, config, **kwargs)
 
-    train_continuous = marl_edu.widgets.train_continuous
-    monkeypatch.setattr(marl_edu.widgets, "train_continuous", spy)
+    train_continuous = marl_edu.course.widgets.train_continuous
+    monkeypatch.setattr(marl_edu.course.widgets, "train_continuous", spy)
     panel = continuous_maddpg_panel(episodes=96, seed=1)
     controls = panel.children[0].children
     assert [c.description for c in controls] == ["actor lr", "critic lr", "noise", "tau", "batch size",
@@ -186,7 +186,7 @@ def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
 
 
 def test_plot_runs_draws_a_reference_that_kept_only_its_evaluations():
-    from marl_edu.widgets import plot_runs
+    from marl_edu.course.widgets import plot_runs
 
     fig = plot_runs({"episode_returns": [], "evaluations": [(200, -60.0), (400, -50.0)], "label": "ref"},
                     {"episode_returns": [-70.0] * 32, "evaluations": [(32, -65.0)], "label": "mine"}, window=16)
@@ -199,7 +199,7 @@ def test_plot_runs_draws_a_reference_that_kept_only_its_evaluations():
 def test_plot_runs_and_the_panel_name_the_evaluations_they_are_given():
     import ipywidgets as widgets
 
-    from marl_edu.widgets import plot_runs, training_panel
+    from marl_edu.course.widgets import plot_runs, training_panel
 
     reference = {"episode_returns": [-70.0] * 32, "evaluations": [(16, -66.0), (32, -64.0)], "label": "ref"}
     fig = plot_runs(reference, _fake_run(0.1, 20) | {"label": "mine"}, window=8, evaluation_label="noise-free")
@@ -218,11 +218,11 @@ def test_plot_runs_and_the_panel_name_the_evaluations_they_are_given():
 def test_panels_start_at_the_defaults_exactly_and_default_to_the_command_lines_budget():
     # a FloatLogSlider's browser side snaps 2e-3 to the nearest quarter decade, 10**-2.75 = 1.78e-3: the panels use
     # sliders over 1, 2, 3 and 5 per decade that hold each default exactly
-    from marl_edu.learners import LEARNERS
-    from marl_edu.coma import COMAConfig
-    from marl_edu.continuous import ContinuousMADDPGConfig
-    from marl_edu.maddpg import MADDPGConfig
-    from marl_edu.widgets import coma_panel, continuous_maddpg_panel, maddpg_panel
+    from marl_edu.learners.table import LEARNERS
+    from marl_edu.learners.coma import COMAConfig
+    from marl_edu.learners.continuous import ContinuousMADDPGConfig
+    from marl_edu.learners.maddpg import MADDPGConfig
+    from marl_edu.course.widgets import coma_panel, continuous_maddpg_panel, maddpg_panel
 
     for panel, defaults, budget in [(maddpg_panel(), MADDPGConfig(), LEARNERS["maddpg"].episodes),
                                     (coma_panel(), COMAConfig(), LEARNERS["coma"].episodes),
@@ -236,7 +236,7 @@ def test_panels_start_at_the_defaults_exactly_and_default_to_the_command_lines_b
 
 
 def test_vdn_threshold_by_hand():
-    from marl_edu.widgets import vdn_threshold
+    from marl_edu.course.widgets import vdn_threshold
 
     # agent 0's action 0 is worth 8 p - 12 (1 - p), its others -12 p: equal at 20 p - 12 = -12 p, p = 12/32 = 0.375
     assert vdn_threshold(-12.0) == pytest.approx(0.375)
@@ -247,8 +247,8 @@ def test_vdn_threshold_by_hand():
 
 
 def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
-    import marl_edu.widgets
-    from marl_edu.widgets import matrix_game_panel
+    import marl_edu.course.widgets
+    from marl_edu.course.widgets import matrix_game_panel
 
     calls = []
 
@@ -256,8 +256,8 @@ def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
         calls.append((payoff[0, 1].item(), method, round(float(probs[0]), 3), seed))
         return train_matrix_game(payoff, method, probs=probs, seed=seed, **kwargs)
 
-    train_matrix_game = marl_edu.widgets.train_matrix_game
-    monkeypatch.setattr(marl_edu.widgets, "train_matrix_game", spy)
+    train_matrix_game = marl_edu.course.widgets.train_matrix_game
+    monkeypatch.setattr(marl_edu.course.widgets, "train_matrix_game", spy)
     panel = matrix_game_panel()
     assert calls == [(-12.0, "vdn", 0.333, 0), (-12.0, "qmix", 0.333, 0)]
     # uniform exploration: both miss the optimum (notebook 09's by-hand VDN values and its QMIX runs)
@@ -279,9 +279,9 @@ def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
 
 
 def test_ppo_panel_trains_the_chosen_learner_with_the_sliders_values(monkeypatch):
-    import marl_edu.widgets
-    from marl_edu.ppo import IPPO, PPOConfig
-    from marl_edu.widgets import ppo_panel
+    import marl_edu.course.widgets
+    from marl_edu.learners.ppo import IPPO, PPOConfig
+    from marl_edu.course.widgets import ppo_panel
 
     calls = []
 
@@ -289,8 +289,8 @@ def test_ppo_panel_trains_the_chosen_learner_with_the_sliders_values(monkeypatch
         calls.append((config, kwargs["learner"]))
         return train_coma(env_id, episodes, config, **kwargs)
 
-    train_coma = marl_edu.widgets.train_coma
-    monkeypatch.setattr(marl_edu.widgets, "train_coma", spy)
+    train_coma = marl_edu.course.widgets.train_coma
+    monkeypatch.setattr(marl_edu.course.widgets, "train_coma", spy)
     panel = ppo_panel(seed=1)
     controls = {child.description: child for child in panel.children[0].children}
     assert list(controls) == ["learner", "clip c", "epochs", "minibatches", "actor lr", "entropy", "episodes", "seed"]

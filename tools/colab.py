@@ -44,7 +44,7 @@ elif importlib.util.find_spec("marl_edu") is None:
     print(f"This notebook needs the whole course (its marl_edu package, results/ and media/): git clone {{COURSE}},"
           " then `make lab` in it (see its README); or open this notebook in Google Colab with the link at the top.")
 else:
-    from marl_edu.course_paths import COURSE_ROOT, media_dir
+    from marl_edu.base.course_paths import COURSE_ROOT, media_dir
     if media_dir() != COURSE_ROOT / "media":  # a copy of notebooks/, elsewhere: say where things are, once
         print(f"Working from a copy: the committed runs are read from {{COURSE_ROOT / 'results'}}, new GIFs go to "
               f"{{media_dir()}}; the pictures in the text show from the course's own notebooks/ folder.")'''

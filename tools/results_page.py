@@ -22,7 +22,7 @@ import statistics
 import sys
 import textwrap
 
-from marl_edu.runs import SOLVED_MARGIN, solve_line, solved_threshold  # solved: greedy within the margin of the optimum
+from marl_edu.runs.seed import SOLVED_MARGIN, solve_line, solved_threshold  # solved: greedy within the margin of the optimum
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"

@@ -1,0 +1,1 @@
+"""The lowest layer: argument checks and limits, atomic files, shapes, schedules, torch threads, pictures."""

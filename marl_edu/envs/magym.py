@@ -1,0 +1,189 @@
+"""ma-gym's environments (Switch, PredatorPrey, ...) behind a thin, checked, numpy-only interface.
+
+Every environment of the course speaks the same shapes, whatever its backend returns internally (the mpe2 and lbforaging modules beside this one too):
+
+    reset()        -> obs      float32 (N, O)
+    step(actions)  -> obs      float32 (N, O)   actions int (N,)
+                      rewards  float32 (N,)
+                      dones    bool    (N,)     True once the agent is finished, for any reason
+                      info     dict: "terminated" bool (N,): finished by the task (Switch: arrived)
+                                     "truncated"  bool (N,): cut off by the time limit instead
+                                     "step"       int: steps taken in this episode
+
+A time-limit end is not a terminal state: the world simply stopped being simulated. Targets must
+bootstrap through it, so learners store ``info["terminated"]``, not ``dones``, in their buffers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from typing import Any
+
+import numpy as np
+
+from marl_edu.base.shapes import check_shape
+from marl_edu.base.validate import index_range, non_negative_int
+
+
+def register_switch3() -> None:
+    """Register ``Switch3-v0`` .. ``Switch3-v3``: ma-gym's Switch with three agents, which its ``Switch`` class allows
+    (``n_agents`` from 2 to 4) but does not register. The same four variants as Switch2 and Switch4 (v1 and v3 see
+    every agent, v2 and v3 add the clock), the same step cost; agents 0 and 1 cross the top row as in Switch2 and
+    agent 2 crosses from the bottom left, so three agents share the one-cell corridor."""
+    import gym
+    import ma_gym  # noqa: F401  (registers its own ids first)
+
+    for version, (full_observable, clock) in enumerate([(False, False), (True, False), (False, True), (True, True)]):
+        env_id = f"Switch3-v{version}"
+        if env_id not in gym.envs.registry.env_specs:
+            gym.envs.register(id=env_id, entry_point="ma_gym.envs.switch:Switch",
+                              kwargs={"n_agents": 3, "full_observable": full_observable, "step_cost": -0.1,
+                                      "clock": clock})
+
+
+def _registry_ids() -> list[str]:
+    """The native ma-gym environment ids (not the wrapped single-agent gym ones), with ``Switch3-v*``."""
+    import gym
+
+    register_switch3()
+    return sorted(
+        spec.id
+        for spec in gym.envs.registry.all()
+        if spec.entry_point.startswith("ma_gym.envs") and "openai" not in spec.entry_point
+    )
+
+
+def resolve_env_id(env_id: str) -> str:
+    """``"Switch2-v0"`` or ``"ma_gym:Switch2-v0"`` -> ``"Switch2-v0"``; unknown ids raise ValueError."""
+    if not isinstance(env_id, str):
+        raise ValueError(f"env_id must be a string such as 'Switch2-v0', got {type(env_id).__name__}")
+    name = env_id.removeprefix("ma_gym:")
+    known = _registry_ids()
+    if name not in known:
+        prefixed = [k for k in known if k.lower().startswith(name.lower())]  # 'Switch2' -> the Switch2 ids
+        close = (prefixed + [c for c in difflib.get_close_matches(name, known, n=4, cutoff=0.5) if c not in prefixed])[:4]
+        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"known ids: {', '.join(known)}"
+        raise ValueError(f"unknown ma-gym environment {env_id!r}; {hint}")
+    return name
+
+
+# The time limit of an env that has none of its own (of ma-gym's, PongDuel-v0: two paddles that never miss would play
+# forever): every episode ends, in training and in evaluation, and ends truncated, so targets bootstrap through it.
+DEFAULT_MAX_STEPS = 1000
+
+
+class MultiAgentEnv:
+    """One ma-gym environment with numpy arrays in and out, checked at the boundary.
+
+    Attributes:
+        env_id: the resolved id, e.g. ``"Switch2-v0"``.
+        n_agents (N), obs_dim (O), n_actions (A): sizes.
+        action_meanings: list of A strings, e.g. ``["DOWN", "LEFT", "UP", "RIGHT", "NOOP"]``.
+        max_steps: the environment's time limit, or ``DEFAULT_MAX_STEPS`` for one that has none
+            (``time_limit_added`` says so).
+    """
+
+    def __init__(self, env_id: str, seed: int = 0):
+        import gym
+
+        non_negative_int(seed, "seed")
+        self.env_id = resolve_env_id(env_id)
+        self.seed = int(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gym's 'Box bound precision lowered' notice
+            self._env = gym.make(f"ma_gym:{self.env_id}")
+        self._env.seed(self.seed)
+        self.n_agents = int(self._env.n_agents)
+        sizes = {space.n for space in self._env.action_space}
+        if len(sizes) != 1:
+            raise ValueError(f"{self.env_id}: agents have different action counts {sizes}; not supported")
+        self.n_actions = int(sizes.pop())
+        self.obs_dim = int(self._env.observation_space[0].shape[0])
+        meanings = getattr(self._env, "get_action_meanings", None)
+        self.action_meanings = list(meanings(0)) if meanings else [str(a) for a in range(self.n_actions)]
+        own_limit = getattr(self._env, "_max_steps", None)
+        self.time_limit_added = own_limit is None
+        self.max_steps = DEFAULT_MAX_STEPS if own_limit is None else int(own_limit)
+        self._step_count: int | None = None
+        self._dones = np.zeros(self.n_agents, dtype=bool)
+
+    def __repr__(self) -> str:
+        added = " (the course's: the env has no time limit)" if self.time_limit_added else ""
+        return (f"MultiAgentEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents, "
+                f"O={self.obs_dim} obs dims, A={self.n_actions} actions, max_steps={self.max_steps}{added})")
+
+    def reset(self) -> np.ndarray:
+        """Start an episode. Returns obs float32 ``(N, O)``."""
+        obs = np.asarray(self._env.reset(), dtype=np.float32)  # (N, O)
+        self._step_count = 0
+        self._dones = np.zeros(self.n_agents, dtype=bool)
+        check_shape(obs, (self.n_agents, self.obs_dim), "obs")
+        return obs
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Apply int actions ``(N,)``. Returns ``(obs (N, O), rewards (N,), dones (N,), info)``."""
+        if self._step_count is None:
+            raise ValueError("call reset() before step()")
+        if self._dones.all():
+            raise ValueError("the episode is over (every agent is done); call reset() to start a new one")
+        actions = np.asarray(actions)
+        if actions.shape == (self.n_agents, self.n_actions):
+            raise ValueError(f"actions: expected one integer action per agent, shape ({self.n_agents},), got "
+                             f"{actions.shape}: one-hot actions? pass actions.argmax(-1)")
+        check_shape(actions, (self.n_agents,), "actions", dtype="int")
+        index_range(actions, self.n_actions, "actions", self.action_meanings)
+        return self._advance(actions)
+
+    def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``step`` after its checks (``VecEnv`` checks all K copies' actions at once, then calls this)."""
+        obs, rewards, dones, info = self._env.step(actions.tolist())
+        self._step_count += 1
+        obs = np.asarray(obs, dtype=np.float32)  # (N, O)
+        rewards = np.asarray(rewards, dtype=np.float32)  # (N,)
+        dones = np.array(dones, dtype=bool)  # (N,) a copy: ma-gym hands out its internal list
+        at_limit = self._step_count >= self.max_steps
+        if self.time_limit_added:  # the env's own ends are real; the course's limit cuts off everyone else
+            terminated = dones.copy()  # (N,) bool
+            dones[:] = dones | at_limit
+        else:  # at its time limit ma-gym marks every agent done; only those that finished the task terminated
+            terminated = self._finished() if at_limit else dones.copy()  # (N,) bool
+        info = dict(info)
+        info["terminated"] = terminated  # (N,) bool
+        info["truncated"] = dones & ~terminated  # (N,) bool
+        info["step"] = self._step_count
+        self._dones = dones.copy()  # the caller may write into the array we hand out
+        return obs, rewards, dones, info
+
+    def _finished(self) -> np.ndarray:
+        """At the time limit: which agents finished the task itself, bool ``(N,)``.
+
+        Switch: the agents standing on their goal (arriving on the very last step counts). PredatorPrey:
+        every agent when no prey is left (the last capture on the very last step counts). Other envs do
+        not say, so only the agents that were done before the limit count as finished.
+        """
+        env = self._env.unwrapped
+        if hasattr(env, "agent_pos") and hasattr(env, "final_agent_pos"):
+            return np.array([env.agent_pos[i] == env.final_agent_pos[i] for i in range(self.n_agents)], dtype=bool)
+        if hasattr(env, "_prey_alive"):
+            return np.full(self.n_agents, not any(env._prey_alive), dtype=bool)
+        return self._dones.copy()
+
+    def render_frame(self) -> np.ndarray:
+        """The current scene as a uint8 RGB image ``(H, W, 3)``, without opening a window."""
+        if self._step_count is None:
+            raise ValueError("call reset() before render_frame()")
+        frame = np.asarray(self._env.render(mode="rgb_array"), dtype=np.uint8)
+        return np.ascontiguousarray(frame[..., :3])
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def is_switch(env_id) -> bool:
+    """Whether ``env_id`` is a Switch id (``"Switch2-v0"``, ``"ma_gym:Switch4-v3"``, ...), which decides three things:
+    its episodes depend on the actions alone (no randomness but the policy's), so one greedy episode gives a greedy
+    policy's exact return (elsewhere, PredatorPrey's prey move at random: ``train.greedy_team_return`` averages);
+    ``make_vec_env``'s batched backend steps it as arrays (``BatchedSwitch``); and so the whole state of a run on it
+    can be saved mid-episode and resumed (``resume``)."""
+    return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith("Switch")

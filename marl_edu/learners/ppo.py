@@ -1,0 +1,289 @@
+"""PPO with many agents: independent PPO (IPPO) and MAPPO, each agent's own probability ratio clipped.
+
+Every agent i acts with COMA's shared GRU policy pi_theta(a | h_{i,t}, i). A batch of K whole episodes is played with
+the current policy, whose probabilities of the actions taken are kept as pi_old (no gradient); the batch is then used
+for ``epochs`` passes, each in ``minibatches`` groups of whole episodes. The actor maximises the clipped surrogate of
+each agent's own ratio, the critic regresses the lambda-returns:
+
+    rho_{i,t}  = pi_theta(a_{i,t} | h_{i,t}, i) / pi_old(a_{i,t} | h_{i,t}, i)
+    L^CLIP     = mean over the steps agent i acts of  min(rho_{i,t} Adv_{i,t}, clip(rho_{i,t}, 1 - c, 1 + c) Adv_{i,t})
+    delta_{i,t} = r_t + gamma (1 - d_t) V(z_{i,t+1}) - V(z_{i,t})                       (r_t the team reward)
+    Adv_{i,t}  = delta_{i,t} + gamma lambda (1 - d_t) Adv_{i,t+1}                       (GAE(lambda), from V_old)
+    G_{i,t}    = Adv_{i,t} + V_old(z_{i,t})                                            (the critic's target)
+
+with c the clip range (``clip``) and an entropy bonus beta H(pi) as COMA's. The two learners differ in what the value
+sees, z_{i,t}, and nothing else:
+
+    MAPPO: the state s_t = [o_{0,t}, ..., o_{N-1,t}] (S = N*O, as central-V: Switch and Level-Based Foraging give no
+           other state), one feed-forward V(s_t) for the team;
+    IPPO:  agent i's own history h_{i,t}, a GRU value over [o_{i,t}, a_{i,t-1}, one_hot(i)] shared by the agents
+           (the actor's input, its own weights).
+
+A time-limit end has d = 0 and bootstraps from V of the state it was cut in (the last observation index); a real
+terminal step has d = 1, and so has every padded step after it, so nothing leaks back from padding. Symbols as in
+the cheat sheet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from marl_edu.learners.coma import SharedActorLearner
+from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step, shared_agent_input
+from marl_edu.data.rollout import check_episode_batch
+from marl_edu.base.shapes import check_shape
+from marl_edu.pieces.targets import critic_rewards
+from marl_edu.base.threads import on_enclosing_threads
+from marl_edu.base.validate import (LIMITS, boolean, finite, non_negative_number, positive_int, positive_number,
+                               unit_interval, zero_one)
+
+
+def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float,
+                   lam: float) -> torch.Tensor:
+    """Generalised advantage estimates of whole episodes, by the backward recursion
+
+        delta_{i,t} = r_{i,t} + gamma (1 - d_t) V_{i,t+1} - V_{i,t}
+        Adv_{i,t}   = delta_{i,t} + gamma lam (1 - d_t) Adv_{i,t+1},    Adv_{i,T} = 0
+
+    Args:
+        rewards: float ``(B, T, N)``: the reward each agent's row learns (the team reward in every row).
+        values: float ``(B, T+1, N)``: V at every observation index, the last the state the batch ends in (a
+            time-limit end bootstraps from it).
+        dones: ``(B, T)``, d_t = 1 at a real terminal step and on padding (0/1).
+        gamma, lam: in [0, 1]. lam = 0 gives the one-step TD error, lam = 1 the discounted return less V.
+
+    Returns:
+        Adv, float ``(B, T, N)``, detached.
+    """
+    gamma, lam = float(unit_interval(gamma, "gamma")), float(unit_interval(lam, "lam"))
+    dims = check_shape(rewards, ("B", "T", "N"), "rewards", dtype="float")
+    check_shape(values, (dims["B"], dims["T"] + 1, dims["N"]), "values", dtype="float")
+    check_shape(dones, (dims["B"], dims["T"]), "dones", dtype="float")
+    for tensor, name in ((rewards, "rewards"), (values, "values")):
+        finite(tensor, name)
+    zero_one(dones, "dones")
+    with torch.no_grad():
+        not_done = (1.0 - dones).unsqueeze(-1)  # (B, T, 1)
+        delta = rewards + gamma * not_done * values[:, 1:] - values[:, :-1]  # (B, T, N)
+        advantages = torch.empty_like(delta)  # (B, T, N)
+        running = torch.zeros_like(delta[:, 0])  # (B, N) Adv_{i,t+1}, zero after the last step
+        for t in reversed(range(dims["T"])):
+            running = delta[:, t] + gamma * lam * not_done[:, t] * running  # (B, N)
+            advantages[:, t] = running
+        return advantages
+
+
+def normalised_advantages(advantage: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Advantages scaled to mean 0 and standard deviation 1 over the entries where ``mask`` is 1 (the steps agents
+    act), ``(Adv - mean) / (std + 1e-8)`` with both statistics masked; the other entries are shifted and scaled alike
+    and stay masked out of every loss. advantage and mask ``(B, T, N)`` -> ``(B, T, N)``. Normalising over every
+    entry instead lets the padding after an episode's end and the steps after an agent is home drag the mean."""
+    dims = check_shape(advantage, ("B", "T", "N"), "advantage", dtype="float")
+    check_shape(mask, (dims["B"], dims["T"], dims["N"]), "mask", dtype="float")
+    finite(advantage, "advantage")
+    zero_one(mask, "mask")
+    n = mask.sum().clamp(min=1.0)  # the acting steps
+    mean = (advantage * mask).sum() / n
+    std = (((advantage - mean) ** 2 * mask).sum() / n).sqrt()
+    return (advantage - mean) / (std + 1e-8)  # (B, T, N)
+
+def clip_range(clip, name: str = "clip") -> float:
+    """c, checked: a number in (0, 1), so that the ratio's range [1 - c, 1 + c] stays positive."""
+    clip = positive_number(clip, name)
+    if clip >= 1.0:
+        raise ValueError(f"{name} must be in (0, 1): the ratio is clipped to [1 - {name}, 1 + {name}], got {clip!r}")
+    return clip
+
+
+def clipped_surrogate_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor,
+                           mask: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's actor loss, the negated clipped surrogate averaged over the steps an agent acts:
+
+        -sum m min(rho Adv, clip(rho, 1 - c, 1 + c) Adv) / sum m,    rho = exp(log pi_theta - log pi_old)
+
+    log_prob ``(B, T, N)`` log pi_theta(a_{i,t} | h_{i,t}, i) with its gradient, old_log_prob ``(B, T, N)`` log
+    pi_old of the same actions when the batch was played (no gradient), advantage ``(B, T, N)`` (no gradient), mask
+    ``(B, T, N)`` 1 where agent i acts (``agent_mask``), clip c in (0, 1). Returns a 0-d tensor."""
+    clip = clip_range(clip)
+    dims = check_shape(log_prob, ("B", "T", "N"), "log_prob", dtype="float")
+    for tensor, name in ((old_log_prob, "old_log_prob"), (advantage, "advantage"), (mask, "mask")):
+        check_shape(tensor, (dims["B"], dims["T"], dims["N"]), name, dtype="float")
+    ratio = torch.exp(log_prob - old_log_prob.detach())  # (B, T, N) rho_{i,t}
+    clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip)  # (B, T, N)
+    advantage = advantage.detach()  # (B, T, N) a score for the actor, not a path into the critic
+    surrogate = torch.min(ratio * advantage, clipped * advantage)  # (B, T, N) the pessimistic of the two
+    return -(surrogate * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+@dataclass
+class PPOConfig:
+    """Hyperparameters of IPPO and MAPPO on a discrete-action task. Every value is checked by ``validate``. The
+    loop's schedule fields (``entropy_start``, ``anneal_fraction``, ``epsilon_start``, ``epsilon_end``) and
+    ``n_envs`` mean what they mean for COMA, whose training loop (``train.train_coma``) trains these too. The
+    defaults are PPO's usual ones with COMA's batch and widths; a first sweep on Switch2-v0's tuning seeds 100-104
+    (benchmarks/TUNING.md) found MAPPO solving in about 6 s of a core with each of six variants and normalised advantages no
+    help, so they stay until a second round chooses."""
+
+    actor_lr: float = 1e-3
+    critic_lr: float = 3e-3
+    gamma: float = 0.99
+    lam: float = 0.95              # GAE(lambda) for the advantages, and so the critic's lambda-returns
+    clip: float = 0.2              # c: the ratio is clipped to [1 - c, 1 + c]
+    epochs: int = 4                # passes over each batch
+    minibatches: int = 2           # groups of whole episodes per pass (the batch's K episodes split evenly)
+    normalise_advantages: bool = False  # Adv scaled to mean 0, std 1 over the steps agents act in each batch
+    hidden: int = 64
+    recurrent: bool = True         # GRU actor (and IPPO's GRU value) over the history; False: feed-forward
+    n_envs: int = 16               # episodes per batch, played in lock-step
+    entropy_start: float = 0.05    # beta, decayed linearly to zero over `anneal_fraction` of the episodes
+    anneal_fraction: float = 0.6
+    epsilon_start: float = 0.0     # exploration mixed into the behaviour policy, as COMA's (off by default)
+    epsilon_end: float = 0.0
+    grad_clip: float = 10.0
+    team_reward: bool = True       # every row learns the team reward; False (IPPO only): row i agent i's own
+    fused_unroll: bool = True      # replay the actor over whole episodes in one call (False: step by step)
+
+    def validate(self) -> PPOConfig:
+        for name in ("actor_lr", "critic_lr"):
+            setattr(self, name, positive_number(getattr(self, name), name, LIMITS["learning_rate"]))
+        self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
+        self.clip = clip_range(self.clip)
+        for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "anneal_fraction"):
+            setattr(self, name, unit_interval(getattr(self, name), name))
+        for name in ("hidden", "n_envs"):
+            setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
+        self.epochs = positive_int(self.epochs, "epochs", LIMITS["critic_steps"])
+        self.minibatches = positive_int(self.minibatches, "minibatches", self.n_envs)
+        self.entropy_start = non_negative_number(self.entropy_start, "entropy_start", LIMITS["coefficient"])
+        for name in ("normalise_advantages", "recurrent", "team_reward", "fused_unroll"):
+            setattr(self, name, boolean(getattr(self, name), name))
+        return self
+
+
+class MAPPO(SharedActorLearner):
+    """MAPPO: COMA's shared actor and a centralised value V(s_t) on the state, learned by PPO's clipped objective.
+
+    Networks for N agents: 1 actor (shared, with the agent's one-hot id in its input) and 1 critic: 2, whatever N
+    is (no target network: the critic regresses lambda-returns computed once per batch from its own values).
+    """
+
+    team_reward_only = True
+
+    def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: PPOConfig | None = None,
+                 seed: int = 0, device: str | torch.device = "cpu"):
+        self.config = (config or PPOConfig()).validate()
+        self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
+        self.device = torch.device(device)
+        torch.manual_seed(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        c = self.config
+        if self.team_reward_only and not c.team_reward:
+            raise ValueError("MAPPO learns the team reward only (team_reward=True): its one V(s) has no agent id to "
+                             "tell the agents' own returns apart")
+        self.last_action_dim = n_actions if c.recurrent else 0  # a GRU actor also gets its last action (history)
+        self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
+                                    c.recurrent).to(self.device)
+        self.critic = self.build_critic().to(self.device)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=c.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr)
+        self.updates = 0
+        self.entropy_coef = c.entropy_start  # beta now: the training loop decays it
+
+    def build_critic(self) -> torch.nn.Module:
+        """V(s_t): an MLP on the state, S = N*O -> 1."""
+        return MLP(self.n_agents * self.obs_dim, 1, (self.config.hidden, self.config.hidden))
+
+    def values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """V(z_{i,t}) of every agent row at every index of whole episodes: obs ``(B, T+1, N, O)``, actions int
+        ``(B, T+1, N)`` -> ``(B, T+1, N)``. MAPPO: V(s_t), the same in every agent's row (actions unused)."""
+        B, T1, N, O = obs.shape
+        v = self.critic(obs.reshape(B * T1, N * O)).reshape(B, T1, 1)  # (B, T+1, 1) V(s_t)
+        return v.expand(B, T1, N)  # (B, T+1, N)
+
+    @on_enclosing_threads
+    def update(self, batch: dict) -> dict[str, float]:
+        """One PPO update from a batch of whole episodes (``rollout.collect_episodes``'s, as COMA's ``update``):
+        obs ``(B, T+1, N, O)``, actions int ``(B, T+1, N)``, per-agent rewards ``(B, T, N)``, dones and step_mask
+        ``(B, T)``, agent_mask ``(B, T, N)`` and the behaviour policy's epsilon.
+
+        1. pi_old and V_old of the batch, once, with no gradient; GAE advantages and lambda-returns from them.
+        2. ``epochs`` passes, each over ``minibatches`` groups of whole episodes (a fresh shuffle per pass, from the
+           learner's generator): one actor step on the clipped surrogate with the entropy bonus, one critic step on
+           the squared error to the lambda-returns.
+        """
+        c = self.config
+        check_episode_batch(batch, self.n_agents, self.obs_dim, self.n_actions)  # ValueError naming a bad entry
+        epsilon, entropy_coef = float(batch["epsilon"]), self.entropy_coef
+        obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+        B, T1, N, _ = obs.shape
+        T = T1 - 1
+        taken = actions[:, :T].unsqueeze(-1)  # (B, T, N, 1) the actions whose probabilities are compared
+        agent_mask = batch["agent_mask"]  # (B, T, N) steps at which agent i acts
+        step_mask = batch["step_mask"].unsqueeze(-1).expand(B, T, N)  # (B, T, N) real steps, every agent's row
+
+        with torch.no_grad():  # 1. what the batch was played with, fixed for every epoch
+            old_pi = self.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
+            old_log_prob = torch.log(old_pi.gather(-1, taken).squeeze(-1) + 1e-10)  # (B, T, N) log pi_old
+            old_values = self.values(obs, actions)  # (B, T+1, N) V_old(z_{i,t})
+            rewards = critic_rewards(batch["rewards"], c.team_reward)  # (B, T, N) r_t in every row
+            advantages = gae_advantages(rewards, old_values, batch["dones"], c.gamma, c.lam)  # (B, T, N)
+            returns = advantages + old_values[:, :T]  # (B, T, N) G_{i,t}, the critic's targets
+            if c.normalise_advantages:  # over the steps agents act only: padding would drag the mean
+                advantages = normalised_advantages(advantages, agent_mask)  # (B, T, N)
+
+        # 2. several epochs of minibatches of whole episodes (a GRU replays each episode from its start)
+        size = -(-B // c.minibatches)  # episodes per minibatch (the last may be smaller)
+        for _ in range(c.epochs):
+            order = torch.randperm(B, generator=self.generator, device=self.device)  # (B,)
+            for start in range(0, B, size):
+                idx = order[start:start + size]  # (b,)
+                pi = self.replay_policy(obs[idx, :T], actions[idx, :T], epsilon)  # (b, T, N, A) with a gradient
+                log_prob = torch.log(pi.gather(-1, taken[idx]).squeeze(-1) + 1e-10)  # (b, T, N)
+                entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (b, T, N)
+                m = agent_mask[idx]  # (b, T, N)
+                actor_loss = clipped_surrogate_loss(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) \
+                    - entropy_coef * (entropy * m).sum() / m.sum().clamp(min=1.0)
+                gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip, "actor loss",
+                              self.updates + 1)
+                v = self.values(obs[idx], actions[idx])[:, :T]  # (b, T, N) V(z_{i,t}) with a gradient
+                sm = step_mask[idx]  # (b, T, N)
+                critic_loss = (((v - returns[idx]) ** 2) * sm).sum() / sm.sum().clamp(min=1.0)
+                gradient_step(self.critic_optimizer, self.critic, critic_loss, c.grad_clip, "critic loss",
+                              self.updates + 1)
+        self.updates += 1
+        mean_entropy = ((entropy * m).sum() / m.sum().clamp(min=1.0)).item()
+        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": mean_entropy}
+
+    def state_dict(self) -> dict:
+        return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in ("actor", "critic"):
+            getattr(self, key).load_state_dict(state[key])
+
+
+class IPPO(MAPPO):
+    """Independent PPO: MAPPO with each agent's value on its own history, V(h_{i,t}): a GRU over
+    [o_{i,t}, a_{i,t-1}, one_hot(i)] shared by the agents (the actor's input, its own weights). Networks: 2."""
+
+    team_reward_only = False  # its rows carry the agent's id: each may learn its own reward or the team's
+
+    def build_critic(self) -> torch.nn.Module:
+        """V(h_{i,t}): the actor's architecture with one output."""
+        c = self.config
+        return RecurrentActor(self.obs_dim + self.last_action_dim + self.n_agents, 1, c.hidden, c.recurrent)
+
+    def values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """V(h_{i,t}) of every agent at every index, replayed from each episode's start: obs ``(B, T+1, N, O)``,
+        actions int ``(B, T+1, N)`` (step t sees a_{i,t-1}) -> ``(B, T+1, N)``. One fused GRU unroll."""
+        B, T1, N, O = obs.shape
+        no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
+        last_actions = torch.cat([no_action, actions[:, :T1 - 1]], dim=1)  # (B, T+1, N): a_{t-1}, none at t=0
+        x = shared_agent_input(obs.transpose(0, 1).reshape(T1 * B, N, O),
+                               last_actions.transpose(0, 1).reshape(T1 * B, N), self.n_actions,
+                               bool(self.last_action_dim))  # (T+1*B*N, D), rows (t, b, i)
+        h0 = self.critic.initial_hidden(B * N, self.device)  # (B*N, H)
+        v = self.critic.unroll(x.reshape(T1, B * N, -1), h0)  # (T+1, B*N, 1)
+        return v.reshape(T1, B, N).transpose(0, 1)  # (B, T+1, N)

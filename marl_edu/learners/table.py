@@ -1,0 +1,188 @@
+"""The one table of the course's learners, read by everything above it: the training loops, policy files, the
+runs module, the command line, the benchmarks and the widgets.
+
+Each row says, for a learner's name (the name its policy files and runs are known by):
+
+- ``learner``: the class, built as ``learner(N, O, A, config, seed=..., device=...)``;
+- ``config``: its config dataclass; the command line's options for it are that dataclass's fields;
+- ``loop``: how it trains: ``"on_policy"`` (``train.train_coma``: K whole episodes with the current policy, used once),
+  ``"off_policy"`` (``train.train_maddpg``: a replay buffer of transitions on the discrete envs),
+  ``"episode_replay"`` (``train.train_value_decomposition``: K whole episodes played epsilon-greedily, kept in a
+  replay of episodes for recurrent agents), ``"continuous"`` (``train.train_continuous``: a replay buffer on the
+  particle envs, forces in [-1, 1]) or ``"continuous_on_policy"`` (``train.train_continuous_ppo``: K whole
+  particle-env episodes with the current Gaussian policy, used for one PPO update); the loop also says which of the
+  learner's networks is its policy (``POLICY_MODULE``: what a policy file keeps);
+- ``episodes`` and ``eval_every``: its default budget (the committed results') and how often it is evaluated (a
+  discrete learner: one greedy episode on Switch; a continuous one: 10 noise-free episodes);
+- ``about``: one line for the command line's help.
+
+``check_env`` says which envs a learner takes (and ``DEFAULT_ENV`` its default), ``check_fits`` whether a policy fits
+an env.
+
+Adding a learner is one row here, its module (class and config) and its tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
+from marl_edu.learners.coma import COMA, COMAConfig
+from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG
+from marl_edu.envs.foraging import is_foraging, resolve_foraging_id
+from marl_edu.envs.magym import resolve_env_id
+from marl_edu.envs.make import make_env
+from marl_edu.envs.particle import PARTICLE_ENVS
+from marl_edu.learners.inference import InferenceConfig, InferringMADDPG
+from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
+from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig
+from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO, ContinuousPPOConfig
+from marl_edu.learners.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
+
+LOOPS = ("on_policy", "off_policy", "episode_replay", "continuous", "continuous_on_policy")
+PARTICLE_LOOPS = ("continuous", "continuous_on_policy")  # the loops of the learners with forces on the particle envs
+# the learner's attribute holding its policy's networks, by loop: one shared GRU actor, N actors (MLPs), or the
+# shared GRU agent network whose greedy action is the policy
+POLICY_MODULE = {"on_policy": "actor", "off_policy": "actors", "episode_replay": "q_net", "continuous": "actors",
+                 "continuous_on_policy": "actor"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of ``LEARNERS``."""
+
+    learner: type
+    config: type
+    loop: str
+    episodes: int
+    eval_every: int
+    about: str
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the learner acts with forces on the particle envs (its loop one of ``PARTICLE_LOOPS``)."""
+        return self.loop in PARTICLE_LOOPS
+
+
+LEARNERS: dict[str, Entry] = {
+    "maddpg": Entry(MADDPG, MADDPGConfig, "off_policy", 1500, 50,
+                    "MADDPG: one centralised critic per agent on every observation and action, from a replay buffer"),
+    "iddpg": Entry(IDDPG, MADDPGConfig, "off_policy", 1500, 50,
+                   "independent DDPG: MADDPG whose critics see their own agent only"),
+    "coma": Entry(COMA, COMAConfig, "on_policy", 6000, 200,
+                  "COMA: a centralised Q critic and the counterfactual baseline, from whole episodes"),
+    "central_qv": Entry(CentralQV, COMAConfig, "on_policy", 6000, 200,
+                        "central-QV: COMA's Q critic less a learned V(s), no counterfactual baseline"),
+    "central_v": Entry(CentralV, COMAConfig, "on_policy", 6000, 200,
+                       "central-V: a centralised V(s) critic"),
+    "iac": Entry(IACV, COMAConfig, "on_policy", 6000, 200,
+                 "IAC-V: each agent's V on its own observation"),
+    "mappo": Entry(MAPPO, PPOConfig, "on_policy", 6000, 200,
+                   "MAPPO: PPO's clipped objective with a centralised V(s) critic, from whole episodes"),
+    "ippo": Entry(IPPO, PPOConfig, "on_policy", 6000, 200,
+                  "independent PPO: PPO's clipped objective with each agent's V on its own history"),
+    "iql": Entry(IQL, ValueDecompositionConfig, "episode_replay", 3000, 50,
+                 "independent Q-learning: each agent's recurrent Q on its own, from the team reward"),
+    "vdn": Entry(VDN, ValueDecompositionConfig, "episode_replay", 3000, 50,
+                 "VDN: the team's Q as the sum of the agents' recurrent Qs"),
+    "qmix": Entry(QMIX, ValueDecompositionConfig, "episode_replay", 3000, 50,
+                  "QMIX: the agents' Qs mixed monotonically, the mixer's weights from hypernetworks on the state"),
+    "maddpg_continuous": Entry(ContinuousMADDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,
+                               "MADDPG with continuous forces on the particle envs"),
+    "iddpg_continuous": Entry(ContinuousIDDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,
+                              "independent DDPG with continuous forces"),
+    "maddpg_inferred": Entry(InferringMADDPG, InferenceConfig, "continuous", 4000, 200,
+                             "MADDPG inferring the other agents' policies from their actions"),
+    "maddpg_ensemble": Entry(EnsembleMADDPG, EnsembleConfig, "continuous", 4000, 200,
+                             "MADDPG with an ensemble of sub-policies per agent"),
+    "mappo_continuous": Entry(ContinuousMAPPO, ContinuousPPOConfig, "continuous_on_policy", 4000, 200,
+                              "MAPPO with Gaussian forces on the particle envs: PPO's clipped objective, a centralised "
+                              "V(s)"),
+    "ippo_continuous": Entry(ContinuousIPPO, ContinuousPPOConfig, "continuous_on_policy", 4000, 200,
+                             "independent PPO with Gaussian forces: each agent's V on its own observation"),
+}
+
+# views of the table, by the loop that trains them
+ON_POLICY = tuple(name for name, entry in LEARNERS.items() if entry.loop == "on_policy")
+ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if not entry.continuous}  # discrete
+CONTINUOUS_ALGORITHMS = {name: entry.learner for name, entry in LEARNERS.items() if entry.continuous}
+
+
+def entry(algo: str) -> Entry:
+    """The row of learner ``algo``; ValueError naming the known learners for any other name."""
+    if not isinstance(algo, str) or algo not in LEARNERS:
+        raise ValueError(f"unknown algo {algo!r}; choose one of {', '.join(LEARNERS)}")
+    return LEARNERS[algo]
+
+
+def config_class(algo: str) -> type:
+    """Learner ``algo``'s config dataclass (``COMAConfig`` for COMA and its baselines, ``PPOConfig`` for PPO, ...)."""
+    return entry(algo).config
+
+
+def algo_name_of_class(learner: type) -> str:
+    """The name a learner class is known by in ``LEARNERS``."""
+    for name, row in LEARNERS.items():
+        if learner is row.learner:
+            return name
+    raise ValueError(f"not one of the learners {sorted(LEARNERS)}: {getattr(learner, '__name__', learner)}")
+
+
+def algo_name(agent) -> str:
+    """The name a learner is known by in ``LEARNERS`` (and in its policy files and runs)."""
+    return algo_name_of_class(type(agent))
+
+
+def check_fits(agent, env) -> None:
+    """Raise ValueError unless ``agent``'s policy can play ``env``: the same N agents, O observation dims and A
+    actions (discrete) or action dims (forces), naming the sizes that differ.
+
+    Args:
+        agent: a learner (``n_agents``, ``obs_dim``, ``n_actions``), e.g. one ``load_policy`` returned.
+        env: an environment of ``envs.make_env`` or ``make_vec_env`` (``env_id``, ``n_agents``, ``obs_dim``, and
+            ``n_actions`` or, for forces, ``action_dim``), or an env id (made with ``make_env``).
+    """
+    if isinstance(env, str):
+        env = make_env(env)
+    for size in ("n_agents", "obs_dim"):
+        if not hasattr(agent, size) or not hasattr(env, size):
+            raise ValueError(f"check_fits(agent, env) takes a learner and an environment (make_env's) or env id, got "
+                             f"{type(agent).__name__} and {type(env).__name__}")
+    continuous = hasattr(env, "action_dim")
+    mine = {"N": agent.n_agents, "O": agent.obs_dim, "A": agent.n_actions}
+    theirs = {"N": env.n_agents, "O": env.obs_dim, "A": env.action_dim if continuous else env.n_actions}
+    differ = [size for size in mine if mine[size] != theirs[size]]
+    if differ:
+        env_id = getattr(env, "env_id", type(env).__name__)
+        verb = "differs" if len(differ) == 1 else "differ"
+        raise ValueError(f"the policy does not fit {env_id} ({' and '.join(differ)} {verb}): it was built for "
+                         f"N={mine['N']} agents, O={mine['O']} obs dims, A={mine['A']} "
+                         f"{'action dims' if continuous else 'actions'}, and {env_id} has N={theirs['N']}, "
+                         f"O={theirs['O']}, A={theirs['A']}")
+
+
+# the env a learner trains on when none is named (the command line's --env)
+DEFAULT_ENV = {"discrete": "Switch2-v0", "continuous": "simple_spread_v3"}
+
+
+def check_env(algo: str, env: str | None) -> str:
+    """The env ``algo`` trains (or a policy of it plays) on: ``env`` resolved (``"ma_gym:Switch2-v0"`` ->
+    ``"Switch2-v0"``, ``"lbforaging:Foraging-8x8-2p-3f-v3"`` -> ``"Foraging-8x8-2p-3f-v3"``), or ``DEFAULT_ENV`` if
+    None. ValueError for an unknown id, a particle env for a discrete learner, or a discrete env for a continuous
+    one."""
+    continuous = entry(algo).continuous
+    if env is None:
+        return DEFAULT_ENV["continuous" if continuous else "discrete"]
+    particle = env.startswith("simple_")  # mpe2's ids
+    if continuous and not particle:
+        raise ValueError(f"{algo} acts with continuous forces on the particle envs ({', '.join(PARTICLE_ENVS)}), "
+                         f"not on {env}")
+    if particle and not continuous:
+        raise ValueError(f"{algo} acts with discrete actions on the ma-gym envs; {env} is a particle env with "
+                         f"continuous forces (its learners: {', '.join(CONTINUOUS_ALGORITHMS)})")
+    if particle and env not in PARTICLE_ENVS:
+        raise ValueError(f"unknown particle environment {env!r}; choose one of {', '.join(PARTICLE_ENVS)}")
+    if particle:
+        return env
+    return resolve_foraging_id(env) if is_foraging(env) else resolve_env_id(env)

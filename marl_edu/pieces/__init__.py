@@ -1,0 +1,1 @@
+"""Networks and targets the learners are built from."""

@@ -1,0 +1,269 @@
+"""One seed of any learner, with its figures and files: what the command line, the benchmarks and the widgets share.
+
+``run_seed`` trains one seed of a learner of ``learners.LEARNERS`` with its loop and measures it (the final greedy and
+sampled team returns on a discrete task, when it first solved; a continuous learner's noise-free score is
+``particle_figures``); ``rounded`` gives the figures as the files record them; ``save_artifacts`` writes a seed's
+``policy.pt`` and ``greedy.gif``, ``write_curve`` the runs' evaluations as a PNG; ``load_replay_policy`` loads a
+saved policy (never a run in progress) and ``replay_figures`` measures it as training measured it. ``METHODS`` and
+``method_config`` name the variants (a GRU or feed-forward actor) ``benchmarks/compare.py`` and ``benchmarks/speed.py``
+train.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
+from marl_edu.learners.ensembles import EnsembleMADDPG
+from marl_edu.envs.make import make_env
+from marl_edu.envs.particle import PARTICLE_ENVS
+from marl_edu.base.files import atomic_write
+from marl_edu.learners.table import LEARNERS, algo_name, check_env, config_class, entry
+from marl_edu.envs.planning import optimal_team_return
+from marl_edu.training.resume import KIND
+from marl_edu.data.rollout import run_episode
+from marl_edu.base.threads import torch_threads
+from marl_edu.training.loops import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return, greedy_team_return,
+                            sampled_returns, train_coma, train_continuous, train_continuous_ppo, train_maddpg,
+                            train_value_decomposition)
+from marl_edu.base.viz import downscale, plot_seed_evaluations, save_gif
+
+SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
+
+# "<algo>-<variant>": an on-policy learner with the GRU actor over the agent's history ("gru") or a feed-forward
+# actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp"); a
+# value-decomposition learner with its GRU agent network ("gru")
+METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp",
+           "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru", "mappo-gru", "ippo-gru"]
+
+
+SCORE_EPISODES = 100  # a run's final figures average over this many episodes (benchmarks' too): a continuous
+# learner's score (evaluate_particle), a discrete one's sampled team return and, off Switch, its greedy one
+
+LOOPS = {"on_policy": train_coma, "off_policy": train_maddpg, "episode_replay": train_value_decomposition,
+         "continuous": train_continuous, "continuous_on_policy": train_continuous_ppo}  # learners.Entry.loop
+
+
+def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
+          progress: bool = True, device: str = "cpu", stop_at: float | None = None,
+          env_backend: str = "batched", checkpoint=None, threads: int | None = None) -> TrainResult:
+    """Train a discrete learner of ``LEARNERS`` by name with its loop (``LOOPS``): ``train_coma`` (whole-episode
+    batches) for the on-policy learners, ``train_value_decomposition`` (an episode replay) for IQL, VDN and QMIX,
+    ``train_maddpg`` (a replay buffer of transitions) for the others. ``config``: None for
+    the learner's defaults; ``eval_every``: None for its row's."""
+    row = entry(algo)
+    if row.continuous:
+        raise ValueError(f"train takes the discrete learners; {algo} trains on a particle env with run_seed")
+    return LOOPS[row.loop](env_id, episodes, config or row.config(), seed=seed,
+                           eval_every=eval_every or row.eval_every, progress=progress, device=device,
+                           learner=row.learner, stop_at=stop_at, env_backend=env_backend, checkpoint=checkpoint,
+                           threads=threads)
+
+
+def solved_threshold(optimum: float) -> float:
+    return round(optimum - SOLVED_MARGIN, 6)
+
+
+def solve_line(optimum: float) -> float:
+    """The lowest greedy team return that counts as solved: ``solved_threshold(optimum)``, less the rounding of a
+    float32 sum of rewards (a return of 8.0 arrives as 7.99999997)."""
+    return solved_threshold(optimum) - 1e-6
+
+
+def solve_counts(rows: list[dict], optimum: float) -> tuple[int, int, float | None]:
+    """How a method did over its seeds, as the tables count it. ``rows``: one dict per seed with its final greedy team
+    return ``"greedy"`` and ``"episodes_to_solve"`` (the first evaluation within ``SOLVED_MARGIN`` of ``optimum``,
+    None if none was). Returns (seeds solved at the end: final greedy >= optimum - 0.3; seeds that solved at some
+    point; the median episodes to solve over those seeds only, None if no seed did)."""
+    if not rows:
+        raise ValueError("solve_counts needs at least one seed's row, got none")
+    line = solve_line(optimum)
+    at_end = sum(row["greedy"] >= line for row in rows)
+    episodes = [row["episodes_to_solve"] for row in rows if row["episodes_to_solve"] is not None]
+    return at_end, len(episodes), (float(np.median(episodes)) if episodes else None)
+
+
+def split(method: str) -> tuple[str, str]:
+    """``"central_v-gru"`` -> ``("central_v", "gru")``."""
+    algo, variant = method.rsplit("-", 1)
+    return algo, variant
+
+
+def method_config(method: str):
+    """A method of ``METHODS`` -> ``(algo, config)``: its learner's name and default config, with a GRU (``-gru``,
+    ``recurrent=True``) or feed-forward (``-ff``, ``recurrent=False``) actor (or agent network); ``-mlp``
+    learners keep the default config. ValueError names a method not in ``METHODS``."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    algo, variant = split(method)
+    return algo, config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
+
+
+def _counts(run: TrainResult) -> dict:
+    """Every run's counts and speed: ``episodes``, ``env_steps``, ``wall_s``, ``steps_per_s``, ``updates``."""
+    return {"episodes": len(run.episode_returns), "env_steps": run.env_steps, "wall_s": run.seconds,
+            "steps_per_s": run.env_steps / run.seconds, "updates": run.updates}
+
+
+def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
+             optimum: float | None = None, stop_at: float | None = None, progress: bool = False,
+             device: str = "cpu", env_backend: str = "batched", checkpoint=None,
+             threads: int | None = None, final_episodes: int = SCORE_EPISODES) -> tuple[TrainResult, dict]:
+    """Train one seed of ``algo`` (a learner of ``LEARNERS``): a discrete one with ``train``, which stops early when a
+    periodic greedy evaluation reaches ``stop_at``, or a continuous one with its loop (``train_continuous``,
+    ``train_continuous_ppo``), whose evaluations
+    are the mean team return of 10 noise-free episodes. ``config``: None for the learner's defaults; ``eval_every``:
+    None for its row's; ``env_backend``: how a discrete
+    learner's env copies are stepped (``envs.make_vec_env``; the same transitions); ``checkpoint``: a
+    ``resume.RunCheckpoint`` that saves a discrete run in progress (and resumes it), or None; ``threads``: torch
+    threads for the training and the final figures (``threads.torch_threads``); ``final_episodes``: how many
+    episodes the final figures average over.
+
+    Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
+    record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return:
+    one episode on Switch, which is deterministic, else the mean of ``final_episodes``,
+    ``train.greedy_team_return``) and ``sampled`` (mean team return of ``final_episodes`` episodes with sampled
+    actions, env seeded with ``seed``); ``episodes``,
+    ``env_steps``, ``wall_s`` (training's wall-clock), ``steps_per_s``, ``updates``; for a discrete learner
+    ``episodes_to_solve`` and ``seconds_to_solve`` (when a periodic greedy evaluation first reached
+    ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None); ``evaluations``, the periodic
+    ``(episode, value)`` of ``run.evaluations``. (A continuous learner's final score is ``particle_figures``.)
+    """
+    row = entry(algo)
+    if row.continuous:
+        if stop_at is not None:
+            raise ValueError(f"stop_at applies to the discrete learners only, not {algo}")
+        run = LOOPS[row.loop](env_id, episodes, config, seed=seed, eval_every=eval_every or row.eval_every,
+                               progress=progress, device=device, learner=row.learner, threads=threads)
+        return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
+    run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
+                threads)
+    greedy = greedy_team_return(run.agent, env_id, final_episodes, threads=threads)
+    sampled = float(sampled_returns(run.agent, env_id, n_episodes=final_episodes, seed=seed, threads=threads).mean())
+    target = float("inf") if optimum is None else solve_line(optimum)
+    first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= target), None)
+    return run, {"seed": seed, "greedy": greedy, "sampled": sampled, **_counts(run),
+                 "episodes_to_solve": None if first is None else run.evaluations[first][0],
+                 "seconds_to_solve": None if first is None else run.eval_seconds[first],
+                 "evaluations": list(run.evaluations)}
+
+
+def noise_free_policies(agent) -> list:
+    """What a continuous learner plays without exploration noise, obs ``(N, O)`` -> forces ``(N, 2)``: its policy,
+    or for a policy ensemble one policy per sub-policy m = 0..M-1, every agent playing its sub-policy m."""
+    if isinstance(agent, EnsembleMADDPG):
+        return [agent.policy(np.full(agent.n_agents, m)) for m in range(agent.n_subpolicies)]
+    return [agent.greedy_policy()]
+
+
+def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int = PARTICLE_EVAL_SEED,
+                     progress: bool = False, threads: int | None = None) -> dict:
+    """A continuous learner's score on a particle env, ``evaluate_particle`` of its noise-free policy over
+    ``episodes`` episodes from ``seed`` (an ensemble's: the mean over its sub-policies, each over those episodes):
+    ``team_return``; on cooperative navigation ``landmark_distance`` (mean over steps), ``final_landmark_distance``
+    and ``collisions_per_step`` (other envs do not report them: left out); ``agent_returns``, one per agent (on
+    physical deception the adversary's first, then the good agents')."""
+    scores = [evaluate_particle(policy, env_id, episodes, seed, progress, threads)
+              for policy in noise_free_policies(agent)]
+    figures = {key: float(np.mean([getattr(score, key) for score in scores]))
+               for key in ("team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step")}
+    figures = {key: value for key, value in figures.items() if not np.isnan(value)}
+    return {**figures, "agent_returns": np.mean([score.agent_returns for score in scores], axis=0).tolist()}
+
+
+DIGITS = {"greedy": 2, "sampled": 3, "team_return": 2, "landmark_distance": 3, "final_landmark_distance": 3,
+          "collisions_per_step": 3, "wall_s": 1, "steps_per_s": None, "seconds_to_solve": 1}  # None: a whole int
+
+
+def rounded(figures: dict) -> dict:
+    """``run_seed``'s figures (with ``particle_figures``' if any) as the files record them, with the same keys in the
+    same order: ``greedy``, ``team_return``, every agent's return and every evaluation to 0.01 (every Switch reward
+    is a multiple of 0.1), ``sampled`` and the particle distances and collisions to 0.001, ``wall_s`` and
+    ``seconds_to_solve`` to 0.1 s, ``steps_per_s`` to a whole int; the others (and Nones) as they are."""
+    row = dict(figures)
+    for key, digits in DIGITS.items():
+        if row.get(key) is not None:
+            row[key] = round(row[key], digits)
+    if "agent_returns" in row:
+        row["agent_returns"] = [round(value, 2) for value in row["agent_returns"]]
+    if "evaluations" in row:
+        row["evaluations"] = [(episode, round(value, 2)) for episode, value in figures["evaluations"]]
+    return row
+
+
+def save_artifacts(run: TrainResult, env_id: str, folder: pathlib.Path, threads: int | None = None) -> None:
+    """The final policy (``policy.pt``) and a GIF of one episode of it (``greedy.gif``, ``write_gif``) in
+    ``folder``, each written atomically (``files.atomic_write``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    save_policy(run.agent, env_id, folder / "policy.pt")
+    write_gif(run.agent, env_id, folder / "greedy.gif", threads)
+
+
+def write_gif(agent, env_id: str, path: pathlib.Path, threads: int | None = None) -> pathlib.Path:
+    """A GIF of one episode of ``agent``'s final policy from the env seeded 0, written atomically (``viz.save_gif``):
+    a discrete learner's greedy episode (``greedy_return``), a continuous learner's noise-free one (an ensemble's:
+    sub-policy 0 of every agent), its frames a quarter of the particle envs' 700 x 700 at 8 per second."""
+    if not entry(algo_name(agent)).continuous:
+        return save_gif(greedy_return(agent, env_id, record_frames=True, threads=threads).frames, path)
+    with torch_threads(threads):
+        frames = run_episode(make_env(env_id, seed=0), noise_free_policies(agent)[0], record_frames=True).frames
+    return save_gif([downscale(frame, 4) for frame in frames], path, fps=8, scale=1)
+
+
+def write_curve(rows: list[dict], optimum: float | None, title: str, path: pathlib.Path,
+                ylabel: str | None = None) -> None:
+    """The runs' periodic evaluations (against the exact optimum if known), as a PNG (written atomically);
+    ``ylabel``: what the evaluations are, if not the greedy team return."""
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    plot_seed_evaluations(rows, optimal=optimum, ax=ax, title=title)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    fig.tight_layout()
+    atomic_write(path, lambda file: fig.savefig(file, dpi=100, format="png"))
+    plt.close(fig)
+
+
+def known_optimum(env_id: str) -> float | None:
+    """The exact optimal team return of ``env_id`` (exact planning knows the Switch envs only), else None."""
+    if env_id in PARTICLE_ENVS:
+        return None
+    try:
+        return optimal_team_return(env_id)
+    except ValueError:
+        return None
+
+
+def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progress: bool = False,
+                   threads: int | None = None) -> dict:
+    """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``greedy``
+    (``greedy_team_return``: one episode on Switch, exact; else the mean of ``episodes``) and ``sampled`` (mean team
+    return of ``episodes`` episodes with actions sampled from the actors, the env and the sampling generator seeded
+    with ``seed``); continuous, ``particle_figures`` over ``episodes`` episodes from ``seed``."""
+    if entry(algo_name(agent)).continuous:
+        return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads))
+    greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
+    agent.generator.manual_seed(seed)  # the actors' samples: the replay's own stream (training's is not saved)
+    sampled = float(sampled_returns(agent, env_id, n_episodes=episodes, seed=seed, threads=threads).mean())
+    return rounded({"greedy": greedy, "sampled": sampled})
+
+
+def load_replay_policy(path: str, env_id: str | None = None):
+    """The learner in the policy file ``path``, the env it was trained on and the one it will play, ``env_id`` or, if
+    None, that one (``learners.check_env``): ``(agent, trained_on, plays_on)``. ValueError in one line for a missing
+    file, one that is not a checkpoint, a run in progress (``seed<S>/run.pt``: continue it with ``--resume``), any
+    other checkpoint that is not a policy, weights holding NaN or infinity, or a policy whose sizes do not fit the env
+    it will play (checked before its learner is built)."""
+    if pathlib.Path(path).is_dir():
+        raise ValueError(f"{path} is a folder, not a policy file: give one of its seed<S>/policy.pt")
+    payload = load_checkpoint(path)
+    if payload["algo"] == KIND:
+        raise ValueError(f"{path} is a run in progress saved by Ctrl-C, not a policy: finish it with --resume OUT "
+                         f"(its run's folder), then replay seed<S>/policy.pt")
+    plays_on = None
+    if payload["algo"] in LEARNERS:  # (else policy_from_payload says what the file holds)
+        plays_on = check_env(payload["algo"], payload["env"] if env_id is None else env_id)
+    agent = policy_from_payload(payload, path, plays_on=plays_on)  # refuses damaged headers, mismatched tensors, NaN
+    return agent, payload["env"], plays_on

@@ -1,0 +1,1 @@
+"""The training loops, resume, and policy files."""
