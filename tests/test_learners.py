@@ -5,8 +5,10 @@ import dataclasses
 
 import pytest
 
+from marl_edu.learners.coma import COMAConfig
+from marl_edu.learners.maddpg import MADDPGConfig
 from marl_edu.learners.table import (ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS, LOOPS, ON_POLICY, algo_name,
-                               algo_name_of_class, config_class, entry)
+                                     algo_name_of_class, config_class, config_with, entry)
 
 
 @pytest.mark.parametrize("algo", list(LEARNERS))
@@ -57,3 +59,51 @@ def test_the_learners_with_one_value_of_the_state_take_the_team_reward_only():
     # the command line refuses --per-agent-reward for these (cli.config_from_args reads the class attribute)
     only = {name for name, row in LEARNERS.items() if getattr(row.learner, "team_reward_only", False)}
     assert only == {"central_v", "central_qv", "mappo", "mappo_continuous"}
+
+
+# -- config_with: the one parser of "field=value" settings ------------------------------------------------------------
+
+def test_config_with_reads_each_setting_by_its_fields_type():
+    config = config_with(COMAConfig, ["actor_lr=3e-3", "hidden=32", "recurrent=False", "n_envs=1e1", "lam=1"])
+    assert config == COMAConfig(actor_lr=0.003, hidden=32, recurrent=False, n_envs=10, lam=1.0)
+    assert type(config.hidden) is int and type(config.n_envs) is int and type(config.lam) is float
+    assert config_with(MADDPGConfig, ["actor_gradient=gumbel"]).actor_gradient == "gumbel"  # a str as it is
+    assert config_with(COMAConfig, ["team_reward=false"]).team_reward is False
+
+
+def test_config_with_no_settings_is_the_defaults_and_the_last_setting_of_a_field_wins():
+    assert config_with(COMAConfig, []) == COMAConfig()
+    assert config_with(COMAConfig, ["hidden=8", "hidden=16"]).hidden == 16  # (a script's defaults, then the user's)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("hidden=1e400", "'hidden=1e400': hidden takes an int \\(a whole number\\), got '1e400'"),  # (was OverflowError)
+    ("hidden=2.5", "hidden takes an int \\(a whole number\\), got '2.5'"),
+    ("hidden=nan", "hidden takes an int"),
+    ("hidden=", "hidden takes an int"),
+    ("gamma=nan", "'gamma=nan': gamma takes a finite number, got 'nan'"),
+    ("actor_lr=-inf", "actor_lr takes a finite number, got '-inf'"),
+    ("actor_lr=fast", "actor_lr takes a finite number, got 'fast'"),
+    ("recurrent=maybe", "'recurrent=maybe': recurrent takes True or False, got 'maybe'"),
+    ("recurrent=1", "recurrent takes True or False, got '1'"),
+    ("hiden=8", "'hiden=8': COMAConfig has no field 'hiden'; its fields: actor_lr, critic_lr, gamma"),
+    ("hidden", "'hidden' is not field=value"),
+    ("hidden=0", "hidden must be a positive int, got 0"),  # validate's range check
+    ("gamma=2", "gamma must be a number in \\[0, 1\\], got 2.0"),
+])
+def test_config_with_names_the_field_and_what_it_takes(setting, message):
+    with pytest.raises(ValueError, match=message):
+        config_with(COMAConfig, [setting])
+
+
+@pytest.mark.parametrize("config_class, settings", [(dict, []), (COMAConfig, "hidden=8"), (COMAConfig, [8])])
+def test_config_with_takes_a_config_dataclass_and_a_list_of_strings(config_class, settings):
+    with pytest.raises(ValueError, match="config dataclass|field=value"):
+        config_with(config_class, settings)
+
+
+@pytest.mark.parametrize("algo", list(LEARNERS))
+def test_config_with_sets_every_field_of_every_config_to_its_default_as_text(algo):
+    defaults = LEARNERS[algo].config()
+    settings = [f"{field.name}={getattr(defaults, field.name)}" for field in dataclasses.fields(defaults)]
+    assert config_with(LEARNERS[algo].config, settings) == defaults

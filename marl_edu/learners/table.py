@@ -24,6 +24,10 @@ Adding a learner is one row here, its module (class and config) and its tests.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import math
+import typing
 from dataclasses import dataclass
 
 from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
@@ -186,3 +190,70 @@ def check_env(algo: str, env: str | None) -> str:
     if particle:
         return env
     return resolve_foraging_id(env) if is_foraging(env) else resolve_env_id(env)
+
+
+# -- a config from text: the one parser of "field=value" settings (the command line's and the benchmarks' --set) ----
+
+def _parse_setting(name: str, kind: type, text: str):
+    """``text`` read as a value of the config field ``name`` of type ``kind`` (int, float, bool or str); ValueError
+    naming the field and what it takes."""
+    if kind is bool:
+        if text not in ("True", "False", "true", "false"):
+            raise ValueError(f"{name} takes True or False, got {text!r}")
+        return text in ("True", "true")
+    if kind is str:
+        return text
+    if kind not in (int, float):
+        raise ValueError(f"{name} (a {getattr(kind, '__name__', kind)}) cannot be set from text")
+    if kind is int:
+        with contextlib.suppress(ValueError):
+            return int(text)
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if kind is float and math.isfinite(number):
+        return number
+    if kind is float:
+        raise ValueError(f"{name} takes a finite number, got {text!r}")
+    if math.isfinite(number) and number.is_integer():  # an int written as a float: 1e3, 64.0
+        return int(number)
+    raise ValueError(f"{name} takes an int (a whole number), got {text!r}")
+
+
+def config_with(config_class: type, settings: list[str]):
+    """A config of ``config_class`` (a learner's config dataclass, e.g. ``table.config_class("coma")``) with its
+    defaults changed by ``settings``, validated: ``config_with(COMAConfig, ["actor_lr=3e-3", "recurrent=False"])``.
+
+    Args:
+        config_class: a dataclass with a ``validate()`` method.
+        settings: a list of ``"field=value"`` strings, each value read by the field's type from the dataclass: an
+            int (``64``; also ``1e3`` or ``64.0``, whole numbers written as floats), a finite float, ``True`` or
+            ``False`` (``true``, ``false``), or a str taken as it is. A field set twice takes its last value.
+
+    Raises ValueError naming the setting and the field for a setting without ``=``, an unknown field (listing the
+    fields there are), a value its field's type cannot read (NaN or infinity for a float, 2.5 or 1e400 for an int,
+    ``maybe`` for a bool) and, from ``validate``, a value out of the field's range.
+    """
+    if not (isinstance(config_class, type) and dataclasses.is_dataclass(config_class)):
+        raise ValueError(f"config_with takes a config dataclass, got {config_class!r}")
+    if isinstance(settings, str) or not isinstance(settings, (list, tuple)):
+        raise ValueError(f"settings must be a list of 'field=value' strings, got {settings!r}")
+    kinds = typing.get_type_hints(config_class)
+    fields = [field.name for field in dataclasses.fields(config_class) if field.init]
+    changes = {}
+    for setting in settings:
+        if not isinstance(setting, str):
+            raise ValueError(f"settings must be 'field=value' strings, got {setting!r}")
+        name, sep, text = setting.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ValueError(f"{setting!r} is not field=value")
+        if name not in fields:
+            raise ValueError(f"{setting!r}: {config_class.__name__} has no field {name!r}; its fields: "
+                             f"{', '.join(fields)}")
+        try:
+            changes[name] = _parse_setting(name, kinds[name], text.strip())
+        except ValueError as error:
+            raise ValueError(f"{setting!r}: {error}") from None
+    return config_class(**changes).validate()
