@@ -27,6 +27,7 @@ import torch
 
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.maddpg import MADDPG, own_critic_input
+from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, gradient_step
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.pieces.targets import hard_update, make_target, td_lambda_targets
@@ -157,7 +158,7 @@ class CentralQV(COMA):
         step_mask = batch["step_mask"].unsqueeze(-1).expand_as(targets)  # (B, T, N)
         for _ in range(c.critic_steps):
             v = self.state_values(obs)[:, :-1]  # (B, T, N) V(s_t)
-            value_loss = (((v - targets) ** 2) * step_mask).sum() / step_mask.sum()
+            value_loss = masked_mean((v - targets) ** 2, step_mask, name="squared TD error")
             gradient_step(self.value_optimizer, self.value_critic, value_loss, c.grad_clip, "value loss",
                           self.updates + 1)
         stats = super().update(batch)  # Q's steps, the actor's step with Adv = Q - V, updates += 1, Q's copy

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -298,7 +299,7 @@ class COMA(SharedActorLearner):
         ``critic_rows``, targets ``(B, T, N)`` from ``critic_targets``."""
         q_taken = self.taken_values(rows, batch)[:, :-1]  # (B, T, N): the end state's column has no target
         step_mask = batch["step_mask"].unsqueeze(-1).expand_as(q_taken)  # (B, T, N)
-        return (((q_taken - targets) ** 2) * step_mask).sum() / step_mask.sum()
+        return masked_mean((q_taken - targets) ** 2, step_mask, name="squared TD error")  # padding left out
 
     @staticmethod
     def actor_loss(pi: torch.Tensor, advantage: torch.Tensor, actions: torch.Tensor, agent_mask: torch.Tensor,
@@ -309,9 +310,9 @@ class COMA(SharedActorLearner):
         gradient), actions int ``(B, T, N)`` the actions taken, agent_mask ``(B, T, N)``, entropy_coef beta."""
         log_pi_taken = torch.log(pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
         entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)
-        n_valid = agent_mask.sum().clamp(min=1.0)
-        loss = -((advantage * log_pi_taken + entropy_coef * entropy) * agent_mask).sum() / n_valid
-        return loss, ((entropy * agent_mask).sum() / n_valid).detach()
+        loss = -masked_mean(advantage * log_pi_taken + entropy_coef * entropy, agent_mask, allow_empty=True,
+                            name="policy-gradient term")  # a batch in which no agent acts: 0
+        return loss, masked_mean(entropy, agent_mask, allow_empty=True, name="entropy").detach()
 
     @torch.no_grad()
     def advantage(self, rows: torch.Tensor, batch: dict[str, torch.Tensor], pi: torch.Tensor) -> torch.Tensor:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from marl_edu.learners.coma import SharedActorLearner
+from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -84,9 +85,8 @@ def normalised_advantages(advantage: torch.Tensor, mask: torch.Tensor) -> torch.
     check_shape(mask, (dims["B"], dims["T"], dims["N"]), "mask", dtype="float")
     finite(advantage, "advantage")
     zero_one(mask, "mask")
-    n = mask.sum().clamp(min=1.0)  # the acting steps
-    mean = (advantage * mask).sum() / n
-    std = (((advantage - mean) ** 2 * mask).sum() / n).sqrt()
+    mean = masked_mean(advantage, mask, allow_empty=True, name="advantage")  # over the acting steps
+    std = masked_mean((advantage - mean) ** 2, mask, allow_empty=True, name="advantage").sqrt()
     return (advantage - mean) / (std + 1e-8)  # (B, T, N)
 
 def clip_range(clip, name: str = "clip") -> float:
@@ -114,7 +114,7 @@ def clipped_surrogate_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, a
     clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip)  # (B, T, N)
     advantage = advantage.detach()  # (B, T, N) a score for the actor, not a path into the critic
     surrogate = torch.min(ratio * advantage, clipped * advantage)  # (B, T, N) the pessimistic of the two
-    return -(surrogate * mask).sum() / mask.sum().clamp(min=1.0)
+    return -masked_mean(surrogate, mask, allow_empty=True, name="surrogate")  # a minibatch nobody acts in: 0
 
 
 @dataclass
@@ -244,16 +244,16 @@ class MAPPO(SharedActorLearner):
                 entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (b, T, N)
                 m = agent_mask[idx]  # (b, T, N)
                 actor_loss = clipped_surrogate_loss(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) \
-                    - entropy_coef * (entropy * m).sum() / m.sum().clamp(min=1.0)
+                    - masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H
                 gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip, "actor loss",
                               self.updates + 1)
                 v = self.values(obs[idx], actions[idx])[:, :T]  # (b, T, N) V(z_{i,t}) with a gradient
                 sm = step_mask[idx]  # (b, T, N)
-                critic_loss = (((v - returns[idx]) ** 2) * sm).sum() / sm.sum().clamp(min=1.0)
+                critic_loss = masked_mean((v - returns[idx]) ** 2, sm, allow_empty=True, name="squared error")
                 gradient_step(self.critic_optimizer, self.critic, critic_loss, c.grad_clip, "critic loss",
                               self.updates + 1)
         self.updates += 1
-        mean_entropy = ((entropy * m).sum() / m.sum().clamp(min=1.0)).item()
+        mean_entropy = masked_mean(entropy, m, allow_empty=True, name="entropy").item()
         return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": mean_entropy}
 
     def state_dict(self) -> dict:

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -254,7 +255,7 @@ class IQL:
         """The mean squared TD error over real steps: q_tot and targets ``(B, T)`` (or ``(B, T, N)``, IQL: every
         agent's), step_mask ``(B, T)``: ``sum m (Q_tot - y)^2 / sum m``, padding left out."""
         mask = step_mask if q_tot.dim() == 2 else step_mask.unsqueeze(-1).expand_as(q_tot)  # as q_tot's shape
-        return (((q_tot - targets) ** 2) * mask).sum() / mask.sum()
+        return masked_mean((q_tot - targets) ** 2, mask, name="squared TD error")
 
     @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
