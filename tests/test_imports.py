@@ -20,7 +20,7 @@ LAYERS = [
               "base.viz"}),
     ("envs", {"envs.magym", "envs.batched_switch", "envs.particle", "envs.foraging", "envs.planning", "envs.make"}),
     ("data", {"data.rollout", "data.buffers"}),
-    ("pieces", {"pieces.nets", "pieces.targets", "pieces.masked"}),
+    ("pieces", {"pieces.nets", "pieces.targets", "pieces.masked", "pieces.policies"}),
     ("learners", {"learners.maddpg", "learners.coma", "learners.baselines", "learners.continuous",
                   "learners.inference", "learners.ensembles", "learners.value_decomposition", "learners.matrix_game",
                   "learners.ppo", "learners.ppo_continuous"}),

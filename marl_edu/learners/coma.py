@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from marl_edu.pieces.masked import masked_mean
+from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob, sample_categorical
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -185,13 +186,9 @@ class SharedActorLearner:
         return (1.0 - epsilon) * pi + epsilon / self.n_actions
 
     def sample(self, probs: torch.Tensor) -> torch.Tensor:
-        """Sample actions: probabilities ``(B, N, A)`` -> int ``(B, N)``."""
-        flat = probs.reshape(-1, self.n_actions)  # (B*N, A)
-        try:
-            return torch.multinomial(flat, 1, generator=self.generator).reshape(probs.shape[:-1])  # (B, N)
-        except RuntimeError as error:  # NaN, infinite or negative entries, or a row without any weight
-            raise ValueError(f"probs must be probabilities (B, N, A): finite, non-negative, each row with a positive "
-                             f"sum; torch.multinomial says: {error}") from None
+        """Sample actions with the learner's generator: probabilities ``(B, N, A)`` -> int ``(B, N)``; NaN or negative
+        entries are a ValueError (``policies.sample_categorical``)."""
+        return sample_categorical(probs, self.generator)  # (B, N)
 
     def greedy_policy(self):
         """A fresh policy for ``run_episode``: obs ``(N, O)`` -> argmax actions ``(N,)``, carrying its own
@@ -308,8 +305,8 @@ class COMA(SharedActorLearner):
         / sum m`` over the steps at which agent i acts (``m``: agent_mask), and the mean entropy it rewards (a
         figure to log). pi ``(B, T, N, A)`` the behaviour policy (with its gradient), advantage ``(B, T, N)`` (no
         gradient), actions int ``(B, T, N)`` the actions taken, agent_mask ``(B, T, N)``, entropy_coef beta."""
-        log_pi_taken = torch.log(pi.gather(-1, actions.unsqueeze(-1)).squeeze(-1) + 1e-10)  # (B, T, N)
-        entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (B, T, N)
+        log_pi_taken = categorical_log_prob(pi, actions)  # (B, T, N) log pi(a_{i,t} | h_{i,t}, i)
+        entropy = categorical_entropy(pi)  # (B, T, N) H(pi_{i,t})
         loss = -masked_mean(advantage * log_pi_taken + entropy_coef * entropy, agent_mask, allow_empty=True,
                             name="policy-gradient term")  # a batch in which no agent acts: 0
         return loss, masked_mean(entropy, agent_mask, allow_empty=True, name="entropy").detach()

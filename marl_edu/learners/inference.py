@@ -17,7 +17,6 @@ and the standard deviation the noise. The critic target uses the mean.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -26,6 +25,7 @@ import torch
 from torch import nn
 
 from marl_edu.learners.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
 from marl_edu.pieces.nets import MLP, gradient_step
 from marl_edu.base.shapes import check_shape
 from marl_edu.pieces.targets import make_target, soft_update
@@ -52,12 +52,11 @@ class GaussianPolicy(nn.Module):
         """log N(actions; mean(obs), std^2), summed over the A entries: obs ``(B, O)``, actions ``(B, A)`` -> ``(B,)``."""
         dims = check_shape(obs, ("B", self.mlp.in_dim), "obs", dtype="float")
         check_shape(actions, (dims["B"], self.mlp.out_dim), "actions", dtype="float")
-        z = (actions - self(obs)) / self.log_std.exp()  # (B, A) standardised error
-        return (-0.5 * z ** 2 - self.log_std - 0.5 * math.log(2 * math.pi)).sum(dim=1)  # (B,)
+        return gaussian_log_prob(self(obs), self.log_std, actions)  # (B,)
 
     def entropy(self) -> torch.Tensor:
         """H = sum over the A entries of 1/2 log(2 pi e std^2): a number (it does not depend on the observation)."""
-        return (self.log_std + 0.5 * math.log(2 * math.pi * math.e)).sum()
+        return gaussian_entropy(self.log_std)  # ()
 
 
 def approximation_loss(policy: GaussianPolicy, obs_j: torch.Tensor, actions_j: torch.Tensor,

@@ -32,6 +32,7 @@ import torch
 
 from marl_edu.learners.coma import SharedActorLearner
 from marl_edu.pieces.masked import masked_mean
+from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob
 from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -219,13 +220,13 @@ class MAPPO(SharedActorLearner):
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
         B, T1, N, _ = obs.shape
         T = T1 - 1
-        taken = actions[:, :T].unsqueeze(-1)  # (B, T, N, 1) the actions whose probabilities are compared
+        taken = actions[:, :T]  # (B, T, N) the actions whose probabilities are compared
         agent_mask = batch["agent_mask"]  # (B, T, N) steps at which agent i acts
         step_mask = batch["step_mask"].unsqueeze(-1).expand(B, T, N)  # (B, T, N) real steps, every agent's row
 
         with torch.no_grad():  # 1. what the batch was played with, fixed for every epoch
             old_pi = self.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
-            old_log_prob = torch.log(old_pi.gather(-1, taken).squeeze(-1) + 1e-10)  # (B, T, N) log pi_old
+            old_log_prob = categorical_log_prob(old_pi, taken)  # (B, T, N) log pi_old
             old_values = self.values(obs, actions)  # (B, T+1, N) V_old(z_{i,t})
             rewards = critic_rewards(batch["rewards"], c.team_reward)  # (B, T, N) r_t in every row
             advantages = gae_advantages(rewards, old_values, batch["dones"], c.gamma, c.lam)  # (B, T, N)
@@ -240,8 +241,8 @@ class MAPPO(SharedActorLearner):
             for start in range(0, B, size):
                 idx = order[start:start + size]  # (b,)
                 pi = self.replay_policy(obs[idx, :T], actions[idx, :T], epsilon)  # (b, T, N, A) with a gradient
-                log_prob = torch.log(pi.gather(-1, taken[idx]).squeeze(-1) + 1e-10)  # (b, T, N)
-                entropy = -(pi * torch.log(pi + 1e-10)).sum(-1)  # (b, T, N)
+                log_prob = categorical_log_prob(pi, taken[idx])  # (b, T, N)
+                entropy = categorical_entropy(pi)  # (b, T, N)
                 m = agent_mask[idx]  # (b, T, N)
                 actor_loss = clipped_surrogate_loss(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) \
                     - masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H

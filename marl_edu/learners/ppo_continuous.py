@@ -25,13 +25,13 @@ Symbols as in the cheat sheet.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
 from marl_edu.pieces.nets import MLP, gradient_step
 from marl_edu.learners.ppo import clip_range, clipped_surrogate_loss, gae_advantages, normalised_advantages
 from marl_edu.base.shapes import check_shape, one_hot
@@ -100,14 +100,12 @@ class GaussianActor(nn.Module):
     def log_prob(self, x: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """log pi_theta(a | x) of a diagonal Gaussian, summed over the A entries: x ``(..., O + N)``, actions
         ``(..., A)`` -> ``(...)``.  log N(a; m, sigma) = -(a - m)^2 / (2 sigma^2) - log sigma - log(2 pi) / 2."""
-        mean = self.mean_of(x)  # (..., A)
-        z = (actions - mean) / self.log_std.exp()  # (..., A) standardised
-        return (-0.5 * z ** 2 - self.log_std - 0.5 * math.log(2 * math.pi)).sum(-1)  # (...)
+        return gaussian_log_prob(self.mean_of(x), self.log_std, actions)  # (...)
 
     def entropy(self) -> torch.Tensor:
         """H of the Gaussian, sum over the A entries of log sigma + (1 + log(2 pi)) / 2: a 0-d tensor (the same for
         every agent and state, since sigma does not depend on them)."""
-        return (self.log_std + 0.5 * (1.0 + math.log(2 * math.pi))).sum()
+        return gaussian_entropy(self.log_std)  # ()
 
 
 class ContinuousMAPPO:

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from marl_edu.pieces.masked import masked_mean
+from marl_edu.pieces.policies import sample_categorical
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -175,9 +176,9 @@ class IQL:
         return (1.0 - epsilon) * greedy + epsilon / self.n_actions, h  # (B, N, A), (B*N, H)
 
     def sample(self, probs: torch.Tensor) -> torch.Tensor:
-        """Sample actions from probabilities ``(B, N, A)`` -> int ``(B, N)``, with the learner's own generator."""
-        flat = probs.reshape(-1, self.n_actions)  # (B*N, A)
-        return torch.multinomial(flat, 1, generator=self.generator).reshape(probs.shape[:-1])  # (B, N)
+        """Sample actions from probabilities ``(B, N, A)`` -> int ``(B, N)``, with the learner's own generator; NaN or
+        negative entries are a ValueError (``policies.sample_categorical``, as COMA's)."""
+        return sample_categorical(probs, self.generator)  # (B, N)
 
     def greedy_policy(self):
         """A fresh policy for ``run_episode``: obs ``(N, O)`` -> argmax_a Q_i actions ``(N,)``, carrying its hidden
