@@ -41,10 +41,16 @@ import time
 
 import numpy as np
 
-from grid import add_runner_options, check_runner_options, drop_runner_options, run_grid, where
+from marl_edu.base.files import atomic_write, atomic_write_text
+from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
+from marl_edu.learners.coma import COMA
+from marl_edu.learners.maddpg import MADDPG
+from marl_edu.learners.ppo import IPPO, MAPPO
+from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
+from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
+                                where, write_files)
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.runs.seed import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
-from marl_edu.base.files import atomic_write_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "compare"
@@ -54,40 +60,31 @@ def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str
     """Train one method on one env with one seed (in a worker process, one torch thread): its table row, and the
     files to write under ENV/METHOD/ as bytes (``seed<S>.json``, and for the first seed the policy and its greedy
     GIF), so that the process writing them may be on another machine than the one that trained."""
-    import tempfile
-
-    import torch
-
     from marl_edu.learners.table import entry
     from marl_edu.runs.seed import known_optimum
 
     env_id, method, seed, episodes, keep_artifacts = job
-    torch.set_num_threads(1)
     algo, config = method_config(method)
     budget = episodes or entry(algo).episodes
     eval_every = min(entry(algo).eval_every, budget)  # (the default unless --episodes is tiny)
-    run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, known_optimum(env_id))
+    run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, known_optimum(env_id), threads=1)
     row = {"env": env_id, "method": method, **rounded(figures)}
-    files = {}
-    if keep_artifacts:
-        with tempfile.TemporaryDirectory() as folder:
-            save_artifacts(run, env_id, pathlib.Path(folder))
-            files = {name: (pathlib.Path(folder) / name).read_bytes() for name in ("policy.pt", "greedy.gif")}
+    files = run_files(lambda folder: save_artifacts(run, env_id, folder, threads=1)) if keep_artifacts else {}
     files[f"seed{seed}.json"] = (json.dumps(row) + "\n").encode()  # written last: the mark of a finished run
     return row, files
 
 
-def write_run(out: pathlib.Path, row: dict, files: dict[str, bytes]) -> None:
-    """One finished run's files under ``out/ENV/METHOD/``, each atomically, ``seed<S>.json`` last."""
-    folder = out / row["env"] / row["method"]
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in sorted(files, key=lambda name: name.startswith("seed")):
-        atomic_write_bytes(folder / name, files[name])
-
-
 def finished(path: pathlib.Path, budget: int, n_envs: int = 16) -> bool:
-    """Whether ``path`` holds a finished run of this budget (runs overshoot it by less than one lock-step)."""
-    return path.exists() and budget <= json.loads(path.read_text())["episodes"] < budget + n_envs
+    """Whether ``path`` holds a finished run of this budget (runs overshoot it by less than one lock-step). ValueError
+    in one line for a file there that is not a run's record (not JSON, or without its episodes)."""
+    if not path.exists():
+        return False
+    try:
+        episodes = json.loads(path.read_text())["episodes"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        raise ValueError(f"--reuse: {path} is not a run's record ({type(error).__name__}: {error}); move it away or "
+                         "run without --reuse") from None
+    return budget <= episodes < budget + n_envs
 
 
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float | None, budget: int) -> dict:
@@ -133,6 +130,10 @@ def format_row(t: dict) -> str:
             f"{t['episodes']} | {t['steps_per_s']:.0f} |")
 
 
+# a learner's colour in every plot, both of its actors alike
+COLORS = {COMA: "C0", CentralV: "C1", IACV: "C2", MADDPG: "C3", IDDPG: "C4", CentralQV: "C5", IQL: "C6", VDN: "C8",
+          QMIX: "C9", MAPPO: "C7", IPPO: "C4"}
+
 RANDOM_EPISODES = 1000  # the random reference line: uniformly random actions, this many episodes, seed 0
 
 
@@ -159,9 +160,7 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
 
     from marl_edu.learners.table import entry
 
-    colors = {"coma-gru": "C0", "coma-ff": "C0", "central_v-gru": "C1", "central_v-ff": "C1", "iac-gru": "C2",
-              "iac-ff": "C2", "maddpg-mlp": "C3", "iddpg-mlp": "C4", "central_qv-gru": "C5", "iql-gru": "C6",
-              "vdn-gru": "C8", "qmix-gru": "C9", "mappo-gru": "C7", "ippo-gru": "C4"}  # the same in every plot
+    colors = {method: COLORS[entry(split(method)[0]).learner] for method in results}  # the same in every plot
 
     def panel(method: str) -> str:  # the value-decomposition learners get their own panel
         algo, variant = split(method)
@@ -177,7 +176,7 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26))  # below: curves stay visible
     fig.tight_layout()
     path = media / f"compare_{env_id.lower().replace('-', '_')}.png"
-    fig.savefig(path, dpi=90, bbox_inches="tight")
+    atomic_write(path, lambda file: fig.savefig(file, dpi=90, bbox_inches="tight", format="png"))
     plt.close(fig)
     return path
 
@@ -240,15 +239,18 @@ def main(argv=None) -> int:
     jobs = [(env_id, method, seed, episodes.get(method), seed == args.seeds[0])
             for seed in args.seeds for env_id in args.envs for method in args.methods]
     budget = {method: episodes.get(method) or entry(split(method)[0]).episodes for method in args.methods}
-    todo = [job for job in jobs
-            if not (args.reuse and finished(args.out / job[0] / job[1] / f"seed{job[2]}.json", budget[job[1]]))]
+    try:
+        todo = [job for job in jobs
+                if not (args.reuse and finished(args.out / job[0] / job[1] / f"seed{job[2]}.json", budget[job[1]]))]
+    except ValueError as error:
+        parser.error(str(error))
     # --reuse only skips runs that are already on disk: the results are those of the command without it
     given = sys.argv[1:] if argv is None else argv
     command = " ".join(["benchmarks/compare.py", *drop_runner_options([a for a in given if a != "--reuse"])])
     start = time.perf_counter()
     print(f"{len(todo)} runs of {len(jobs)} to do, {where(args)}", flush=True)
     for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address):
-        write_run(args.out, row, files)
+        write_files(args.out / row["env"] / row["method"], files)  # each atomically, seed<S>.json last
         print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
               f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
               f"({time.perf_counter() - start:.0f} s so far)", flush=True)
@@ -262,8 +264,8 @@ def main(argv=None) -> int:
         optimum = "not known" if optima[env_id] is None else f"{optima[env_id]:.1f}"
         print(f"reference lines on {env_id}: exact optimum {optimum}, uniformly random actions {random:.2f} "
               f"(mean of {RANDOM_EPISODES} episodes)")
-        (args.out / env_id / "summary.json").write_text(json.dumps({"command": command, "seeds": args.seeds,
-                                                                   "random": random, "table": table}, indent=1) + "\n")
+        atomic_write_text(args.out / env_id / "summary.json", json.dumps(
+            {"command": command, "seeds": args.seeds, "random": random, "table": table}, indent=1) + "\n")
         plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out, random)
     return 0
 

@@ -16,43 +16,20 @@ how many end solved. Run alone for wall-clock figures: two jobs on two cores slo
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 
-import torch
-
-from grid import add_runner_options, check_runner_options, run_grid, where
-from marl_edu.learners.table import ALGORITHMS, config_class
-from marl_edu.runs.seed import run_seed, solve_line, solved_threshold
 from marl_edu.envs.planning import optimal_team_return
-
-
-def parse_config(algo: str, pairs: list[str]):
-    """``["actor_lr=3e-3", "recurrent=False"]`` -> the learner's config with those fields replaced (typed as the
-    defaults are); ValueError names an unknown field or a value of the wrong type."""
-    config = config_class(algo)()
-    fields = {f.name: type(getattr(config, f.name)) for f in dataclasses.fields(config)}
-    changes = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep or name not in fields:
-            raise ValueError(f"--set {pair!r}: expected field=value with a field of {type(config).__name__}")
-        kind = fields[name]
-        if kind is bool:
-            if text not in ("True", "False"):
-                raise ValueError(f"--set {pair!r}: {name} is True or False")
-            changes[name] = text == "True"
-        else:
-            changes[name] = kind(float(text)) if kind is int else kind(text)
-    return dataclasses.replace(config, **changes).validate()
+from marl_edu.learners.coma import COMA
+from marl_edu.learners.table import ALGORITHMS, algo_name_of_class, config_class, config_with
+from marl_edu.runs.grid import add_runner_options, check_runner_options, run_grid, where
+from marl_edu.runs.seed import run_seed, solve_line, solved_threshold
 
 
 def one_run(job: tuple) -> tuple[int, dict]:
-    """One config (``index`` in the sweep) on one seed: ``(index, run_seed's figures)``."""
+    """One config (``index`` in the sweep) on one seed, on one torch thread: ``(index, run_seed's figures)``."""
     index, algo, env_id, episodes, config, seed, eval_every, target = job
-    torch.set_num_threads(1)
-    run, figures = run_seed(algo, env_id, episodes, config, seed, eval_every, optimum=target)
+    run, figures = run_seed(algo, env_id, episodes, config, seed, eval_every, optimum=target, threads=1)
     return index, figures
 
 
@@ -64,8 +41,9 @@ def median_or_never(values: list) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", default="coma", choices=list(ALGORITHMS), help="a discrete learner of the table "
-                        "(marl_edu.learners.table); default: coma")
+    default = algo_name_of_class(COMA)
+    parser.add_argument("--algo", default=default, choices=list(ALGORITHMS), help="a discrete learner of the table "
+                        f"(marl_edu.learners.table); default: {default}")
     parser.add_argument("--env", default="Switch2-v0")
     parser.add_argument("--episodes", type=int, required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[10, 11, 12, 13, 14],
@@ -79,9 +57,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     check_runner_options(parser, args)
     try:
-        configs = [(pairs, parse_config(args.algo, pairs)) for pairs in (args.configs or [[]])]
+        configs = [(pairs, config_with(config_class(args.algo), pairs)) for pairs in (args.configs or [[]])]
     except ValueError as error:
-        parser.error(str(error))
+        parser.error(f"--set {error}")
     optimum = optimal_team_return(args.env)
     print(f"{args.algo} on {args.env}, {args.episodes} episodes, seeds {args.seeds}, solved at "
           f">= {solved_threshold(optimum):.1f}; {len(configs) * len(args.seeds)} runs, {where(args)}", flush=True)

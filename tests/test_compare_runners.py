@@ -1,5 +1,5 @@
 """benchmarks/compare.py gives the same files, and benchmarks/sweep.py prints the same figures, whichever runner ran
-the grid (benchmarks/grid.py): the local process pool, or Ray (here a local Ray instance on two CPUs; the same code
+the grid (marl_edu.runs.grid): the local process pool, or Ray (here a local Ray instance on two CPUs; the same code
 runs on a cluster given --address). Needs Ray (make test-ray installs the ray extra); without it the Ray tests are
 skipped and the pool's are still run."""
 
@@ -146,8 +146,8 @@ NODE_TIMED_OUT = Exception("The current node timed out during startup. This coul
 
 
 def test_a_local_ray_node_that_times_out_starting_is_started_again(capsys):
-    compare_module()  # puts benchmarks/ on the path
-    grid = importlib.import_module("grid")
+    from marl_edu.runs import grid
+
     fake = FakeRay(failures=2, error=NODE_TIMED_OUT)
     grid.start_ray(fake, None, 2)  # fails twice, starts on the third of three attempts
     assert fake.calls == ["init", "shutdown", "init", "shutdown", "init"]

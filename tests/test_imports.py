@@ -26,7 +26,7 @@ LAYERS = [
                   "learners.ppo", "learners.ppo_continuous"}),
     ("table", {"learners.table"}),
     ("training", {"training.checkpoints", "training.loops", "training.resume", "training.competition"}),
-    ("runs", {"runs.seed", "runs.folder"}),
+    ("runs", {"runs.seed", "runs.folder", "runs.grid"}),
     ("course", {"course.cli", "course.widgets", "course.checks", "course.capstones", "course.capstone_maddpg",
                 "course.capstone_coma", "course.solutions"}),
 ]

@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from marl_edu.training.checkpoints import load_policy
-from marl_edu.learners.coma import COMAConfig
 from marl_edu.training.loops import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_return
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -200,21 +199,6 @@ def test_readme_competition_tables_are_what_the_benchmark_printed():
     assert all(game["adversary"][1] != game["good"][1] for game in games)
     readme = (RESULTS / "README.md").read_text()  # the generated results page
     assert all(line in readme for line in summary["table"] if line)
-
-
-def test_sweep_configs_are_typed_like_the_defaults_and_bad_fields_are_named():
-    sweep = _module("sweep")
-    config = sweep.parse_config("coma", ["actor_lr=3e-3", "critic_steps=8", "recurrent=False"])
-    assert (config.actor_lr, config.critic_steps, config.recurrent) == (0.003, 8, False)
-    assert isinstance(config.critic_steps, int) and config.critic_lr == COMAConfig().critic_lr  # the rest: defaults
-    config = sweep.parse_config("vdn", ["batch_episodes=32", "epsilon_end=0.05"])  # every discrete learner sweeps
-    assert (type(config).__name__, config.batch_episodes, config.epsilon_end) == ("ValueDecompositionConfig", 32, 0.05)
-    with pytest.raises(ValueError, match="critic_stepz"):
-        sweep.parse_config("coma", ["critic_stepz=8"])
-    with pytest.raises(ValueError, match="recurrent is True or False"):
-        sweep.parse_config("coma", ["recurrent=no"])
-    with pytest.raises(ValueError, match="actor_lr"):
-        sweep.parse_config("maddpg", ["actor_lr=-1"])  # the config's own check
 
 
 # -- Level-Based Foraging (benchmarks/foraging.py): value decomposition beside the MARL textbook's runs -------------

@@ -1,11 +1,15 @@
-"""A grid of independent training runs, on Ray or on a local process pool: what compare.py and sweep.py share.
+"""A grid of independent training runs, on Ray or on a local process pool: what every benchmark that trains several
+seeds shares (benchmarks/compare.py, sweep.py, foraging.py, particle.py, competition.py).
 
-Each run is one call ``function(job)`` in its own process, on one CPU. ``--runner ray`` (the default when the optional
+Each run is one call ``function(job)`` in its own process, on one CPU (the function trains with ``threads=1``). ``--runner ray`` (the default when the optional
 ray extra is installed: ``pip install -e ".[ray]"``) starts a local Ray instance with ``--jobs`` CPUs, or joins the
 cluster at ``--address`` (``auto`` on a cluster node, or ``ray://HEAD:10001``), where every node has the course's
 environment (``make setup``) and joined the cluster from it (``ray start --address=HEAD:6379``). ``--runner pool``
 runs them on ``--jobs`` local processes. Only where the runs go changes: a run's results are the same whichever
 runner ran it, so the scripts leave these options out of the commands they record (``drop_runner_options``).
+
+A run's files (its policy, its GIF, its record) travel back as bytes (``run_files``) and the process that started the
+grid writes them, each atomically (``write_files``): a run on another machine leaves nothing there.
 """
 
 from __future__ import annotations
@@ -14,9 +18,15 @@ import argparse
 import importlib.util
 import multiprocessing
 import os
+import pathlib
 import sys
+import tempfile
 from typing import Callable, Iterator
 
+from marl_edu.base.files import atomic_write_bytes
+from marl_edu.base.validate import positive_int
+
+RUNNERS = ("ray", "pool")
 RUNNER_OPTIONS = ("--runner", "--address")
 
 
@@ -27,7 +37,7 @@ def default_runner() -> str:
 
 def add_runner_options(parser: argparse.ArgumentParser) -> None:
     """``--runner`` and ``--address`` (the script has its own ``--jobs``)."""
-    parser.add_argument("--runner", choices=["ray", "pool"], default=default_runner(),
+    parser.add_argument("--runner", choices=RUNNERS, default=default_runner(),
                         help="ray (a local Ray instance, or the cluster at --address) or pool (local processes); "
                              "default: ray when it is installed, else pool")
     parser.add_argument("--address", default=None,
@@ -72,13 +82,21 @@ def start_ray(ray, address: str | None, jobs: int, attempts: int = START_ATTEMPT
                   f"attempt {attempt + 1} of {attempts}", file=sys.stderr)
 
 
-def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: str | None) -> Iterator:
-    """``function(job)`` of every job in ``todo``, yielded as each run finishes (not in order): on a local process pool
-    of ``jobs`` processes, or on Ray (a local instance with ``jobs`` CPUs, or the cluster at ``address``), one CPU
-    per run. ``function`` must be a module-level function of the calling script."""
+def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: str | None = None,
+             ordered: bool = False) -> Iterator:
+    """``function(job)`` of every job in ``todo``: on a local process pool of ``jobs`` processes, or on Ray (a local
+    instance with ``jobs`` CPUs, or the cluster at ``address``), one CPU per run. Yields each result as its run
+    finishes (not in order), or with ``ordered`` in the order of ``todo`` (a finished run then waits for the ones
+    before it). ``function`` must be a module-level function of the calling script (or of an importable module).
+    ValueError names a runner that is not one of ``RUNNERS`` or a count of jobs below 1."""
+    if runner not in RUNNERS:
+        raise ValueError(f"runner must be one of {', '.join(RUNNERS)}, got {runner!r}")
+    positive_int(jobs, "jobs")
+    if not todo:
+        return
     if runner == "pool":
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            yield from pool.imap_unordered(function, todo)
+            yield from (pool.imap if ordered else pool.imap_unordered)(function, todo)
         return
     import ray
 
@@ -90,6 +108,10 @@ def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: st
     try:
         remote = ray.remote(num_cpus=1)(function)
         pending = [remote.remote(job) for job in todo]
+        if ordered:
+            for reference in pending:
+                yield ray.get(reference)
+            return
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])
@@ -109,3 +131,23 @@ def drop_runner_options(argv: list[str]) -> list[str]:
         elif not arg.startswith(tuple(f"{option}=" for option in RUNNER_OPTIONS)):
             kept.append(arg)
     return kept
+
+
+def run_files(save: Callable[[pathlib.Path], object]) -> dict[str, bytes]:
+    """What ``save(folder)`` writes into an empty temporary folder (``runs.seed.save_artifacts``' policy.pt and
+    greedy.gif, say), as ``{file name: bytes}`` in the order of their names: a run's files, sent back from the process
+    (or machine) that trained it to the one that writes them (``write_files``)."""
+    with tempfile.TemporaryDirectory() as folder:
+        save(pathlib.Path(folder))
+        return {path.name: path.read_bytes() for path in sorted(pathlib.Path(folder).iterdir()) if path.is_file()}
+
+
+def write_files(folder: pathlib.Path, files: dict[str, bytes]) -> None:
+    """Each of ``files`` (``{file name: bytes}``) into ``folder`` (made if missing), atomically
+    (``files.atomic_write_bytes``), in the dict's order: a run's record goes last, the mark of a finished run."""
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        if not isinstance(data, bytes) or pathlib.Path(name).name != name:
+            raise ValueError(f"write_files takes {{file name: bytes}}, got {name!r}: {type(data).__name__}")
+        atomic_write_bytes(folder / name, data)
