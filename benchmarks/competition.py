@@ -22,7 +22,6 @@ the first seed <method>/policy.pt and <method>/selfplay.gif.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import json
 import pathlib
@@ -30,56 +29,65 @@ import sys
 import time
 
 import numpy as np
-import torch
+
+from marl_edu.base.files import atomic_write_text
+from marl_edu.base.threads import torch_threads
+from marl_edu.base.viz import downscale, save_gif
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import make_env
+from marl_edu.learners.continuous import ContinuousMADDPG
+from marl_edu.learners.ensembles import EnsembleMADDPG
+from marl_edu.learners.table import CONTINUOUS_ALGORITHMS, algo_name_of_class, config_class
+from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
+                                write_files)
+from marl_edu.runs.seed import rounded, run_seed
+from marl_edu.training.checkpoints import save_policy
+from marl_edu.training.competition import episode_policy, play_matchup
 
 ENV_ID = "simple_adversary_v3"
-METHODS = {"maddpg": ("maddpg_continuous", {}), "ensemble": ("maddpg_ensemble", {"n_subpolicies": 3}),
-           "team": ("maddpg_continuous", {"team_reward": True})}  # name -> (learners.LEARNERS key, config)
+MADDPG = algo_name_of_class(ContinuousMADDPG).removesuffix("_continuous")  # the method every other one plays against
+METHODS = {MADDPG: (algo_name_of_class(ContinuousMADDPG), {}),
+           "ensemble": (algo_name_of_class(EnsembleMADDPG), {"n_subpolicies": 3}),
+           "team": (algo_name_of_class(ContinuousMADDPG), {"team_reward": True})}  # name -> (learners.LEARNERS key,
+# config values other than the defaults)
 MATCHUP_EPISODES = 50
 
 
 def make_config(method: str):
-    from marl_edu.learners.table import config_class
-
     algo, overrides = METHODS[method]
     return config_class(algo)(**overrides)
 
 
-def train_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool) -> dict:
+def save_selfplay(agent, folder: pathlib.Path) -> None:
+    """``agent``'s policy (``policy.pt``) and a GIF of one self-play episode from env seed 0 (``selfplay.gif``: an
+    ensemble's agents each draw a sub-policy, ``episode_policy``), each written atomically, in ``folder``."""
+    save_policy(agent, ENV_ID, folder / "policy.pt")
+    frames = run_episode(make_env(ENV_ID, seed=0), episode_policy(agent, np.random.default_rng(0)),
+                         record_frames=True).frames
+    save_gif([downscale(f, 4) for f in frames], folder / "selfplay.gif", fps=8, scale=1)
+
+
+def train_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     """Train one learner for one seed (one torch thread, ``marl_edu.runs.seed.run_seed``) and score it in self-play
-    (``play_matchup``); for the first seed with ``out``, save its policy and a GIF. Returns its row: method, seed, the
-    score's fields, counts, config, its actors' weights (for the cross-play matchups) and evaluations during
-    training."""
-    torch.set_num_threads(1)
-    from marl_edu.training.checkpoints import save_policy
-    from marl_edu.runs.seed import rounded, run_seed
-    from marl_edu.training.competition import play_matchup
-
+    (``play_matchup``). ``job``: ``(method, seed, episodes, keep_artifacts)``. Returns its row (method, seed, the
+    score's fields, counts, config, its actors' weights for the cross-play matchups, and evaluations during training)
+    and, with ``keep_artifacts`` (the first seed, with --out), its policy and self-play GIF as bytes
+    (``save_selfplay``, ``run_files``)."""
+    method, seed, episodes, keep_artifacts = job
     config = make_config(method)
-    run, figures = run_seed(METHODS[method][0], ENV_ID, episodes, config, seed, eval_every=200)
-    score = play_matchup(run.agent, run.agent, ENV_ID, MATCHUP_EPISODES)
-    if out and first_seed:
-        from marl_edu.training.competition import episode_policy
-        from marl_edu.envs.make import make_env
-        from marl_edu.data.rollout import run_episode
-        from marl_edu.base.viz import downscale, save_gif
-
-        folder = pathlib.Path(out) / method
-        save_policy(run.agent, ENV_ID, folder / "policy.pt")
-        policy = episode_policy(run.agent, np.random.default_rng(0))
-        frames = run_episode(make_env(ENV_ID, seed=0), policy, record_frames=True).frames
-        save_gif([downscale(f, 4) for f in frames], folder / "selfplay.gif", fps=8, scale=1)
+    run, figures = run_seed(METHODS[method][0], ENV_ID, episodes, config, seed, eval_every=200, threads=1)
+    with torch_threads(1):
+        score = play_matchup(run.agent, run.agent, ENV_ID, MATCHUP_EPISODES)
+        files = run_files(lambda folder: save_selfplay(run.agent, folder)) if keep_artifacts else {}
     row = rounded(figures)
     return {"method": method, "seed": seed, **dataclasses.asdict(score),
             **{key: row[key] for key in ("episodes", "env_steps", "updates", "wall_s")},
             "config": dataclasses.asdict(config), "actors": run.agent.actors.state_dict(),
-            "evaluations": row["evaluations"]}
+            "evaluations": row["evaluations"]}, files
 
 
 def rebuild(row: dict):
     """The trained learner of one row, from its config and actors' weights."""
-    from marl_edu.learners.table import CONTINUOUS_ALGORITHMS
-
     algo, _ = METHODS[row["method"]]
     config = type(make_config(row["method"]))(**row["config"])
     agent = CONTINUOUS_ALGORITHMS[algo](3, 10, 2, config)  # simple_adversary_v3: N=3, O=10 (padded), A=2
@@ -87,11 +95,12 @@ def rebuild(row: dict):
     return agent
 
 
-def matchup(adversary_row: dict, good_row: dict) -> dict:
-    torch.set_num_threads(1)
-    from marl_edu.training.competition import play_matchup
-
-    score = play_matchup(rebuild(adversary_row), rebuild(good_row), ENV_ID, MATCHUP_EPISODES)
+def matchup(pair: tuple[dict, dict]) -> dict:
+    """One cross-play game, on one torch thread: ``pair``'s adversary row's adversary against its good row's good
+    agents."""
+    adversary_row, good_row = pair
+    with torch_threads(1):
+        score = play_matchup(rebuild(adversary_row), rebuild(good_row), ENV_ID, MATCHUP_EPISODES)
     return {"adversary": [adversary_row["method"], adversary_row["seed"]],
             "good": [good_row["method"], good_row["seed"]], **dataclasses.asdict(score)}
 
@@ -118,10 +127,10 @@ def crossplay_table(games: list[dict]) -> list[str]:
     """Per role and method, the mean over its cross-play games (each an average over seeds s != s')."""
     lines = ["| who plays | against | games | adversary return | good agents' return | adversary's final distance |",
              "|---|---|---|---|---|---|"]
-    for method in ("maddpg", "ensemble"):
-        as_adversary = [g for g in games if g["adversary"][0] == method and g["good"][0] == "maddpg"
+    for method in (MADDPG, "ensemble"):
+        as_adversary = [g for g in games if g["adversary"][0] == method and g["good"][0] == MADDPG
                         and g["adversary"][1] != g["good"][1]]
-        as_good = [g for g in games if g["good"][0] == method and g["adversary"][0] == "maddpg"
+        as_good = [g for g in games if g["good"][0] == method and g["adversary"][0] == MADDPG
                    and g["adversary"][1] != g["good"][1]]
         for role, mine, other in (("adversary", as_adversary, "other seeds' maddpg good agents"),
                                   ("good agents", as_good, "other seeds' maddpg adversaries")):
@@ -138,30 +147,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=4000, help="training episodes per run (default: 4000)")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
-    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
+                                                             "--address, the cluster's CPUs decide")
+    add_runner_options(parser)
     parser.add_argument("--out", type=pathlib.Path, default=None, help="write summary.json, policies and GIFs here")
     args = parser.parse_args(argv)
     if args.episodes < 1 or args.jobs < 1 or len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
         parser.error("--episodes and --jobs must be positive, --seeds distinct non-negative ints")
+    check_runner_options(parser, args)
     start = time.perf_counter()
     print(f"{'method':>8} {'seed':>4} {'adv ret':>8} {'good ret':>8} {'adv dist':>8} {'good dist':>9} {'wall_s':>7}")
     rows = []
     # the slow ensembles first, so the two workers finish together
-    jobs = [(method, seed) for method in sorted(args.methods, key=lambda m: m != "ensemble") for seed in args.seeds]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(train_one, method, seed, args.episodes, str(args.out) if args.out else None,
-                               seed == args.seeds[0]) for method, seed in jobs]
-        for future in concurrent.futures.as_completed(futures):
-            row = future.result()
-            rows.append(row)
-            print(f"{row['method']:>8} {row['seed']:>4} {row['adversary_return']:8.1f} {row['good_return']:8.1f} "
-                  f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} {row['wall_s']:7.1f}", flush=True)
-        rows.sort(key=lambda row: (list(METHODS).index(row["method"]), row["seed"]))
-        baseline = [row for row in rows if row["method"] == "maddpg"]
-        pairs = [(a, g) for a in rows for g in baseline
-                 if a["method"] in ("maddpg", "ensemble") and a["seed"] != g["seed"]]
-        pairs += [(a, g) for g in rows for a in baseline if g["method"] == "ensemble" and a["seed"] != g["seed"]]
-        games = list(pool.map(matchup, *zip(*pairs))) if pairs else []
+    todo = [(method, seed, args.episodes, bool(args.out) and seed == args.seeds[0])
+            for method in sorted(args.methods, key=lambda m: m != "ensemble") for seed in args.seeds]
+    for row, files in run_grid(train_one, todo, args.runner, args.jobs, args.address):
+        rows.append(row)
+        if files:
+            write_files(args.out / row["method"], files)  # each atomically
+        print(f"{row['method']:>8} {row['seed']:>4} {row['adversary_return']:8.1f} {row['good_return']:8.1f} "
+              f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} {row['wall_s']:7.1f}", flush=True)
+    rows.sort(key=lambda row: (list(METHODS).index(row["method"]), row["seed"]))
+    baseline = [row for row in rows if row["method"] == MADDPG]
+    pairs = [(a, g) for a in rows for g in baseline if a["method"] in (MADDPG, "ensemble") and a["seed"] != g["seed"]]
+    pairs += [(a, g) for g in rows for a in baseline if g["method"] == "ensemble" and a["seed"] != g["seed"]]
+    games = list(run_grid(matchup, pairs, args.runner, args.jobs, args.address, ordered=True))
     lines = selfplay_table(rows) + [""] + crossplay_table(games)
     print("\n".join(lines))
     for method in args.methods:
@@ -172,11 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        command = "benchmarks/competition.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        command = " ".join(["benchmarks/competition.py", *drop_runner_options(sys.argv[1:] if argv is None else argv)])
         runs = [{key: value for key, value in row.items() if key != "actors"} for row in rows]
-        (args.out / "summary.json").write_text(json.dumps({"command": command, "env": ENV_ID,
-                                                           "episodes": args.episodes, "table": lines, "runs": runs,
-                                                           "matchups": games}, indent=1) + "\n")
+        atomic_write_text(args.out / "summary.json", json.dumps(
+            {"command": command, "env": ENV_ID, "episodes": args.episodes, "table": lines, "runs": runs,
+             "matchups": games}, indent=1) + "\n")
     return 0
 
 

@@ -31,7 +31,6 @@ than twice), so a run's speed is read as its ratio to raw lbforaging, never in s
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import json
 import pathlib
@@ -40,62 +39,66 @@ import time
 
 import numpy as np
 
+from marl_edu.base.files import atomic_write, atomic_write_text
+from marl_edu.learners.baselines import CentralV
+from marl_edu.learners.coma import COMA
+from marl_edu.learners.ppo import IPPO, MAPPO
+from marl_edu.learners.table import algo_name_of_class, config_class, config_with
+from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
+from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
+                                write_files)
+from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV_ID = "Foraging-8x8-2p-3f-v3"
 TARGET = 0.8  # the mean greedy return the textbook's figures count "reached" at
-METHODS = {"iql": {}, "vdn": {}, "qmix": {}, "coma": {}, "central_v": {}, "mappo": {}, "ippo": {}}  # learners.LEARNERS
-# name -> config values other than the defaults
-TEXTBOOK = {  # the MARL textbook's published runs on this task (5 seeds each): env steps to a mean of 0.8, final mean
-    "iql": {"steps_to_target": "2.0-2.6M", "final": "0.82-1.0"},
-    "vdn": {"steps_to_target": "2.0-2.9M", "final": "0.88-1.0"},
-    "qmix": {"steps_to_target": "never in 3.9M", "final": "0.21-0.74"},
-    "coma": {"steps_to_target": "-", "final": "-"},  # (the textbook's exercises publish no COMA or central-V run)
-    "central_v": {"steps_to_target": "-", "final": "-"},
-    "mappo": {"steps_to_target": "-", "final": "-"},  # (nor of MAPPO or IPPO on this task)
-    "ippo": {"steps_to_target": "-", "final": "-"},
-}
+# "reached" is run_seed's "solved" (a periodic greedy evaluation at its line, less a float sum's rounding) with the
+# target as the line: an optimum SOLVED_MARGIN above it
+REACHED_AS_SOLVED = TARGET + SOLVED_MARGIN
+NO_RUN = {"steps_to_target": "-", "final": "-"}
+# the learners (by class, named as the table names them), in the order the tables list them, with the MARL textbook's published
+# runs on this task (5 seeds each): env steps to a mean of 0.8, final mean
+TEXTBOOK = {algo_name_of_class(learner): figures for learner, figures in [
+    (IQL, {"steps_to_target": "2.0-2.6M", "final": "0.82-1.0"}),
+    (VDN, {"steps_to_target": "2.0-2.9M", "final": "0.88-1.0"}),
+    (QMIX, {"steps_to_target": "never in 3.9M", "final": "0.21-0.74"}),
+    (COMA, NO_RUN), (CentralV, NO_RUN),  # (the textbook's exercises publish no COMA or central-V run)
+    (MAPPO, NO_RUN), (IPPO, NO_RUN)]}  # (nor of MAPPO or IPPO on this task)
+METHODS = {name: {} for name in TEXTBOOK}  # name -> config values other than the learner's defaults
 FINAL_EPISODES = 100
 
 
 def method_config(method: str, pairs: list[str] = ()):
     """The learner's config for this benchmark: its defaults, then ``METHODS[method]``, then ``pairs`` (``--set``'s
-    ``field=value``, typed as the defaults are; ValueError names a field the learner does not have)."""
-    from sweep import parse_config
+    ``field=value``, read by ``table.config_with``; ValueError names a field the learner does not have or a value its
+    field cannot take)."""
+    return config_with(config_class(method), [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
 
-    return parse_config(method, [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
 
-
-def run_one(method: str, seed: int, episodes: int, eval_every: int, folder: pathlib.Path | None = None,
-            pairs: list[str] = ()) -> dict:
-    """Train one learner for one seed on one torch thread and measure it: when its periodic greedy mean first reached
-    ``TARGET`` (episodes, env steps, seconds since the start), and its final greedy mean over 100 episodes. With
-    ``folder`` (the first seed's), save the final policy there and a GIF of its first greedy episode (env seed 0).
-    ``pairs``: config values on top of the benchmark's (``method_config``)."""
-    from marl_edu.training.checkpoints import save_policy
-    from marl_edu.envs.make import make_env
-    from marl_edu.data.rollout import run_episode
-    from marl_edu.runs.seed import train
-    from marl_edu.training.loops import greedy_team_return
-    from marl_edu.base.viz import save_gif
-
+def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
+    """Train one learner for one seed on one torch thread (``runs.seed.run_seed``) and measure it: when its periodic
+    greedy mean first reached ``TARGET`` (episodes, env steps, seconds since the start), and its final greedy mean
+    over ``final_episodes`` episodes. ``job``: ``(method, seed, episodes, eval_every, keep_artifacts, pairs,
+    final_episodes)``; ``pairs``: config values on top of the benchmark's (``method_config``). Returns the run's row
+    and, with ``keep_artifacts`` (the first seed), its files as bytes (``run_files``: the final policy and a GIF of its
+    greedy episode from env seed 0, ``save_artifacts``)."""
+    method, seed, episodes, eval_every, keep_artifacts, pairs, final_episodes = job
     config = method_config(method, pairs)
-    run = train(method, ENV_ID, episodes, config, seed=seed, eval_every=eval_every, progress=False, threads=1)
-    final = greedy_team_return(run.agent, ENV_ID, FINAL_EPISODES, threads=1)
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        save_policy(run.agent, ENV_ID, folder / "policy.pt")
-        frames = run_episode(make_env(ENV_ID, seed=0), run.agent.greedy_policy(), record_frames=True).frames
-        save_gif(frames, folder / "greedy.gif", fps=4, scale=1)
-    first = next((k for k, (_, value) in enumerate(run.evaluations) if value >= TARGET - 1e-9), None)
-    return {"method": method, "seed": seed, "final": round(final, 4),
-            "episodes_to_target": None if first is None else run.evaluations[first][0],
-            "steps_to_target": None if first is None else run.eval_env_steps[first],
-            "seconds_to_target": None if first is None else round(run.eval_seconds[first], 1),
-            "episodes": len(run.episode_returns), "env_steps": run.env_steps, "updates": run.updates,
-            "wall_s": round(run.seconds, 1), "steps_per_s": round(run.env_steps / run.seconds, 1),
-            "config": dataclasses.asdict(config),
-            "evaluations": [[episode, steps, round(value, 4)]  # (episodes, env steps, greedy mean of 10 episodes)
-                            for (episode, value), steps in zip(run.evaluations, run.eval_env_steps)]}
+    run, figures = run_seed(method, ENV_ID, episodes, config, seed, eval_every, optimum=REACHED_AS_SOLVED,
+                            threads=1, final_episodes=final_episodes)
+    first = next((k for k, (episode, _) in enumerate(run.evaluations) if episode == figures["episodes_to_solve"]),
+                 None)
+    row = {"method": method, "seed": seed, "final": round(figures["greedy"], 4),
+           "episodes_to_target": figures["episodes_to_solve"],
+           "steps_to_target": None if first is None else run.eval_env_steps[first],
+           "seconds_to_target": None if first is None else round(figures["seconds_to_solve"], 1),
+           "episodes": figures["episodes"], "env_steps": figures["env_steps"], "updates": figures["updates"],
+           "wall_s": round(figures["wall_s"], 1), "steps_per_s": round(figures["steps_per_s"], 1),
+           "config": dataclasses.asdict(config),
+           "evaluations": [[episode, steps, round(value, 4)]  # (episodes, env steps, greedy mean of 10 episodes)
+                           for (episode, value), steps in zip(run.evaluations, run.eval_env_steps)]}
+    files = run_files(lambda folder: save_artifacts(run, ENV_ID, folder, threads=1)) if keep_artifacts else {}
+    return row, files
 
 
 def raw_speed(steps: int = 20_000, seed: int = 0) -> float:
@@ -170,9 +173,44 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
         plot_env_step_evaluations(mine, TARGET, ax=ax, title=f"{method} on {ENV_ID}\n({beside})")
         ax.set_ylim(-0.02, 1.02)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    atomic_write(path, lambda file: fig.savefig(file, dpi=90, format="png"))
     plt.close(fig)
     return path
+
+
+def read_record(path: pathlib.Path) -> dict:
+    """The JSON object in ``path`` (a run's record or a summary); ValueError in one line for a file that is not one."""
+    try:
+        record = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"--reuse: {path} is not a results file (JSON): {error}; move it away or run without "
+                         "--reuse") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"--reuse: {path} holds a {type(record).__name__}, not a results file's JSON object")
+    return record
+
+
+def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int, configs: dict[str, dict]) -> dict:
+    """The runs ``--reuse`` keeps: ``(method, seed) -> row`` for each of ``jobs`` whose ``OUT/METHOD/seed<S>.json``
+    holds this budget (a run overshoots it by less than one collection) and config, with the yardstick timed beside it
+    (a run recorded without one takes its invocation's, from ``OUT/summary.json``). ValueError in one line for a file
+    that is not a results file or a run's record without the fields read here."""
+    previous = out / "summary.json"  # a kept run without its own yardstick takes its invocation's
+    earlier_raw = read_record(previous).get("raw_steps_per_s") if previous.exists() else None
+    kept = {}
+    for method, seed in jobs:
+        path = out / method / f"seed{seed}.json"
+        if not path.exists():
+            continue
+        row = read_record(path)
+        try:
+            same = (row["episodes"] >= episodes and row["config"]["n_envs"] > row["episodes"] - episodes
+                    and row["config"] == configs[method])
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"--reuse: {path} is not a run's record of this benchmark (no {error})") from None
+        if same:
+            kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}
+    return kept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=20_000, help="training episodes per run (default: 20000, "
                                                                       "at most 1M env steps)")
     parser.add_argument("--eval-every", type=int, default=200, help="episodes between evaluations (default: 200)")
-    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
+                                                             "--address, the cluster's CPUs decide")
+    add_runner_options(parser)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "results" / "foraging",
                         help="results folder (default: results/foraging)")
     parser.add_argument("--reuse", action="store_true",
@@ -195,10 +235,16 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.episodes, args.eval_every, args.jobs) < 1 or len(set(args.seeds)) != len(args.seeds) \
             or min(args.seeds) < 0:
         parser.error("--episodes, --eval-every and --jobs must be positive, --seeds distinct non-negative ints")
+    check_runner_options(parser, args)
     if args.pairs and args.out.resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")
     try:
         configs = {method: dataclasses.asdict(method_config(method, args.pairs)) for method in args.methods}
+    except ValueError as error:
+        parser.error(f"--set {error}")
+    jobs = [(method, seed) for seed in args.seeds for method in args.methods]
+    try:
+        kept = kept_runs(args.out, jobs, args.episodes, configs) if args.reuse else {}
     except ValueError as error:
         parser.error(str(error))
     start = time.perf_counter()
@@ -207,33 +253,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'method':>6} {'seed':>4} {'to 0.8':>9} {'seconds':>7} {'final':>6} {'env steps':>9} {'wall_s':>7} "
           f"{'steps/s':>7} {'/ raw':>6}")
     rows = []
-    jobs = [(method, seed) for seed in args.seeds for method in args.methods]
-    kept = {}
-    previous = args.out / "summary.json"  # a kept run without its own yardstick takes its invocation's
-    earlier_raw = json.loads(previous.read_text()).get("raw_steps_per_s") if previous.exists() else None
-    for method, seed in jobs:
-        path = args.out / method / f"seed{seed}.json"
-        if args.reuse and path.exists():
-            row = json.loads(path.read_text())
-            if row["episodes"] >= args.episodes and row["config"]["n_envs"] > row["episodes"] - args.episodes \
-                    and row["config"] == configs[method]:
-                kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}  # this budget's run (a run overshoots
-                # by less than one collection)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, method, seed, args.episodes, args.eval_every,
-                               args.out / method if seed == min(args.seeds) else None, args.pairs)
-                   for method, seed in jobs if (method, seed) not in kept]
-        for future in [*kept.values(), *futures]:
-            row = future if isinstance(future, dict) else {**future.result(), "raw_steps_per_s": round(raw, 1)}
-            rows.append(row)
-            folder = args.out / row["method"]
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"seed{row['seed']}.json").write_text(json.dumps(row) + "\n")
-            to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
-            seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
-            print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
-                  f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
-                  f"{row['steps_per_s'] / (row.get('raw_steps_per_s') or float('nan')):6.3f}", flush=True)
+    todo = [(method, seed, args.episodes, args.eval_every, seed == min(args.seeds), args.pairs, FINAL_EPISODES)
+            for method, seed in jobs if (method, seed) not in kept]
+    trained = (({**row, "raw_steps_per_s": round(raw, 1)}, files)
+               for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address, ordered=True))
+    for row, files in [*((row, {}) for row in kept.values()), *trained]:
+        rows.append(row)
+        record = (json.dumps(row) + "\n").encode()
+        write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last
+        to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
+        seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
+        print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
+              f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
+              f"{row['steps_per_s'] / (row.get('raw_steps_per_s') or float('nan')):6.3f}", flush=True)
     lines = table(rows)
     print("\n".join(lines))
     for method in args.methods:
@@ -243,12 +275,12 @@ def main(argv: list[str] | None = None) -> int:
               f"final_median={np.median([row['final'] for row in mine]):.2f}")
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     given = sys.argv[1:] if argv is None else argv
-    command = " ".join(["benchmarks/foraging.py", *[a for a in given if a != "--reuse"]])
+    command = " ".join(["benchmarks/foraging.py", *drop_runner_options([a for a in given if a != "--reuse"])])
     summary = {"command": command, "env": ENV_ID, "target": TARGET, "textbook": TEXTBOOK, "table": lines,
                "raw_steps_per_s": round(raw, 1),
                "runs": [{key: value for key, value in row.items() if key != "evaluations"} for row in rows]}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=1) + "\n")
     print(f"curves: {figure(rows, args.out / 'curves.png')}")
     return 0
 

@@ -21,7 +21,6 @@ evaluations during training) and, for the first seed, <method>/policy.pt (its fi
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import json
 import pathlib
@@ -29,54 +28,69 @@ import sys
 import time
 
 import numpy as np
-import torch
+
+from marl_edu.base.files import atomic_write_text
+from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG
+from marl_edu.learners.inference import InferringMADDPG
+from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
+from marl_edu.learners.table import algo_name_of_class, config_class, config_with
+from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
+                                write_files)
+from marl_edu.runs.seed import rounded, run_seed, save_artifacts
+from marl_edu.training.loops import evaluate_particle
 
 ENV_ID = "simple_spread_v3"
+
+
+def short_name(learner: type) -> str:
+    """A continuous learner's method name here: its name in the table without ``_continuous`` (its discrete twin's)."""
+    return algo_name_of_class(learner).removesuffix("_continuous")
+
+
 METHODS = {  # short name -> (learners.LEARNERS key, config values other than the defaults)
-    "maddpg": ("maddpg_continuous", {}), "iddpg": ("iddpg_continuous", {}),
-    "inferred": ("maddpg_inferred", {}),  # MADDPG whose critics bootstrap from inferred policies (paper 4.2)
-    "team": ("maddpg_continuous", {"team_reward": True}),  # MADDPG whose every critic learns the team's summed reward
-    "mappo": ("mappo_continuous", {}),  # PPO with a Gaussian policy and a centralised V(s), from whole episodes
-    "ippo": ("ippo_continuous", {}),  # ... with each agent's V on its own observation
+    short_name(ContinuousMADDPG): (algo_name_of_class(ContinuousMADDPG), {}),
+    short_name(ContinuousIDDPG): (algo_name_of_class(ContinuousIDDPG), {}),
+    # MADDPG whose critics bootstrap from inferred policies (paper 4.2)
+    "inferred": (algo_name_of_class(InferringMADDPG), {}),
+    # MADDPG whose every critic learns the team's summed reward
+    "team": (algo_name_of_class(ContinuousMADDPG), {"team_reward": True}),
+    # PPO with a Gaussian policy and a centralised V(s), from whole episodes
+    short_name(ContinuousMAPPO): (algo_name_of_class(ContinuousMAPPO), {}),
+    short_name(ContinuousIPPO): (algo_name_of_class(ContinuousIPPO), {}),  # ... with each agent's V on its own obs
 }
+DEFAULT_METHODS = [short_name(ContinuousMADDPG), short_name(ContinuousIDDPG)]
 EVAL_EPISODES = 100
 
 
-def run_one(method: str, seed: int, episodes: int, out: str | None, first_seed: bool, pairs: list[str] = ()) -> dict:
-    """Train one learner for one seed (one torch thread, ``marl_edu.runs.seed.run_seed``) and score its final policy
-    (``evaluate_particle``); for the first seed with ``out``, save its policy and a GIF. Returns its row of
-    summary.json's runs: method, seed, the score's fields, counts, speed, config and evaluations during training.
-    ``pairs``: ``--set``'s field=value on top of the method's config."""
-    torch.set_num_threads(1)
-    from marl_edu.training.checkpoints import save_policy
-    from marl_edu.runs.seed import rounded, run_seed
-    from sweep import parse_config
-    from marl_edu.training.loops import evaluate_particle
-
+def method_config(method: str, pairs: list[str] = ()):
+    """The config ``method`` trains with: its learner's defaults, then the method's values, then ``pairs`` (``--set``'s
+    ``field=value``), read by ``table.config_with`` (ValueError names a field the learner does not have or a value its
+    field cannot take)."""
     algo, overrides = METHODS[method]
-    config = parse_config(algo, [f"{key}={value}" for key, value in overrides.items()] + list(pairs))  # the defaults
-    # and the method's values (the inferred learner's adds approx_lr and entropy_coef), then --set's
-    run, figures = run_seed(algo, ENV_ID, episodes, config, seed, eval_every=200)  # evaluations: 10 episodes each
-    score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES)
-    if out and first_seed:
-        from marl_edu.envs.make import make_env
-        from marl_edu.data.rollout import run_episode
-        from marl_edu.base.viz import downscale, save_gif
+    return config_with(config_class(algo), [f"{key}={value}" for key, value in overrides.items()] + list(pairs))
 
-        folder = pathlib.Path(out) / method
-        save_policy(run.agent, ENV_ID, folder / "policy.pt")
-        frames = run_episode(make_env(ENV_ID, seed=0), run.agent.greedy_policy(), record_frames=True).frames
-        save_gif([downscale(f, 4) for f in frames], folder / "greedy.gif", fps=8, scale=1)
+
+def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
+    """Train one learner for one seed (one torch thread, ``marl_edu.runs.seed.run_seed``) and score its final policy
+    (``evaluate_particle``). ``job``: ``(method, seed, episodes, keep_artifacts, pairs)``; ``pairs``: ``--set``'s
+    field=value on top of the method's config. Returns its row of summary.json's runs (method, seed, the score's
+    fields, counts, speed, config and evaluations during training) and, with ``keep_artifacts`` (the first seed,
+    with --out), its policy and GIF as bytes (``run_files``, ``save_artifacts``)."""
+    method, seed, episodes, keep_artifacts, pairs = job
+    algo, _ = METHODS[method]
+    config = method_config(method, pairs)  # (the inferred learner's defaults add approx_lr and entropy_coef)
+    run, figures = run_seed(algo, ENV_ID, episodes, config, seed, eval_every=200, threads=1)  # evaluations: 10
+    # episodes each
+    score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES, threads=1)
+    files = run_files(lambda folder: save_artifacts(run, ENV_ID, folder, threads=1)) if keep_artifacts else {}
     row = rounded(figures)
     return {"method": method, "seed": seed, **dataclasses.asdict(score),
             **{key: row[key] for key in ("episodes", "env_steps", "updates", "wall_s", "steps_per_s")},
-            "config": dataclasses.asdict(config), "evaluations": row["evaluations"]}
+            "config": dataclasses.asdict(config), "evaluations": row["evaluations"]}, files
 
 
 def reference_scores() -> dict[str, dict]:
     """The same 100 evaluation episodes played by uniform random forces and by standing still."""
-    from marl_edu.training.loops import evaluate_particle
-
     rng = np.random.default_rng(0)
     policies = {"random": lambda obs: rng.uniform(-1, 1, size=(obs.shape[0], 2)).astype(np.float32),
                 "still": lambda obs: np.zeros((obs.shape[0], 2), dtype=np.float32)}
@@ -109,34 +123,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=4000, help="training episodes per run (default: 4000)")
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=["maddpg", "iddpg"])
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=DEFAULT_METHODS)
     parser.add_argument("--set", dest="pairs", nargs="+", default=[], metavar="FIELD=VALUE",
                         help="config values on top of every method's (tuning: seeds 100+)")
-    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
+                                                             "--address, the cluster's CPUs decide")
+    add_runner_options(parser)
     parser.add_argument("--out", type=pathlib.Path, default=None, help="write summary.json, policies and GIFs here")
     args = parser.parse_args(argv)
     if args.episodes < 1 or args.jobs < 1 or len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
         parser.error("--episodes and --jobs must be positive, --seeds distinct non-negative ints")
-    from sweep import parse_config
-
+    check_runner_options(parser, args)
     try:
         for method in args.methods:
-            parse_config(METHODS[method][0], args.pairs)
+            method_config(method, args.pairs)
     except ValueError as error:
-        parser.error(str(error))
+        parser.error(f"--set {error}")
     start = time.perf_counter()
     print(f"{'method':>7} {'seed':>4} {'return':>7} {'distance':>8} {'final':>6} {'coll/step':>9} {'wall_s':>7}")
     rows = []
-    jobs = [(method, seed) for seed in args.seeds for method in args.methods]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, method, seed, args.episodes, str(args.out) if args.out else None,
-                               seed == args.seeds[0], args.pairs) for method, seed in jobs]
-        for future in futures:
-            row = future.result()
-            rows.append(row)
-            print(f"{row['method']:>7} {row['seed']:>4} {row['team_return']:7.1f} {row['landmark_distance']:8.3f} "
-                  f"{row['final_landmark_distance']:6.3f} {row['collisions_per_step']:9.3f} {row['wall_s']:7.1f}",
-                  flush=True)
+    todo = [(method, seed, args.episodes, bool(args.out) and seed == args.seeds[0], args.pairs)
+            for seed in args.seeds for method in args.methods]
+    for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address, ordered=True):
+        rows.append(row)
+        if files:
+            write_files(args.out / row["method"], files)  # each atomically
+        print(f"{row['method']:>7} {row['seed']:>4} {row['team_return']:7.1f} {row['landmark_distance']:8.3f} "
+              f"{row['final_landmark_distance']:6.3f} {row['collisions_per_step']:9.3f} {row['wall_s']:7.1f}",
+              flush=True)
     references = reference_scores()
     lines = table(rows, references)
     print("\n".join(lines))
@@ -149,10 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        command = "benchmarks/particle.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        (args.out / "summary.json").write_text(json.dumps({"command": command, "env": ENV_ID,
-                                                           "episodes": args.episodes, "table": lines,
-                                                           "references": references, "runs": rows}, indent=1) + "\n")
+        command = " ".join(["benchmarks/particle.py", *drop_runner_options(sys.argv[1:] if argv is None else argv)])
+        atomic_write_text(args.out / "summary.json", json.dumps(
+            {"command": command, "env": ENV_ID, "episodes": args.episodes, "table": lines, "references": references,
+             "runs": rows}, indent=1) + "\n")
     return 0
 
 
