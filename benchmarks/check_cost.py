@@ -17,7 +17,10 @@ import functools
 import sys
 import time
 
-import torch
+from marl_edu.learners.coma import COMA
+from marl_edu.learners.maddpg import MADDPG
+from marl_edu.learners.table import algo_name_of_class
+from marl_edu.learners.value_decomposition import VDN
 
 # (module, function): the checks data and arguments pass through while a learner trains
 CHECKS = [
@@ -28,7 +31,8 @@ CHECKS = [
     ("data.rollout", "check_episode_batch"), ("pieces.nets", "check_policy_output"), ("learners.coma", "_check_policy"),
     ("pieces.targets", "_check_alike"), ("learners.maddpg", "check_temperature"), ("learners.table", "check_fits"),
 ]
-RUNS = {"maddpg": 300, "coma": 1200, "vdn": 400}  # learner -> episodes (one of each loop: off-policy, on-policy, replay)
+# learner -> episodes (one of each loop: off-policy, on-policy, replay)
+RUNS = {algo_name_of_class(learner): episodes for learner, episodes in [(MADDPG, 300), (COMA, 1200), (VDN, 400)]}
 
 
 def instrument() -> dict:
@@ -73,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=None, help="episodes per run (default: per learner, RUNS)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
     counter = instrument()
     from marl_edu.runs.seed import train
 
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         episodes = args.episodes or RUNS[algo]
         counter.update(seconds=0.0, calls=0)
         tic = time.perf_counter()
-        run = train(algo, "Switch2-v0", episodes, seed=args.seed, progress=False)
+        run = train(algo, "Switch2-v0", episodes, seed=args.seed, progress=False, threads=1)
         seconds = time.perf_counter() - tic
         share = counter["seconds"] / seconds
         print(f"{algo:>7} {len(run.episode_returns):>8} {run.updates:>7} {seconds:7.1f} {counter['seconds']:8.2f} "

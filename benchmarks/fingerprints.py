@@ -37,7 +37,7 @@ def runs():
     def run(name, row):
         env_id, episodes, eval_every, overrides = SMALL[row.loop]
         return lambda: run_seed(name, env_id, episodes, row.config(**overrides), seed=SEED, eval_every=eval_every,
-                                final_episodes=1)[0]
+                                final_episodes=1, threads=1)[0]
 
     return {name: run(name, row) for name, row in LEARNERS.items()}
 
@@ -58,7 +58,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", help="learner names (default: all)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
     for name, run in runs().items():
         if args.only and name not in args.only:
             continue

@@ -22,14 +22,14 @@ import pathlib
 import sys
 
 import numpy as np
-import torch
 
-from marl_edu.training.checkpoints import save_policy
-from marl_edu.learners.table import entry
-from marl_edu.runs.seed import run_seed
-from marl_edu.learners.coma import COMAConfig
-from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.base.files import atomic_write_text
 from marl_edu.envs.planning import optimal_team_return
+from marl_edu.learners.coma import COMA, COMAConfig
+from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
+from marl_edu.learners.table import algo_name_of_class, entry
+from marl_edu.runs.seed import run_seed
+from marl_edu.training.checkpoints import save_policy
 
 SOLVED = 8.0
 
@@ -42,7 +42,8 @@ def _rounded(run) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", choices=["maddpg", "coma"], default="maddpg")
+    algos = [algo_name_of_class(MADDPG), algo_name_of_class(COMA)]  # the two learners of the learning targets
+    parser.add_argument("--algo", choices=algos, default=algos[0])
     parser.add_argument("--env", default="Switch2-v2")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=None, help="default: the command line's, 1500 (maddpg), 6000 (coma)")
@@ -58,17 +59,17 @@ def main(argv=None) -> int:
         args.episodes = entry(args.algo).episodes
     if args.episodes < 1:
         parser.error("--episodes must be positive")
-    torch.set_num_threads(1)  # one core per run, as the target says
     optimum = optimal_team_return(args.env)
-    if args.algo == "maddpg":
+    off_policy = entry(args.algo).config is MADDPGConfig
+    if off_policy:
         config = MADDPGConfig(actor_gradient=args.actor_gradient)
     else:
         config = COMAConfig(recurrent=not args.feed_forward, team_reward=not args.per_agent_reward)
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
     rows = []
     for seed in args.seeds:
-        run, figures = run_seed(args.algo, args.env, args.episodes, config, seed,
-                                eval_every=50 if args.algo == "maddpg" else 400)
+        run, figures = run_seed(args.algo, args.env, args.episodes, config, seed, eval_every=50 if off_policy else 400,
+                                threads=1)  # one core per run, as the target says
         # this script's rows keep the exact figures (the command line and compare.py round them), no updates
         row = {key: figures[key] for key in ("seed", "greedy", "sampled", "episodes", "env_steps", "wall_s",
                                              "steps_per_s")}
@@ -81,9 +82,9 @@ def main(argv=None) -> int:
             save_policy(run.agent, args.env, args.out / "policy.pt")
             reference = {"algo": args.algo, "env": args.env, "seed": seed, "greedy": row["greedy"],
                          "config": dataclasses.asdict(config), **_rounded(run)}
-            (args.out / "run.json").write_text(json.dumps(reference) + "\n")
+            atomic_write_text(args.out / "run.json", json.dumps(reference) + "\n")
     greedy = np.array([row["greedy"] for row in rows])
-    variant = (f"actor_gradient={args.actor_gradient}" if args.algo == "maddpg"
+    variant = (f"actor_gradient={args.actor_gradient}" if off_policy
                else f"recurrent={config.recurrent} team_reward={config.team_reward}")
     print(f"{variant} episodes={args.episodes}")
     summary = (f"SUMMARY algo={args.algo} env={args.env} seeds={len(rows)} median_return={np.median(greedy):.2f} "
@@ -93,8 +94,8 @@ def main(argv=None) -> int:
     print(summary)
     if args.out:
         command = "benchmarks/learning.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        (args.out / "summary.json").write_text(json.dumps({"command": command, "summary": summary, "seeds": rows,
-                                                           "optimal": optimum}, indent=1) + "\n")
+        atomic_write_text(args.out / "summary.json", json.dumps({"command": command, "summary": summary, "seeds": rows,
+                                                                "optimal": optimum}, indent=1) + "\n")
     return 0
 
 

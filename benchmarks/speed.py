@@ -36,13 +36,17 @@ import sys
 import time
 
 import numpy as np
-import torch
 
+from marl_edu.learners.baselines import IACV, IDDPG, CentralV
+from marl_edu.learners.coma import COMA
+from marl_edu.learners.maddpg import MADDPG
+from marl_edu.learners.table import ON_POLICY, algo_name_of_class, entry
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
-from marl_edu.learners.table import ON_POLICY, entry
 from marl_edu.runs.seed import METHODS, method_config, run_seed, solve_line, solved_threshold, split
 
-DEFAULT = ["coma-gru", "central_v-gru", "iac-gru", "maddpg-mlp", "iddpg-mlp"]  # one per learner
+# one method per learner timed by default: each learner's first (for COMA, central-V and IAC-V the GRU actor)
+DEFAULT = [next(method for method in METHODS if split(method)[0] == algo_name_of_class(learner))
+           for learner in (COMA, CentralV, IACV, MADDPG, IDDPG)]
 TASK = {"on-policy": "Switch2-v0", "off-policy": "Switch2-v2"}  # where the issue's goal measures each family
 # each family's defaults and budget before the tuning of issue 18 (benchmarks/TUNING.md)
 PREVIOUS = {"on-policy": (dict(actor_lr=1e-3, critic_lr=1e-3, critic_steps=4, fused_unroll=False), 20000),
@@ -107,7 +111,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from marl_edu.envs.planning import optimal_team_return
 
-    torch.set_num_threads(1)
     task = {method: args.env or TASK["on-policy" if split(method)[0] in ON_POLICY else "off-policy"]
             for method in args.methods}
     raw = {}
@@ -129,7 +132,8 @@ def main(argv=None) -> int:
             rows = []
             for seed in args.seeds:
                 run, figures = run_seed(algo, env_id, episodes, config, seed, optimum=optimum,
-                                        stop_at=solved_threshold(optimum) if stop else None, env_backend=backend)
+                                        stop_at=solved_threshold(optimum) if stop else None, env_backend=backend,
+                                        threads=1)  # one core per run
                 rows.append(figures)
                 seconds = figures["seconds_to_solve"]
                 print(f"{method:<14} {label:<7} {backend:<8} {seed:>4} {figures['steps_per_s']:8.0f} "
