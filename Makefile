@@ -132,7 +132,7 @@ $(RAY_STAMP): pyproject.toml $(STAMP)
 	$(PIP_INSTALL) -e ".[dev,ray]"
 	touch $(RAY_STAMP)
 
-# (A local Ray node that times out starting, as one has on a busy machine, is started again: benchmarks/grid.py.)
+# (A local Ray node that times out starting, as one has on a busy machine, is started again: marl_edu/runs/grid.py.)
 test-ray: $(RAY_STAMP)
 	RAY_USAGE_STATS_ENABLED=0 $(VPY) -m pytest tests/test_compare_runners.py \
 		-p no:randomly $(PYTEST_ARGS)

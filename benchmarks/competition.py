@@ -16,7 +16,8 @@ Scores (``play_matchup``, 50 episodes from seed 20000, no noise, the env's own p
   of every OTHER seed's maddpg run, and each maddpg or ensemble run's good agents against every other seed's maddpg
   adversary. The paper's question: does an ensemble do better than a single policy against opponents that changed?
 With --out: summary.json (the tables, every run's self-play score, config and evaluations, every matchup) and for
-the first seed <method>/policy.pt and <method>/selfplay.gif.
+the first seed <method>/policy.pt and <method>/selfplay.gif. The runs and the matchups go where compare.py's go
+(``--runner``, ``--address``: ``marl_edu.runs.grid``), one torch thread each.
 """
 
 from __future__ import annotations

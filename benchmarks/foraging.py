@@ -26,6 +26,9 @@ the first seed's OUT/METHOD/policy.pt and greedy.gif, OUT/curves.png (every run'
 (the table and the command); prints one line per run, the table, and one SUMMARY line per method. With ``--reuse``
 the runs already on disk are kept, each with its own yardstick (machines of the same kind differ in speed by more
 than twice), so a run's speed is read as its ratio to raw lbforaging, never in seconds against another's.
+
+The runs go where compare.py's go (``--runner``: a local process pool, or Ray when it is installed; ``--address``: a
+Ray cluster; ``marl_edu.runs.grid``), one torch thread each; the files come back to this process, which writes them.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ Figures per run: the mean team return (sum over the 3 agents and 25 steps), the 
 landmarks of the distance to the nearest agent) averaged over the steps and at the last step, and the collisions
 (touching pairs) per step. With --out: summary.json (the table, the references, and every run's figures, config and
 evaluations during training) and, for the first seed, <method>/policy.pt (its final actors) and <method>/greedy.gif.
+The runs go where compare.py's go (``--runner``, ``--address``: ``marl_edu.runs.grid``), one torch thread each.
 """
 
 from __future__ import annotations

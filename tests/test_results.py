@@ -58,7 +58,7 @@ def test_committed_feed_forward_coma_policy_still_deadlocks():
 
 
 def _module(name: str):
-    """A script of benchmarks/ imported as a module (with benchmarks/ on the path, as when it runs: grid.py)."""
+    """A script of benchmarks/ imported as a module (with benchmarks/ on the path, as when it runs)."""
     if str(ROOT / "benchmarks") not in sys.path:
         sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
