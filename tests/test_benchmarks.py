@@ -112,3 +112,45 @@ def test_a_runs_files_come_back_as_bytes_and_are_written_record_last(tmp_path, m
     assert written == ["greedy.gif", "policy.pt", "seed0.json"]  # each atomically, the record last
     with pytest.raises(ValueError, match="'../x'"):
         grid.write_files(tmp_path, {"../x": b""})  # a name, never a path out of the folder
+
+
+class FakeRay:
+    """Stands in for the ray module (an optional extra, not installed here): ``remote(f).remote(job)`` computes at
+    once, and ``wait`` hands the finished runs back last first, as a cluster may."""
+
+    class cloudpickle:
+        @staticmethod
+        def register_pickle_by_value(module):
+            pass
+
+    def __init__(self):
+        self.calls = []
+
+    def init(self, **kwargs):
+        self.calls.append("init")
+
+    def shutdown(self):
+        self.calls.append("shutdown")
+
+    def remote(self, num_cpus):
+        def wrap(function):
+            class Remote:
+                @staticmethod
+                def remote(job):
+                    return ("done", function(job))
+            return Remote
+        return wrap
+
+    def wait(self, pending, num_returns):
+        return [pending[-1]], pending[:-1]
+
+    def get(self, reference):
+        return reference[1]
+
+
+def test_on_ray_the_grid_yields_as_runs_finish_or_in_order_and_always_shuts_ray_down(monkeypatch):
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    assert list(grid.run_grid(abs, [-3, 2, -1], "ray", 2)) == [1, 2, 3]  # as they finished: last first
+    assert list(grid.run_grid(abs, [-3, 2, -1], "ray", 2, ordered=True)) == [3, 2, 1]  # in the order of the jobs
+    assert fake.calls == ["init", "shutdown", "init", "shutdown"]
