@@ -59,8 +59,8 @@ TARGET = 0.8  # the mean greedy return the textbook's figures count "reached" at
 # target as the line: an optimum SOLVED_MARGIN above it
 REACHED_AS_SOLVED = TARGET + SOLVED_MARGIN
 NO_RUN = {"steps_to_target": "-", "final": "-"}
-# the learners (by class, named as the table names them), in the order the tables list them, with the MARL textbook's published
-# runs on this task (5 seeds each): env steps to a mean of 0.8, final mean
+# the learners (by class, named as the table names them), in the order the tables list them, with the MARL
+# textbook's published runs on this task (5 seeds each): env steps to a mean of 0.8, final mean
 TEXTBOOK = {algo_name_of_class(learner): figures for learner, figures in [
     (IQL, {"steps_to_target": "2.0-2.6M", "final": "0.82-1.0"}),
     (VDN, {"steps_to_target": "2.0-2.9M", "final": "0.88-1.0"}),

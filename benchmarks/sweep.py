@@ -6,11 +6,11 @@
 Every ``--set`` is one config (``key=value`` pairs on top of the learner's defaults; none: the defaults). Each config
 trains once per seed for ``--episodes`` episodes (the whole budget: the entropy and epsilon schedules are fractions
 of it), one torch thread per run, ``--jobs`` runs at a time (on Ray when it is installed, or a local process pool:
-``--runner`` and ``--address`` as for compare.py, see ``marl_edu.runs.grid``), with a greedy evaluation every ``--eval-every``
-episodes. Per run it prints the first episode and wall-clock at which a greedy evaluation reached the solved line
-(within 0.3 of the exact optimum: 8.0 on Switch2) and the final greedy return; per config a SUMMARY line: the median
-seconds and episodes to solve (a seed that never solved counts as infinite), how many seeds solved at some point, and
-how many end solved. Run alone for wall-clock figures: two jobs on two cores slow each other down a little.
+``--runner`` and ``--address`` as for compare.py, see ``marl_edu.runs.grid``), with a greedy evaluation every
+``--eval-every`` episodes. Per run it prints the first episode and wall-clock at which a greedy evaluation reached the
+solved line (within 0.3 of the exact optimum: 8.0 on Switch2) and the final greedy return; per config a SUMMARY line:
+the median seconds and episodes to solve (a seed that never solved counts as infinite), how many seeds solved at some
+point, and how many end solved. Run alone for wall-clock figures: two jobs on two cores slow each other down a little.
 """
 
 from __future__ import annotations

@@ -1,15 +1,16 @@
 """A grid of independent training runs, on Ray or on a local process pool: what every benchmark that trains several
 seeds shares (benchmarks/compare.py, sweep.py, foraging.py, particle.py, competition.py).
 
-Each run is one call ``function(job)`` in its own process, on one CPU (the function trains with ``threads=1``). ``--runner ray`` (the default when the optional
-ray extra is installed: ``pip install -e ".[ray]"``) starts a local Ray instance with ``--jobs`` CPUs, or joins the
-cluster at ``--address`` (``auto`` on a cluster node, or ``ray://HEAD:10001``), where every node has the course's
-environment (``make setup``) and joined the cluster from it (``ray start --address=HEAD:6379``). ``--runner pool``
-runs them on ``--jobs`` local processes. Only where the runs go changes: a run's results are the same whichever
-runner ran it, so the scripts leave these options out of the commands they record (``drop_runner_options``).
+Each run is one call ``function(job)`` in its own process, on one CPU (the function trains with ``threads=1``).
+``--runner ray`` (the default when the optional ray extra is installed: ``pip install -e ".[ray]"``) starts a local
+Ray instance with ``--jobs`` CPUs, or joins the cluster at ``--address`` (``auto`` on a cluster node, or
+``ray://HEAD:10001``), where every node has the course's environment (``make setup``) and joined the cluster from it
+(``ray start --address=HEAD:6379``). ``--runner pool`` runs them on ``--jobs`` local processes. Only where the runs
+go changes: a run's results are the same whichever runner ran it, so the scripts leave these options out of the
+commands they record (``drop_runner_options``).
 
-A run's files (its policy, its GIF, its record) travel back as bytes (``run_files``) and the process that started the
-grid writes them, each atomically (``write_files``): a run on another machine leaves nothing there.
+A run's files (its policy, its GIF, its record) travel back as bytes (``run_files``) and the process that started
+the grid writes them, each atomically (``write_files``): a run on another machine leaves nothing there.
 """
 
 from __future__ import annotations
