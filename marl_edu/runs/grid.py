@@ -96,7 +96,7 @@ def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: st
     if not todo:
         return
     if runner == "pool":
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:  # no idle process started
             yield from (pool.imap if ordered else pool.imap_unordered)(function, todo)
         return
     import ray
