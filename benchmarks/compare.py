@@ -228,10 +228,10 @@ def main(argv=None) -> int:
     args.out = args.out.resolve()
     from marl_edu.learners.table import entry
     from marl_edu.runs.seed import known_optimum
-    from marl_edu.envs.magym import resolve_env_id
+    from marl_edu.envs.make import resolve
 
     try:
-        args.envs = [resolve_env_id(env_id) for env_id in args.envs]
+        args.envs = [resolve(env_id) for env_id in args.envs]
     except ValueError as error:
         parser.error(str(error))
     optima = {env_id: known_optimum(env_id) for env_id in args.envs}  # Switch's exact optimum, else None

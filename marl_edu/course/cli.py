@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from marl_edu.training.competition import DECEPTION
-from marl_edu.envs.magym import is_switch
+from marl_edu.envs.make import FAMILIES, family
 from marl_edu.learners.table import LEARNERS, algo_name, check_env, config_class, entry
 from marl_edu.training.resume import BeforeTraining, StopOnSignal, TrainingInterrupted, seed_checkpoint
 from marl_edu.runs.folder import RunLog, open_folder, overwritten, probe_writable, remove_run, remove_temporaries
@@ -373,9 +373,10 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
         device = check_device(args.device)
-        if args.checkpoint_every is not None and not is_switch(env_id):
-            raise ValueError(f"--checkpoint-every applies to the Switch envs only: a run on {env_id} cannot be saved "
-                             f"in progress")
+        if args.checkpoint_every is not None and not family(env_id).resumable:
+            resumable = " and ".join(f.name for f in FAMILIES if f.resumable)
+            raise ValueError(f"--checkpoint-every applies to the {resumable} envs only: a run on {env_id} cannot be "
+                             f"saved in progress")
         out, held = open_folder(f"results/tmp/{args.algo}-{env_id}" if args.out is None else args.out,
                               args.overwrite, saved is not None)
         try:  # with --overwrite, only the old run's files, all checked before any is removed
@@ -543,9 +544,9 @@ def _train_one(plan: _Plan, seed: int, checkpoint) -> tuple[TrainResult, dict]:
 
 
 def _checkpoint(plan: _Plan, seed: int):
-    """The seed's ``RunCheckpoint`` (seed<S>/run.pt) on the Switch envs, holding the state a resumed run left if any
-    (``resume.seed_checkpoint``); None on the others, whose runs cannot be saved in progress."""
-    if not is_switch(plan.env_id):
+    """The seed's ``RunCheckpoint`` (seed<S>/run.pt) on an env whose family is ``resumable``, holding the state a
+    resumed run left if any (``resume.seed_checkpoint``); None on the others, whose runs cannot be saved in progress."""
+    if not family(plan.env_id).resumable:
         return None
     header = {"env": plan.env_id, "seed": seed, "algo": plan.args.algo, "episodes": plan.episodes,
               "eval_every": plan.eval_every, "config": dataclasses.asdict(plan.config)}
@@ -612,7 +613,8 @@ def _interrupted(plan: _Plan, run_log: RunLog, seed: int | None, stopped: BaseEx
         elif saved:
             note = f"; seed {seed} continues from its last save"
         else:
-            why = "not saved yet" if is_switch(plan.env_id) else f"a run on {plan.env_id} cannot be saved in progress"
+            why = ("not saved yet" if family(plan.env_id).resumable else
+                   f"a run on {plan.env_id} cannot be saved in progress")
             note = f"; seed {seed} restarts from scratch ({why})"
     run_log.write("interrupted", in_progress)
     done = f"seeds {finished} finished" if finished else "no seed finished"
@@ -691,7 +693,7 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(_one_line(error))
     what = (f"without noise, {plan.episodes} episodes from seed {plan.seed}" if plan.continuous else
-            f"greedy ({'one episode' if is_switch(plan.env_id) else f'{plan.episodes} episodes'}) and "
+            f"greedy ({'one episode' if family(plan.env_id).deterministic else f'{plan.episodes} episodes'}) and "
             f"sampled ({plan.episodes} episodes, seed {plan.seed})")
     print(f"{plan.algo} policy {args.replay} (trained on {plan.trained_on}) played on {plan.env_id}: {what}",
           flush=True)

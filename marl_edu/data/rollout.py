@@ -19,9 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from marl_edu.envs.batched_switch import BatchedSwitch
-from marl_edu.envs.magym import MultiAgentEnv
-from marl_edu.envs.make import VecEnv
-from marl_edu.envs.particle import ParticleEnv
+from marl_edu.envs.make import VecEnv, family
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.threads import torch_threads
 from marl_edu.base.validate import finite, generator, index_range, positive_int, unit_interval, zero_one
@@ -78,10 +76,11 @@ def random_policy(n_agents: int, n_actions: int, rng: np.random.Generator) -> Po
     return policy
 
 
-def run_episode(env: MultiAgentEnv | ParticleEnv, policy: Policy, record_frames: bool = False,
+def run_episode(env, policy: Policy, record_frames: bool = False,
                 threads: int | None = None) -> Episode:
-    """Reset ``env`` and run ``policy`` until every agent is done. Returns an :class:`Episode`. ``threads``: torch
-    threads for the policy (``threads.torch_threads``: by default one, or the enclosing loop's)."""
+    """Reset ``env`` (one of ``envs.make.make_env``) and run ``policy`` until every agent is done. Returns an
+    :class:`Episode`. ``threads``: torch threads for the policy (``threads.torch_threads``: by default one, or the
+    enclosing loop's)."""
     with torch_threads(threads):
         if not callable(policy):
             raise ValueError(f"policy must be a function obs (N, O) -> actions (N,), got {type(policy).__name__}")
@@ -103,7 +102,7 @@ def run_episode(env: MultiAgentEnv | ParticleEnv, policy: Policy, record_frames:
             if frames is not None:
                 frames.append(env.render_frame())
             obs = next_obs
-        action_dtype = np.float32 if isinstance(env, ParticleEnv) else np.int64
+        action_dtype = np.float32 if family(env.env_id).actions == "forces" else np.int64
         return Episode(
             obs=np.stack(steps["obs"]),  # (T, N, O)
             actions=np.stack(steps["actions"]).astype(action_dtype),  # (T, N) ints, or (T, N, 2) forces
@@ -117,7 +116,7 @@ def run_episode(env: MultiAgentEnv | ParticleEnv, policy: Policy, record_frames:
         )
 
 
-def team_returns(env: MultiAgentEnv, policy: Policy, n_episodes: int, progress: bool = True) -> np.ndarray:
+def team_returns(env, policy: Policy, n_episodes: int, progress: bool = True) -> np.ndarray:
     """Run ``n_episodes`` episodes and return their team returns, ``(n_episodes,)`` float64."""
     n_episodes = positive_int(n_episodes, "n_episodes")
     episodes = tqdm(range(n_episodes), desc=f"{env.env_id} episodes", disable=not progress, leave=False)

@@ -10,6 +10,7 @@ import numpy as np
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import index_range, non_negative_int
+from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily
 
 FORAGING_PREFIX = "lbforaging:"
 FORAGING_PATTERN = "Foraging{-2s}-{s}x{s}-{p}p-{f}f{-coop}-v3"  # how lbforaging names the ids it registers
@@ -211,3 +212,15 @@ def misspells_foraging(env_id) -> bool:
     """``"Foragin-8x8-2p-3f-v3"``, ``"foraging-..."``: a typo of a Foraging id, whose error should list Foraging ids."""
     head = env_id.split("-")[0].lower() if isinstance(env_id, str) else ""
     return difflib.SequenceMatcher(None, head, "foraging").ratio() >= 0.75
+
+
+FORAGING = EnvFamily(
+    name="Level-Based Foraging", backend="lbforaging", example="Foraging-8x8-2p-3f-v3",
+    recognises=lambda env_id: is_foraging(env_id) or misspells_foraging(env_id),
+    resolve=resolve_foraging_id, ids=_foraging_ids, env=ForagingEnv, actions="discrete",
+    deterministic=False,  # the agents' and food's places and levels are drawn at every reset
+    eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
+    optimum=None,
+    resumable=False,
+    render="the grid drawn with Pillow: agents as coloured discs, food as green squares, each with its level",
+)

@@ -24,6 +24,7 @@ import numpy as np
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import index_range, non_negative_int
+from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily
 
 
 def register_switch3() -> None:
@@ -181,9 +182,24 @@ class MultiAgentEnv:
 
 
 def is_switch(env_id) -> bool:
-    """Whether ``env_id`` is a Switch id (``"Switch2-v0"``, ``"ma_gym:Switch4-v3"``, ...), which decides three things:
-    its episodes depend on the actions alone (no randomness but the policy's), so one greedy episode gives a greedy
-    policy's exact return (elsewhere, PredatorPrey's prey move at random: ``train.greedy_team_return`` averages);
-    ``make_vec_env``'s batched backend steps it as arrays (``BatchedSwitch``); and so the whole state of a run on it
-    can be saved mid-episode and resumed (``resume``)."""
+    """Whether ``env_id`` is a Switch id (``"Switch2-v0"``, ``"ma_gym:Switch4-v3"``, ...), or a misspelling of one:
+    the ``envs.switch`` family's, not ``MA_GYM``'s."""
     return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith("Switch")
+
+
+def switch_ids() -> list[str]:
+    """ma-gym's Switch ids, with the Switch3 ones: ``["Switch2-v0", ..., "Switch4-v3"]``."""
+    return [env_id for env_id in _registry_ids() if is_switch(env_id)]
+
+
+MA_GYM = EnvFamily(
+    name="ma-gym", backend="ma-gym", example="PredatorPrey7x7-v0",
+    recognises=lambda env_id: True,  # (asked last: every id no other family claims; resolve names ma-gym's close ids)
+    resolve=resolve_env_id, ids=lambda: [env_id for env_id in _registry_ids() if not is_switch(env_id)],
+    env=MultiAgentEnv, actions="discrete",
+    deterministic=False,  # PredatorPrey's prey move at random, Combat's opponents too
+    eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
+    optimum=None,
+    resumable=False,
+    render="ma-gym's own grid picture",
+)

@@ -1,5 +1,5 @@
-"""One environment by id (``make_env``: ma-gym, mpe2 or lbforaging) and K copies stepped in lock-step
-(``make_vec_env``: arrays ``(K, N, .)`` for batched forward passes)."""
+"""The env families (``FAMILIES``) and an id's (``family``); one environment by id (``make_env``: ma-gym, mpe2 or
+lbforaging) and K copies stepped in lock-step (``make_vec_env``: arrays ``(K, N, .)`` for batched forward passes)."""
 
 from __future__ import annotations
 from typing import Any
@@ -8,29 +8,50 @@ import numpy as np
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import LIMITS, index_range, positive_int
-from marl_edu.envs.batched_switch import BatchedSwitch
-from marl_edu.envs.foraging import ForagingEnv, is_foraging, misspells_foraging
-from marl_edu.envs.magym import MultiAgentEnv, is_switch, resolve_env_id
-from marl_edu.envs.particle import ParticleEnv, check_force_range
+from marl_edu.envs.family import EnvFamily
+from marl_edu.envs.foraging import FORAGING, ForagingEnv
+from marl_edu.envs.magym import MA_GYM, MultiAgentEnv
+from marl_edu.envs.particle import PARTICLE, ParticleEnv, check_force_range
+from marl_edu.envs.spread_discrete import SPREAD_DISCRETE, SpreadDiscreteEnv
+from marl_edu.envs.switch import SWITCH
+
+# Every env family, in the order they are asked whether an id is theirs: the first that recognises it makes it (mpe2's
+# discrete id before its force ids, which share "simple_"; ma-gym last: it takes every id no other family claims).
+FAMILIES = (SPREAD_DISCRETE, PARTICLE, FORAGING, SWITCH, MA_GYM)
 
 
-def make_env(env_id: str, seed: int = 0) -> MultiAgentEnv | ParticleEnv | ForagingEnv:
-    """Make one environment, e.g. ``make_env("Switch2-v0", seed=0)`` (ma-gym, :class:`MultiAgentEnv`),
-    ``make_env("simple_spread_v3", seed=0)`` (mpe2, continuous actions, :class:`ParticleEnv`) or
+def family(env_id: str) -> EnvFamily:
+    """The family of ``env_id`` (``"Switch2-v0"`` -> ``SWITCH``, ``"simple_spread_v3"`` -> ``PARTICLE``, ...): what
+    the layers above need to know of it (its action kind, evaluation, optimum, resume, rendering; see
+    ``envs.family.EnvFamily``). ValueError for an id no family makes, naming the close ids of the family it looks
+    like."""
+    if not isinstance(env_id, str):
+        raise ValueError(f"env_id must be a string such as 'Switch2-v0', got {type(env_id).__name__}")
+    found = next(f for f in FAMILIES if f.recognises(env_id))  # (MA_GYM recognises every id)
+    found.resolve(env_id)  # ValueError naming the close ids
+    return found
+
+
+def resolve(env_id: str) -> str:
+    """``env_id`` as its family writes it: ``"ma_gym:Switch2-v0"`` -> ``"Switch2-v0"``,
+    ``"lbforaging:Foraging-8x8-2p-3f-v3"`` -> ``"Foraging-8x8-2p-3f-v3"``; ValueError for an unknown id."""
+    return family(env_id).resolve(env_id)
+
+
+def make_env(env_id: str, seed: int = 0) -> MultiAgentEnv | ParticleEnv | ForagingEnv | SpreadDiscreteEnv:
+    """Make one environment of its family (``family(env_id).env``), e.g. ``make_env("Switch2-v0", seed=0)`` (ma-gym,
+    :class:`MultiAgentEnv`), ``make_env("simple_spread_v3", seed=0)`` (mpe2, forces, :class:`ParticleEnv`),
+    ``make_env("simple_spread_v3_discrete", seed=0)`` (mpe2, discrete actions, :class:`SpreadDiscreteEnv`) or
     ``make_env("Foraging-8x8-2p-3f-v3", seed=0)`` (lbforaging, :class:`ForagingEnv`)."""
-    if isinstance(env_id, str) and env_id.startswith("simple_"):  # mpe2's ids; ParticleEnv names a misspelt one
-        return ParticleEnv(env_id, seed)
-    if is_foraging(env_id) or misspells_foraging(env_id):  # ForagingEnv names a misspelt one
-        return ForagingEnv(env_id, seed)
-    return MultiAgentEnv(env_id, seed)
+    return family(env_id).env(env_id, seed)
 
 
 class VecEnv:
     """K copies of one environment stepped in lock-step in this process.
 
     ``reset()`` -> obs ``(K, N, O)``; ``step(actions)`` -> ``(obs (K, N, O), rewards (K, N), dones (K, N), info)``
-    with int actions ``(K, N)`` for ma-gym and lbforaging or float forces ``(K, N, 2)`` in [-1, 1] for the particle envs
-    (``continuous`` says which). A copy whose episode ended (all its agents done) is reset at once, so
+    with int actions ``(K, N)`` (a family whose ``actions`` are ``"discrete"``) or float forces ``(K, N, 2)`` in
+    [-1, 1] (``"forces"``, the particle envs; ``continuous`` says which). A copy whose episode ended (all its agents done) is reset at once, so
     ``obs[k]`` is already the first observation of its next episode; what the episode ended on is in
     ``info["final_obs"] (K, N, O)`` where ``info["episode_done"] (K,)`` is True. ``info`` also holds
     ``terminated`` and ``truncated`` ``(K, N)`` and ``episode_team_return`` ``(K,)`` (NaN where the
@@ -43,7 +64,7 @@ class VecEnv:
         first = self.envs[0]
         self.env_id, self.n_envs = first.env_id, int(n_envs)
         self.n_agents, self.obs_dim, self.max_steps = first.n_agents, first.obs_dim, first.max_steps
-        self.continuous = isinstance(first, ParticleEnv)
+        self.continuous = family(env_id).actions == "forces"
         if self.continuous:
             self.action_dim = first.action_dim
         else:
@@ -75,7 +96,7 @@ class VecEnv:
             "final_obs": obs.copy(),  # (K, N, O)
             "episode_team_return": np.where(episode_done, self._returns, np.nan),  # (K,)
         }
-        if self.continuous and "collisions" in results[0][3]:  # cooperative navigation
+        if "collisions" in results[0][3]:  # cooperative navigation (forces or discrete actions)
             info["collisions"] = np.array([r[3]["collisions"] for r in results])  # (K,) touching pairs
         for k in np.flatnonzero(episode_done):
             obs[k] = self.envs[k].reset()
@@ -94,11 +115,12 @@ def make_vec_env(env_id: str, n_envs: int, seed: int = 0, backend: str = "batche
     """K copies of ``env_id`` (ma-gym, particle or Level-Based Foraging) stepped together; copy k is seeded
     ``seed + k``. See :class:`VecEnv`.
 
-    ``backend="batched"`` (the default) steps ma-gym's Switch ids as arrays (``batched_switch.BatchedSwitch``: the
-    same transitions, several times faster) and every other env as ``VecEnv``; ``backend="ma-gym"`` always steps
-    ma-gym's own environments (``VecEnv``)."""
+    ``backend="batched"`` (the default) steps a family that has a batched class (``EnvFamily.batched``: Switch's
+    ``batched_switch.BatchedSwitch``, the same transitions, several times faster) as arrays and every other env as
+    ``VecEnv``; ``backend="ma-gym"`` always steps the backend's own environments (``VecEnv``)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
-    if backend == "batched" and is_switch(env_id):
-        return BatchedSwitch(resolve_env_id(env_id), n_envs, seed)  # (a typo is named with ma-gym's close ids)
+    found = family(env_id)  # (a typo is named with its family's close ids)
+    if backend == "batched" and found.batched is not None:
+        return found.batched(found.resolve(env_id), n_envs, seed)
     return VecEnv(env_id, n_envs, seed)

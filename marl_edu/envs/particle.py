@@ -11,12 +11,27 @@ import numpy as np
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import non_negative_int
+from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily
 
 
 PARTICLE_ENVS = {  # id -> mpe2 arguments (mpe2's defaults)
     "simple_spread_v3": dict(N=3, local_ratio=0.5, max_cycles=25),  # cooperative navigation: 3 agents, 3 landmarks
     "simple_adversary_v3": dict(N=2, max_cycles=25),  # physical deception: 1 adversary, 2 good agents, 2 landmarks
 }
+
+
+def is_particle(env_id) -> bool:
+    """Whether ``env_id`` is one of mpe2's ids with forces, or a misspelling of one (``"simple_..."``)."""
+    return isinstance(env_id, str) and env_id.startswith("simple_")
+
+
+def resolve_particle_id(env_id: str) -> str:
+    """``env_id`` itself if it is a key of ``PARTICLE_ENVS``, else ValueError naming the close ids."""
+    if env_id not in PARTICLE_ENVS:
+        close = difflib.get_close_matches(str(env_id), list(PARTICLE_ENVS), n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(map(repr, close))}?" if close else f"known: {', '.join(PARTICLE_ENVS)}"
+        raise ValueError(f"unknown particle environment {env_id!r}; {hint}")
+    return env_id
 
 
 def to_mpe_action(actions: np.ndarray) -> np.ndarray:
@@ -40,51 +55,33 @@ def check_force_range(actions: np.ndarray) -> None:
                          f"max {actions.max():.3g}: squash the actor's output with tanh")
 
 
-class ParticleEnv:
-    """One mpe2 particle environment with continuous actions, numpy arrays in and out, checked at the boundary.
+class MpeEnv:
+    """One mpe2 environment with numpy arrays in and out: what :class:`ParticleEnv` (forces) and the discrete
+    cooperative navigation (``envs.spread_discrete``) share: reset, observations, the paper's metrics, rendering, and
+    the state a resumed run restores. The subclass says how actions are checked and handed to mpe2 (``step``,
+    ``_advance``).
 
-    ``reset()`` -> obs float32 ``(N, O)``; ``step(actions float (N, 2) in [-1, 1])`` -> ``(obs (N, O), rewards (N,),
-    dones (N,), info)`` as for ma-gym (``terminated``, ``truncated``, ``step``), plus the paper's metrics after this
-    step. Cooperative navigation (``simple_spread_v3``): ``landmark_distance`` (sum over landmarks of the distance to
-    the nearest agent), ``agent_collisions`` int ``(N,)`` (other agents each one touches) and ``collisions``
-    (touching pairs). Physical deception (``simple_adversary_v3``): ``goal_distance`` ``(N,)``, each agent's distance
-    to the goal landmark (which the adversary, agent 0, is not told).
-
-    When the agents' observations differ in length (the adversary sees 8 numbers, the good agents 10), each is padded
-    with zeros at the end to the longest, O; ``obs_dims`` keeps the true lengths.
-
-    Attributes: env_id, n_agents (N), obs_dim (O), obs_dims (N ints), teams (N names, e.g. "adversary", "agent"),
-    action_dim (2), max_steps.
+    ``scenario``: the mpe2 module (``"simple_spread_v3"``); ``arguments``: its ``parallel_env`` arguments
+    (``PARTICLE_ENVS``'s); ``continuous_actions``: mpe2's own flag (forces, or one of 5 actions).
     """
 
-    def __init__(self, env_id: str, seed: int = 0):
+    def __init__(self, env_id: str, seed: int, scenario: str, arguments: dict, continuous_actions: bool):
         import importlib
         import os
 
         os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # mpe2 draws with pygame, whose import prints a banner
         non_negative_int(seed, "seed")
-        if env_id not in PARTICLE_ENVS:
-            close = difflib.get_close_matches(str(env_id), list(PARTICLE_ENVS), n=3, cutoff=0.5)
-            hint = f"did you mean {', '.join(map(repr, close))}?" if close else f"known: {', '.join(PARTICLE_ENVS)}"
-            raise ValueError(f"unknown particle environment {env_id!r}; {hint}")
-        self.env_id, self.seed = env_id, int(seed)
-        arguments = PARTICLE_ENVS[env_id]
-        module = importlib.import_module(f"mpe2.{env_id}")
-        self._env = module.parallel_env(**arguments, continuous_actions=True, render_mode="rgb_array")
+        self.env_id, self.seed, self.scenario = env_id, int(seed), scenario
+        module = importlib.import_module(f"mpe2.{scenario}")
+        self._env = module.parallel_env(**arguments, continuous_actions=continuous_actions, render_mode="rgb_array")
         self._names = list(self._env.possible_agents)
         self.n_agents = len(self._names)
         self.teams = [name.rsplit("_", 1)[0] for name in self._names]  # "adversary_0" -> "adversary"
         self.obs_dims = [int(self._env.observation_space(name).shape[0]) for name in self._names]
         self.obs_dim = max(self.obs_dims)
-        self.action_dim = 2
         self.max_steps = int(arguments["max_cycles"])
         self._step_count: int | None = None
         self._episodes = 0
-
-    def __repr__(self) -> str:
-        teams = "" if len(set(self.teams)) == 1 else f" ({', '.join(self.teams)})"
-        return (f"ParticleEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents{teams}, O={self.obs_dim} "
-                f"obs dims, actions (N, 2) in [-1, 1], max_steps={self.max_steps})")
 
     def _stack_obs(self, obs: dict) -> np.ndarray:
         """mpe2's per-agent observations -> float32 ``(N, O)``, each zero-padded at the end to O."""
@@ -103,21 +100,16 @@ class ParticleEnv:
         check_shape(obs, (self.n_agents, self.obs_dim), "obs")
         return obs
 
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Apply forces ``(N, 2)`` in [-1, 1]. Returns ``(obs (N, O), rewards (N,), dones (N,), info)``."""
+    def _check_can_step(self) -> None:
         if self._step_count is None:
             raise ValueError("call reset() before step()")
         if self._step_count >= self.max_steps:
             raise ValueError("the episode is over (every agent is done); call reset() to start a new one")
-        actions = np.asarray(actions)
-        check_shape(actions, (self.n_agents, self.action_dim), "actions", dtype="float")
-        check_force_range(actions)
-        return self._advance(actions)
 
-    def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-        """``step`` after its checks (``VecEnv`` checks all K copies' forces at once, then calls this)."""
-        mpe = to_mpe_action(actions.astype(np.float32))  # (N, 5)
-        obs, rewards, terminations, truncations, _ = self._env.step(dict(zip(self._names, mpe)))
+    def _step_mpe(self, mpe_actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Hand mpe2 one action per agent (rows of ``mpe_actions``, in mpe2's own form) and read the step back:
+        ``(obs (N, O), rewards float32 (N,), dones (N,), info)``."""
+        obs, rewards, terminations, truncations, _ = self._env.step(dict(zip(self._names, mpe_actions)))
         self._step_count += 1
         obs = self._stack_obs(obs)  # (N, O)
         rewards = np.array([rewards[name] for name in self._names], dtype=np.float32)  # (N,)
@@ -131,7 +123,7 @@ class ParticleEnv:
         world, scenario = self._env.unwrapped.world, self._env.unwrapped.scenario
         agents = world.agents
         positions = np.array([agent.state.p_pos for agent in agents])  # (N, 2)
-        if self.env_id == "simple_adversary_v3":
+        if self.scenario == "simple_adversary_v3":
             goal = agents[0].goal_a.state.p_pos  # (2,) the same goal landmark for every agent
             return {"goal_distance": np.linalg.norm(positions - goal, axis=1)}  # (N,)
         landmarks = np.array([landmark.state.p_pos for landmark in world.landmarks])  # (L, 2)
@@ -150,3 +142,57 @@ class ParticleEnv:
 
     def close(self) -> None:
         self._env.close()
+
+
+class ParticleEnv(MpeEnv):
+    """One mpe2 particle environment with continuous actions, numpy arrays in and out, checked at the boundary.
+
+    ``reset()`` -> obs float32 ``(N, O)``; ``step(actions float (N, 2) in [-1, 1])`` -> ``(obs (N, O), rewards (N,),
+    dones (N,), info)`` as for ma-gym (``terminated``, ``truncated``, ``step``), plus the paper's metrics after this
+    step. Cooperative navigation (``simple_spread_v3``): ``landmark_distance`` (sum over landmarks of the distance to
+    the nearest agent), ``agent_collisions`` int ``(N,)`` (other agents each one touches) and ``collisions``
+    (touching pairs). Physical deception (``simple_adversary_v3``): ``goal_distance`` ``(N,)``, each agent's distance
+    to the goal landmark (which the adversary, agent 0, is not told).
+
+    When the agents' observations differ in length (the adversary sees 8 numbers, the good agents 10), each is padded
+    with zeros at the end to the longest, O; ``obs_dims`` keeps the true lengths.
+
+    Attributes: env_id, n_agents (N), obs_dim (O), obs_dims (N ints), teams (N names, e.g. "adversary", "agent"),
+    action_dim (2), max_steps.
+    """
+
+    def __init__(self, env_id: str, seed: int = 0):
+        env_id = resolve_particle_id(env_id)
+        super().__init__(env_id, seed, env_id, PARTICLE_ENVS[env_id], continuous_actions=True)
+        self.action_dim = 2
+
+    def __repr__(self) -> str:
+        teams = "" if len(set(self.teams)) == 1 else f" ({', '.join(self.teams)})"
+        return (f"ParticleEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents{teams}, O={self.obs_dim} "
+                f"obs dims, actions (N, 2) in [-1, 1], max_steps={self.max_steps})")
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Apply forces ``(N, 2)`` in [-1, 1]. Returns ``(obs (N, O), rewards (N,), dones (N,), info)``."""
+        self._check_can_step()
+        actions = np.asarray(actions)
+        check_shape(actions, (self.n_agents, self.action_dim), "actions", dtype="float")
+        check_force_range(actions)
+        return self._advance(actions)
+
+    def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``step`` after its checks (``VecEnv`` checks all K copies' forces at once, then calls this)."""
+        return self._step_mpe(to_mpe_action(actions.astype(np.float32)))  # (N, 5) forces as mpe2 takes them
+
+
+PARTICLE_EVAL_SEED = 10_000  # evaluation episodes start from their own stream, never one training used
+
+PARTICLE = EnvFamily(
+    name="particle", backend="mpe2", example="simple_spread_v3",
+    recognises=is_particle, resolve=resolve_particle_id, ids=lambda: list(PARTICLE_ENVS), env=ParticleEnv,
+    actions="forces",
+    deterministic=False,  # the start positions are random
+    eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=PARTICLE_EVAL_SEED,
+    optimum=None,
+    resumable=False,
+    render="mpe2's own picture of the agents and landmarks (pygame, no window)",
+)

@@ -25,8 +25,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from marl_edu.envs.batched_switch import ARRIVAL_REWARD  # what ma-gym's Switch.step pays (not an attribute of the env)
-from marl_edu.envs.magym import resolve_env_id
-from marl_edu.envs.make import make_env
+from marl_edu.envs.magym import MultiAgentEnv, resolve_env_id
 
 _MOVES = {0: (1, 0), 1: (0, -1), 2: (-1, 0), 3: (0, 1), 4: (0, 0)}  # DOWN, LEFT, UP, RIGHT, NOOP
 _NOOP = 4
@@ -58,7 +57,7 @@ def _tenths(x: float) -> int:
 
 def _switch_model(env_id: str):
     """Read the layout of a Switch env (walls, starts, goals, costs) off a real instance."""
-    env = make_env(env_id, seed=0)
+    env = MultiAgentEnv(env_id, seed=0)
     raw = env._env.unwrapped
     if type(raw).__name__ != "Switch":
         raise ValueError(f"exact planning is implemented for the Switch environments only, not {env_id!r}")

@@ -34,10 +34,7 @@ from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG
-from marl_edu.envs.foraging import is_foraging, resolve_foraging_id
-from marl_edu.envs.magym import resolve_env_id
-from marl_edu.envs.make import make_env
-from marl_edu.envs.particle import PARTICLE_ENVS
+from marl_edu.envs.make import FAMILIES, family, make_env
 from marl_edu.learners.inference import InferenceConfig, InferringMADDPG
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig
@@ -173,23 +170,22 @@ DEFAULT_ENV = {"discrete": "Switch2-v0", "continuous": "simple_spread_v3"}
 def check_env(algo: str, env: str | None) -> str:
     """The env ``algo`` trains (or a policy of it plays) on: ``env`` resolved (``"ma_gym:Switch2-v0"`` ->
     ``"Switch2-v0"``, ``"lbforaging:Foraging-8x8-2p-3f-v3"`` -> ``"Foraging-8x8-2p-3f-v3"``), or ``DEFAULT_ENV`` if
-    None. ValueError for an unknown id, a particle env for a discrete learner, or a discrete env for a continuous
-    one."""
+    None. ValueError for an unknown id (naming the close ones), an env with forces for a discrete learner, or an env
+    with discrete actions for a continuous one."""
     continuous = entry(algo).continuous
     if env is None:
         return DEFAULT_ENV["continuous" if continuous else "discrete"]
-    particle = env.startswith("simple_")  # mpe2's ids
-    if continuous and not particle:
-        raise ValueError(f"{algo} acts with continuous forces on the particle envs ({', '.join(PARTICLE_ENVS)}), "
+    found = family(env)  # ValueError for an unknown id
+    if continuous and found.actions != "forces":
+        force_ids = [env_id for f in FAMILIES if f.actions == "forces" for env_id in f.ids()]
+        raise ValueError(f"{algo} acts with continuous forces on the particle envs ({', '.join(force_ids)}), "
                          f"not on {env}")
-    if particle and not continuous:
+    if found.actions == "forces" and not continuous:
+        discrete = [f.example for f in FAMILIES if f.backend == "mpe2" and f.actions == "discrete"]
         raise ValueError(f"{algo} acts with discrete actions on the ma-gym envs; {env} is a particle env with "
-                         f"continuous forces (its learners: {', '.join(CONTINUOUS_ALGORITHMS)})")
-    if particle and env not in PARTICLE_ENVS:
-        raise ValueError(f"unknown particle environment {env!r}; choose one of {', '.join(PARTICLE_ENVS)}")
-    if particle:
-        return env
-    return resolve_foraging_id(env) if is_foraging(env) else resolve_env_id(env)
+                         f"continuous forces (its learners: {', '.join(CONTINUOUS_ALGORITHMS)}; cooperative navigation "
+                         f"with discrete actions: {', '.join(discrete)})")
+    return found.resolve(env)
 
 
 # -- a config from text: the one parser of "field=value" settings (the command line's and the benchmarks' --set) ----

@@ -18,11 +18,9 @@ import numpy as np
 
 from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
 from marl_edu.learners.ensembles import EnsembleMADDPG
-from marl_edu.envs.make import make_env
-from marl_edu.envs.particle import PARTICLE_ENVS
+from marl_edu.envs.make import family, make_env
 from marl_edu.base.files import atomic_write
 from marl_edu.learners.table import LEARNERS, algo_name, check_env, config_class, entry
-from marl_edu.envs.planning import optimal_team_return
 from marl_edu.training.resume import KIND
 from marl_edu.data.rollout import run_episode
 from marl_edu.base.threads import torch_threads
@@ -227,13 +225,10 @@ def write_curve(rows: list[dict], optimum: float | None, title: str, path: pathl
 
 
 def known_optimum(env_id: str) -> float | None:
-    """The exact optimal team return of ``env_id`` (exact planning knows the Switch envs only), else None."""
-    if env_id in PARTICLE_ENVS:
-        return None
-    try:
-        return optimal_team_return(env_id)
-    except ValueError:
-        return None
+    """The exact optimal team return of ``env_id`` where its family knows it (``EnvFamily.optimum``: the Switch envs,
+    by exact planning), else None. ValueError for an unknown id."""
+    optimum = family(env_id).optimum
+    return None if optimum is None else optimum(env_id)
 
 
 def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progress: bool = False,

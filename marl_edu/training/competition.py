@@ -15,8 +15,7 @@ import numpy as np
 
 from marl_edu.learners.continuous import ContinuousMADDPG
 from marl_edu.learners.ensembles import EnsembleMADDPG
-from marl_edu.envs.make import make_env
-from marl_edu.envs.particle import ParticleEnv
+from marl_edu.envs.make import family, make_env
 from marl_edu.data.rollout import run_episode
 from marl_edu.base.validate import positive_int
 
@@ -50,7 +49,7 @@ def play_matchup(adversary: ContinuousMADDPG | EnsembleMADDPG, good: ContinuousM
     is self-play) over ``episodes`` episodes from ``seed``: the same start states for every pairing."""
     positive_int(episodes, "episodes")
     env = make_env(env_id, seed=seed)
-    if not isinstance(env, ParticleEnv) or env.teams[0] != "adversary" or "adversary" in env.teams[1:]:
+    if family(env_id).actions != "forces" or env.teams[0] != "adversary" or "adversary" in env.teams[1:]:
         raise ValueError(f"play_matchup needs one adversary (agent 0) against good agents, as {DECEPTION!r}; "
                          f"got {env_id!r}")
     for learner, role in ((adversary, "adversary"), (good, "good")):

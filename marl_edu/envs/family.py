@@ -1,0 +1,76 @@
+"""What the layers above the envs need to know about a family of environments, declared once per family.
+
+A family is a set of ids one backend module makes (ma-gym's Switch, ma-gym's other tasks, mpe2's particle envs with
+forces, mpe2's cooperative navigation with discrete actions, lbforaging): each such module ends with one
+:class:`EnvFamily` value, and ``envs.make`` lists them (``FAMILIES``) and finds an id's with ``family(env_id)``.
+Training, evaluation, resume, the command line and the benchmarks read these fields instead of telling envs apart by
+their ids or classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+ACTION_KINDS = ("discrete", "forces")  # int actions (N,) from A choices; float forces (N, 2) in [-1, 1]
+EVAL_EPISODES = 10  # a periodic evaluation where episodes are random (not Switch): the mean of this many
+FINAL_EVAL_EPISODES = 100  # ... and a run's final figure there
+
+
+@dataclass(frozen=True)
+class EnvFamily:
+    """One family of environments, as the layers above the envs see it.
+
+    name: what the family is called in messages, e.g. ``"Switch"``.
+    backend: the library that simulates it (``"ma-gym"``, ``"mpe2"``, ``"lbforaging"``).
+    example: one of its ids, for messages and docs.
+    recognises: ``recognises(env_id) -> bool``, whether an id is this family's to make, or a misspelling of one of
+        its ids (then ``resolve`` names the close ids). ``envs.make.family`` asks the families in order.
+    resolve: ``resolve(env_id) -> str``, the id as the family writes it (``"ma_gym:Switch2-v0"`` -> ``"Switch2-v0"``);
+        ValueError for an id it does not make, naming the close ones.
+    ids: ``ids() -> list[str]``, every id it makes.
+    env: the class of one environment, ``env(env_id, seed)`` (its ``step`` takes int actions ``(N,)`` or forces
+        ``(N, 2)``, as ``actions`` says).
+    actions: ``"discrete"`` or ``"forces"`` (``ACTION_KINDS``): which learners of the table act on it.
+    deterministic: whether an episode depends on the actions alone (Switch); then one greedy episode is a greedy
+        policy's exact return.
+    eval_episodes: how many episodes a periodic evaluation averages (greedy actions, or forces without noise): 1 when
+        deterministic.
+    final_eval_episodes: how many a run's final figure averages.
+    eval_seed: the seed of the env the evaluation episodes are played on (the same start states for every policy).
+    optimum: ``optimum(env_id) -> float``, the exact optimal team return, or None when it is not known.
+    resumable: whether a run on it can be saved mid-episode and resumed to the same bits (its vec env's
+        ``get_state`` / ``set_state``).
+    render: how one of its envs draws itself (``render_frame()``: a uint8 RGB image ``(H, W, 3)``).
+    batched: a class stepping K copies as arrays, ``batched(env_id, n_envs, seed)`` (``make_vec_env``'s
+        ``backend="batched"``), or None (then K copies of ``env`` step one after the other, ``VecEnv``).
+    """
+
+    name: str
+    backend: str
+    example: str
+    recognises: Callable[[str], bool]
+    resolve: Callable[[str], str]
+    ids: Callable[[], list[str]]
+    env: type
+    actions: str
+    deterministic: bool
+    eval_episodes: int
+    final_eval_episodes: int
+    eval_seed: int
+    optimum: Callable[[str], float] | None
+    resumable: bool
+    render: str
+    batched: type | None = None
+
+    def __post_init__(self):
+        if self.actions not in ACTION_KINDS:
+            raise ValueError(f"{self.name}: actions must be one of {ACTION_KINDS}, got {self.actions!r}")
+        if self.deterministic and self.eval_episodes != 1:
+            raise ValueError(f"{self.name}: a deterministic family's evaluation is one episode, got "
+                             f"{self.eval_episodes}")
+        if min(self.eval_episodes, self.final_eval_episodes) < 1:
+            raise ValueError(f"{self.name}: evaluation episodes must be positive")
+
+    def __repr__(self) -> str:
+        return f"EnvFamily({self.name!r}: {self.backend}, e.g. {self.example!r}, {self.actions} actions)"
