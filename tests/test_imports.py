@@ -21,7 +21,7 @@ LAYERS = [
     ("envs", {"envs.family", "envs.magym", "envs.batched_switch", "envs.planning", "envs.switch", "envs.particle",
               "envs.spread_discrete", "envs.foraging", "envs.make"}),
     ("data", {"data.rollout", "data.buffers"}),
-    ("pieces", {"pieces.nets", "pieces.targets", "pieces.masked", "pieces.policies"}),
+    ("pieces", {"pieces.nets", "pieces.targets", "pieces.masked", "pieces.policies", "pieces.recurrent"}),
     ("learners", {"learners.maddpg", "learners.coma", "learners.baselines", "learners.continuous",
                   "learners.inference", "learners.ensembles", "learners.value_decomposition", "learners.matrix_game",
                   "learners.ppo", "learners.ppo_continuous"}),

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob, sample_categorical
+from marl_edu.pieces.recurrent import episode_policy, previous_actions, replay_episodes
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -168,22 +169,18 @@ class SharedActorLearner:
         """The behaviour policy at every step of a batch of episodes, replayed from each episode's start: obs
         ``(B, T, N, O)`` and the actions taken, int ``(B, T, N)`` -> probabilities ``(B, T, N, A)`` (step t sees
         a_{i,t-1}, nothing at t = 0). Step by step with ``policy_step``, or, with ``config.fused_unroll``, all steps in
-        one ``RecurrentActor.unroll`` call (the same values up to float32 rounding)."""
+        one ``RecurrentActor.unroll`` call (``recurrent.replay_episodes``; the same values up to float32 rounding)."""
         B, T, N, O = obs.shape
-        no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
-        last_actions = torch.cat([no_action, actions[:, :T - 1]], dim=1)  # (B, T, N): a_{t-1}, none at t=0
+        if self.config.fused_unroll:
+            logits = replay_episodes(self.actor, obs, actions, self.n_actions, bool(self.last_action_dim))  # (B,T,N,A)
+            return (1.0 - epsilon) * torch.softmax(logits, dim=-1) + epsilon / self.n_actions  # (B, T, N, A)
+        last_actions = previous_actions(actions)  # (B, T, N): a_{t-1}, none at t=0
         h = self.actor.initial_hidden(B * N, self.device)  # (B*N, H)
-        if not self.config.fused_unroll:
-            probs = []
-            for t in range(T):
-                p_t, h = self.policy_step(obs[:, t], last_actions[:, t], h, epsilon)  # (B, N, A)
-                probs.append(p_t)
-            return torch.stack(probs, dim=1)  # (B, T, N, A)
-        x = self.actor_input(obs.transpose(0, 1).reshape(T * B, N, O),
-                             last_actions.transpose(0, 1).reshape(T * B, N))  # (T*B*N, D), rows (t, b, i)
-        logits = self.actor.unroll(x.reshape(T, B * N, -1), h)  # (T, B*N, A)
-        pi = torch.softmax(logits, dim=-1).reshape(T, B, N, self.n_actions).transpose(0, 1)  # (B, T, N, A)
-        return (1.0 - epsilon) * pi + epsilon / self.n_actions
+        probs = []
+        for t in range(T):
+            p_t, h = self.policy_step(obs[:, t], last_actions[:, t], h, epsilon)  # (B, N, A)
+            probs.append(p_t)
+        return torch.stack(probs, dim=1)  # (B, T, N, A)
 
     def sample(self, probs: torch.Tensor) -> torch.Tensor:
         """Sample actions with the learner's generator: probabilities ``(B, N, A)`` -> int ``(B, N)``; NaN or negative
@@ -201,18 +198,8 @@ class SharedActorLearner:
 
     def _episode_policy(self, pick):
         """obs ``(N, O)`` -> ``pick(probs (1, N, A))[0]``, with the hidden state kept between calls."""
-        h = self.actor.initial_hidden(self.n_agents, self.device)  # (N, H)
-        last = torch.full((1, self.n_agents), -1, device=self.device)  # (1, N): no action yet
-
-        @torch.no_grad()
-        def policy(obs: np.ndarray) -> np.ndarray:
-            nonlocal h, last
-            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]  # (1, N, O)
-            probs, h = self.policy_step(obs_t, last, h, epsilon=0.0)  # (1, N, A)
-            last = pick(probs)  # (1, N)
-            return last[0].cpu().numpy()  # (N,)
-
-        return policy
+        step = lambda obs, last, h: self.policy_step(obs, last, h, epsilon=0.0)  # noqa: E731
+        return episode_policy(step, self.initial_hidden(self.n_agents), self.n_agents, pick)
 
 
 class COMA(SharedActorLearner):

@@ -33,7 +33,8 @@ import torch
 from marl_edu.learners.coma import SharedActorLearner
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob
-from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step, shared_agent_input
+from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step
+from marl_edu.pieces.recurrent import replay_episodes
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
 from marl_edu.pieces.targets import critic_rewards
@@ -279,12 +280,5 @@ class IPPO(MAPPO):
     def values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """V(h_{i,t}) of every agent at every index, replayed from each episode's start: obs ``(B, T+1, N, O)``,
         actions int ``(B, T+1, N)`` (step t sees a_{i,t-1}) -> ``(B, T+1, N)``. One fused GRU unroll."""
-        B, T1, N, O = obs.shape
-        no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
-        last_actions = torch.cat([no_action, actions[:, :T1 - 1]], dim=1)  # (B, T+1, N): a_{t-1}, none at t=0
-        x = shared_agent_input(obs.transpose(0, 1).reshape(T1 * B, N, O),
-                               last_actions.transpose(0, 1).reshape(T1 * B, N), self.n_actions,
-                               bool(self.last_action_dim))  # (T+1*B*N, D), rows (t, b, i)
-        h0 = self.critic.initial_hidden(B * N, self.device)  # (B*N, H)
-        v = self.critic.unroll(x.reshape(T1, B * N, -1), h0)  # (T+1, B*N, 1)
-        return v.reshape(T1, B, N).transpose(0, 1)  # (B, T+1, N)
+        v = replay_episodes(self.critic, obs, actions, self.n_actions, bool(self.last_action_dim))  # (B, T+1, N, 1)
+        return v.squeeze(-1)  # (B, T+1, N)

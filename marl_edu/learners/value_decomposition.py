@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.policies import sample_categorical
+from marl_edu.pieces.recurrent import episode_policy, replay_episodes
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
@@ -192,32 +192,17 @@ class IQL:
 
     def _episode_policy(self, epsilon: float):
         """obs ``(N, O)`` -> actions ``(N,)`` of the epsilon-greedy policy, the hidden state kept between calls."""
-        h = self.initial_hidden(self.n_agents)  # (N, H)
-        last = torch.full((1, self.n_agents), -1, device=self.device)  # (1, N): no action yet
-
-        @torch.no_grad()
-        def policy(obs: np.ndarray) -> np.ndarray:
-            nonlocal h, last
-            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]  # (1, N, O)
-            probs, h = self.policy_step(obs_t, last, h, epsilon)  # (1, N, A)
-            last = probs.argmax(dim=-1) if epsilon == 0.0 else self.sample(probs)  # (1, N)
-            return last[0].cpu().numpy()  # (N,)
-
-        return policy
+        step = lambda obs, last, h: self.policy_step(obs, last, h, epsilon)  # noqa: E731
+        pick = (lambda probs: probs.argmax(dim=-1)) if epsilon == 0.0 else self.sample
+        return episode_policy(step, self.initial_hidden(self.n_agents), self.n_agents, pick)
 
     # -- learning -------------------------------------------------------------------------------
     def q_values(self, obs: torch.Tensor, actions: torch.Tensor, target: bool = False) -> torch.Tensor:
         """Q_i(h_{i,t}, .) of every agent at every index of whole episodes, replayed from their start: obs
         ``(B, T+1, N, O)`` and the actions taken int ``(B, T+1, N)`` (step t sees a_{i,t-1}) -> ``(B, T+1, N, A)``,
         from the agent network or (``target=True``) its target. One fused GRU unroll over all steps."""
-        B, T1, N, O = obs.shape
         net = self.target_q_net if target else self.q_net
-        no_action = torch.full((B, 1, N), -1, dtype=actions.dtype, device=self.device)  # (B, 1, N)
-        last_actions = torch.cat([no_action, actions[:, :T1 - 1]], dim=1)  # (B, T+1, N): a_{t-1}, none at t=0
-        x = self.agent_input(obs.transpose(0, 1).reshape(T1 * B, N, O),
-                             last_actions.transpose(0, 1).reshape(T1 * B, N))  # (T+1*B*N, D), rows (t, b, i)
-        q = net.unroll(x.reshape(T1, B * N, -1), self.initial_hidden(B * N))  # (T+1, B*N, A)
-        return q.reshape(T1, B, N, self.n_actions).transpose(0, 1)  # (B, T+1, N, A)
+        return replay_episodes(net, obs, actions, self.n_actions, bool(self.last_action_dim))  # (B, T+1, N, A)
 
     def mix(self, q_taken: torch.Tensor, state: torch.Tensor, target: bool = False) -> torch.Tensor:
         """What the TD target is regressed on: IQL keeps each agent's own, ``(B, T, N)`` -> ``(B, T, N)``."""
