@@ -3,7 +3,8 @@ import pytest
 import torch
 from torch import nn
 
-from marl_edu.pieces.targets import critic_rewards, hard_update, make_target, soft_update, td_lambda_targets, td_target
+from marl_edu.pieces.targets import (critic_rewards, hard_update, make_target, soft_update, td_lambda_targets, td_target,
+                                     update_target)
 
 
 def test_td_target_by_hand():
@@ -162,3 +163,49 @@ def test_bad_inputs():
         td_lambda_targets(REWARDS, DONES, NEXT_V[:3], 0.5, 0.5)
     with pytest.raises(ValueError, match="dones"):
         td_lambda_targets(REWARDS, DONES[None], NEXT_V, 0.5, 0.5)
+
+
+def _pair(source_value: float, target_value: float):
+    source = torch.nn.Linear(1, 1)
+    target = make_target(source)
+    with torch.no_grad():
+        for p in source.parameters():
+            p.fill_(source_value)
+        for p in target.parameters():
+            p.fill_(target_value)
+    return source, target
+
+
+def test_update_target_copies_every_c_updates():
+    source, target = _pair(2.0, 0.0)
+    changed = [update_target(target, source, n, every=3) for n in (1, 2)]  # 1 % 3 and 2 % 3 are not 0
+    assert changed == [False, False] and target.weight.item() == 0.0
+    assert update_target(target, source, 3, every=3) and target.weight.item() == 2.0  # 3 % 3 = 0: psi' <- psi
+    with torch.no_grad():
+        source.weight.fill_(5.0)
+    assert not update_target(target, source, 4, every=3) and target.weight.item() == 2.0  # until update 6
+    assert update_target(target, source, 6, every=3) and target.weight.item() == 5.0
+
+
+def test_update_target_soft_at_every_update():
+    source, target = _pair(2.0, 0.0)
+    assert update_target(target, source, 1, tau=0.25)
+    assert target.weight.item() == 0.5  # 0.25 * 2 + 0.75 * 0
+    assert update_target(target, source, 2, tau=0.25)
+    assert target.weight.item() == 0.875  # 0.25 * 2 + 0.75 * 0.5 = 0.5 + 0.375
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(updates=1), r"^update_target: give exactly one of every .* got every=None, tau=None"),
+    (dict(updates=1, every=2, tau=0.1), r"^update_target: give exactly one of every"),
+    (dict(updates=0, every=2), r"^updates must be the number of updates so far, an int >= 1 .* got 0"),
+    (dict(updates=1.0, every=2), r"^updates must be .* got 1.0"),
+    (dict(updates=1, every=0), r"^every must be an int >= 1 \(updates between hard copies\), got 0"),
+    (dict(updates=1, every=True), r"^every must be an int >= 1"),
+    (dict(updates=1, tau=1.5), r"^tau must be a number in \[0, 1\], got 1.5"),
+])
+def test_update_target_bad_arguments(kwargs, message):
+    source, target = _pair(2.0, 0.0)
+    with pytest.raises(ValueError, match=message):
+        update_target(target, source, **kwargs)
+    assert target.weight.item() == 0.0  # refused before any change

@@ -30,7 +30,7 @@ from marl_edu.learners.maddpg import MADDPG, own_critic_input
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, gradient_step
 from marl_edu.data.rollout import check_episode_batch
-from marl_edu.pieces.targets import hard_update, make_target, td_lambda_targets
+from marl_edu.pieces.targets import make_target, td_lambda_targets, update_target
 from marl_edu.base.threads import on_enclosing_threads
 
 
@@ -162,8 +162,7 @@ class CentralQV(COMA):
             gradient_step(self.value_optimizer, self.value_critic, value_loss, c.grad_clip, "value loss",
                           self.updates + 1)
         stats = super().update(batch)  # Q's steps, the actor's step with Adv = Q - V, updates += 1, Q's copy
-        if self.updates % c.target_update_every == 0:
-            hard_update(self.target_value_critic, self.value_critic)
+        update_target(self.target_value_critic, self.value_critic, self.updates, every=c.target_update_every)
         return {**stats, "value_loss": value_loss.item()}
 
     @torch.no_grad()

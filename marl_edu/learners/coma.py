@@ -24,7 +24,7 @@ from marl_edu.pieces.recurrent import episode_policy, previous_actions, replay_e
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import critic_rewards, hard_update, make_target, td_lambda_targets
+from marl_edu.pieces.targets import critic_rewards, make_target, td_lambda_targets, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import (LIMITS, boolean, finite, index_range, non_negative_number,
                                positive_int, positive_number, unit_interval, zero_one)
@@ -347,8 +347,7 @@ class COMA(SharedActorLearner):
         gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip, "actor loss", self.updates + 1)
 
         self.updates += 1
-        if self.updates % c.target_update_every == 0:
-            hard_update(self.target_critic, self.critic)
+        update_target(self.target_critic, self.critic, self.updates, every=c.target_update_every)  # a copy every C
         return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": entropy.item()}
 
     def state_dict(self) -> dict:

@@ -34,7 +34,7 @@ from marl_edu.learners.continuous import ContinuousMADDPGConfig, deterministic_a
 from marl_edu.learners.maddpg import flatten_for_critic, td_loss
 from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import make_target, soft_update
+from marl_edu.pieces.targets import make_target, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import LIMITS, index_range, non_negative_number, positive_int
 
@@ -295,7 +295,7 @@ class EnsembleMADDPG:
                                                      self.config.grad_clip, f"agent {i}'s sub-policy {m} loss", n)
                 stepped += 1
         stats["actor_loss"] /= max(stepped, 1)
-        soft_update(self.target_actors, self.actors, self.config.tau)
-        soft_update(self.target_critics, self.critics, self.config.tau)
+        update_target(self.target_actors, self.actors, n, tau=self.config.tau)  # soft, at every update
+        update_target(self.target_critics, self.critics, n, tau=self.config.tau)
         self.updates += 1
         return stats

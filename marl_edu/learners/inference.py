@@ -28,7 +28,7 @@ from marl_edu.learners.continuous import ContinuousMADDPG, ContinuousMADDPGConfi
 from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
 from marl_edu.pieces.nets import MLP, gradient_step
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import make_target, soft_update
+from marl_edu.pieces.targets import make_target, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import LIMITS, non_negative_number, positive_number
 
@@ -147,5 +147,5 @@ class InferringMADDPG(ContinuousMADDPG):
         b = self.checked_tensors(batch)  # checked once, before the approximations' step
         stats = self.approximation_step(b)
         stats.update(self.gradient_steps(b))
-        soft_update(self.target_approx, self.approx, self.config.tau)
+        update_target(self.target_approx, self.approx, self.updates, tau=self.config.tau)  # soft, as the critics'
         return stats

@@ -17,7 +17,7 @@ from torch import nn
 from marl_edu.data.buffers import check_replay_batch
 from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.base.shapes import check_shape, flatten_for_critic  # the critic's input row (notebook 02 builds it)
-from marl_edu.pieces.targets import make_target, soft_update, td_target
+from marl_edu.pieces.targets import make_target, td_target, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import (LIMITS, finite, non_negative_int, non_negative_number, positive_int,
                                positive_number, unit_interval)
@@ -331,8 +331,8 @@ class MADDPG:
             loss = gradient_step(self.actor_optimizers[i], self.actors[i], self.actor_loss(i, b), c.grad_clip,
                                  f"agent {i}'s actor loss", n)
             stats["actor_loss"] += loss / self.n_agents
-        soft_update(self.target_actors, self.actors, c.tau)
-        soft_update(self.target_critics, self.critics, c.tau)
+        update_target(self.target_actors, self.actors, n, tau=c.tau)  # soft, at every update
+        update_target(self.target_critics, self.critics, n, tau=c.tau)
         self.updates += 1
         return stats
 

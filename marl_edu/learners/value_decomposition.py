@@ -32,7 +32,7 @@ from marl_edu.pieces.recurrent import episode_policy, replay_episodes
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import hard_update, make_target, td_lambda_targets
+from marl_edu.pieces.targets import make_target, td_lambda_targets, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import LIMITS, boolean, positive_int, positive_number, unit_interval
 
@@ -263,10 +263,9 @@ class IQL:
         learned = nn.ModuleList([self.q_net] + ([self.mixer] if self.mixer is not None else []))
         gradient_step(self.optimizer, learned, loss, c.grad_clip, "TD loss", self.updates + 1)
         self.updates += 1
-        if self.updates % c.target_update_every == 0:
-            hard_update(self.target_q_net, self.q_net)
-            if self.mixer is not None:
-                hard_update(self.target_mixer, self.mixer)
+        update_target(self.target_q_net, self.q_net, self.updates, every=c.target_update_every)
+        if self.mixer is not None:
+            update_target(self.target_mixer, self.mixer, self.updates, every=c.target_update_every)
         return {"td_loss": loss.item(), "q_taken": (q_taken.detach().mean()).item()}
 
     def state_dict(self) -> dict:

@@ -4,6 +4,7 @@
     y_t = r_t + gamma (1 - d_t) ((1 - lam) Q'(s_{t+1}, a_{t+1}) + lam y_{t+1})   (td_lambda_targets)
     psi' <- tau psi + (1 - tau) psi', theta' likewise                            (soft_update, "Polyak averaging")
     psi' <- psi                                                                  (hard_update)
+    every C updates a hard copy, or a soft update at every update                (update_target: when)
     r_{i,t} in column i, or r_t = sum_j r_{j,t} in every column                  (critic_rewards: what critics learn)
 
 A prime marks a target network and nothing else; the next step is written with its time index (symbols as in the
@@ -167,3 +168,31 @@ def hard_update(target: nn.Module, source: nn.Module) -> None:
     with torch.no_grad():
         for t, s in _paired_parameters(target, source):
             t.copy_(s)
+
+
+def update_target(target: nn.Module, source: nn.Module, updates: int, every: int | None = None,
+                  tau: float | None = None) -> bool:
+    """When a target network follows its source, the one place every learner decides it, after its ``updates``-th
+    update (counted from 1, this one included). Exactly one of:
+
+        every=C: a hard copy psi' <- psi when ``updates`` is a multiple of C, else nothing (DQN's schedule: COMA's
+            critic, central-QV's value, the agent network and mixer of IQL, VDN and QMIX);
+        tau: a soft update psi' <- tau psi + (1 - tau) psi' at every update (DDPG's: MADDPG and its relatives).
+
+    target and source: modules with the same parameters (``make_target(source)``). Returns whether the target
+    changed."""
+    if isinstance(updates, bool) or not isinstance(updates, int) or updates < 1:
+        raise ValueError(f"updates must be the number of updates so far, an int >= 1 (this one included), "
+                         f"got {updates!r}")
+    if (every is None) == (tau is None):
+        raise ValueError(f"update_target: give exactly one of every (a hard copy every C updates) and tau (a soft "
+                         f"update at every one), got every={every!r}, tau={tau!r}")
+    if tau is not None:
+        soft_update(target, source, tau)
+        return True
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ValueError(f"every must be an int >= 1 (updates between hard copies), got {every!r}")
+    if updates % every != 0:
+        return False
+    hard_update(target, source)
+    return True
