@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from marl_edu.envs.make import make_vec_env
-from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig, clipped_surrogate_loss, gae_advantages
+from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig, clipped_surrogate_loss, gae_advantages, ppo_update
 from marl_edu.data.rollout import collect_episodes
 from marl_edu.pieces.targets import td_lambda_targets
 
@@ -221,3 +221,54 @@ def test_normalised_advantages_name_a_bad_input(change, message):
 
     with pytest.raises(ValueError, match=message):
         normalised_advantages(*change(torch.ones(1, 3, 2), torch.ones(1, 3, 2)))
+
+
+def _one_step_learner():
+    """A learner ppo_update can train, with one weight in its actor (theta: log pi = theta) and one in its critic
+    (w: V = w at every index), stepped by plain SGD at lr 0.1, so an update can be followed by hand."""
+    from types import SimpleNamespace
+
+    actor, critic = torch.nn.Module(), torch.nn.Module()
+    actor.theta, critic.w = torch.nn.Parameter(torch.tensor(0.0)), torch.nn.Parameter(torch.tensor(0.5))
+    config = SimpleNamespace(gamma=0.9, lam=0.95, clip=0.2, epochs=1, minibatches=1, normalise_advantages=False,
+                             grad_clip=10.0, team_reward=True)
+    return SimpleNamespace(config=config, generator=torch.Generator().manual_seed(0), device=torch.device("cpu"),
+                           actor=actor, critic=critic, updates=0,
+                           actor_optimizer=torch.optim.SGD(actor.parameters(), lr=0.1),
+                           critic_optimizer=torch.optim.SGD(critic.parameters(), lr=0.1))
+
+
+@pytest.mark.parametrize("per_step", [True, False])  # H per step (categorical) or one 0-d H (the Gaussian)
+def test_ppo_update_by_hand(per_step):
+    learner = _one_step_learner()
+    theta, w = learner.actor.theta, learner.critic.w
+
+    def policy(idx):  # log pi = theta at the one step of the one episode, H = 2
+        entropy = (theta * 0.0 + 2.0).expand(1, 1, 1) if per_step else theta * 0.0 + 2.0
+        return theta.expand(1, 1, 1), entropy
+
+    ones = torch.ones(1, 1, 1)  # (B, T, N) = (1, 1, 1)
+    stats = ppo_update(learner, policy, lambda idx: w.expand(1, 2, 1), torch.ones(1, 1, 1), torch.ones(1, 1), ones,
+                       ones, entropy_coef=0.1)
+    # V_old = 0.5; a terminal step: delta = r - V = 1 - 0.5 = 0.5 = Adv; the return G = Adv + V_old = 1.0
+    # actor: rho = exp(theta - theta_old) = 1, surrogate min(1 * 0.5, clip(1, 0.8, 1.2) * 0.5) = 0.5, beta H = 0.1 * 2
+    assert stats["actor_loss"] == pytest.approx(-0.5 - 0.2) and stats["entropy"] == 2.0
+    # d loss / d theta = -rho Adv = -0.5: theta <- 0 - 0.1 * (-0.5) = 0.05
+    assert theta.item() == pytest.approx(0.05)
+    # critic: (w - G)^2 = (0.5 - 1)^2 = 0.25, d / dw = 2 (w - G) = -1: w <- 0.5 - 0.1 * (-1) = 0.6
+    assert stats["critic_loss"] == pytest.approx(0.25) and w.item() == pytest.approx(0.6)
+    assert learner.updates == 1
+
+
+def test_ppo_update_bad_inputs():
+    learner = _one_step_learner()
+    policy, values = (lambda idx: (learner.actor.theta.expand(1, 1, 1), learner.actor.theta * 0.0),
+                      lambda idx: learner.critic.w.expand(1, 2, 1))
+    ones = torch.ones(1, 1, 1)
+    with pytest.raises(ValueError, match=r"^rewards: expected shape \(B, T, N\)"):
+        ppo_update(learner, policy, values, torch.ones(1, 1), torch.ones(1, 1), ones, ones, 0.1)
+    with pytest.raises(ValueError, match=r"^critic_mask: expected shape \(1, 1, 1\)"):
+        ppo_update(learner, policy, values, ones, torch.ones(1, 1), ones, torch.ones(1, 1), 0.1)
+    with pytest.raises(ValueError, match=r"^surrogate's mask must be 0 or 1 in every entry, got 0.5"):
+        ppo_update(learner, policy, values, ones, torch.ones(1, 1), ones * 0.5, ones, 0.1)
+    assert learner.updates == 0 and learner.actor.theta.item() == 0.0  # refused before any step

@@ -27,6 +27,7 @@ the cheat sheet.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -119,6 +120,70 @@ def clipped_surrogate_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, a
     return -masked_mean(surrogate, mask, allow_empty=True, name="surrogate")  # a minibatch nobody acts in: 0
 
 
+def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tensor, dones: torch.Tensor,
+               actor_mask: torch.Tensor, critic_mask: torch.Tensor, entropy_coef: float) -> dict[str, float]:
+    """One PPO update of a batch of B whole episodes, for any policy: the discrete learners' and the continuous ones'
+    differ only in ``policy``.
+
+    1. log pi_old of the actions taken and V_old, once, with no gradient; GAE advantages and lambda-returns from them
+       (advantages normalised over ``actor_mask`` with ``normalise_advantages``).
+    2. ``epochs`` passes, each over ``minibatches`` groups of whole episodes (a fresh shuffle per pass, from the
+       learner's generator): one actor step on the clipped surrogate less beta H, one critic step on the squared error
+       to the lambda-returns.
+
+    Args:
+        learner: its ``config`` (gamma, lam, clip, epochs, minibatches, normalise_advantages, grad_clip,
+            team_reward), ``generator``, ``device``, ``actor`` and ``critic`` with their optimisers, ``updates``.
+        policy: ``policy(idx) -> (log_prob, entropy)`` of episodes ``idx`` (an index tensor ``(b,)``, or
+            ``slice(None)`` for all B) with the actor's gradient: log pi_theta(a_{i,t}) ``(b, T, N)`` of the actions
+            taken, and H, per step ``(b, T, N)`` (averaged over ``actor_mask``) or one 0-d tensor for every step (a
+            Gaussian whose sigma depends on no state).
+        values: ``values(idx) -> (b, T+1, N)``, V_{i,t} at every observation index, with the critic's gradient.
+        rewards: float ``(B, T, N)`` each agent's own reward (``critic_rewards`` makes each row's).
+        dones: float ``(B, T)``, 1 at a real terminal step and on padding.
+        actor_mask, critic_mask: float ``(B, T, N)``: the steps at which agent i acts (the actor's loss) and the real
+            steps (the critic's), 0/1.
+        entropy_coef: beta >= 0.
+
+    Returns:
+        The last minibatch's critic and actor losses and its mean entropy.
+    """
+    c = learner.config
+    dims = check_shape(rewards, ("B", "T", "N"), "rewards", dtype="float")
+    B, T, N = dims["B"], dims["T"], dims["N"]
+    for mask, name in ((actor_mask, "actor_mask"), (critic_mask, "critic_mask")):
+        check_shape(mask, (B, T, N), name, dtype="float")
+    with torch.no_grad():  # 1. what the batch was played with, fixed for every epoch
+        old_log_prob, _ = policy(slice(None))  # (B, T, N) log pi_old(a_{i,t})
+        old_values = values(slice(None))  # (B, T+1, N) V_old
+        rewards = critic_rewards(rewards, c.team_reward)  # (B, T, N) the reward each row learns
+        advantages = gae_advantages(rewards, old_values, dones, c.gamma, c.lam)  # (B, T, N)
+        returns = advantages + old_values[:, :T]  # (B, T, N) G_{i,t}, the critic's targets
+        if c.normalise_advantages:  # over the steps agents act only: padding would drag the mean
+            advantages = normalised_advantages(advantages, actor_mask)  # (B, T, N)
+
+    size = -(-B // c.minibatches)  # episodes per minibatch (the last may be smaller)
+    for _ in range(c.epochs):  # 2. several epochs of minibatches of whole episodes (a GRU replays each from its start)
+        order = torch.randperm(B, generator=learner.generator, device=learner.device)  # (B,)
+        for start in range(0, B, size):
+            idx = order[start:start + size]  # (b,)
+            log_prob, entropy = policy(idx)  # (b, T, N), (b, T, N) or ()
+            m = actor_mask[idx]  # (b, T, N)
+            bonus = entropy_coef * entropy if entropy.dim() == 0 else \
+                masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H
+            actor_loss = clipped_surrogate_loss(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) - bonus
+            gradient_step(learner.actor_optimizer, learner.actor, actor_loss, c.grad_clip, "actor loss",
+                          learner.updates + 1)
+            v = values(idx)[:, :T]  # (b, T, N) V_{i,t} with a gradient
+            critic_loss = masked_mean((v - returns[idx]) ** 2, critic_mask[idx], allow_empty=True,
+                                      name="squared error")
+            gradient_step(learner.critic_optimizer, learner.critic, critic_loss, c.grad_clip, "critic loss",
+                          learner.updates + 1)
+    learner.updates += 1
+    mean_entropy = entropy if entropy.dim() == 0 else masked_mean(entropy, m, allow_empty=True, name="entropy")
+    return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": mean_entropy.item()}
+
+
 @dataclass
 class PPOConfig:
     """Hyperparameters of IPPO and MAPPO on a discrete-action task. Every value is checked by ``validate``. The
@@ -208,55 +273,23 @@ class MAPPO(SharedActorLearner):
     def update(self, batch: dict) -> dict[str, float]:
         """One PPO update from a batch of whole episodes (``rollout.collect_episodes``'s, as COMA's ``update``):
         obs ``(B, T+1, N, O)``, actions int ``(B, T+1, N)``, per-agent rewards ``(B, T, N)``, dones and step_mask
-        ``(B, T)``, agent_mask ``(B, T, N)`` and the behaviour policy's epsilon.
-
-        1. pi_old and V_old of the batch, once, with no gradient; GAE advantages and lambda-returns from them.
-        2. ``epochs`` passes, each over ``minibatches`` groups of whole episodes (a fresh shuffle per pass, from the
-           learner's generator): one actor step on the clipped surrogate with the entropy bonus, one critic step on
-           the squared error to the lambda-returns.
-        """
-        c = self.config
+        ``(B, T)``, agent_mask ``(B, T, N)`` and the behaviour policy's epsilon. ``ppo_update`` with the categorical
+        policy replayed by the shared GRU: log pi(a_{i,t} | h_{i,t}, i) of the actions taken and H(pi_{i,t}) at every
+        step, the actor's loss over the steps agent i acts, the critic's over the real steps."""
         check_episode_batch(batch, self.n_agents, self.obs_dim, self.n_actions)  # ValueError naming a bad entry
-        epsilon, entropy_coef = float(batch["epsilon"]), self.entropy_coef
+        epsilon = float(batch["epsilon"])
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
         B, T1, N, _ = obs.shape
         T = T1 - 1
-        taken = actions[:, :T]  # (B, T, N) the actions whose probabilities are compared
-        agent_mask = batch["agent_mask"]  # (B, T, N) steps at which agent i acts
+
+        def policy(idx) -> tuple[torch.Tensor, torch.Tensor]:
+            """log pi and H of episodes ``idx`` at every step, (b, T, N) each, replayed from their start."""
+            pi = self.replay_policy(obs[idx, :T], actions[idx, :T], epsilon)  # (b, T, N, A)
+            return categorical_log_prob(pi, actions[idx, :T]), categorical_entropy(pi)  # (b, T, N), (b, T, N)
+
         step_mask = batch["step_mask"].unsqueeze(-1).expand(B, T, N)  # (B, T, N) real steps, every agent's row
-
-        with torch.no_grad():  # 1. what the batch was played with, fixed for every epoch
-            old_pi = self.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
-            old_log_prob = categorical_log_prob(old_pi, taken)  # (B, T, N) log pi_old
-            old_values = self.values(obs, actions)  # (B, T+1, N) V_old(z_{i,t})
-            rewards = critic_rewards(batch["rewards"], c.team_reward)  # (B, T, N) r_t in every row
-            advantages = gae_advantages(rewards, old_values, batch["dones"], c.gamma, c.lam)  # (B, T, N)
-            returns = advantages + old_values[:, :T]  # (B, T, N) G_{i,t}, the critic's targets
-            if c.normalise_advantages:  # over the steps agents act only: padding would drag the mean
-                advantages = normalised_advantages(advantages, agent_mask)  # (B, T, N)
-
-        # 2. several epochs of minibatches of whole episodes (a GRU replays each episode from its start)
-        size = -(-B // c.minibatches)  # episodes per minibatch (the last may be smaller)
-        for _ in range(c.epochs):
-            order = torch.randperm(B, generator=self.generator, device=self.device)  # (B,)
-            for start in range(0, B, size):
-                idx = order[start:start + size]  # (b,)
-                pi = self.replay_policy(obs[idx, :T], actions[idx, :T], epsilon)  # (b, T, N, A) with a gradient
-                log_prob = categorical_log_prob(pi, taken[idx])  # (b, T, N)
-                entropy = categorical_entropy(pi)  # (b, T, N)
-                m = agent_mask[idx]  # (b, T, N)
-                actor_loss = clipped_surrogate_loss(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) \
-                    - masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H
-                gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip, "actor loss",
-                              self.updates + 1)
-                v = self.values(obs[idx], actions[idx])[:, :T]  # (b, T, N) V(z_{i,t}) with a gradient
-                sm = step_mask[idx]  # (b, T, N)
-                critic_loss = masked_mean((v - returns[idx]) ** 2, sm, allow_empty=True, name="squared error")
-                gradient_step(self.critic_optimizer, self.critic, critic_loss, c.grad_clip, "critic loss",
-                              self.updates + 1)
-        self.updates += 1
-        mean_entropy = masked_mean(entropy, m, allow_empty=True, name="entropy").item()
-        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": mean_entropy}
+        return ppo_update(self, policy, lambda idx: self.values(obs[idx], actions[idx]), batch["rewards"],
+                          batch["dones"], batch["agent_mask"], step_mask, self.entropy_coef)
 
     def state_dict(self) -> dict:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict()}

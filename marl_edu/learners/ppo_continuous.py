@@ -9,12 +9,12 @@ and the env receives clip(a_{i,t}, -1, 1): the action is **clipped, not squashed
 is the Gaussian's log-density of the sample a_{i,t} itself, summed over its A entries, and the ratio of notebook 10 is
 exp(log pi_theta - log pi_old) of that sample. Acting without exploration plays clip(m_theta(o_{i,t}, i), -1, 1).
 
-Everything else is discrete PPO's (``marl_edu.learners.ppo``): K episodes played in lock-step with the current policy, pi_old
-and V_old computed once per batch with no gradient, GAE(lambda) advantages (``gae_advantages``: the particle envs end
-every episode at their time limit, which bootstraps from V of the state it was cut in), ``epochs`` passes over the
-batch in ``minibatches`` groups of whole episodes, each one actor step on the clipped surrogate
-(``clipped_surrogate_loss``) less beta times the entropy and one critic step on the squared error to the
-lambda-returns. The particle envs' observations carry every relative position the agents need, so the networks are
+Everything else is discrete PPO's, one function for both (``marl_edu.learners.ppo.ppo_update``): K episodes
+played in lock-step with the current policy, pi_old and V_old computed once per batch with no gradient, GAE(lambda)
+advantages (``gae_advantages``: the particle envs end every episode at their time limit, which bootstraps from V of
+the state it was cut in), ``epochs`` passes over the batch in ``minibatches`` groups of whole episodes, each one
+actor step on the clipped surrogate (``clipped_surrogate_loss``) less beta times the entropy and one critic step on
+the squared error to the lambda-returns. The particle envs' observations carry every relative position the agents need, so the networks are
 feed-forward, as continuous MADDPG's are. The two learners differ in what the value sees, V_{i,t}:
 
     MAPPO: the state s_t = [o_{0,t}, ..., o_{N-1,t}] (S = N*O), one V(s_t) for the team;
@@ -32,10 +32,9 @@ import torch
 from torch import nn
 
 from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
-from marl_edu.pieces.nets import MLP, gradient_step
-from marl_edu.learners.ppo import clip_range, clipped_surrogate_loss, gae_advantages, normalised_advantages
+from marl_edu.pieces.nets import MLP
+from marl_edu.learners.ppo import clip_range, ppo_update
 from marl_edu.base.shapes import check_shape, one_hot
-from marl_edu.pieces.targets import critic_rewards
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import (LIMITS, boolean, finite, non_negative_number, positive_int, positive_number,
                                unit_interval, zero_one)
@@ -183,47 +182,17 @@ class ContinuousMAPPO:
 
     @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
-        """One PPO update from a batch of whole episodes (``check_batch``):
-
-        1. pi_old (the log-densities of the actions taken) and V_old, once, with no gradient; GAE advantages and
-           lambda-returns from them.
-        2. ``epochs`` passes, each over ``minibatches`` groups of whole episodes (a fresh shuffle per pass, from the
-           learner's generator): one actor step on the clipped surrogate less beta H, one critic step on the squared
-           error to the lambda-returns.
-        """
-        c = self.config
+        """One PPO update from a batch of whole episodes (``check_batch``): discrete PPO's ``ppo_update`` with the
+        Gaussian policy, log pi_theta(a_{i,t}) the log-density of the sample taken and H the Gaussian's, the same at
+        every step. Every step of every agent counts in both losses (no padding, nobody home early)."""
         B, T = self.check_batch(batch)
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T, N, A)
         x = self.actor_input(obs[:, :T])  # (B, T, N, O + N)
-        every_step = torch.ones(B, T, self.n_agents, device=self.device)  # (B, T, N): no padding, nobody home early
-
-        with torch.no_grad():  # 1. what the batch was played with, fixed for every epoch
-            old_log_prob = self.actor.log_prob(x, actions)  # (B, T, N) log pi_old(a_{i,t})
-            old_values = self.values(obs)  # (B, T+1, N) V_old
-            rewards = critic_rewards(batch["rewards"], c.team_reward)  # (B, T, N)
-            advantages = gae_advantages(rewards, old_values, batch["dones"], c.gamma, c.lam)  # (B, T, N)
-            returns = advantages + old_values[:, :T]  # (B, T, N) y_{i,t}, the critic's targets
-            if c.normalise_advantages:
-                advantages = normalised_advantages(advantages, every_step)  # (B, T, N)
-
-        size = -(-B // c.minibatches)  # episodes per minibatch (the last may be smaller)
-        for _ in range(c.epochs):  # 2. several epochs of minibatches of whole episodes
-            order = torch.randperm(B, generator=self.generator, device=self.device)  # (B,)
-            for start in range(0, B, size):
-                idx = order[start:start + size]  # (b,)
-                log_prob = self.actor.log_prob(x[idx], actions[idx])  # (b, T, N) with a gradient
-                entropy = self.actor.entropy()  # () the Gaussian's, the same for every step
-                actor_loss = clipped_surrogate_loss(log_prob, old_log_prob[idx], advantages[idx], every_step[idx],
-                                                    c.clip) - c.entropy_coef * entropy
-                gradient_step(self.actor_optimizer, self.actor, actor_loss, c.grad_clip, "actor loss",
-                              self.updates + 1)
-                v = self.values(obs[idx])[:, :T]  # (b, T, N) with a gradient
-                critic_loss = ((v - returns[idx]) ** 2).mean()
-                gradient_step(self.critic_optimizer, self.critic, critic_loss, c.grad_clip, "critic loss",
-                              self.updates + 1)
-        self.updates += 1
-        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": entropy.item(),
-                "sigma": self.actor.log_std.exp().mean().item()}
+        every_step = torch.ones(B, T, self.n_agents, device=self.device)  # (B, T, N)
+        stats = ppo_update(self, lambda idx: (self.actor.log_prob(x[idx], actions[idx]), self.actor.entropy()),
+                           lambda idx: self.values(obs[idx]), batch["rewards"], batch["dones"], every_step, every_step,
+                           self.config.entropy_coef)  # log pi (b, T, N) and H (), V (b, T+1, N)
+        return {**stats, "sigma": self.actor.log_std.exp().mean().item()}
 
     def state_dict(self) -> dict:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict()}
