@@ -186,5 +186,30 @@ class BatchedSwitch:
             obs[episode_done] = self._observe()[episode_done]
         return obs, rewards, dones, info
 
+    STATE = ("_pos", "_grid", "_arrived", "_steps", "_returns")  # the arrays that change as the copies step
+
+    def get_state(self) -> dict:
+        """Every copy's world (positions, grid, arrivals, steps) and team return so far, as plain data; ``set_state``
+        on a ``BatchedSwitch`` of the same id and size restores it (Switch draws no random numbers)."""
+        return {"env_id": self.env_id, "n_envs": self.n_envs, "started": self._started,
+                **{name.removeprefix("_"): getattr(self, name).copy() for name in self.STATE}}
+
+    def set_state(self, state: dict) -> None:
+        """Restore ``get_state``'s ``state``; ValueError naming what does not fit this vec env."""
+        keys = {"env_id", "n_envs", "started", *(name.removeprefix("_") for name in self.STATE)}
+        if not isinstance(state, dict) or set(state) != keys:
+            raise ValueError(f"the saved state is not a BatchedSwitch's (expected keys {sorted(keys)})")
+        if (state["env_id"], state["n_envs"]) != (self.env_id, self.n_envs):
+            raise ValueError(f"the saved state is of {state['n_envs']} copies of {state['env_id']}; this vec env has "
+                             f"{self.n_envs} copies of {self.env_id}")
+        for name in self.STATE:
+            current, saved = getattr(self, name), np.asarray(state[name.removeprefix("_")])
+            if saved.shape != current.shape or saved.dtype != current.dtype:
+                raise ValueError(f"the saved {name.removeprefix('_')} must be {current.dtype} {current.shape}, got "
+                                 f"{saved.dtype} {saved.shape}")
+        for name in self.STATE:
+            setattr(self, name, np.asarray(state[name.removeprefix("_")]).copy())
+        self._started = bool(state["started"])
+
     def close(self) -> None:
         """Nothing to release (VecEnv's interface)."""

@@ -11,6 +11,7 @@ import numpy as np
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import index_range, non_negative_int
 from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily
+from marl_edu.envs.state import attributes_state, restore_attributes
 
 FORAGING_PREFIX = "lbforaging:"
 FORAGING_PATTERN = "Foraging{-2s}-{s}x{s}-{p}p-{f}f{-coop}-v3"  # how lbforaging names the ids it registers
@@ -162,6 +163,40 @@ class ForagingEnv:
         info["truncated"] = truncated  # (N,) bool
         info["step"] = self._step_count
         return obs, rewards, terminated | truncated, info
+
+    # lbforaging's attributes made at construction and never changed (the players and their valid actions are
+    # saved apart: objects of its own classes)
+    FIXED = ("logger", "action_space", "observation_space", "viewer", "spec", "players", "_valid_actions")
+
+    def get_state(self) -> dict:
+        """Everything that decides what this env does next, as plain data (``envs.state``): the step count, the
+        field, every player's position, level and score, the valid actions lbforaging computed, its random generator
+        and its wrapper's flag. ``set_state`` on an env made with the same id restores it."""
+        players = self._lbf.players
+        return {"step_count": self._step_count, "over": self._over, "episodes": self._episodes,
+                "wrapper": attributes_state(self._env, ("env",)),
+                "lbf": attributes_state(self._lbf, self.FIXED),
+                "players": [attributes_state(player) for player in players],
+                "valid_actions": [[int(action.value) for action in self._lbf._valid_actions[player]]
+                                  if player in self._lbf._valid_actions else None for player in players]}
+
+    def set_state(self, state: dict) -> None:
+        """Restore ``get_state``'s ``state`` (ValueError if it is not one of an env of this id)."""
+        from lbforaging.foraging.environment import Action
+
+        keys = {"step_count", "over", "episodes", "wrapper", "lbf", "players", "valid_actions"}
+        if not isinstance(state, dict) or set(state) != keys or len(state["players"]) != self.n_agents:
+            raise ValueError(f"the saved state is not a {self.env_id} env's")
+        if self._step_count is None:  # a fresh env: reset first, so that it holds every attribute a saved one does
+            self.reset()
+        restore_attributes(self._env, state["wrapper"], ("env",), self.env_id)
+        restore_attributes(self._lbf, state["lbf"], self.FIXED, self.env_id)
+        for player, saved in zip(self._lbf.players, state["players"]):
+            restore_attributes(player, saved, what=f"{self.env_id} player")
+        self._lbf._valid_actions = {player: [Action(value) for value in actions]
+                                    for player, actions in zip(self._lbf.players, state["valid_actions"])
+                                    if actions is not None}
+        self._step_count, self._over, self._episodes = state["step_count"], state["over"], state["episodes"]
 
     def render_frame(self) -> np.ndarray:
         """The current grid as a uint8 RGB image ``(H, W, 3)`` (40 pixels a cell), drawn without a window: agents as

@@ -25,6 +25,7 @@ import numpy as np
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import index_range, non_negative_int
 from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily
+from marl_edu.envs.state import attributes_state, restore_attributes
 
 
 def register_switch3() -> None:
@@ -169,6 +170,30 @@ class MultiAgentEnv:
         if hasattr(env, "_prey_alive"):
             return np.full(self.n_agents, not any(env._prey_alive), dtype=bool)
         return self._dones.copy()
+
+    # made at construction and never changed: not part of the state a resumed run restores
+    FIXED = ("action_space", "observation_space", "spec", "viewer", "_viewer")
+
+    def get_state(self) -> dict:
+        """Everything that decides what this env does next, as plain data (``envs.state``): the step count and, of
+        ma-gym's env, every attribute but its spaces and window: positions, the grid, its random generator, the
+        picture it draws on. ``set_state`` on an env made with the same id restores it."""
+        if self._env.unwrapped is not self._env:
+            raise ValueError(f"{self.env_id}: gym wrapped the env; its wrappers' state is not saved")
+        return {"step_count": self._step_count, "dones": self._dones.copy(),
+                "env": attributes_state(self._env, self.FIXED)}
+
+    def set_state(self, state: dict) -> None:
+        """Restore ``get_state``'s ``state`` (ValueError if it is not one of an env of this id)."""
+        if not isinstance(state, dict) or set(state) != {"step_count", "dones", "env"}:
+            raise ValueError(f"the saved state is not a {self.env_id} env's")
+        dones = np.asarray(state["dones"])
+        if dones.shape != (self.n_agents,) or dones.dtype != bool:
+            raise ValueError(f"the saved dones must be bool ({self.n_agents},), got {dones.dtype} {dones.shape}")
+        if self._step_count is None:  # a fresh env: reset first, so that it holds every attribute a saved one does
+            self.reset()
+        restore_attributes(self._env, state["env"], self.FIXED, self.env_id)
+        self._step_count, self._dones = state["step_count"], dones.copy()
 
     def render_frame(self) -> np.ndarray:
         """The current scene as a uint8 RGB image ``(H, W, 3)``, without opening a window."""

@@ -103,9 +103,35 @@ class VecEnv:
             self._returns[k] = 0.0
         return obs, rewards, dones, info
 
+    def get_state(self) -> dict:
+        """The state of every copy (each env's ``get_state``: its world and random generator) and the team returns so
+        far, as plain data: what a run in progress saves. ``set_state`` on a ``VecEnv`` of the same id, size and
+        seed restores it, and the copies then step on to the same bits."""
+        return {"env_id": self.env_id, "n_envs": self.n_envs, "returns": self._returns.copy(),
+                "envs": [env.get_state() for env in self.envs]}
+
+    def set_state(self, state: dict) -> None:
+        """Restore ``get_state``'s ``state``; ValueError if it was saved from another env id or number of copies."""
+        check_vec_state(self, state, {"env_id", "n_envs", "returns", "envs"})
+        returns = np.asarray(state["returns"])
+        check_shape(returns, (self.n_envs,), "the saved returns", dtype="float")
+        for env, saved in zip(self.envs, state["envs"], strict=True):
+            env.set_state(saved)
+        self._returns = returns.astype(np.float64)
+
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def check_vec_state(venv, state, keys: set[str]) -> None:
+    """ValueError unless ``state`` is a saved state of a vec env like ``venv`` (the same keys, env id and copies)."""
+    if not isinstance(state, dict) or set(state) != keys:
+        got = sorted(state) if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"the saved state is not a vec env's of {venv.env_id} (keys {got}, expected {sorted(keys)})")
+    if (state["env_id"], state["n_envs"]) != (venv.env_id, venv.n_envs):
+        raise ValueError(f"the saved state is of {state['n_envs']} copies of {state['env_id']}; this vec env has "
+                         f"{venv.n_envs} copies of {venv.env_id}")
 
 
 BACKENDS = ("batched", "ma-gym")

@@ -12,6 +12,7 @@ import numpy as np
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import non_negative_int
 from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily
+from marl_edu.envs.state import attributes_state, restore_attributes
 
 
 PARTICLE_ENVS = {  # id -> mpe2 arguments (mpe2's defaults)
@@ -133,6 +134,66 @@ class MpeEnv:
         return {"landmark_distance": float(distances.min(axis=1).sum()),
                 "agent_collisions": touching.sum(axis=1).astype(np.int64),  # (N,)
                 "collisions": int(touching.sum() // 2)}
+
+    # made at construction and never changed: mpe2's scenario, spaces, window and fonts (the world and the agent
+    # selector are saved apart: objects of its own classes), and its wrappers' links and spaces
+    FIXED = ("_ezpickle_args", "_ezpickle_kwargs", "viewer", "screen", "game_font", "scenario", "world",
+             "action_spaces", "observation_spaces", "state_space", "_agent_selector")
+    FIXED_WRAPPER = ("env", "aec_env", "state_space", "metadata")
+    # (pettingzoo sets _skip_agent_selection on the raw env while agents are done, and deletes it at the next step)
+
+    def _wrappers(self) -> list:
+        """pettingzoo's wrappers around mpe2's env, outermost first (the parallel API, order enforcing, bounds)."""
+        chain, layer = [], self._env
+        while layer is not self._env.unwrapped:
+            chain.append(layer)
+            layer = getattr(layer, "aec_env", None) or layer.env
+        return chain
+
+    def get_state(self) -> dict:
+        """Everything that decides what this env does next, as plain data (``envs.state``): the step count, every
+        agent's and landmark's position, velocity, action and colour (and which landmark is the goal, on physical
+        deception), mpe2's step counter, rewards and random generator, the agent selector and the wrappers' flags.
+        ``set_state`` on an env made with the same id restores it."""
+        raw = self._env.unwrapped
+        world = raw.world
+        entities = [*world.agents, *world.landmarks]
+        return {"step_count": self._step_count, "episodes": self._episodes,
+                "wrappers": [attributes_state(layer, self.FIXED_WRAPPER) for layer in self._wrappers()],
+                "raw": attributes_state(raw, self.FIXED),
+                "selector": attributes_state(raw._agent_selector),
+                "world": attributes_state(world, ("agents", "landmarks")),
+                "entities": [{"attributes": attributes_state(entity, ("state", "action", "_goal_a")),
+                              "state": attributes_state(entity.state),
+                              "action": attributes_state(entity.action) if hasattr(entity, "action") else None,
+                              "goal": (world.landmarks.index(entity._goal_a)
+                                       if getattr(entity, "_goal_a", None) is not None else None)}
+                             for entity in entities]}
+
+    def set_state(self, state: dict) -> None:
+        """Restore ``get_state``'s ``state`` (ValueError if it is not one of an env of this id)."""
+        raw = self._env.unwrapped
+        world = raw.world
+        entities = [*world.agents, *world.landmarks]
+        keys = {"step_count", "episodes", "wrappers", "raw", "selector", "world", "entities"}
+        if (not isinstance(state, dict) or set(state) != keys or len(state["entities"]) != len(entities)
+                or len(state["wrappers"]) != len(self._wrappers())):
+            raise ValueError(f"the saved state is not a {self.env_id} env's")
+        if self._step_count is None:  # a fresh env: reset first, so that it holds every attribute a saved one does
+            self.reset()
+        for layer, saved in zip(self._wrappers(), state["wrappers"]):
+            restore_attributes(layer, saved, self.FIXED_WRAPPER, f"{self.env_id} wrapper")
+        restore_attributes(raw, state["raw"], self.FIXED, self.env_id, transient=("_skip_agent_selection",))
+        restore_attributes(raw._agent_selector, state["selector"], what=f"{self.env_id} agent selector")
+        restore_attributes(world, state["world"], ("agents", "landmarks"), f"{self.env_id} world")
+        for entity, saved in zip(entities, state["entities"]):
+            restore_attributes(entity, saved["attributes"], ("state", "action", "_goal_a"), f"{self.env_id} entity")
+            restore_attributes(entity.state, saved["state"], what=f"{self.env_id} entity state")
+            if saved["action"] is not None:
+                restore_attributes(entity.action, saved["action"], what=f"{self.env_id} entity action")
+            if hasattr(entity, "_goal_a"):  # physical deception's agents: the goal landmark, by index
+                entity._goal_a = None if saved["goal"] is None else world.landmarks[saved["goal"]]
+        self._step_count, self._episodes = state["step_count"], state["episodes"]
 
     def render_frame(self) -> np.ndarray:
         """The current scene as a uint8 RGB image ``(H, W, 3)``, without opening a window."""
