@@ -18,7 +18,7 @@ ARCHITECTURE = PACKAGE.parent / "ARCHITECTURE.md"
 LAYERS = [
     ("base", {"base.course_paths", "base.validate", "base.files", "base.shapes", "base.schedules", "base.threads",
               "base.viz"}),
-    ("envs", {"envs.family", "envs.magym", "envs.batched_switch", "envs.planning", "envs.switch", "envs.particle",
+    ("envs", {"envs.family", "envs.state", "envs.magym", "envs.batched_switch", "envs.planning", "envs.switch", "envs.particle",
               "envs.spread_discrete", "envs.foraging", "envs.make"}),
     ("data", {"data.rollout", "data.buffers"}),
     ("pieces", {"pieces.nets", "pieces.targets", "pieces.masked", "pieces.policies", "pieces.recurrent"}),
