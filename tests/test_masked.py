@@ -18,7 +18,7 @@ def test_masked_mean_by_hand():
     mean.backward()
     third = 1.0 / 3.0  # d mean / d x = m / sum m: 1/3 where kept, 0 elsewhere
     assert torch.allclose(x.grad, torch.tensor([[third, 0.0, third], [0.0, third, 0.0]]))
-    assert masked_mean(x, mask, allow_empty=True).item() == 3.0  # a mask with a 1: the clamp of the count changes nothing
+    assert masked_mean(x, mask, allow_empty=True).item() == 3.0  # a mask with a 1: the count's clamp changes nothing
     assert masked_mean(x, torch.ones(2, 3)).item() == 3.5  # (1 + 2 + 3 + 4 + 5 + 6) / 6 = 21 / 6
 
 

@@ -64,7 +64,7 @@ def test_sample_categorical_draws_with_the_generator_given():
     (lambda: categorical_log_prob(torch.full((2, 3), 1 / 3), torch.tensor([0, 1, 2])),
      r"^actions: expected shape \(2,\), got \(3,\)"),
     (lambda: categorical_entropy(torch.tensor(0.5)), r"^probs: expected a float tensor of probabilities \(\.\.\., A\)"),
-    (lambda: categorical_entropy([0.5, 0.5]), r"^probs: expected a float tensor of probabilities \(\.\.\., A\), got list"),
+    (lambda: categorical_entropy([0.5, 0.5]), r"^probs: expected a float tensor of probabilities .* got list"),
     (lambda: categorical_entropy(torch.tensor([1, 0])), r"^probs: expected float elements"),
     (lambda: gaussian_log_prob(torch.zeros(4, 2), torch.zeros(3), torch.zeros(4, 2)), r"^mean: expected shape"),
     (lambda: gaussian_log_prob(torch.zeros(4, 2), torch.zeros(2), torch.zeros(4, 3)), r"^actions: expected shape"),

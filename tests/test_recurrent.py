@@ -78,3 +78,16 @@ def test_episode_policy_carries_its_hidden_state_and_last_actions():
     actions = [policy(np.zeros((2, 6), dtype=np.float32)).tolist() for _ in range(3)]
     assert actions == [[0, 0], [1, 1], [2, 2]]  # (-1 + 1) % 3 = 0, then (0 + 1) % 3 = 1, (1 + 1) % 3 = 2
     assert seen == [((1, 2, 6), [[-1, -1]], 0.0), ((1, 2, 6), [[0, 0]], 1.0), ((1, 2, 6), [[1, 1]], 2.0)]
+
+
+def test_nan_in_one_episode_stays_in_that_episode_from_that_step_on():
+    # the replay does not refuse NaN (check_episode_batch refuses it in a batch before any update): it stays where
+    # it entered, which is how a diverged replay can be traced
+    torch.manual_seed(1)
+    net = RecurrentActor(2 + 5 + 2, 5, hidden=8)
+    obs, actions = torch.rand(2, 3, 2, 2), torch.randint(0, 5, (2, 3, 2))  # (B, T, N, O), (B, T, N)
+    obs[1, 1, 0, 0] = float("nan")  # episode 1, step 1, agent 0
+    out = replay_episodes(net, obs, actions, 5, last_action=True)  # (B, T, N, A)
+    assert torch.isfinite(out[0]).all() and torch.isfinite(out[1, 0]).all()  # the other episode; the step before
+    assert torch.isnan(out[1, 1, 0]).all() and torch.isfinite(out[1, 1, 1]).all()  # agent 1 has its own hidden state
+    assert torch.isnan(out[1, 2, 0]).all()  # and the NaN is carried on in agent 0's

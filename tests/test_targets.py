@@ -3,8 +3,8 @@ import pytest
 import torch
 from torch import nn
 
-from marl_edu.pieces.targets import (critic_rewards, hard_update, make_target, soft_update, td_lambda_targets, td_target,
-                                     update_target)
+from marl_edu.pieces.targets import (critic_rewards, hard_update, make_target, soft_update, td_lambda_targets,
+                                     td_target, update_target)
 
 
 def test_td_target_by_hand():
