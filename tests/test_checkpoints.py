@@ -6,7 +6,7 @@ import torch
 
 import marl_edu
 from marl_edu.training.checkpoints import load_checkpoint, save_checkpoint
-from marl_edu.learners.table import CONTINUOUS_ALGORITHMS, LEARNERS, ON_POLICY, POLICY_MODULE, config_class
+from marl_edu.learners.table import CONTINUOUS_ALGORITHMS, LEARNERS, ON_POLICY, config_class
 
 
 def _save(path, **overrides):
@@ -329,7 +329,7 @@ def test_every_learner_round_trips_through_its_policy_file(tmp_path, algo):
     agent = LEARNERS[name].learner(2, 3, 2 if name in CONTINUOUS_ALGORITHMS else 5, config, seed=1)
     loaded = load_policy(save_policy(agent, "any-env", tmp_path / "policy.pt"), algo=name)
     assert type(loaded) is type(agent) and loaded.config == agent.config
-    key = POLICY_MODULE[LEARNERS[name].loop]  # the policy's networks: actor, actors or q_net
+    key = LEARNERS[name].policy.attribute  # the policy's networks: actor, actors or q_net
     mine, theirs = getattr(agent, key), getattr(loaded, key)
     assert mine.state_dict().keys() == theirs.state_dict().keys()
     assert all(torch.equal(a, b) for a, b in zip(mine.state_dict().values(), theirs.state_dict().values()))

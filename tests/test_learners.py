@@ -107,3 +107,41 @@ def test_config_with_sets_every_field_of_every_config_to_its_default_as_text(alg
     defaults = LEARNERS[algo].config()
     settings = [f"{field.name}={getattr(defaults, field.name)}" for field in dataclasses.fields(defaults)]
     assert config_with(LEARNERS[algo].config, settings) == defaults
+
+
+# -- what a row says: its actions, its replay, its policy and how a policy file rebuilds it ---------------------------
+
+def test_each_loop_kind_says_its_actions_and_replay():
+    assert set(LOOPS) == {row.loop for row in LEARNERS.values()}
+    for row in LEARNERS.values():
+        assert row.actions in ("discrete", "forces") and row.replay in ("transitions", "episodes", None)
+        assert row.continuous == (row.actions == "forces")
+    replays = {name: row.replay for name, row in LEARNERS.items()}
+    assert [name for name, replay in replays.items() if replay == "episodes"] == ["iql", "vdn", "qmix"]
+    assert [name for name, replay in replays.items() if replay is None] == [*ON_POLICY, "mappo_continuous",
+                                                                            "ippo_continuous"]
+
+
+@pytest.mark.parametrize("algo", list(LEARNERS))
+@pytest.mark.parametrize("changes", [{}, {"hidden": 8, "recurrent": False, "n_subpolicies": 2}])
+def test_a_rows_policy_network_is_the_learners_own(algo, changes):
+    row = LEARNERS[algo]
+    fields = {field.name for field in dataclasses.fields(row.config)}
+    config = row.config(**{key: value for key, value in changes.items() if key in fields})
+    N, O, A = 3, 7, 2 if row.continuous else 5
+    agent = row.learner(N, O, A, config, seed=0)
+    built = row.policy.network(N, O, A, config)
+    mine = getattr(agent, row.policy.attribute)
+    assert {k: v.shape for k, v in built.state_dict().items()} == {k: v.shape for k, v in mine.state_dict().items()}
+    assert row.policy.recurrent == ("recurrent" in fields)  # a GRU the config can turn off
+    assert row.policy.subpolicies == ("n_subpolicies" in fields)
+    if row.policy.subpolicies:
+        assert len(mine) == N * config.n_subpolicies
+
+
+def test_the_policies_keep_the_attributes_the_committed_policy_files_hold():  # (their format stays as it is)
+    attributes = {name: row.policy.attribute for name, row in LEARNERS.items()}
+    assert {name for name, key in attributes.items() if key == "q_net"} == {"iql", "vdn", "qmix"}
+    assert {name for name, key in attributes.items() if key == "actor"} == {*ON_POLICY, "mappo_continuous",
+                                                                             "ippo_continuous"}
+    assert all(key in ("actor", "actors", "q_net") for key in attributes.values())

@@ -1,17 +1,20 @@
 """The one table of the course's learners, read by everything above it: the training loops, policy files, the
-runs module, the command line, the benchmarks and the widgets.
+runs module, the command line, the benchmarks and the widgets. A layer above asks the table, never a learner's name
+or class: what it trains with, what it acts with, what its policy is.
 
 Each row says, for a learner's name (the name its policy files and runs are known by):
 
 - ``learner``: the class, built as ``learner(N, O, A, config, seed=..., device=...)``;
-- ``config``: its config dataclass; the command line's options for it are that dataclass's fields;
-- ``loop``: how it trains: ``"on_policy"`` (``train.train_coma``: K whole episodes with the current policy, used once),
-  ``"off_policy"`` (``train.train_maddpg``: a replay buffer of transitions on the discrete envs),
-  ``"episode_replay"`` (``train.train_value_decomposition``: K whole episodes played epsilon-greedily, kept in a
-  replay of episodes for recurrent agents), ``"continuous"`` (``train.train_continuous``: a replay buffer on the
-  particle envs, forces in [-1, 1]) or ``"continuous_on_policy"`` (``train.train_continuous_ppo``: K whole
-  particle-env episodes with the current Gaussian policy, used for one PPO update); the loop also says which of the
-  learner's networks is its policy (``POLICY_MODULE``: what a policy file keeps);
+- ``config``: its config dataclass; the command line's options for it are that dataclass's fields whose metadata
+  has a ``"help"`` (``course.cli.config_options``), and ``config_with`` sets any field from ``"field=value"`` text;
+- ``loop``: how it trains (``LOOPS`` says what each kind means: the actions its learners take and what their updates
+  learn from): ``"on_policy"`` (K whole episodes with the current policy, used once), ``"off_policy"`` (a replay
+  buffer of transitions on the discrete envs), ``"episode_replay"`` (K whole episodes played epsilon-greedily, kept
+  in a replay of episodes for recurrent agents), ``"continuous"`` (a replay buffer on the particle envs, forces in
+  [-1, 1]) or ``"continuous_on_policy"`` (K whole particle-env episodes with the current Gaussian policy, used for
+  one PPO update); ``runs.seed`` picks the training loop by it;
+- ``policy``: its ``Policy``: the attribute holding the networks a policy file keeps, how a policy file rebuilds
+  them, whether they are recurrent and whether each agent plays one of several sub-policies;
 - ``episodes`` and ``eval_every``: its default budget (the committed results') and how often it is evaluated (a
   discrete learner: one greedy episode on Switch; a continuous one: 10 noise-free episodes);
 - ``about``: one line for the command line's help.
@@ -19,7 +22,7 @@ Each row says, for a learner's name (the name its policy files and runs are know
 ``check_env`` says which envs a learner takes (and ``DEFAULT_ENV`` its default), ``check_fits`` whether a policy fits
 an env.
 
-Adding a learner is one row here, its module (class and config) and its tests.
+Adding a learner is one row here, its module (class and config) and its tests (ARCHITECTURE.md, "Adding a learner").
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass
+from typing import Callable
+
+from torch import nn
 
 from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.learners.coma import COMA, COMAConfig
@@ -38,15 +44,67 @@ from marl_edu.envs.make import FAMILIES, family, make_env
 from marl_edu.learners.inference import InferenceConfig, InferringMADDPG
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig
-from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO, ContinuousPPOConfig
+from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO, ContinuousPPOConfig, GaussianActor
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN, ValueDecompositionConfig
+from marl_edu.pieces.nets import Actor, RecurrentActor
 
-LOOPS = ("on_policy", "off_policy", "episode_replay", "continuous", "continuous_on_policy")
-PARTICLE_LOOPS = ("continuous", "continuous_on_policy")  # the loops of the learners with forces on the particle envs
-# the learner's attribute holding its policy's networks, by loop: one shared GRU actor, N actors (MLPs), or the
-# shared GRU agent network whose greedy action is the policy
-POLICY_MODULE = {"on_policy": "actor", "off_policy": "actors", "episode_replay": "q_net", "continuous": "actors",
-                 "continuous_on_policy": "actor"}
+# the loop kinds, and what each means for the layers above: the actions its learners take ("discrete" actions on the
+# ma-gym envs, or "forces" in [-1, 1] on the particle envs) and what their updates learn from ("transitions" or
+# "episodes" kept in a replay, or None: each batch of whole episodes of the current policy, used once)
+LOOPS = {"on_policy": ("discrete", None), "off_policy": ("discrete", "transitions"),
+         "episode_replay": ("discrete", "episodes"), "continuous": ("forces", "transitions"),
+         "continuous_on_policy": ("forces", None)}
+
+
+# -- the policies: what a policy file keeps of a learner, and how it rebuilds it -------------------------------------
+
+def n_actors(N: int, O: int, A: int, config) -> nn.ModuleList:
+    """N actors, MLPs with two hidden layers on each agent's own observation O to its A logits (or forces): MADDPG's
+    and IDDPG's, discrete or continuous."""
+    return nn.ModuleList([Actor(O, A, (config.hidden, config.hidden)) for _ in range(N)])
+
+
+def subpolicy_actors(N: int, O: int, A: int, config) -> nn.ModuleList:
+    """N*M actors as ``n_actors``'s, M = ``config.n_subpolicies`` per agent, agent i's sub-policy m at i*M + m."""
+    return nn.ModuleList([Actor(O, A, (config.hidden, config.hidden)) for _ in range(N * config.n_subpolicies)])
+
+
+def shared_recurrent_network(N: int, O: int, A: int, config) -> RecurrentActor:
+    """One network shared by the agents, a GRU over ``[o_{i,t}, one_hot(a_{i,t-1}), one_hot(i)]`` (feed-forward on
+    ``[o_{i,t}, one_hot(i)]`` with ``config.recurrent`` False) to A outputs: COMA's actor, PPO's, IQL's agent network."""
+    return RecurrentActor(O + (A if config.recurrent else 0) + N, A, config.hidden, config.recurrent)
+
+
+def shared_gaussian_actor(N: int, O: int, A: int, config) -> GaussianActor:
+    """One Gaussian actor shared by the agents on ``[o_{i,t}, one_hot(i)]``: continuous PPO's."""
+    return GaussianActor(O + N, A, config.hidden, config.log_std_start)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A learner's policy as its policy files keep it (``training.checkpoints``).
+
+    - ``attribute``: the learner's attribute holding the policy's networks; a policy file stores their state dict
+      under this name (``{"actors": ...}``) and a loaded learner gets the stored weights there;
+    - ``network``: ``network(N, O, A, config)`` builds those networks as the learner does (a policy file's tensors are
+      checked against their shapes, built on the meta device, before the learner is);
+    - ``recurrent``: a GRU over the agent's history (unless its config's ``recurrent`` is False);
+    - ``subpolicies``: each agent plays one of ``config.n_subpolicies`` sub-policies, drawn once per episode;
+    - ``what``: whose weights they are, for messages.
+    """
+
+    attribute: str
+    network: Callable
+    recurrent: bool
+    what: str
+    subpolicies: bool = False
+
+
+ACTORS = Policy("actors", n_actors, False, "actors'")
+SUBPOLICY_ACTORS = Policy("actors", subpolicy_actors, False, "actors'", subpolicies=True)
+SHARED_ACTOR = Policy("actor", shared_recurrent_network, True, "shared actor's")
+AGENT_NETWORK = Policy("q_net", shared_recurrent_network, True, "shared agent network's")  # greedy on its Q-values
+GAUSSIAN_ACTOR = Policy("actor", shared_gaussian_actor, False, "shared actor's")
 
 
 @dataclass(frozen=True)
@@ -56,51 +114,63 @@ class Entry:
     learner: type
     config: type
     loop: str
+    policy: Policy
     episodes: int
     eval_every: int
     about: str
 
     @property
+    def actions(self) -> str:
+        """``"discrete"`` (actions on the ma-gym envs) or ``"forces"`` (in [-1, 1], on the particle envs)."""
+        return LOOPS[self.loop][0]
+
+    @property
     def continuous(self) -> bool:
-        """Whether the learner acts with forces on the particle envs (its loop one of ``PARTICLE_LOOPS``)."""
-        return self.loop in PARTICLE_LOOPS
+        """Whether the learner acts with forces on the particle envs."""
+        return self.actions == "forces"
+
+    @property
+    def replay(self) -> str | None:
+        """What its updates learn from: ``"transitions"`` or ``"episodes"`` kept in a replay (none before the replay
+        holds a batch), or None: each batch of whole episodes of the current policy, used once."""
+        return LOOPS[self.loop][1]
 
 
 LEARNERS: dict[str, Entry] = {
-    "maddpg": Entry(MADDPG, MADDPGConfig, "off_policy", 1500, 50,
+    "maddpg": Entry(MADDPG, MADDPGConfig, "off_policy", ACTORS, 1500, 50,
                     "MADDPG: one centralised critic per agent on every observation and action, from a replay buffer"),
-    "iddpg": Entry(IDDPG, MADDPGConfig, "off_policy", 1500, 50,
+    "iddpg": Entry(IDDPG, MADDPGConfig, "off_policy", ACTORS, 1500, 50,
                    "independent DDPG: MADDPG whose critics see their own agent only"),
-    "coma": Entry(COMA, COMAConfig, "on_policy", 6000, 200,
+    "coma": Entry(COMA, COMAConfig, "on_policy", SHARED_ACTOR, 6000, 200,
                   "COMA: a centralised Q critic and the counterfactual baseline, from whole episodes"),
-    "central_qv": Entry(CentralQV, COMAConfig, "on_policy", 6000, 200,
+    "central_qv": Entry(CentralQV, COMAConfig, "on_policy", SHARED_ACTOR, 6000, 200,
                         "central-QV: COMA's Q critic less a learned V(s), no counterfactual baseline"),
-    "central_v": Entry(CentralV, COMAConfig, "on_policy", 6000, 200,
+    "central_v": Entry(CentralV, COMAConfig, "on_policy", SHARED_ACTOR, 6000, 200,
                        "central-V: a centralised V(s) critic"),
-    "iac": Entry(IACV, COMAConfig, "on_policy", 6000, 200,
+    "iac": Entry(IACV, COMAConfig, "on_policy", SHARED_ACTOR, 6000, 200,
                  "IAC-V: each agent's V on its own observation"),
-    "mappo": Entry(MAPPO, PPOConfig, "on_policy", 6000, 200,
+    "mappo": Entry(MAPPO, PPOConfig, "on_policy", SHARED_ACTOR, 6000, 200,
                    "MAPPO: PPO's clipped objective with a centralised V(s) critic, from whole episodes"),
-    "ippo": Entry(IPPO, PPOConfig, "on_policy", 6000, 200,
+    "ippo": Entry(IPPO, PPOConfig, "on_policy", SHARED_ACTOR, 6000, 200,
                   "independent PPO: PPO's clipped objective with each agent's V on its own history"),
-    "iql": Entry(IQL, ValueDecompositionConfig, "episode_replay", 3000, 50,
+    "iql": Entry(IQL, ValueDecompositionConfig, "episode_replay", AGENT_NETWORK, 3000, 50,
                  "independent Q-learning: each agent's recurrent Q on its own, from the team reward"),
-    "vdn": Entry(VDN, ValueDecompositionConfig, "episode_replay", 3000, 50,
+    "vdn": Entry(VDN, ValueDecompositionConfig, "episode_replay", AGENT_NETWORK, 3000, 50,
                  "VDN: the team's Q as the sum of the agents' recurrent Qs"),
-    "qmix": Entry(QMIX, ValueDecompositionConfig, "episode_replay", 3000, 50,
+    "qmix": Entry(QMIX, ValueDecompositionConfig, "episode_replay", AGENT_NETWORK, 3000, 50,
                   "QMIX: the agents' Qs mixed monotonically, the mixer's weights from hypernetworks on the state"),
-    "maddpg_continuous": Entry(ContinuousMADDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,
+    "maddpg_continuous": Entry(ContinuousMADDPG, ContinuousMADDPGConfig, "continuous", ACTORS, 4000, 200,
                                "MADDPG with continuous forces on the particle envs"),
-    "iddpg_continuous": Entry(ContinuousIDDPG, ContinuousMADDPGConfig, "continuous", 4000, 200,
+    "iddpg_continuous": Entry(ContinuousIDDPG, ContinuousMADDPGConfig, "continuous", ACTORS, 4000, 200,
                               "independent DDPG with continuous forces"),
-    "maddpg_inferred": Entry(InferringMADDPG, InferenceConfig, "continuous", 4000, 200,
+    "maddpg_inferred": Entry(InferringMADDPG, InferenceConfig, "continuous", ACTORS, 4000, 200,
                              "MADDPG inferring the other agents' policies from their actions"),
-    "maddpg_ensemble": Entry(EnsembleMADDPG, EnsembleConfig, "continuous", 4000, 200,
+    "maddpg_ensemble": Entry(EnsembleMADDPG, EnsembleConfig, "continuous", SUBPOLICY_ACTORS, 4000, 200,
                              "MADDPG with an ensemble of sub-policies per agent"),
-    "mappo_continuous": Entry(ContinuousMAPPO, ContinuousPPOConfig, "continuous_on_policy", 4000, 200,
+    "mappo_continuous": Entry(ContinuousMAPPO, ContinuousPPOConfig, "continuous_on_policy", GAUSSIAN_ACTOR, 4000, 200,
                               "MAPPO with Gaussian forces on the particle envs: PPO's clipped objective, a centralised "
                               "V(s)"),
-    "ippo_continuous": Entry(ContinuousIPPO, ContinuousPPOConfig, "continuous_on_policy", 4000, 200,
+    "ippo_continuous": Entry(ContinuousIPPO, ContinuousPPOConfig, "continuous_on_policy", GAUSSIAN_ACTOR, 4000, 200,
                              "independent PPO with Gaussian forces: each agent's V on its own observation"),
 }
 

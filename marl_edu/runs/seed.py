@@ -17,10 +17,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
-from marl_edu.learners.ensembles import EnsembleMADDPG
+from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
+from marl_edu.learners.coma import COMA
+from marl_edu.learners.maddpg import MADDPG
+from marl_edu.learners.ppo import IPPO, MAPPO
+from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.envs.make import family, make_env
 from marl_edu.base.files import atomic_write
-from marl_edu.learners.table import LEARNERS, algo_name, check_env, config_class, entry
+from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, check_env, config_class, entry
 from marl_edu.training.resume import KIND
 from marl_edu.data.rollout import run_episode
 from marl_edu.base.threads import torch_threads
@@ -31,11 +35,14 @@ from marl_edu.base.viz import downscale, plot_seed_evaluations, save_gif
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
 
-# "<algo>-<variant>": an on-policy learner with the GRU actor over the agent's history ("gru") or a feed-forward
-# actor on the current observation ("ff"); an off-policy learner, whose actors are feed-forward MLPs ("mlp"); a
-# value-decomposition learner with its GRU agent network ("gru")
-METHODS = ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp", "iddpg-mlp",
-           "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru", "mappo-gru", "ippo-gru"]
+# "<algo>-<variant>": a learner whose policy is recurrent (its row's ``Policy.recurrent``) with its GRU over the
+# agent's history ("gru") or feed-forward on the current observation ("ff"); one whose actors are feed-forward MLPs
+# whatever its config ("mlp"), with its default config. The config each variant sets:
+VARIANTS = {"gru": {"recurrent": True}, "ff": {"recurrent": False}, "mlp": {}}
+# the methods of the comparison (benchmarks/compare.py, notebooks 11 and 12), in the order they joined it
+METHODS = [f"{algo_name_of_class(learner)}-{variant}" for learner, variant in (
+    (COMA, "gru"), (COMA, "ff"), (CentralV, "gru"), (CentralV, "ff"), (IACV, "gru"), (IACV, "ff"), (MADDPG, "mlp"),
+    (IDDPG, "mlp"), (CentralQV, "gru"), (IQL, "gru"), (VDN, "gru"), (QMIX, "gru"), (MAPPO, "gru"), (IPPO, "gru"))]
 
 
 SCORE_EPISODES = 100  # a run's final figures average over this many episodes (benchmarks' too): a continuous
@@ -97,7 +104,7 @@ def method_config(method: str):
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     algo, variant = split(method)
-    return algo, config_class(algo)(recurrent=variant == "gru") if variant != "mlp" else config_class(algo)()
+    return algo, config_class(algo)(**VARIANTS[variant])
 
 
 def _counts(run: TrainResult) -> dict:
@@ -151,8 +158,9 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
 
 def noise_free_policies(agent) -> list:
     """What a continuous learner plays without exploration noise, obs ``(N, O)`` -> forces ``(N, 2)``: its policy,
-    or for a policy ensemble one policy per sub-policy m = 0..M-1, every agent playing its sub-policy m."""
-    if isinstance(agent, EnsembleMADDPG):
+    or for a policy ensemble (its row's ``Policy.subpolicies``) one policy per sub-policy m = 0..M-1, every agent
+    playing its sub-policy m."""
+    if entry(algo_name(agent)).policy.subpolicies:
         return [agent.policy(np.full(agent.n_agents, m)) for m in range(agent.n_subpolicies)]
     return [agent.greedy_policy()]
 

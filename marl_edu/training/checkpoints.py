@@ -15,8 +15,9 @@ each however often they are referenced, at most ``MAX_DEPTH`` deep, and an untru
 checks the header's fields and types and refuses non-finite tensors; a file that cannot be read says why (truncated,
 or what ``weights_only`` refused).
 
-Policy files (``save_policy``, ``load_policy``) are checkpoints of a learner's actors, under the name the learner is
-known by (``learners.LEARNERS``), with the config and sizes to rebuild it. Before building
+Policy files (``save_policy``, ``load_policy``) are checkpoints of a learner's policy networks (its row's ``Policy``
+in ``learners.table.LEARNERS`` says which, and how they are rebuilt), under the name the learner is known by, with the
+config and sizes to rebuild it. Before building
 anything, ``load_policy`` bounds the sizes (``SIZE_BOUNDS``, ``MAX_CRITIC_WEIGHTS``), compares them with the tensors
 stored (shapes and dtype) and with the environment's, so a damaged or hand-edited file is a ValueError naming the
 field or tensor, never a 12.8 GB allocation or a deep traceback from ``load_state_dict``; ``learners.check_fits`` says
@@ -40,9 +41,7 @@ import torch
 
 import marl_edu
 from marl_edu.base.files import atomic_write
-from marl_edu.learners.table import LEARNERS, POLICY_MODULE, algo_name, check_fits, config_class, entry
-from marl_edu.pieces.nets import Actor, RecurrentActor
-from marl_edu.learners.ppo_continuous import GaussianActor
+from marl_edu.learners.table import LEARNERS, algo_name, check_fits, config_class, entry
 
 FORMAT = 1
 HEADER = {"format": int, "marl_edu": str, "algo": str, "env": str, "config": dict, "state": dict}  # field: type
@@ -273,7 +272,7 @@ def _refusal(error: pickle.UnpicklingError) -> str:
 
 
 def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
-    """Save what a greedy or sampled evaluation needs (the policy's networks, ``learners.POLICY_MODULE``: tens of
+    """Save what a greedy or sampled evaluation needs (the policy's networks, its row's ``Policy.attribute``: tens of
     kilobytes) with the config and the sizes to rebuild the learner. MADDPG and IDDPG keep N actors, the on-policy
     learners one shared actor, IQL, VDN and QMIX their shared agent network (acting greedily on its Q-values).
 
@@ -286,7 +285,7 @@ def save_policy(agent, env_id: str, path: str | pathlib.Path) -> pathlib.Path:
     algo = algo_name(agent)
     header = {**dataclasses.asdict(agent.config), "n_agents": agent.n_agents, "obs_dim": agent.obs_dim,
               "n_actions": agent.n_actions}
-    key = POLICY_MODULE[entry(algo).loop]  # "actor", "actors" or "q_net"
+    key = entry(algo).policy.attribute  # "actor", "actors" or "q_net"
     return save_checkpoint(path, algo, env_id, header, {key: getattr(agent, key).state_dict()})
 
 
@@ -333,18 +332,19 @@ def policy_from_payload(payload: dict, path: str | pathlib.Path, env_id: str | N
     name = payload["algo"]
     if name not in LEARNERS:
         raise ValueError(f"{path} holds a {_short(name)} checkpoint, not one of {sorted(LEARNERS)}")
+    policy = entry(name).policy
     try:
         sizes, config = _policy_header(name, dict(payload["config"]))
         stored = _policy_state(name, payload["state"])
-        _check_shapes(_expected_shapes(name, sizes, config), stored, sizes, config)  # before building anything
+        _check_shapes(_expected_shapes(name, sizes, config), stored, sizes, config, policy)  # before building anything
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     for env in dict.fromkeys(e for e in (env_id, plays_on) if e is not None):  # the sizes, before building anything
         _check_fits_env(_Sizes(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"]), env, path)
     agent = LEARNERS[name].learner(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
-    key = POLICY_MODULE[entry(name).loop]
+    key = policy.attribute
     try:  # what the learner built is what was expected (so load_state_dict cannot fail deep inside torch)
-        _check_shapes({key: _shapes(getattr(agent, key))}, stored, sizes, config)
+        _check_shapes({key: _shapes(getattr(agent, key))}, stored, sizes, config, policy)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     getattr(agent, key).load_state_dict(stored[key])
@@ -411,7 +411,7 @@ def _policy_header(algo: str, header: dict):
                              f"got {_short(value)}")
     config = kind(**header).validate()  # (which bounds hidden units and sub-policies: validate.LIMITS)
     n, o, a = (sizes[key] for key in POLICY_SIZES)
-    critics = n * getattr(config, "n_subpolicies", 1)
+    critics = n * (config.n_subpolicies if entry(algo).policy.subpolicies else 1)
     if critics * n * (o + a) * config.hidden > MAX_CRITIC_WEIGHTS:
         raise ValueError(f"the header's sizes (N={n}, O={o}, A={a}, hidden={config.hidden}) ask for "
                          f"{critics * n * (o + a) * config.hidden:,} weights in the critics' first layers alone, "
@@ -420,13 +420,13 @@ def _policy_header(algo: str, header: dict):
 
 
 def _policy_state(algo: str, state: dict) -> dict[str, dict[str, torch.Tensor]]:
-    """The state of a policy file: ``{"actor": ...}`` (on-policy learners), ``{"q_net": ...}`` (IQL, VDN, QMIX) or
-    ``{"actors": ...}`` (the others),
-    a dict of tensors, and nothing else."""
-    key = POLICY_MODULE[entry(algo).loop]
+    """The state of a policy file: ``{key: a dict of tensors}`` and nothing else, ``key`` the attribute of its
+    learner's ``Policy``: ``"actor"`` (on-policy learners), ``"q_net"`` (IQL, VDN, QMIX) or ``"actors"`` (the
+    others)."""
+    policy = entry(algo).policy
+    key = policy.attribute
     if key not in state:
-        whose = {"actor": "shared actor's", "actors": "actors'", "q_net": "shared agent network's"}[key]
-        raise ValueError(f"state has no {key!r} (where a {algo} policy file keeps its {whose} weights)")
+        raise ValueError(f"state has no {key!r} (where a {algo} policy file keeps its {policy.what} weights)")
     extra = [entry for entry in state if entry != key]
     if extra:
         raise ValueError(f"unexpected entry {_short(extra[0])} in state (a {algo} policy file holds {key!r} only)")
@@ -447,30 +447,21 @@ def _shapes(module: torch.nn.Module) -> dict[str, tuple[int, ...]]:
 
 
 def _expected_shapes(algo: str, sizes: dict, config) -> dict[str, dict[str, tuple[int, ...]]]:
-    """The tensors a policy file of ``algo`` with these sizes holds, name -> shape, from actor networks built on the
-    meta device (shapes, no memory) as the learners build them: one shared ``RecurrentActor`` over
-    ``[o, last action (recurrent only), one-hot id]`` for the on-policy learners (``COMA``) and for IQL, VDN and QMIX
-    (their agent network), one shared ``GaussianActor`` on ``[o, one-hot id]`` for continuous IPPO and MAPPO, N
-    ``Actor``s for the others (N*M for an ensemble of M sub-policies per agent)."""
-    n, o, a, hidden = sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config.hidden
+    """The tensors a policy file of ``algo`` with these sizes holds, ``{attribute: {name: shape}}``: its row's
+    ``Policy.network`` built on the meta device (shapes, no memory)."""
+    policy = entry(algo).policy
     with torch.device("meta"):
-        key = POLICY_MODULE[entry(algo).loop]
-        if entry(algo).loop == "continuous_on_policy":  # one shared Gaussian actor on [o, one-hot id]
-            return {key: _shapes(GaussianActor(o + n, a, hidden, 0.0))}
-        if key in ("actor", "q_net"):  # one shared GRU network over [o, last action (recurrent only), one-hot id]
-            in_dim = o + (a if config.recurrent else 0) + n
-            return {key: _shapes(RecurrentActor(in_dim, a, hidden, config.recurrent))}
-        one = _shapes(Actor(o, a, (hidden, hidden)))
-    count = n * getattr(config, "n_subpolicies", 1)
-    return {"actors": {f"{i}.{name}": shape for i in range(count) for name, shape in one.items()}}
+        network = policy.network(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
+    return {policy.attribute: _shapes(network)}
 
 
-def _check_shapes(expected: dict, stored: dict, sizes: dict, config) -> None:
+def _check_shapes(expected: dict, stored: dict, sizes: dict, config, policy) -> None:
     """Every tensor ``expected`` names (``{"actors": {name: shape}}``) is in ``stored`` with that shape, and no other;
-    ValueError naming the first tensor that is missing, unexpected or shaped otherwise."""
+    ValueError naming the first tensor that is missing, unexpected or shaped otherwise (and the sizes ``policy``'s
+    networks are built with)."""
     said = ", ".join(f"{short}={sizes[key]}" for short, key in zip("NOA", POLICY_SIZES))
-    said += f", hidden={config.hidden}" + (f", M={config.n_subpolicies}" if hasattr(config, "n_subpolicies") else "")
-    said += f", recurrent={config.recurrent}" if hasattr(config, "recurrent") else ""
+    said += f", hidden={config.hidden}" + (f", M={config.n_subpolicies}" if policy.subpolicies else "")
+    said += f", recurrent={config.recurrent}" if policy.recurrent else ""
     for key, shapes in expected.items():
         tensors = stored[key]
         count = f"call for {len(shapes)} tensors in state.{key}, the file holds {len(tensors)}"

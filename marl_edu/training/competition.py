@@ -16,6 +16,7 @@ import numpy as np
 from marl_edu.learners.continuous import ContinuousMADDPG
 from marl_edu.learners.ensembles import EnsembleMADDPG
 from marl_edu.envs.make import family, make_env
+from marl_edu.learners.table import algo_name, entry
 from marl_edu.data.rollout import run_episode
 from marl_edu.base.validate import positive_int
 
@@ -37,10 +38,21 @@ class MatchupScore:
 
 def episode_policy(learner: ContinuousMADDPG | EnsembleMADDPG, rng: np.random.Generator):
     """The noise-free policy ``learner`` plays for one episode, obs ``(N, O)`` -> forces ``(N, 2)``: an ensemble
-    draws each agent's sub-policy uniformly from ``rng``, once for the whole episode."""
-    if isinstance(learner, EnsembleMADDPG):
+    draws each agent's sub-policy uniformly from ``rng``, once for the whole episode (its row's
+    ``Policy.subpolicies``)."""
+    if entry(algo_name(learner)).policy.subpolicies:
         return learner.policy(rng.integers(0, learner.n_subpolicies, size=learner.n_agents))  # (N,) sub-policies
     return learner.greedy_policy()
+
+
+def _maddpg_family(learner) -> bool:
+    """Whether ``learner`` is one of the table's learners with forces from a replay of transitions: continuous MADDPG,
+    its independent and inferring variants, the ensembles."""
+    try:
+        row = entry(algo_name(learner))
+    except ValueError:  # not a learner of the table
+        return False
+    return row.continuous and row.replay == "transitions"
 
 
 def play_matchup(adversary: ContinuousMADDPG | EnsembleMADDPG, good: ContinuousMADDPG | EnsembleMADDPG,
@@ -53,7 +65,7 @@ def play_matchup(adversary: ContinuousMADDPG | EnsembleMADDPG, good: ContinuousM
         raise ValueError(f"play_matchup needs one adversary (agent 0) against good agents, as {DECEPTION!r}; "
                          f"got {env_id!r}")
     for learner, role in ((adversary, "adversary"), (good, "good")):
-        if not isinstance(learner, (ContinuousMADDPG, EnsembleMADDPG)):
+        if not _maddpg_family(learner):
             raise ValueError(f"a matchup needs continuous MADDPG learners (or ensembles); the {role} learner is a "
                              f"{type(learner).__name__}")
         if (learner.n_agents, learner.obs_dim) != (env.n_agents, env.obs_dim):
