@@ -2,6 +2,7 @@
 its outputs; Ctrl-C and --resume; --replay plays a saved policy. (The per-seed runner it shares with the benchmarks is
 tested in test_runs.)"""
 
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -10,8 +11,8 @@ import sys
 import pytest
 
 from marl_edu.training.checkpoints import load_policy
-from marl_edu.course.cli import main
-from marl_edu.learners.table import ALGORITHMS, CONTINUOUS_ALGORITHMS
+from marl_edu.course.cli import config_options, main
+from marl_edu.learners.table import ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS
 from marl_edu.runs.folder import RunLog
 from marl_edu.training.loops import greedy_return, sampled_returns
 
@@ -206,6 +207,30 @@ def test_help_explains_every_option(capsys):
     assert "runs.json" in text and "greedy.gif" in text and "simple_spread_v3" in text
     flat = " ".join(text.split())  # what Ctrl-C and --resume do with a run that cannot be saved in progress
     assert "its state cannot be saved, and --resume OUT restarts it from scratch" in flat
+
+
+def test_the_learners_options_come_from_their_configs_fields():
+    options = {option.option: option for option in config_options()}
+    assert sorted(options) == sorted([  # the options the command line has always had, no more
+        "--gamma", "--actor-lr", "--critic-lr", "--hidden", "--n-envs", "--lam", "--lr", "--batch-episodes",
+        "--epsilon-end", "--entropy", "--actor-gradient", "--batch-size", "--warmup", "--noise-start", "--noise-end",
+        "--subpolicies", "--clip", "--epochs", "--minibatches", "--feed-forward", "--per-agent-reward",
+        "--normalise-advantages", "--single-q", "--team-reward"])
+    assert (options["--entropy"].field, options["--warmup"].field) == ("entropy_start", "warmup_steps")
+    assert options["--actor-gradient"].kind == ("expected", "gumbel") and options["--hidden"].kind is int
+    assert (options["--feed-forward"].field, options["--feed-forward"].sets) == ("recurrent", False)
+    assert (options["--team-reward"].takers, options["--team-reward"].sets) == (
+        ("maddpg_continuous", "iddpg_continuous", "maddpg_inferred", "maddpg_ensemble"), True)
+    for option in options.values():  # an option means one thing for every learner it applies to
+        for algo in option.takers:
+            field = next(f for f in dataclasses.fields(LEARNERS[algo].config) if f.name == option.field)
+            assert field.metadata["help"] == option.about, (option.option, algo)
+            assert field.metadata.get("switch", field.metadata.get("option", option.option)) == option.option
+            assert field.metadata.get("choices", option.kind) == option.kind
+            if option.sets is not None:
+                assert field.default is (not option.sets), (option.option, algo)  # a switch changes the default
+    takers = {algo for option in options.values() for algo in option.takers}
+    assert takers == set(LEARNERS)
 
 
 def test_module_entry_point_exits_non_zero_on_a_bad_argument():

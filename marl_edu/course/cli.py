@@ -23,6 +23,7 @@ import pathlib
 import shlex
 import signal
 import sys
+import typing
 from typing import IO
 
 import numpy as np
@@ -63,44 +64,39 @@ examples:
   python -m marl_edu --replay results/tmp/coma/seed0/policy.pt --gif coma.gif"""
 
 
-# The learners' options. Each sets one field of the learner's config dataclass (``learners.LEARNERS``), which owns
-# its default and its check; it applies to the learners whose config has that field, and its help lists the
-# defaults the configs hold. (option, config field, type or choices, what it is)
-CONFIG_OPTIONS = [
-    ("--gamma", "gamma", float, "discount in [0, 1]"),
-    ("--actor-lr", "actor_lr", float, "actor learning rate"),
-    ("--critic-lr", "critic_lr", float, "critic learning rate"),
-    ("--hidden", "hidden", int, "hidden units per layer"),
-    ("--n-envs", "n_envs", int, "environment copies stepped in lock-step; for the on-policy learners, episodes per "
-                                "update"),
-    ("--lam", "lam", float, "TD(lambda) of the targets"),
-    ("--lr", "lr", float, "learning rate of the agent network and the mixer"),
-    ("--batch-episodes", "batch_episodes", int, "replayed episodes per update"),
-    ("--epsilon-end", "epsilon_end", float, "the exploration's final epsilon, reached linearly early in training"),
-    ("--entropy", "entropy_start", float, "starting entropy bonus, decayed to 0"),
-    ("--actor-gradient", "actor_gradient", ["expected", "gumbel"],
-     "the actor's gradient, exact over its own actions (expected) or a Gumbel-softmax sample (gumbel)"),
-    ("--batch-size", "batch_size", int, "transitions per update"),
-    ("--warmup", "warmup_steps", int, "env steps collected before the first update"),
-    ("--noise-start", "noise_start", float, "the exploration noise's starting standard deviation"),
-    ("--noise-end", "noise_end", float, "its final one, reached linearly over the first noise_fraction of the "
-                                        "episodes"),
-    ("--subpolicies", "n_subpolicies", int, "sub-policies per agent, M"),
-    ("--clip", "clip", float, "PPO's clip range c: the ratio is clipped to [1 - c, 1 + c]"),
-    ("--epochs", "epochs", int, "passes over each batch of episodes"),
-    ("--minibatches", "minibatches", int, "groups of whole episodes per pass"),
-]
-# Switches: each sets a config field to the value it names, for the learners whose default is the other one.
-CONFIG_SWITCHES = [
-    ("--feed-forward", "recurrent", False,
-     "a feed-forward actor (agent network) on [o_t, id] instead of the GRU over the history"),
-    ("--per-agent-reward", "team_reward", False, "critic row i learns agent i's own reward, not the team reward"),
-    ("--normalise-advantages", "normalise_advantages", True, "advantages scaled to mean 0 and std 1 over the steps "
-                                                             "agents act in each batch"),
-    ("--single-q", "double_q", False, "the target's own max at the next step instead of double Q's online argmax"),
-    ("--team-reward", "team_reward", True, "every critic learns the team reward (the sum over agents) instead of "
-                                           "its own agent's"),
-]
+@dataclasses.dataclass(frozen=True)
+class ConfigOption:
+    """One of the learners' options: it sets the field ``field`` of the config of every learner in ``takers``
+    (the learner's config dataclass owns the default and the check). An option takes a value (``kind``: int, float
+    or a tuple of choices); a switch (``sets`` not None) takes none and sets the field to ``sets``."""
+
+    option: str
+    field: str
+    kind: type | tuple
+    sets: object
+    about: str
+    takers: tuple[str, ...]
+
+
+def config_options() -> list[ConfigOption]:
+    """The learners' options, from their config dataclasses' fields (``learners.LEARNERS``, in its order): a field
+    whose metadata has a ``"help"`` is an option ``--field-name`` (or metadata ``"option"``) of the field's type (or
+    metadata ``"choices"``); with a ``"switch"`` (a bool field) it is that switch, setting the field to the other
+    value than the config's default. An option applies to the learners whose config declares it."""
+    found: dict[str, ConfigOption] = {}
+    for algo, row in LEARNERS.items():
+        kinds = typing.get_type_hints(row.config)
+        for field in dataclasses.fields(row.config):
+            if "help" not in field.metadata:
+                continue
+            switch = field.metadata.get("switch")
+            option = switch or field.metadata.get("option", "--" + field.name.replace("_", "-"))
+            kind = tuple(field.metadata["choices"]) if "choices" in field.metadata else kinds[field.name]
+            seen = found.get(option)
+            takers = (*seen.takers, algo) if seen else (algo,)
+            found[option] = ConfigOption(option, field.name, kind, None if switch is None else not field.default,
+                                         field.metadata["help"], takers)
+    return list(found.values())
 
 
 def _dest(option: str) -> str:
@@ -112,21 +108,16 @@ def _defaults(algo: str) -> dict:
     return {field.name: getattr(entry(algo).config(), field.name) for field in dataclasses.fields(entry(algo).config)}
 
 
-def takers(field: str, value=None) -> list[str]:
-    """The learners whose config has ``field`` (for a switch: whose default is not ``value``), in table order."""
-    return [algo for algo in LEARNERS if field in _defaults(algo)
-            and (value is None or _defaults(algo)[field] != value)]
-
-
 def _continuous_learners() -> list[str]:
     return [algo for algo, row in LEARNERS.items() if row.continuous]
 
 
-def _who(algos: list[str]) -> str:
+def _who(algos) -> str:
     """``["maddpg", "iddpg", <every continuous learner>]`` -> ``"maddpg, iddpg and the continuous learners"``; the
-    continuous learners of MADDPG's family (loop ``"continuous"``) together are "the continuous MADDPG learners"."""
+    continuous learners of MADDPG's family (forces, from a replay of transitions) together are "the continuous
+    MADDPG learners"."""
     every = _continuous_learners()
-    maddpg_family = [algo for algo in every if entry(algo).loop == "continuous"]
+    maddpg_family = [algo for algo in every if entry(algo).replay == "transitions"]
     continuous = [algo for algo in algos if algo in every]
     group = (["the continuous learners"] if continuous == every else
              ["the continuous MADDPG learners"] if continuous == maddpg_family else continuous)
@@ -145,12 +136,12 @@ def _grouped(value_of: dict[str, object]) -> str:
     return ", ".join([f"{value} {'/'.join(by_value[value])}" for value in values[:-1]] + [f"{values[-1]} others"])
 
 
-def _option_help(field: str, about: str, value=None) -> str:
+def _option_help(option: ConfigOption) -> str:
     """An option's help: what it is, whom it applies to (unless all) and, for a value, the configs' defaults."""
-    algos = takers(field, value)
-    whom = "" if len(algos) == len(LEARNERS) else f"{_who(algos)}: "
-    default = "" if value is not None else f" (default: {_grouped({algo: _defaults(algo)[field] for algo in algos})})"
-    return (whom + about + default).replace("%", "%%")
+    whom = "" if len(option.takers) == len(LEARNERS) else f"{_who(option.takers)}: "
+    defaults = {algo: _defaults(algo)[option.field] for algo in option.takers}
+    default = "" if option.sets is not None else f" (default: {_grouped(defaults)})"
+    return (whom + option.about + default).replace("%", "%%")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -184,11 +175,12 @@ def _parser() -> argparse.ArgumentParser:
                         "scratch); give no other option but --no-progress (and --threads, which must be the run's own)")
     p.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
                    help="save the seed in progress at most this often, and on Ctrl-C (default: 60; Switch envs only)")
-    for option, field, kind, about in CONFIG_OPTIONS:
-        typed = {"choices": kind} if isinstance(kind, list) else {"type": kind}
-        p.add_argument(option, default=None, help=_option_help(field, about), **typed)
-    for option, field, value, about in CONFIG_SWITCHES:
-        p.add_argument(option, action="store_true", help=_option_help(field, about, value))
+    options = config_options()
+    for option in (option for option in options if option.sets is None):
+        typed = {"choices": list(option.kind)} if isinstance(option.kind, tuple) else {"type": option.kind}
+        p.add_argument(option.option, default=None, help=_option_help(option), **typed)
+    for option in (option for option in options if option.sets is not None):
+        p.add_argument(option.option, action="store_true", help=_option_help(option))
     evaluations = _grouped({algo: row.eval_every for algo, row in LEARNERS.items()})
     p.add_argument("--eval-every", type=int, default=None,
                    help="episodes between evaluations: one greedy episode for the discrete learners, the mean of 10 "
@@ -217,23 +209,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The learner's config with the options given on the command line (``CONFIG_OPTIONS``, ``CONFIG_SWITCHES``);
-    ValueError names a bad value (by the option the user typed) or an option that does not apply to ``args.algo``."""
-    values = {}
-    for option, field, value, _ in [(o, f, None, a) for o, f, _, a in CONFIG_OPTIONS] + CONFIG_SWITCHES:
-        given = getattr(args, _dest(option))
+    """The learner's config with the options given on the command line (``config_options``); ValueError names a bad
+    value (by the option the user typed) or an option that does not apply to ``args.algo``."""
+    values, options = {}, config_options()
+    for option in options:
+        given = getattr(args, _dest(option.option))
         if given is None or given is False:  # (0 is given)
             continue
-        if args.algo not in takers(field, value):
-            raise ValueError(f"{option} applies to {_who(takers(field, value))} only, not {args.algo}")
-        values[field] = given if value is None else value
+        if args.algo not in option.takers:
+            raise ValueError(f"{option.option} applies to {_who(option.takers)} only, not {args.algo}")
+        values[option.field] = given if option.sets is None else option.sets
     if args.per_agent_reward and entry(args.algo).learner.team_reward_only:
         raise ValueError(f"--per-agent-reward does not apply to {args.algo}: its one V(s) has no agent id")
     try:
         return config_class(args.algo)(**values).validate()
     except ValueError as error:  # the config names its field: say the option the user typed instead
         field, _, rest = str(error).partition(" ")
-        option = next((option for option, name, _, _ in CONFIG_OPTIONS if name == field), field)
+        option = next((option.option for option in options if option.field == field and option.sets is None), field)
         raise ValueError(f"{option} {rest}") from None
 
 
@@ -531,10 +523,11 @@ def _train_one(plan: _Plan, seed: int, checkpoint) -> tuple[TrainResult, dict]:
     run, figures = run_seed(plan.args.algo, plan.env_id, plan.episodes, plan.config, seed, plan.eval_every,
                             plan.optimum, progress=not plan.args.no_progress, device=plan.device,
                             checkpoint=checkpoint, threads=plan.args.threads, final_episodes=plan.final_episodes)
-    if run.updates == 0 and entry(plan.args.algo).loop == "episode_replay":
+    replay = entry(plan.args.algo).replay  # (a learner without a replay updates on every batch it plays)
+    if run.updates == 0 and replay == "episodes":
         print(f"warning: seed {seed} made no update ({len(run.episode_returns)} episodes, fewer than a batch of "
               f"{plan.config.batch_episodes}): the policy is untrained")
-    elif run.updates == 0 and entry(plan.args.algo).loop != "on_policy":
+    elif run.updates == 0 and replay == "transitions":
         print(f"warning: seed {seed} made no update ({run.env_steps} env steps, fewer than the warm-up "
               f"{plan.config.warmup_steps} or a batch of {plan.config.batch_size}): the policy is untrained")
     if plan.continuous:

@@ -12,7 +12,7 @@ a_t the joint action, a_{-i,t} every action but agent i's, h_{i,t} agent i's own
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -100,22 +100,34 @@ def coma_advantage(q: torch.Tensor, pi: torch.Tensor, actions: torch.Tensor) -> 
 class COMAConfig:
     """Hyperparameters of COMA on a discrete-action task. Every value is checked by ``validate``."""
 
-    actor_lr: float = 2e-3
-    critic_lr: float = 3e-3        # a critic that keeps up with the actor: benchmarks/TUNING.md, COMA, says why
-    gamma: float = 0.99
-    lam: float = 0.8               # TD(lambda) for the critic's targets
-    hidden: int = 64
-    recurrent: bool = True         # GRU actors over [o_{i,t}, a_{i,t-1}, id]; False: feed-forward on [o_{i,t}, id]
-    n_envs: int = 16               # episodes per batch, played in lock-step
+    actor_lr: float = field(default=2e-3, metadata={"help": "actor learning rate"})
+    # a critic that keeps up with the actor: benchmarks/TUNING.md, COMA, says why
+    critic_lr: float = field(default=3e-3, metadata={"help": "critic learning rate"})
+    gamma: float = field(default=0.99, metadata={"help": "discount in [0, 1]"})
+    lam: float = field(default=0.8, metadata={"help": "TD(lambda) of the targets"})  # the critic's targets
+    hidden: int = field(default=64, metadata={"help": "hidden units per layer"})
+    # GRU actors over [o_{i,t}, a_{i,t-1}, id]; False: feed-forward on [o_{i,t}, id]
+    recurrent: bool = field(default=True, metadata={
+        "switch": "--feed-forward",
+        "help": "a feed-forward actor (agent network) on [o_t, id] instead of the GRU over the history"})
+    # episodes per batch, in lock-step
+    n_envs: int = field(default=16, metadata={
+        "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
     critic_steps: int = 8          # critic gradient steps per batch (before the actor's one)
     target_update_every: int = 10  # batches between hard copies of the critic into the target critic
-    entropy_start: float = 0.2     # entropy bonus, decayed linearly to zero over `anneal_fraction`
+    # entropy bonus, decayed linearly to zero over `anneal_fraction`
+    entropy_start: float = field(default=0.2, metadata={"option": "--entropy",
+                                                        "help": "starting entropy bonus, decayed to 0"})
     anneal_fraction: float = 0.6   # of the training episodes
     epsilon_start: float = 0.0     # the paper's exploration: act with (1 - eps) pi + eps / A, eps decayed
-    epsilon_end: float = 0.0       # linearly over the same fraction; off by default (why: benchmarks/TUNING.md)
+    # linearly over the same fraction; off by default (why: benchmarks/TUNING.md)
+    epsilon_end: float = field(default=0.0, metadata={
+        "help": "the exploration's final epsilon, reached linearly early in training"})
     grad_clip: float = 10.0
-    team_reward: bool = True       # every critic row learns the team reward; False: row i learns agent i's
-                                   # own reward (the seed design, for the experiment of notebook 08)
+    # every critic row learns the team reward; False: row i learns agent i's own reward (the seed design, for the
+    # experiment of notebook 08)
+    team_reward: bool = field(default=True, metadata={
+        "switch": "--per-agent-reward", "help": "critic row i learns agent i's own reward, not the team reward"})
     fused_unroll: bool = True      # the update replays the actor over whole episodes in one call; False: step by
                                    # step, as acting does (the same values up to float32 rounding)
 

@@ -13,7 +13,7 @@ a_i = clip(mu_i(o_i) + sigma * eps, -1, 1), eps ~ N(0, I), sigma decayed linearl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -33,29 +33,36 @@ class ContinuousMADDPGConfig:
     separate class, since the defaults differ). Every value is checked by ``validate``."""
 
     # the critic's target y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'(o'))
-    gamma: float = 0.95
+    gamma: float = field(default=0.95, metadata={"help": "discount in [0, 1]"})
     n_step: int = 1               # one-step targets, as in the paper (train_continuous stores one-step transitions)
     tau: float = 0.01             # soft target update per gradient step
-    team_reward: bool = False     # every critic learns the team reward sum_j r_j instead of its own agent's r_i
+    # every critic learns the team reward sum_j r_j instead of its own agent's r_i
+    team_reward: bool = field(default=False, metadata={
+        "switch": "--team-reward",
+        "help": "every critic learns the team reward (the sum over agents) instead of its own agent's"})
 
     # the gradient steps
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
+    actor_lr: float = field(default=1e-3, metadata={"help": "actor learning rate"})
+    critic_lr: float = field(default=1e-3, metadata={"help": "critic learning rate"})
     action_reg: float = 1e-3      # + action_reg * mean(f_i(o_i)^2): keeps the tanh out of saturation
     grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
-    hidden: int = 64              # units in each of the networks' two hidden layers
+    hidden: int = field(default=64, metadata={"help": "hidden units per layer"})  # of the networks' two
 
     # exploration: Gaussian noise of standard deviation sigma on every action entry, decayed linearly from
     # noise_start to noise_end over the first `noise_fraction` of training
-    noise_start: float = 0.5
-    noise_end: float = 0.05
+    noise_start: float = field(default=0.5, metadata={"help": "the exploration noise's starting standard deviation"})
+    noise_end: float = field(default=0.05, metadata={
+        "help": "its final one, reached linearly over the first noise_fraction of the episodes"})
     noise_fraction: float = 0.7
 
     # experience: collected from lock-step env copies, replayed in minibatches
-    n_envs: int = 16              # environment copies stepped in lock-step
+    n_envs: int = field(default=16, metadata={
+        "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
     buffer_size: int = 200_000
-    batch_size: int = 512
-    warmup_steps: int = 2_000     # transitions collected (with noise_start) before the first update
+    batch_size: int = field(default=512, metadata={"help": "transitions per update"})
+    # transitions collected (with noise_start) before the first update
+    warmup_steps: int = field(default=2_000, metadata={"option": "--warmup",
+                                                       "help": "env steps collected before the first update"})
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
 
     def validate(self) -> ContinuousMADDPGConfig:

@@ -23,7 +23,7 @@ Networks for N agents: N*M actors and N critics, and their targets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -105,7 +105,7 @@ class SubpolicyReplayBuffer(ReplayBuffer):
 class EnsembleConfig(ContinuousMADDPGConfig):
     """``ContinuousMADDPGConfig`` plus the number of sub-policies per agent, M (M = 1 is plain MADDPG)."""
 
-    n_subpolicies: int = 3
+    n_subpolicies: int = field(default=3, metadata={"option": "--subpolicies", "help": "sub-policies per agent, M"})
 
     def validate(self) -> EnsembleConfig:
         super().validate()

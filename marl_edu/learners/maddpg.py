@@ -8,7 +8,7 @@ Symbols as in the course's cheat sheet: agents i, j from 0, a prime only on targ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -116,31 +116,38 @@ class MADDPGConfig:
     ``validate``."""
 
     # the critic's target y_{i,t} = R^(n)_t + gamma^n (1 - d_{t+n-1}) Q'_i(x_{t+n}, mu'(x_{t+n}))
-    gamma: float = 0.95
+    gamma: float = field(default=0.95, metadata={"help": "discount in [0, 1]"})
     n_step: int = 3               # n-step returns R^(n)_t = r_t + gamma r_{t+1} + gamma^2 r_{t+2}, then gamma^3 Q'_i
     tau: float = 0.005            # tau, the soft target update's rate, per gradient step
     temperature: float = 1.0      # Gumbel-softmax temperature kappa (target actions; the "gumbel" actor update)
 
     # the gradient steps
-    actor_lr: float = 3e-3        # both tuned on Switch2-v2 (benchmarks/TUNING.md, MADDPG)
-    critic_lr: float = 2e-3
-    actor_gradient: str = "expected"  # "expected": exact E_{a_i ~ pi_i} Q_i over agent i's A actions;
-                                      # "gumbel": a straight-through (hard) Gumbel-softmax sample of a_i
+    # both tuned on Switch2-v2 (benchmarks/TUNING.md, MADDPG)
+    actor_lr: float = field(default=3e-3, metadata={"help": "actor learning rate"})
+    critic_lr: float = field(default=2e-3, metadata={"help": "critic learning rate"})
+    # "expected": exact E_{a_i ~ pi_i} Q_i over agent i's A actions; "gumbel": a straight-through (hard)
+    # Gumbel-softmax sample of a_i
+    actor_gradient: str = field(default="expected", metadata={
+        "choices": ("expected", "gumbel"),
+        "help": "the actor's gradient, exact over its own actions (expected) or a Gumbel-softmax sample (gumbel)"})
     logits_reg: float = 1e-3      # c_reg: + c_reg * mean(logits^2) in the actor loss, as in the reference
     grad_clip: float = 0.5        # max gradient norm, as in the reference implementation
-    hidden: int = 64              # units in each of the networks' two hidden layers
+    hidden: int = field(default=64, metadata={"help": "hidden units per layer"})  # of the networks' two
 
     # exploration: a uniformly random action with probability epsilon, decayed linearly from epsilon_start to
     # epsilon_end over the first `epsilon_fraction` of training
     epsilon_start: float = 0.5
-    epsilon_end: float = 0.02
+    epsilon_end: float = field(default=0.02, metadata={
+        "help": "the exploration's final epsilon, reached linearly early in training"})
     epsilon_fraction: float = 0.6
 
     # experience: collected from lock-step env copies, replayed in minibatches
-    n_envs: int = 16              # environment copies stepped in lock-step
+    n_envs: int = field(default=16, metadata={
+        "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
     buffer_size: int = 100_000
-    batch_size: int = 512
-    warmup_steps: int = 1_000     # transitions collected before the first update
+    batch_size: int = field(default=512, metadata={"help": "transitions per update"})
+    warmup_steps: int = field(default=1_000, metadata={"option": "--warmup",
+                                                       "help": "env steps collected before the first update"})
     updates_per_step: int = 1     # gradient steps per lock-step of the n_envs copies
 
     def validate(self) -> MADDPGConfig:

@@ -26,7 +26,7 @@ the cheat sheet.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -193,23 +193,37 @@ class PPOConfig:
     (benchmarks/TUNING.md) found MAPPO solving in about 6 s of a core with each of six variants and normalised advantages no
     help, so they stay until a second round chooses."""
 
-    actor_lr: float = 1e-3
-    critic_lr: float = 3e-3
-    gamma: float = 0.99
-    lam: float = 0.95              # GAE(lambda) for the advantages, and so the critic's lambda-returns
-    clip: float = 0.2              # c: the ratio is clipped to [1 - c, 1 + c]
-    epochs: int = 4                # passes over each batch
-    minibatches: int = 2           # groups of whole episodes per pass (the batch's K episodes split evenly)
-    normalise_advantages: bool = False  # Adv scaled to mean 0, std 1 over the steps agents act in each batch
-    hidden: int = 64
-    recurrent: bool = True         # GRU actor (and IPPO's GRU value) over the history; False: feed-forward
-    n_envs: int = 16               # episodes per batch, played in lock-step
-    entropy_start: float = 0.05    # beta, decayed linearly to zero over `anneal_fraction` of the episodes
+    actor_lr: float = field(default=1e-3, metadata={"help": "actor learning rate"})
+    critic_lr: float = field(default=3e-3, metadata={"help": "critic learning rate"})
+    gamma: float = field(default=0.99, metadata={"help": "discount in [0, 1]"})
+    # GAE(lambda) for the advantages, and so the critic's lambda-returns
+    lam: float = field(default=0.95, metadata={"help": "TD(lambda) of the targets"})
+    clip: float = field(default=0.2, metadata={"help": "PPO's clip range c: the ratio is clipped to [1 - c, 1 + c]"})
+    epochs: int = field(default=4, metadata={"help": "passes over each batch of episodes"})
+    # the batch's K episodes split evenly
+    minibatches: int = field(default=2, metadata={"help": "groups of whole episodes per pass"})
+    normalise_advantages: bool = field(default=False, metadata={
+        "switch": "--normalise-advantages",
+        "help": "advantages scaled to mean 0 and std 1 over the steps agents act in each batch"})
+    hidden: int = field(default=64, metadata={"help": "hidden units per layer"})
+    # GRU actor (and IPPO's GRU value) over the history; False: feed-forward
+    recurrent: bool = field(default=True, metadata={
+        "switch": "--feed-forward",
+        "help": "a feed-forward actor (agent network) on [o_t, id] instead of the GRU over the history"})
+    # episodes per batch, in lock-step
+    n_envs: int = field(default=16, metadata={
+        "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
+    # beta, decayed linearly to zero over `anneal_fraction` of the episodes
+    entropy_start: float = field(default=0.05, metadata={"option": "--entropy",
+                                                         "help": "starting entropy bonus, decayed to 0"})
     anneal_fraction: float = 0.6
     epsilon_start: float = 0.0     # exploration mixed into the behaviour policy, as COMA's (off by default)
-    epsilon_end: float = 0.0
+    epsilon_end: float = field(default=0.0, metadata={
+        "help": "the exploration's final epsilon, reached linearly early in training"})
     grad_clip: float = 10.0
-    team_reward: bool = True       # every row learns the team reward; False (IPPO only): row i agent i's own
+    # every row learns the team reward; False (IPPO only): row i agent i's own
+    team_reward: bool = field(default=True, metadata={
+        "switch": "--per-agent-reward", "help": "critic row i learns agent i's own reward, not the team reward"})
     fused_unroll: bool = True      # replay the actor over whole episodes in one call (False: step by step)
 
     def validate(self) -> PPOConfig:

@@ -26,7 +26,7 @@ Symbols as in the cheat sheet.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -49,20 +49,29 @@ class ContinuousPPOConfig:
     clip of 10 instead of continuous MADDPG's 0.5, which held the critic back on returns of about -60 (-53.2 against
     -53.3 after twice the episodes), discount 0.99 (-51.3) and advantages left unnormalised (-50.4 with both)."""
 
-    actor_lr: float = 3e-4
-    critic_lr: float = 1e-3
-    gamma: float = 0.99
-    lam: float = 0.95              # GAE(lambda) for the advantages, and so the critic's lambda-returns
-    clip: float = 0.2              # c_clip: the ratio is clipped to [1 - c, 1 + c]
-    epochs: int = 10               # passes over each batch
-    minibatches: int = 4           # groups of whole episodes per pass (the batch's K episodes split evenly)
-    normalise_advantages: bool = False  # Adv scaled to mean 0, std 1 over each batch (no padding here)
-    hidden: int = 64               # units in each of the networks' two hidden layers
-    n_envs: int = 16               # episodes per batch, played in lock-step
+    actor_lr: float = field(default=3e-4, metadata={"help": "actor learning rate"})
+    critic_lr: float = field(default=1e-3, metadata={"help": "critic learning rate"})
+    gamma: float = field(default=0.99, metadata={"help": "discount in [0, 1]"})
+    # GAE(lambda) for the advantages, and so the critic's lambda-returns
+    lam: float = field(default=0.95, metadata={"help": "TD(lambda) of the targets"})
+    clip: float = field(default=0.2, metadata={"help": "PPO's clip range c: the ratio is clipped to [1 - c, 1 + c]"})
+    epochs: int = field(default=10, metadata={"help": "passes over each batch of episodes"})
+    # the batch's K episodes split evenly
+    minibatches: int = field(default=4, metadata={"help": "groups of whole episodes per pass"})
+    # Adv scaled to mean 0, std 1 over each batch (no padding here)
+    normalise_advantages: bool = field(default=False, metadata={
+        "switch": "--normalise-advantages",
+        "help": "advantages scaled to mean 0 and std 1 over the steps agents act in each batch"})
+    hidden: int = field(default=64, metadata={"help": "hidden units per layer"})  # of the networks' two
+    # episodes per batch, in lock-step
+    n_envs: int = field(default=16, metadata={
+        "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
     log_std_start: float = -0.5    # log sigma of every action entry before training (sigma about 0.61)
     entropy_coef: float = 0.0      # beta: weight of the Gaussian's entropy in the actor's loss
     grad_clip: float = 10.0
-    team_reward: bool = True       # every row learns the team reward; False (IPPO only): row i agent i's own
+    # every row learns the team reward; False (IPPO only): row i agent i's own
+    team_reward: bool = field(default=True, metadata={
+        "switch": "--per-agent-reward", "help": "critic row i learns agent i's own reward, not the team reward"})
 
     def validate(self) -> ContinuousPPOConfig:
         for name in ("actor_lr", "critic_lr"):

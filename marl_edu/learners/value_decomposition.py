@@ -20,7 +20,7 @@ concatenated observations (S = N*O), as EPyMARL does on tasks without a state. S
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -87,19 +87,29 @@ class ValueDecompositionConfig:
     solved 6 of 6 (800-2,352 episodes, median 856); 16 replayed episodes per update instead of 32 and lr 2e-3 kept 5 of
     5 (752-2,256, median 904) at about two thirds of the cost per update (``benchmarks/sweep.py``; benchmarks/TUNING.md)."""
 
-    lr: float = 2e-3               # Adam, for the agent network and the mixer together
-    gamma: float = 0.99
-    hidden: int = 64               # the agent network's GRU width
-    recurrent: bool = True         # GRU agents over [o_{i,t}, a_{i,t-1}, id]; False: feed-forward on [o_{i,t}, id]
-    n_envs: int = 8                # episodes played in lock-step per collection, each stored in the replay
+    # Adam, for the agent network and the mixer together
+    lr: float = field(default=2e-3, metadata={"help": "learning rate of the agent network and the mixer"})
+    gamma: float = field(default=0.99, metadata={"help": "discount in [0, 1]"})
+    hidden: int = field(default=64, metadata={"help": "hidden units per layer"})  # the agent network's GRU width
+    # GRU agents over [o_{i,t}, a_{i,t-1}, id]; False: feed-forward on [o_{i,t}, id]
+    recurrent: bool = field(default=True, metadata={
+        "switch": "--feed-forward",
+        "help": "a feed-forward actor (agent network) on [o_t, id] instead of the GRU over the history"})
+    # episodes played in lock-step per collection, each stored in the replay
+    n_envs: int = field(default=8, metadata={
+        "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
     buffer_episodes: int = 5000    # the episode replay's capacity
-    batch_episodes: int = 16       # episodes per update, B
+    batch_episodes: int = field(default=16, metadata={"help": "replayed episodes per update"})  # B
     updates_per_collection: int = 8  # updates after each collection of n_envs episodes
     target_update_every: int = 100  # updates between hard copies into the target network (and target mixer)
-    double_q: bool = True          # a*_{t+1} from the online network, valued by the target (False: max of the target)
-    lam: float = 0.6               # TD(lambda) of the targets over the replayed episode; 0: the one-step target
+    # a*_{t+1} from the online network, valued by the target (False: max of the target)
+    double_q: bool = field(default=True, metadata={
+        "switch": "--single-q", "help": "the target's own max at the next step instead of double Q's online argmax"})
+    # TD(lambda) of the targets over the replayed episode; 0: the one-step target
+    lam: float = field(default=0.6, metadata={"help": "TD(lambda) of the targets"})
     epsilon_start: float = 1.0     # epsilon-greedy exploration, decayed linearly
-    epsilon_end: float = 0.01
+    epsilon_end: float = field(default=0.01, metadata={
+        "help": "the exploration's final epsilon, reached linearly early in training"})
     epsilon_fraction: float = 0.3  # ... over this fraction of the training episodes
     mixer_embed: int = 32          # QMIX: E, the mixing network's width
     hyper_hidden: int = 64         # QMIX: the hypernetworks' hidden units
