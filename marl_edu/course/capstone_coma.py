@@ -33,6 +33,7 @@ from marl_edu.course import capstones
 from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 18 draws it)
 from marl_edu.course.checks import call, named_mistake, output, values_differ
 from marl_edu.learners.coma import COMA, COMAConfig
+from marl_edu.learners.table import algo_name_of_class
 from marl_edu.pieces.nets import gradient_step
 from marl_edu.pieces.targets import hard_update
 from marl_edu.base.threads import on_one_thread
@@ -735,7 +736,7 @@ def train_yours(parts: dict[str, Callable], env_id: str = ENV_ID, episodes: int 
 
 def reference_run(env_id: str = ENV_ID) -> dict:
     """The committed reference run of COMA (``results/coma/<env_id>/run.json``): its ``evaluations`` and more."""
-    return capstones.reference_run("coma", env_id)
+    return capstones.reference_run(algo_name_of_class(COMA), env_id)
 
 
 def plot_against_reference(result: TrainResult, optimal: float | None = None, random: float | None = None,

@@ -40,6 +40,7 @@ from marl_edu.data.buffers import n_step_transitions
 from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 17 draws it)
 from marl_edu.course.checks import NOT_DONE_NONE, call
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
+from marl_edu.learners.table import algo_name_of_class
 from marl_edu.pieces.nets import gradient_step
 from marl_edu.pieces.targets import hard_update, soft_update
 from marl_edu.base.threads import on_one_thread
@@ -892,7 +893,7 @@ def train_yours(parts: dict[str, Callable], env_id: str = ENV_ID, episodes: int 
 def reference_run(env_id: str = ENV_ID) -> dict:
     """The committed reference run of MADDPG (``results/maddpg/<env_id>/run.json``: seed 0, the default config): its
     ``evaluations`` and more."""
-    return capstones.reference_run("maddpg", env_id)
+    return capstones.reference_run(algo_name_of_class(MADDPG), env_id)
 
 
 def plot_against_reference(result: TrainResult, optimal: float | None = None, random: float | None = None,

@@ -16,11 +16,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from marl_edu.learners.coma import COMAConfig, counterfactual_baseline
+from marl_edu.learners.coma import COMA, COMAConfig, counterfactual_baseline
 from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.learners.table import LEARNERS
-from marl_edu.learners.maddpg import MADDPGConfig
-from marl_edu.learners.matrix_game import action_probs, optimum, payoff_matrix, train_matrix_game
+from marl_edu.learners.table import LEARNERS, algo_name_of_class
+from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
+from marl_edu.learners.matrix_game import METHODS, action_probs, optimum, payoff_matrix, train_matrix_game
 from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig
 from marl_edu.data.rollout import Episode
 from marl_edu.training.loops import train_coma, train_continuous, train_maddpg
@@ -174,7 +174,7 @@ def _learning_rate_slider(value: float, description: str, style: dict) -> widget
 
 
 def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", optimal: float | None = None,
-                 random: float | None = None, episodes: int = LEARNERS["maddpg"].episodes,
+                 random: float | None = None, episodes: int = LEARNERS[algo_name_of_class(MADDPG)].episodes,
                  seed: int = 0) -> widgets.VBox:
     """The MADDPG hyperparameter panel: learning rates, gamma, tau, batch size, episodes and seed.
 
@@ -205,7 +205,7 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
 
 
 def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal: float | None = None,
-               random: float | None = None, episodes: int = LEARNERS["coma"].episodes,
+               random: float | None = None, episodes: int = LEARNERS[algo_name_of_class(COMA)].episodes,
                seed: int = 0) -> widgets.VBox:
     """The COMA hyperparameter panel: learning rates, lambda, entropy bonus, episodes per batch,
     recurrent or feed-forward actors, episodes and seed.
@@ -253,8 +253,9 @@ def ppo_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal
     defaults = PPOConfig()
     style = {"description_width": "105px"}
     controls = {
-        "learner": widgets.ToggleButtons(options=[("MAPPO: V(s)", "mappo"), ("IPPO: V(h_i)", "ippo")],
-                                         value="mappo", description="learner", style=style),
+        "learner": widgets.ToggleButtons(options=[("MAPPO: V(s)", algo_name_of_class(MAPPO)),
+                                                  ("IPPO: V(h_i)", algo_name_of_class(IPPO))],
+                                         value=algo_name_of_class(MAPPO), description="learner", style=style),
         "clip": widgets.FloatSlider(defaults.clip, min=0.05, max=0.95, step=0.05, description="clip c",
                                     style=style),
         "epochs": widgets.IntSlider(defaults.epochs, min=1, max=16, description="epochs", style=style),
@@ -271,7 +272,7 @@ def ppo_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal
         config = dataclasses.replace(defaults, clip=clip, epochs=epochs, minibatches=minibatches, actor_lr=actor_lr,
                                      entropy_start=entropy_start)
         run = train_coma(env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, config.n_envs),
-                         learner={"mappo": MAPPO, "ippo": IPPO}[learner])
+                         learner=LEARNERS[learner].learner)
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
                 "label": f"your {learner.upper()} (seed {seed})"}
 
@@ -417,7 +418,7 @@ def matrix_game_panel(penalty: float = -12.0, p0: float = 1.0 / 3.0, seed: int =
         c, p, s = penalty_slider.value, p0_slider.value, seed_slider.value
         payoff = payoff_matrix(c)  # (3, 3)
         probs = action_probs(3, p)  # (3,)
-        fits = {name: train_matrix_game(payoff, name, probs=probs, seed=s) for name in ("vdn", "qmix")}
+        fits = {name: train_matrix_game(payoff, name, probs=probs, seed=s) for name in METHODS}  # vdn, qmix
         best, value = optimum(payoff)
         tables = {f"payoff R (optimum {best})": payoff.numpy(),
                   **{f"{name.upper()}'s Q_tot": fit.q_tot.numpy() for name, fit in fits.items()}}
