@@ -272,3 +272,20 @@ def test_ppo_update_bad_inputs():
     with pytest.raises(ValueError, match=r"^surrogate's mask must be 0 or 1 in every entry, got 0.5"):
         ppo_update(learner, policy, values, ones, torch.ones(1, 1), ones * 0.5, ones, 0.1)
     assert learner.updates == 0 and learner.actor.theta.item() == 0.0  # refused before any step
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("actor_lr", 0.0, r"^actor_lr must be a positive number"), ("critic_lr", -1.0, r"^critic_lr must be a positive"),
+    ("grad_clip", 0.0, r"^grad_clip must be a positive"), ("clip", 1.0, r"^clip must be in \(0, 1\)"),
+    ("gamma", 1.5, r"^gamma must be a number in \[0, 1\]"), ("lam", -0.1, r"^lam must be a number in \[0, 1\]"),
+    ("hidden", 0, r"^hidden must be"), ("n_envs", 2.5, r"^n_envs must be"), ("epochs", 0, r"^epochs must be"),
+    ("minibatches", 17, r"^minibatches must be"),  # more groups than the 16 episodes of a batch
+    ("normalise_advantages", 1, r"^normalise_advantages must be True or False"),
+    ("team_reward", "yes", r"^team_reward must be True or False"),
+])
+def test_both_ppo_configs_check_their_shared_fields_alike(field, value, message):
+    from marl_edu.learners.ppo_continuous import ContinuousPPOConfig
+
+    for config_class in (PPOConfig, ContinuousPPOConfig):
+        with pytest.raises(ValueError, match=message):
+            config_class(**{field: value}).validate()

@@ -120,6 +120,25 @@ def clipped_surrogate_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, a
     return -masked_mean(surrogate, mask, allow_empty=True, name="surrogate")  # a minibatch nobody acts in: 0
 
 
+def validate_ppo_fields(config) -> None:
+    """Check, in place, the twelve fields every PPO config has (``PPOConfig``, ``ContinuousPPOConfig``): the two
+    learning rates, grad_clip, clip in (0, 1), gamma and lam in [0, 1], hidden, n_envs, epochs, minibatches (at most
+    n_envs: a minibatch holds whole episodes), normalise_advantages and team_reward; a ValueError names the first bad
+    one."""
+    for name in ("actor_lr", "critic_lr"):
+        setattr(config, name, positive_number(getattr(config, name), name, LIMITS["learning_rate"]))
+    config.grad_clip = positive_number(config.grad_clip, "grad_clip", LIMITS["grad_clip"])
+    config.clip = clip_range(config.clip)
+    for name in ("gamma", "lam"):
+        setattr(config, name, unit_interval(getattr(config, name), name))
+    for name in ("hidden", "n_envs"):
+        setattr(config, name, positive_int(getattr(config, name), name, LIMITS[name]))
+    config.epochs = positive_int(config.epochs, "epochs", LIMITS["critic_steps"])
+    config.minibatches = positive_int(config.minibatches, "minibatches", config.n_envs)
+    for name in ("normalise_advantages", "team_reward"):
+        setattr(config, name, boolean(getattr(config, name), name))
+
+
 def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tensor, dones: torch.Tensor,
                actor_mask: torch.Tensor, critic_mask: torch.Tensor, entropy_coef: float) -> dict[str, float]:
     """One PPO update of a batch of B whole episodes, for any policy: the discrete learners' and the continuous ones'
@@ -227,18 +246,11 @@ class PPOConfig:
     fused_unroll: bool = True      # replay the actor over whole episodes in one call (False: step by step)
 
     def validate(self) -> PPOConfig:
-        for name in ("actor_lr", "critic_lr"):
-            setattr(self, name, positive_number(getattr(self, name), name, LIMITS["learning_rate"]))
-        self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
-        self.clip = clip_range(self.clip)
-        for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "anneal_fraction"):
+        validate_ppo_fields(self)  # the fields continuous PPO shares
+        for name in ("epsilon_start", "epsilon_end", "anneal_fraction"):
             setattr(self, name, unit_interval(getattr(self, name), name))
-        for name in ("hidden", "n_envs"):
-            setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
-        self.epochs = positive_int(self.epochs, "epochs", LIMITS["critic_steps"])
-        self.minibatches = positive_int(self.minibatches, "minibatches", self.n_envs)
         self.entropy_start = non_negative_number(self.entropy_start, "entropy_start", LIMITS["coefficient"])
-        for name in ("normalise_advantages", "recurrent", "team_reward", "fused_unroll"):
+        for name in ("recurrent", "fused_unroll"):
             setattr(self, name, boolean(getattr(self, name), name))
         return self
 

@@ -34,11 +34,10 @@ from torch import nn
 
 from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
 from marl_edu.pieces.nets import MLP
-from marl_edu.learners.ppo import clip_range, ppo_update
+from marl_edu.learners.ppo import ppo_update, validate_ppo_fields
 from marl_edu.base.shapes import check_shape, one_hot
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import (LIMITS, boolean, finite, non_negative_number, positive_int, positive_number,
-                               unit_interval, zero_one)
+from marl_edu.base.validate import LIMITS, finite, non_negative_number, positive_int, zero_one
 
 
 @dataclass
@@ -74,22 +73,11 @@ class ContinuousPPOConfig:
         "switch": "--per-agent-reward", "help": "critic row i learns agent i's own reward, not the team reward"})
 
     def validate(self) -> ContinuousPPOConfig:
-        for name in ("actor_lr", "critic_lr"):
-            setattr(self, name, positive_number(getattr(self, name), name, LIMITS["learning_rate"]))
-        self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
-        self.clip = clip_range(self.clip)
-        for name in ("gamma", "lam"):
-            setattr(self, name, unit_interval(getattr(self, name), name))
-        for name in ("hidden", "n_envs"):
-            setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
-        self.epochs = positive_int(self.epochs, "epochs", LIMITS["critic_steps"])
-        self.minibatches = positive_int(self.minibatches, "minibatches", self.n_envs)
+        validate_ppo_fields(self)  # the fields discrete PPO shares
         self.entropy_coef = non_negative_number(self.entropy_coef, "entropy_coef", LIMITS["coefficient"])
         log_std = self.log_std_start
         if isinstance(log_std, bool) or not isinstance(log_std, (int, float)) or not -5.0 <= log_std <= 2.0:
             raise ValueError(f"log_std_start must be a number in [-5, 2] (sigma from 0.007 to 7.4), got {log_std!r}")
-        for name in ("normalise_advantages", "team_reward"):
-            setattr(self, name, boolean(getattr(self, name), name))
         return self
 
 
