@@ -12,7 +12,7 @@ from marl_edu.course import solutions
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.envs.make import make_vec_env
 from marl_edu.data.rollout import collect_episodes
-from marl_edu.training.loops import train_coma
+from marl_edu.training.loops import train
 from slips import with_source_changed
 
 CHECKS = {name: getattr(cc, f"check_{name}") for name in cc.PARTS}
@@ -207,7 +207,7 @@ def test_assemble_uses_only_parts_that_passed(capsys):
 def test_with_the_references_train_yours_is_train_coma():
     parts = dict(cc.REFERENCE)
     ours = cc.train_yours(parts, episodes=64, eval_every=32, stop_at=None, progress=False)
-    theirs = train_coma("Switch2-v0", episodes=64, eval_every=32, progress=False)
+    theirs = train("coma", "Switch2-v0", episodes=64, eval_every=32, progress=False)
     assert ours.episode_returns == theirs.episode_returns
     assert ours.evaluations == theirs.evaluations
     for a, b in zip(cc._parameters(ours.agent), cc._parameters(theirs.agent)):

@@ -468,10 +468,10 @@ SMALL = dict(episodes=48, seed=1, eval_every=16, progress=False)
 
 def test_with_the_references_train_yours_is_train_maddpg():
     from marl_edu.learners.maddpg import MADDPGConfig
-    from marl_edu.training.loops import TrainResult, train_maddpg
+    from marl_edu.training.loops import TrainResult, train
 
     ours = capstone.train_yours(dict(capstone.REFERENCE), **SMALL)
-    theirs = train_maddpg(capstone.ENV_ID, config=MADDPGConfig(), **SMALL)
+    theirs = train("maddpg", capstone.ENV_ID, config=MADDPGConfig(), **SMALL)
     assert isinstance(ours, TrainResult) and ours.updates == theirs.updates > 0
     assert ours.episode_returns == theirs.episode_returns and ours.evaluations == theirs.evaluations
     mine, reference = capstone._parameters(ours.agent), capstone._parameters(theirs.agent)
@@ -480,7 +480,7 @@ def test_with_the_references_train_yours_is_train_maddpg():
 
 def test_your_loop_trains_with_your_update_and_gives_a_train_result():
     from marl_edu.learners.maddpg import MADDPGConfig
-    from marl_edu.training.loops import TrainResult, train_maddpg
+    from marl_edu.training.loops import TrainResult, train
 
     calls = []
 
@@ -491,7 +491,7 @@ def test_your_loop_trains_with_your_update_and_gives_a_train_result():
     parts = {**capstone.REFERENCE, "maddpg_update": counted_update,
              "maddpg_training_loop": solutions.maddpg_training_loop}
     ours = capstone.train_yours(parts, **SMALL)
-    theirs = train_maddpg(capstone.ENV_ID, config=MADDPGConfig(), **SMALL)
+    theirs = train("maddpg", capstone.ENV_ID, config=MADDPGConfig(), **SMALL)
     assert isinstance(ours, TrainResult) and ours.buffer is not None
     assert len(calls) == theirs.updates > 0 and calls[0] is capstone.REFERENCE["maddpg_critic_loss"]
     assert ours.episode_returns == theirs.episode_returns  # the same loop; the updates agree within 1e-5
@@ -503,7 +503,7 @@ def test_your_loop_trains_with_your_update_and_gives_a_train_result():
 def test_the_answers_assembled_solve_switch2_v2(capsys):
     # the notebook's run (seed 0, the default config, a budget of 1,500 episodes) with the answers' update parts,
     # stopped at the first greedy evaluation that solves (8.0, optimum 8.3), as capstone COMA's test does. The answers'
-    # own loop has no stop (it runs the whole budget, 115 s), so the loop here is train_maddpg's, which
+    # own loop has no stop (it runs the whole budget, 115 s), so the loop here is loops.train's, which
     # check_maddpg_training_loop holds the answers' loop to (every stored transition, return and weight) and
     # test_your_loop_trains_with_your_update_and_gives_a_train_result trains. The answers match the reference within
     # 1e-5 per update, not to the bit, so the run is not the reference's (whose first 8.0 is at episode 501). Measured
@@ -639,7 +639,7 @@ def test_the_loop_checks_second_case_has_both_kinds_of_episode_end():
 
     train.make_vec_env = counting
     try:
-        result = train.train_maddpg(config=capstone.MADDPGConfig(**config), progress=False, **arguments)
+        result = train.train("maddpg", config=capstone.MADDPGConfig(**config), progress=False, **arguments)
     finally:
         train.make_vec_env = original
     assert len(ends) == len(result.episode_returns) >= arguments["episodes"] and result.agent.updates == 0

@@ -1,5 +1,5 @@
 """What both capstones share (marl_edu.course.capstones), and the ``update=`` hook through which they train with the
-library's own loops (train.train_maddpg, train.train_coma) instead of a copy of them.
+library's own loop (loops.train) instead of a copy of them.
 
 Also the staged hints of every part (capstones.hint), and that the capstones are done cold: their Markdown holds no
 code of the answers, and no notebook before them prints the library's source of what they ask for (issue 31).
@@ -26,7 +26,7 @@ from marl_edu.course import solutions
 from marl_edu.pieces import targets
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.maddpg import MADDPGConfig
-from marl_edu.training.loops import TrainResult, train_coma, train_maddpg
+from marl_edu.training.loops import TrainResult, train
 
 matplotlib.use("Agg")
 
@@ -138,8 +138,8 @@ def test_train_coma_calls_the_given_update_with_the_learner_and_each_batch():
         seen.append((agent, batch["obs"].shape))
         agent.update(batch)
 
-    ours = train_coma("Switch2-v0", 32, COMAConfig(n_envs=8), seed=2, eval_every=16, progress=False, update=update)
-    theirs = train_coma("Switch2-v0", 32, COMAConfig(n_envs=8), seed=2, eval_every=16, progress=False)
+    ours = train("coma", "Switch2-v0", 32, COMAConfig(n_envs=8), seed=2, eval_every=16, progress=False, update=update)
+    theirs = train("coma", "Switch2-v0", 32, COMAConfig(n_envs=8), seed=2, eval_every=16, progress=False)
     assert len(seen) == ours.updates == 4 and all(agent is ours.agent for agent, _ in seen)
     assert all(shape[0] == 8 and shape[2:] == (2, 2) for _, shape in seen)  # (B = K, T+1, N, O)
     assert ours.episode_returns == theirs.episode_returns and ours.evaluations == theirs.evaluations
@@ -149,17 +149,17 @@ def test_train_coma_calls_the_given_update_with_the_learner_and_each_batch():
 def test_train_maddpg_calls_the_given_update_instead_of_the_learners():
     seen = []
     config = MADDPGConfig(n_envs=4, warmup_steps=64, batch_size=32, hidden=16, buffer_size=5_000)
-    result = train_maddpg("Switch2-v2", 12, config, seed=0, eval_every=12, progress=False,
+    result = train("maddpg", "Switch2-v2", 12, config, seed=0, eval_every=12, progress=False,
                           update=lambda agent, batch: seen.append(batch["obs"].shape))
     N, O = result.agent.n_agents, result.agent.obs_dim
     assert len(seen) == result.updates > 0 and set(seen) == {(32, N, O)}  # (B, N, O) replay batches
     assert result.agent.updates == 0  # MADDPG.update never ran
 
 
-@pytest.mark.parametrize("train", [train_maddpg, train_coma], ids=lambda f: f.__name__)
-def test_an_update_that_is_not_a_function_is_a_value_error(train):
+@pytest.mark.parametrize("learner", ["maddpg", "coma"])
+def test_an_update_that_is_not_a_function_is_a_value_error(learner):
     with pytest.raises(ValueError, match="update must be None .* or a function update\\(agent, batch\\), got str"):
-        train(episodes=1, progress=False, update="agent.update")
+        train(learner, episodes=1, progress=False, update="agent.update")
 
 
 # -- hints in stages (issue 31: capstones done cold) -----------------------------------------------------------------
@@ -322,7 +322,7 @@ CAPSTONE_TOPICS = {
     "MADDPG": ("update", "critic_loss", "actor_loss", "q_of_every_own_action"),
     "COMA": ("update", "critic_rows", "critic_targets", "critic_loss", "taken_values", "advantage", "policy_step",
              "replay_policy", "actor_loss"),
-    None: ("soft_update", "collect_episodes", "train_maddpg", "train_coma"),
+    None: ("soft_update", "collect_episodes", "train", "Transitions", "WholeEpisodes"),
 }
 FIRST_CAPSTONE = 17  # 17_capstone_maddpg: every numbered notebook below it is read before the capstones
 EARLIER = sorted(path for path in (ROOT / "notebooks").glob("*.ipynb")
@@ -432,7 +432,7 @@ def test_the_pseudocode_check_sees_a_part_written_out():
 # -- every check refuses an answer that calls the library's own implementation of its part -------------------------
 
 def _through_train_maddpg(env_id, episodes, config, seed, update, eval_every):
-    result = train_maddpg(env_id, episodes, config, seed, eval_every, progress=False, update=update)
+    result = train("maddpg", env_id, episodes, config, seed, eval_every, progress=False, update=update)
     return {"agent": result.agent, "buffer": result.buffer, "episode_returns": result.episode_returns,
             "evaluations": result.evaluations}
 
@@ -451,7 +451,7 @@ LIBRARY_ANSWERS = {
                       "agent.update (the library's MADDPG.update)"),
     "n_step_window": (lambda *args: buffers.n_step_transitions(*args), "marl_edu.data.buffers.n_step_transitions",
                       "marl_edu.data.buffers.n_step_transitions"),
-    "maddpg_training_loop": (_through_train_maddpg, "marl_edu.training.loops.train_maddpg", "marl_edu.training.loops.train_maddpg"),
+    "maddpg_training_loop": (_through_train_maddpg, "marl_edu.training.loops.train", "marl_edu.training.loops.train"),
     "coma_critic_rows": (lambda agent, obs, actions: agent.critic_rows(obs, actions),
                          "marl_edu.learners.coma.COMA.critic_rows", "agent.critic_rows (the library's COMA.critic_rows)"),
     "coma_critic_targets": (lambda agent, rows, batch: agent.critic_targets(rows, batch),

@@ -62,10 +62,10 @@ def test_a_config_given_numpy_values_saves_and_loads(tmp_path):
 def test_a_trained_policy_file_round_trips(tmp_path):
     from marl_edu.training.checkpoints import load_policy, save_policy
     from marl_edu.learners.maddpg import MADDPGConfig
-    from marl_edu.training.loops import train_maddpg
+    from marl_edu.training.loops import train
 
     config = MADDPGConfig(n_envs=2, warmup_steps=32, batch_size=16, hidden=8)
-    run = train_maddpg("Switch2-v2", episodes=2, config=config, seed=5, progress=False)
+    run = train("maddpg", "Switch2-v2", episodes=2, config=config, seed=5, progress=False)
     path = save_policy(run.agent, "Switch2-v2", tmp_path / "policy.pt")
     loaded = load_policy(path, algo="maddpg", env_id="Switch2-v2")
     assert loaded.config == run.agent.config and loaded.n_agents == 2 and loaded.obs_dim == 3

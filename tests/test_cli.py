@@ -752,16 +752,17 @@ def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts
 
     argv = ["--algo", "iddpg_continuous", "--seeds", "0", "1", *CONTINUOUS_TINY]
     assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
-    update, runs_seen = marl_edu.training.loops._update_from_replay, []
+    batches, runs_seen = marl_edu.training.loops.Transitions.batches, []
 
-    def ctrl_c_in_seed_1(agent, buffer, config, rng, result):  # Ctrl-C mid-run, after some updates of the second seed
-        if not runs_seen or runs_seen[-1] is not result:
-            runs_seen.append(result)
-        if len(runs_seen) == 2 and result.updates == 5:
+    def ctrl_c_in_seed_1(path):  # Ctrl-C mid-run, some env steps into the second seed
+        if not runs_seen or runs_seen[-1][0] is not path:
+            runs_seen.append([path, 0])
+        runs_seen[-1][1] += 1
+        if len(runs_seen) == 2 and runs_seen[-1][1] == 20:
             signal.raise_signal(signal.SIGINT)
-        update(agent, buffer, config, rng, result)
+        return batches(path)
 
-    monkeypatch.setattr(marl_edu.training.loops, "_update_from_replay", ctrl_c_in_seed_1)
+    monkeypatch.setattr(marl_edu.training.loops.Transitions, "batches", ctrl_c_in_seed_1)
     capsys.readouterr()
     assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
     err = capsys.readouterr().err

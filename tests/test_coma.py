@@ -7,7 +7,7 @@ import torch
 from marl_edu.learners.coma import COMA, COMAConfig, build_critic_input, coma_advantage, counterfactual_baseline
 from marl_edu.envs.make import make_vec_env
 from marl_edu.data.rollout import collect_episodes
-from marl_edu.training.loops import greedy_return, train_coma
+from marl_edu.training.loops import greedy_return, train
 from batches import entry_set, episode_batch, replaced
 
 
@@ -79,7 +79,7 @@ def test_update_changes_the_networks_and_keeps_the_target_until_its_turn():
 def test_training_is_deterministic_and_feed_forward_works():
     for recurrent in (True, False):
         config = COMAConfig(hidden=8, n_envs=4, recurrent=recurrent)
-        runs = [train_coma("Switch2-v0", 8, config, seed=2, eval_every=4, progress=False) for _ in range(2)]
+        runs = [train("coma", "Switch2-v0", 8, config, seed=2, eval_every=4, progress=False) for _ in range(2)]
         assert runs[0].episode_returns == runs[1].episode_returns and runs[0].evaluations == runs[1].evaluations
         assert np.isfinite(greedy_return(runs[0].agent, "Switch2-v0").team_return)
 
@@ -90,13 +90,13 @@ def test_bad_config_and_arguments():
     with pytest.raises(ValueError, match="recurrent must be True or False"):
         COMAConfig(recurrent="yes").validate()
     with pytest.raises(ValueError, match="episodes must be a positive int"):
-        train_coma("Switch2-v0", 0)
+        train("coma", "Switch2-v0", 0)
 
 
 def test_coma_policy_checkpoint_round_trip(tmp_path):
     from marl_edu.training.checkpoints import load_policy, save_policy
 
-    run = train_coma("Switch2-v0", 4, COMAConfig(hidden=8, n_envs=4), seed=1, progress=False)
+    run = train("coma", "Switch2-v0", 4, COMAConfig(hidden=8, n_envs=4), seed=1, progress=False)
     path = save_policy(run.agent, "Switch2-v0", tmp_path / "coma.pt")
     loaded = load_policy(path, algo="coma", env_id="Switch2-v0")
     assert loaded.config == run.agent.config
@@ -250,7 +250,7 @@ def test_training_with_a_huge_learning_rate_or_entropy_stops_with_a_value_error(
         monkeypatch.setitem(LIMITS, limit, math.inf)
     config = COMAConfig(hidden=8, n_envs=4, **{field: value})
     with pytest.raises(ValueError, match=message):
-        train_coma("Switch2-v0", 40, config, seed=0, eval_every=40, progress=False)
+        train("coma", "Switch2-v0", 40, config, seed=0, eval_every=40, progress=False)
 
 
 def test_a_policy_with_nan_weights_cannot_act():

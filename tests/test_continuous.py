@@ -8,7 +8,7 @@ from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, Cont
 from marl_edu.envs.make import make_vec_env
 from marl_edu.data.rollout import run_episode
 from marl_edu.envs.make import make_env
-from marl_edu.training.loops import evaluate_particle, train_continuous
+from marl_edu.training.loops import evaluate_particle, train
 
 
 def _fixed_learner(learner=ContinuousMADDPG, gamma=0.9, action_reg=1e-3) -> ContinuousMADDPG:
@@ -149,12 +149,12 @@ def test_run_episode_keeps_forces_and_the_papers_metrics():
 
 def test_train_continuous_is_deterministic_and_checks_its_env():
     config = ContinuousMADDPGConfig(n_envs=2, batch_size=32, warmup_steps=32, hidden=16)
-    runs = [train_continuous(episodes=4, config=config, seed=5, eval_every=2, eval_episodes=1, progress=False)
+    runs = [train("maddpg_continuous", episodes=4, config=config, seed=5, eval_every=2, eval_episodes=1, progress=False)
             for _ in range(2)]
     assert runs[0].updates > 0 and len(runs[0].episode_returns) == 4 and len(runs[0].evaluations) == 2
     assert runs[0].episode_returns == runs[1].episode_returns and runs[0].evaluations == runs[1].evaluations
-    with pytest.raises(ValueError, match="needs a particle env"):
-        train_continuous("Switch2-v0", episodes=1, progress=False)
+    with pytest.raises(ValueError, match="acts with continuous forces on the particle envs"):
+        train("maddpg_continuous", "Switch2-v0", episodes=1, progress=False)
     with pytest.raises(ValueError, match="needs a particle env"):
         evaluate_particle(lambda obs: np.zeros(2, dtype=np.int64), "Switch2-v0", episodes=1)
 

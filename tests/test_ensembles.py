@@ -9,7 +9,7 @@ import torch
 
 from marl_edu.training.checkpoints import load_policy, save_policy
 from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG, SubpolicyReplayBuffer
-from marl_edu.training.loops import train_continuous
+from marl_edu.training.loops import train
 
 
 def _fixed_ensemble(gamma=0.9) -> EnsembleMADDPG:
@@ -173,8 +173,8 @@ def test_training_an_ensemble_is_deterministic_and_saves_every_sub_policy(tmp_pa
     config = EnsembleConfig(n_envs=4, warmup_steps=100, batch_size=32, n_subpolicies=2)
 
     def run():
-        return train_continuous("simple_adversary_v3", 12, config, seed=1, eval_every=12, eval_episodes=1,
-                                progress=False, learner=EnsembleMADDPG)
+        return train("maddpg_ensemble", "simple_adversary_v3", 12, config, seed=1, eval_every=12, eval_episodes=1,
+                                progress=False)
 
     first, second = run(), run()
     assert first.updates > 0 and first.episode_returns == second.episode_returns

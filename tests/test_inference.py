@@ -110,12 +110,11 @@ def test_bad_hyperparameters_raise(field, value, message):
 
 def test_the_learner_needs_its_own_config_and_trains_with_the_default():
     from marl_edu.learners.continuous import ContinuousMADDPGConfig
-    from marl_edu.training.loops import train_continuous
+    from marl_edu.training.loops import train
 
     with pytest.raises(ValueError, match="needs an InferenceConfig"):
         InferringMADDPG(3, 4, 2, ContinuousMADDPGConfig())
-    run = train_continuous(episodes=2, config=None, seed=0, eval_every=2, eval_episodes=1, progress=False,
-                           learner=InferringMADDPG)
+    run = train("maddpg_inferred", episodes=2, config=None, seed=0, eval_every=2, eval_episodes=1, progress=False)
     assert isinstance(run.agent.config, InferenceConfig) and run.updates == 0  # 2 x 16 x 25 steps < 2000 warm-up
 
 

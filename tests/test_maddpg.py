@@ -198,7 +198,7 @@ def test_update_refuses_a_bad_batch_before_any_torch_work(learner_class, case):
 
 
 def test_training_with_a_huge_learning_rate_stops_with_a_value_error(monkeypatch):
-    from marl_edu.training.loops import train_maddpg
+    from marl_edu.training.loops import train
     from marl_edu.base.validate import LIMITS
 
     with pytest.raises(ValueError, match="actor_lr must be a positive number at most 1, got 1e"):
@@ -207,7 +207,7 @@ def test_training_with_a_huge_learning_rate_stops_with_a_value_error(monkeypatch
     config = MADDPGConfig(actor_lr=1e30, critic_lr=1e30, warmup_steps=0, batch_size=32, n_envs=4, hidden=16)
     with pytest.raises(ValueError, match=r"^agent \d's (critic|actor) loss is (nan|inf|-inf) at update \d+: a learning "
                                          r"rate or entropy coefficient too large\? \(lr=1e\+30\); no step was taken$"):
-        train_maddpg("Switch2-v0", 100, config, seed=0, eval_every=100, progress=False)
+        train("maddpg", "Switch2-v0", 100, config, seed=0, eval_every=100, progress=False)
 
 
 def test_an_actor_with_nan_weights_cannot_act():

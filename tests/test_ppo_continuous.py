@@ -1,4 +1,4 @@
-"""Continuous IPPO and MAPPO (marl_edu.learners.ppo_continuous, train.train_continuous_ppo): the Gaussian policy's
+"""Continuous IPPO and MAPPO (marl_edu.learners.ppo_continuous, loops.train): the Gaussian policy's
 log-density and entropy against values worked out by hand, clipped (not squashed) actions, the values each learner's
 critic sees, bad inputs, the update's determinism, and the on-policy loop on the particle envs."""
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO, ContinuousPPOConfig, GaussianActor
-from marl_edu.training.loops import train_continuous_ppo
+from marl_edu.training.loops import train
 
 
 def _zero_mean_actor(log_sigma: float) -> GaussianActor:
@@ -104,12 +104,12 @@ def test_a_bad_batch_is_named(change, message):
 
 def test_the_loop_trains_whole_batches_and_is_the_same_for_a_seed():
     config = ContinuousPPOConfig(n_envs=4, epochs=1, minibatches=1)
-    runs = [train_continuous_ppo("simple_spread_v3", 8, config, seed=3, eval_every=4, eval_episodes=2, progress=False)
+    runs = [train("mappo_continuous", "simple_spread_v3", 8, config, seed=3, eval_every=4, eval_episodes=2, progress=False)
             for _ in range(2)]
     assert len(runs[0].episode_returns) == 8 and runs[0].updates == 2 and runs[0].env_steps == 8 * 25
     assert runs[0].evaluations == runs[1].evaluations and runs[0].episode_returns == runs[1].episode_returns
 
 
 def test_the_loop_refuses_a_discrete_env():
-    with pytest.raises(ValueError, match="needs a particle env with continuous actions"):
-        train_continuous_ppo("Switch2-v0", 8, progress=False)
+    with pytest.raises(ValueError, match="acts with continuous forces on the particle envs"):
+        train("mappo_continuous", "Switch2-v0", 8, progress=False)

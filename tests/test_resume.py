@@ -9,11 +9,14 @@ import torch
 from marl_edu.learners.baselines import IDDPG
 from marl_edu.learners.coma import COMAConfig
 from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.learners.ppo import PPOConfig
+from marl_edu.learners.value_decomposition import ValueDecompositionConfig
 from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state, object_state, restore_object
-from marl_edu.training.loops import train_coma, train_maddpg
+from marl_edu.training.loops import train
 
 SMALL_MADDPG = MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32, buffer_size=2_000, hidden=16)
 SMALL_COMA = COMAConfig(n_envs=4, hidden=16)
+SMALL_QMIX = ValueDecompositionConfig(n_envs=4, batch_episodes=4, hidden=8)
 
 
 class StopAt(RunCheckpoint):
@@ -56,53 +59,56 @@ def assert_same_run(a, b):
         assert torch.equal(ta[key], tb[key]), key
 
 
-@pytest.mark.parametrize("loop, kwargs, stop_at_episode", [
-    (train_maddpg, dict(env_id="Switch2-v2", episodes=24, config=SMALL_MADDPG, eval_every=8), 9),
-    (train_maddpg, dict(env_id="Switch2-v0", episodes=16, config=SMALL_MADDPG, eval_every=8, learner=IDDPG), 3),
-    (train_coma, dict(env_id="Switch2-v0", episodes=48, config=SMALL_COMA, eval_every=16), 20),
+# every loop kind whose envs can be saved mid-run (the batched Switch): off-policy, on-policy, episode replay
+@pytest.mark.parametrize("learner, kwargs, stop_at_episode", [
+    ("maddpg", dict(env_id="Switch2-v2", episodes=24, config=SMALL_MADDPG, eval_every=8), 9),
+    (IDDPG, dict(env_id="Switch2-v0", episodes=16, config=SMALL_MADDPG, eval_every=8), 3),
+    ("coma", dict(env_id="Switch2-v0", episodes=48, config=SMALL_COMA, eval_every=16), 20),
+    ("mappo", dict(env_id="Switch2-v0", episodes=24, config=PPOConfig(n_envs=4, hidden=8), eval_every=8), 8),
+    ("qmix", dict(env_id="Switch2-v0", episodes=24, config=SMALL_QMIX, eval_every=8), 12),
 ])
-def test_an_interrupted_run_resumes_to_the_same_bits(loop, kwargs, stop_at_episode, tmp_path):
-    whole = loop(**kwargs, seed=3, progress=False)
+def test_an_interrupted_run_resumes_to_the_same_bits(learner, kwargs, stop_at_episode, tmp_path):
+    whole = train(learner, **kwargs, seed=3, progress=False)
     path = tmp_path / "run.pt"
     with pytest.raises(TrainingInterrupted) as stop:
-        loop(**kwargs, seed=3, progress=False, checkpoint=StopAt(path, stop_at_episode))
+        train(learner, **kwargs, seed=3, progress=False, checkpoint=StopAt(path, stop_at_episode))
     assert stop.value.path == path and stop_at_episode <= stop.value.episodes < kwargs["episodes"]
     _, state = load_run_state(path)
     assert len(state["result"]["episode_returns"]) == stop.value.episodes
-    resumed = loop(**kwargs, seed=3, progress=False, checkpoint=RunCheckpoint(path, math.inf, resume=state))
+    resumed = train(learner, **kwargs, seed=3, progress=False, checkpoint=RunCheckpoint(path, math.inf, resume=state))
     assert_same_run(whole, resumed)
 
 
 def test_interrupting_twice_still_resumes_to_the_same_bits(tmp_path):
     kwargs = dict(env_id="Switch2-v2", episodes=24, config=SMALL_MADDPG, eval_every=8, seed=5, progress=False)
-    whole = train_maddpg(**kwargs)
+    whole = train("maddpg", **kwargs)
     path = tmp_path / "run.pt"
     resume = None
     for at in (4, 13):
         checkpoint = StopAt(path, at)
         checkpoint.resume = resume
         with pytest.raises(TrainingInterrupted):
-            train_maddpg(**kwargs, checkpoint=checkpoint)
+            train("maddpg", **kwargs, checkpoint=checkpoint)
         resume = load_run_state(path)[1]
-    assert_same_run(whole, train_maddpg(**kwargs, checkpoint=RunCheckpoint(path, math.inf, resume=resume)))
+    assert_same_run(whole, train("maddpg", **kwargs, checkpoint=RunCheckpoint(path, math.inf, resume=resume)))
 
 
 def test_periodic_saves_do_not_change_the_run(tmp_path):
     kwargs = dict(env_id="Switch2-v0", episodes=32, config=SMALL_COMA, eval_every=16, seed=1, progress=False)
     checkpoint = RunCheckpoint(tmp_path / "run.pt", every_seconds=1e-9)  # a save after every batch
-    saved = train_coma(**kwargs, checkpoint=checkpoint)
+    saved = train("coma", **kwargs, checkpoint=checkpoint)
     assert checkpoint.saves == 32 // 4
-    assert_same_run(train_coma(**kwargs), saved)
+    assert_same_run(train("coma", **kwargs), saved)
     assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_a_state_from_another_loop_is_refused(tmp_path):
     path = tmp_path / "run.pt"
     with pytest.raises(TrainingInterrupted):
-        train_coma("Switch2-v0", 16, SMALL_COMA, eval_every=8, progress=False, checkpoint=StopAt(path, 4))
+        train("coma", "Switch2-v0", 16, SMALL_COMA, eval_every=8, progress=False, checkpoint=StopAt(path, 4))
     state = load_run_state(path)[1]
     with pytest.raises(ValueError, match="saved by another training loop"):
-        train_maddpg("Switch2-v2", 16, SMALL_MADDPG, progress=False, checkpoint=RunCheckpoint(path, resume=state))
+        train("maddpg", "Switch2-v2", 16, SMALL_MADDPG, progress=False, checkpoint=RunCheckpoint(path, resume=state))
 
 
 def _tamper(state: dict, where: str, value) -> None:
@@ -131,18 +137,18 @@ def test_a_tampered_state_is_refused_with_the_field_named(where, value, message,
     path = tmp_path / "run.pt"
     kwargs = dict(env_id="Switch2-v0", episodes=32, config=SMALL_COMA, eval_every=8, seed=2, progress=False)
     with pytest.raises(TrainingInterrupted):
-        train_coma(**kwargs, checkpoint=StopAt(path, 12))
+        train("coma", **kwargs, checkpoint=StopAt(path, 12))
     state = load_run_state(path)[1]
     _tamper(state, where, value)
     with pytest.raises(ValueError, match=message) as refused:
-        train_coma(**kwargs, checkpoint=RunCheckpoint(path, resume=state))
+        train("coma", **kwargs, checkpoint=RunCheckpoint(path, resume=state))
     assert "cannot be resumed here" in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_resuming_needs_the_batched_switch():
     with pytest.raises(ValueError, match="cannot be checkpointed or resumed"):
-        train_coma("Switch2-v0", 8, SMALL_COMA, progress=False, env_backend="ma-gym",
-                   checkpoint=RunCheckpoint("unused.pt"))
+        train("coma", "Switch2-v0", 8, SMALL_COMA, progress=False, env_backend="ma-gym",
+              checkpoint=RunCheckpoint("unused.pt"))
 
 
 def test_object_state_round_trips_arrays_generators_and_refuses_unknown_types():
@@ -181,37 +187,27 @@ def test_every_seconds_must_be_positive():
         RunCheckpoint("x.pt", every_seconds=0)
 
 
-@pytest.mark.parametrize("kind", ["OffPolicyLoop", "OnPolicyLoop"])
-def test_a_loops_state_object_is_saved_whole_and_restored_in_place(kind):
-    """A value added to a loop's state object is saved with it (never left out of the checkpoint): every field goes
+def test_the_loops_state_object_is_saved_whole_and_restored_in_place():
+    """A value added to the loop's state object is saved with it (never left out of the checkpoint): every field goes
     in, and comes back with its kind (a deque keeps its bound)."""
     import dataclasses
     from collections import deque
 
-    import numpy as np
+    from marl_edu.training.loops import LoopState
 
-    from marl_edu.training import loops as train
-    from marl_edu.training.resume import object_state, restore_object
-
-    cls = getattr(train, kind)
-    if kind == "OffPolicyLoop":
-        state = cls(rng=np.random.default_rng(5), obs=np.arange(12, dtype=np.float32).reshape(2, 3, 2),
-                    pending=[deque([(np.ones(2), np.zeros(2, dtype=np.int64), 0.5)], maxlen=3), deque(maxlen=3)],
-                    next_eval=40)
-    else:
-        state = cls(next_eval=40)
+    state = LoopState(next_eval=40, rng=np.random.default_rng(5), obs=np.arange(12, dtype=np.float32).reshape(2, 3, 2),
+                      pending=[deque([(np.ones(2), np.zeros(2, dtype=np.int64), 0.5)], maxlen=3), deque(maxlen=3)])
     saved = object_state(state)
-    assert set(saved) == {field.name for field in dataclasses.fields(cls)}
-    if kind == "OffPolicyLoop":
-        expected_draw = np.random.default_rng(5).random()
-        fresh = cls(rng=np.random.default_rng(0), obs=np.zeros((2, 3, 2), dtype=np.float32),
-                    pending=[deque(maxlen=3), deque(maxlen=3)], next_eval=0)
-        restore_object(fresh, saved, "loop")
-        assert fresh.rng.random() == expected_draw and fresh.obs.dtype == np.float32
-        assert np.array_equal(fresh.obs, state.obs) and fresh.next_eval == 40
-        assert [d.maxlen for d in fresh.pending] == [3, 3] and len(fresh.pending[0]) == 1
-        assert np.array_equal(fresh.pending[0][0][0], np.ones(2)) and fresh.pending[0][0][2] == 0.5
-    else:
-        fresh = cls(next_eval=0)
-        restore_object(fresh, saved, "loop")
-        assert fresh.next_eval == 40
+    assert set(saved) == {field.name for field in dataclasses.fields(LoopState)}
+    expected_draw = np.random.default_rng(5).random()
+    fresh = LoopState(next_eval=0, rng=np.random.default_rng(0), obs=np.zeros((2, 3, 2), dtype=np.float32),
+                      pending=[deque(maxlen=3), deque(maxlen=3)])
+    restore_object(fresh, saved, "loop")
+    assert fresh.rng.random() == expected_draw and fresh.obs.dtype == np.float32
+    assert np.array_equal(fresh.obs, state.obs) and fresh.next_eval == 40
+    assert [d.maxlen for d in fresh.pending] == [3, 3] and len(fresh.pending[0]) == 1
+    assert np.array_equal(fresh.pending[0][0][0], np.ones(2)) and fresh.pending[0][0][2] == 0.5
+    on_policy = LoopState(next_eval=8, rng=np.random.default_rng(1))  # a path that needs neither obs nor pending
+    fresh = LoopState(next_eval=0, rng=np.random.default_rng(0))
+    restore_object(fresh, object_state(on_policy), "loop")
+    assert fresh.next_eval == 8 and fresh.obs is None and fresh.pending == []

@@ -10,7 +10,7 @@ from marl_edu.learners.continuous import ContinuousMADDPGConfig
 from marl_edu.learners.table import ALGORITHMS, config_class
 from marl_edu.learners.maddpg import MADDPGConfig
 from marl_edu.runs.seed import METHODS, load_replay_policy, method_config, rounded, run_seed, train
-from marl_edu.training.loops import greedy_return, sampled_returns, train_continuous
+from marl_edu.training.loops import greedy_return, sampled_returns
 from marl_edu.learners.value_decomposition import ValueDecompositionConfig
 
 
@@ -104,17 +104,17 @@ def test_run_seed_stops_a_discrete_run_at_stop_at():
     assert figures["episodes"] == 2 and run.evaluations == [(2, run.evaluations[0][1])]
 
 
-def test_run_seed_trains_a_continuous_learner_with_train_continuous():
+def test_run_seed_trains_a_continuous_learner_with_the_one_loop():
     config = ContinuousMADDPGConfig(hidden=8, n_envs=2, warmup_steps=16, batch_size=8)
     run, figures = run_seed("maddpg_continuous", "simple_spread_v3", 4, config, seed=1, eval_every=2)
-    direct = train_continuous("simple_spread_v3", 4, config, seed=1, eval_every=2, progress=False)
+    direct = train("maddpg_continuous", "simple_spread_v3", 4, config, seed=1, eval_every=2, progress=False)
     assert run.episode_returns == direct.episode_returns and run.evaluations == direct.evaluations
     assert list(figures) == ["seed", "episodes", "env_steps", "wall_s", "steps_per_s", "updates", "evaluations"]
     assert (figures["seed"], figures["episodes"], figures["env_steps"], figures["updates"]) == (
         1, 4, direct.env_steps, direct.updates) and direct.updates > 0
     assert figures["evaluations"] == direct.evaluations and len(direct.evaluations) == 2
-    with pytest.raises(ValueError, match="stop_at applies to the discrete learners only, not maddpg_continuous"):
-        run_seed("maddpg_continuous", "simple_spread_v3", 4, config, stop_at=-50.0)
+    stopped, _ = run_seed("maddpg_continuous", "simple_spread_v3", 4, config, seed=1, eval_every=2, stop_at=-1e9)
+    assert stopped.episode_returns == direct.episode_returns[:2] and stopped.evaluations == direct.evaluations[:1]
 
 
 def test_rounded_gives_the_figures_as_the_files_record_them():

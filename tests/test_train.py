@@ -1,12 +1,13 @@
 import pytest
 
 from marl_edu.learners.maddpg import MADDPGConfig
-from marl_edu.training.loops import train_maddpg
+from marl_edu.training import loops
+from marl_edu.training.loops import train
 
 
 def test_training_is_deterministic_for_a_seed():
     config = MADDPGConfig(n_envs=4, warmup_steps=64, batch_size=32, hidden=16)
-    runs = [train_maddpg("Switch2-v2", episodes=8, config=config, seed=3, eval_every=4, progress=False)
+    runs = [train("maddpg", "Switch2-v2", episodes=8, config=config, seed=3, eval_every=4, progress=False)
             for _ in range(2)]
     assert runs[0].episode_returns == runs[1].episode_returns and len(runs[0].episode_returns) >= 8
     assert runs[0].evaluations == runs[1].evaluations and runs[0].updates > 0
@@ -14,19 +15,21 @@ def test_training_is_deterministic_for_a_seed():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="episodes must be a positive int, got -1"):
-        train_maddpg("Switch2-v2", episodes=-1)
+        train("maddpg", "Switch2-v2", episodes=-1)
     with pytest.raises(ValueError, match="unknown ma-gym environment"):
-        train_maddpg("Switch9-v2", episodes=1)
-    from marl_edu.training.loops import train_coma, train_continuous
-
-    for loop in (train_maddpg, train_coma, train_continuous):  # every loop evaluates every eval_every >= 1 episodes
-        with pytest.raises(ValueError, match="eval_every must be a positive int, got 0"):
-            loop(episodes=1, eval_every=0)
+        train("maddpg", "Switch9-v2", episodes=1)
+    for learner in ("maddpg", "coma", "vdn", "maddpg_continuous", "mappo_continuous"):  # every loop kind evaluates
+        with pytest.raises(ValueError, match="eval_every must be a positive int, got 0"):  # every eval_every >= 1
+            train(learner, episodes=1, eval_every=0)
+    with pytest.raises(ValueError, match="unknown algo 'madpg'"):
+        train("madpg", "Switch2-v2", episodes=1)
+    with pytest.raises(ValueError, match="maddpg acts with discrete actions on the ma-gym envs"):
+        train("maddpg", "simple_spread_v3", episodes=1)
 
 
 def test_no_epsilon_decay_phase_is_allowed():
     config = MADDPGConfig(n_envs=2, warmup_steps=32, batch_size=16, hidden=8, epsilon_fraction=0.0)
-    assert len(train_maddpg("Switch2-v2", episodes=2, config=config, progress=False).episode_returns) >= 2
+    assert len(train("maddpg", "Switch2-v2", episodes=2, config=config, progress=False).episode_returns) >= 2
 
 
 @pytest.mark.parametrize("algo", ["maddpg", "coma"])
@@ -36,11 +39,8 @@ def test_training_is_the_same_on_either_env_backend(algo):
 
     from marl_edu.learners.coma import COMAConfig
     from marl_edu.learners.maddpg import MADDPGConfig
-    from marl_edu.training.loops import train_coma, train_maddpg
-
-    loop, config = ((train_maddpg, MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32)) if algo == "maddpg"
-                    else (train_coma, COMAConfig(n_envs=4)))
-    runs = [loop("Switch2-v2", 24, config, seed=3, eval_every=12, progress=False, env_backend=backend)
+    config = MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32) if algo == "maddpg" else COMAConfig(n_envs=4)
+    runs = [train(algo, "Switch2-v2", 24, config, seed=3, eval_every=12, progress=False, env_backend=backend)
             for backend in ("ma-gym", "batched")]
     assert runs[0].episode_returns == runs[1].episode_returns and runs[0].evaluations == runs[1].evaluations
     assert runs[0].updates == runs[1].updates > 0
@@ -81,3 +81,99 @@ def test_a_greedy_evaluation_is_one_episode_on_switch_and_a_mean_where_episodes_
     assert greedy_team_return(agent, "PredatorPrey7x7-v0", 3) == greedy_team_return(agent, "PredatorPrey7x7-v0", 3)
     with pytest.raises(ValueError, match="episodes"):
         greedy_team_return(agent, "PredatorPrey7x7-v0", 0)
+
+
+# one small run of each loop kind (learners.Entry.loop): (learner, env, episodes, eval_every, config overrides)
+SMALL = {
+    "off_policy": ("maddpg", "Switch2-v2", 12, 4, dict(n_envs=4, warmup_steps=32, batch_size=16, hidden=8)),
+    "on_policy": ("mappo", "Switch2-v0", 20, 8, dict(n_envs=8, hidden=8)),
+    "episode_replay": ("vdn", "Switch2-v0", 12, 4, dict(n_envs=4, batch_episodes=4, hidden=8)),
+    "continuous": ("maddpg_ensemble", "simple_spread_v3", 6, 2, dict(n_envs=2, warmup_steps=16, batch_size=8,
+                                                                     hidden=8)),
+    "continuous_on_policy": ("mappo_continuous", "simple_spread_v3", 6, 2, dict(n_envs=4, hidden=8)),
+}
+
+
+def small_run(kind: str, **kwargs):
+    from marl_edu.learners.table import config_class
+
+    learner, env_id, episodes, eval_every, overrides = SMALL[kind]
+    return train(learner, env_id, episodes, config_class(learner)(**overrides), seed=1, eval_every=eval_every,
+                 progress=False, eval_episodes=1, **kwargs)
+
+
+def test_every_loop_kind_of_the_table_has_a_small_run():
+    from marl_edu.learners.table import LOOPS
+
+    assert set(SMALL) == set(LOOPS)
+
+
+@pytest.mark.parametrize("kind", SMALL)
+def test_every_loop_kind_stops_at_stop_at_and_calls_the_update_hook(kind):
+    import torch
+
+    whole = small_run(kind)
+    batches = []
+
+    def update(agent, batch):  # the learner's own update, each batch counted
+        batches.append(batch)
+        return agent.update(batch)
+
+    hooked = small_run(kind, update=update)
+    assert len(batches) == hooked.updates == whole.updates > 0  # every batch went through the hook, and only once
+    assert hooked.episode_returns == whole.episode_returns and hooked.evaluations == whole.evaluations
+    nets = [[p for module in vars(run.agent).values() if isinstance(module, torch.nn.Module)
+             for p in module.parameters()] for run in (whole, hooked)]
+    assert all(torch.equal(p, q) for p, q in zip(*nets, strict=True))
+    # stop_at below any return: the run stops at its first evaluation, after eval_every episodes (K a collection)
+    stopped = small_run(kind, stop_at=-1e9)
+    assert stopped.evaluations == whole.evaluations[:1]
+    assert stopped.episode_returns == whole.episode_returns[:len(stopped.episode_returns)]
+    assert len(stopped.episode_returns) < len(whole.episode_returns)
+
+
+class Bar:
+    """Stands in for tqdm: records what the loop's progress bar was told."""
+
+    bars = []
+
+    def __init__(self, iterable=None, total=None, initial=0, desc="", disable=False, leave=True):
+        self.iterable, self.total, self.n, self.postfix = iterable, total, initial, {}
+        if iterable is None:  # (an evaluation's loop over its episodes is not the training's bar)
+            Bar.bars.append(self)
+
+    def __iter__(self):
+        return iter(self.iterable)
+
+    def update(self, n):
+        self.n += n
+
+    def set_postfix(self, **shown):
+        self.postfix = shown
+
+    def close(self):
+        pass
+
+
+# what each kind's bar shows beside the evaluation: only what its learner explores with (MAPPO's epsilon is 0 by
+# default: no eps; a Gaussian policy: nothing)
+SHOWN = {"off_policy": {"eps"}, "on_policy": {"beta"}, "episode_replay": {"eps"}, "continuous": {"noise"},
+         "continuous_on_policy": set()}
+
+
+@pytest.mark.parametrize("kind", SMALL)
+def test_the_progress_bar_counts_what_the_loop_runs_and_shows_the_learners_own_fields(kind, monkeypatch):
+    monkeypatch.setattr(loops, "tqdm", Bar)
+    Bar.bars.clear()
+    run = small_run(kind)
+    (bar,) = Bar.bars
+    assert bar.n == bar.total == len(run.episode_returns)  # MAPPO: 20 episodes asked, 3 batches of 8 run, 24/24
+    assert set(bar.postfix) == {"eval"} | SHOWN[kind]
+    assert bar.postfix["eval"] == f"{run.evaluations[-1][1]:.1f}"
+
+
+def test_the_bar_of_a_whole_batch_run_is_rounded_up_to_whole_batches(monkeypatch):
+    monkeypatch.setattr(loops, "tqdm", Bar)
+    Bar.bars.clear()
+    run = small_run("on_policy")
+    assert Bar.bars[0].total == 24 and len(run.episode_returns) == 24  # ceil(20 / 8) = 3 batches of K = 8

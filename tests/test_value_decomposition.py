@@ -11,7 +11,7 @@ from marl_edu.training.checkpoints import load_policy, save_policy
 from marl_edu.envs.make import make_vec_env
 from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state
 from marl_edu.data.rollout import collect_episodes
-from marl_edu.training.loops import train_value_decomposition
+from marl_edu.training.loops import train
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN, QMixer, ValueDecompositionConfig, vdn_mix
 from batches import entry_set, episode_batch, replaced
 from test_resume import StopAt, assert_same_run
@@ -196,7 +196,7 @@ def test_collected_episodes_go_through_the_replay_into_an_update():
 
 @pytest.mark.parametrize("learner", [IQL, VDN, QMIX])
 def test_training_is_deterministic_for_a_seed_and_the_policy_file_round_trips(learner, tmp_path):
-    runs = [train_value_decomposition("Switch2-v0", 16, SMALL, seed=2, eval_every=8, progress=False, learner=learner)
+    runs = [train(learner, "Switch2-v0", 16, SMALL, seed=2, eval_every=8, progress=False)
             for _ in range(2)]
     assert_same_run(*runs)
     path = save_policy(runs[0].agent, "Switch2-v0", tmp_path / "policy.pt")
@@ -208,11 +208,10 @@ def test_training_is_deterministic_for_a_seed_and_the_policy_file_round_trips(le
 
 def test_an_interrupted_run_resumes_to_the_same_bits(tmp_path):
     kwargs = dict(env_id="Switch2-v0", episodes=24, config=SMALL, eval_every=8, seed=4, progress=False, learner=QMIX)
-    whole = train_value_decomposition(**kwargs)
+    whole = train(**kwargs)
     path = tmp_path / "run.pt"
     with pytest.raises(TrainingInterrupted):
-        train_value_decomposition(**kwargs, checkpoint=StopAt(path, 12))
-    resumed = train_value_decomposition(**kwargs, checkpoint=RunCheckpoint(path, math.inf,
-                                                                           resume=load_run_state(path)[1]))
+        train(**kwargs, checkpoint=StopAt(path, 12))
+    resumed = train(**kwargs, checkpoint=RunCheckpoint(path, math.inf, resume=load_run_state(path)[1]))
     assert_same_run(whole, resumed)
     assert np.array_equal(whole.buffer.obs, resumed.buffer.obs)

@@ -117,17 +117,17 @@ def test_maddpg_panel_runs_a_real_short_training():
 
 
 def test_coma_panel_runs_a_real_short_training(monkeypatch):
-    import marl_edu.course.widgets
+    import marl_edu.training.loops
     from marl_edu.course.widgets import coma_panel
 
     configs = []
 
-    def spy(env_id, episodes, config, **kwargs):  # the real training, with its config recorded
-        configs.append(config)
-        return train_coma(env_id, episodes, config, **kwargs)
+    def spy(learner, env_id, episodes, config, **kwargs):  # the real training, with its config recorded
+        configs.append((learner, config))
+        return train(learner, env_id, episodes, config, **kwargs)
 
-    train_coma = marl_edu.course.widgets.train_coma
-    monkeypatch.setattr(marl_edu.course.widgets, "train_coma", spy)
+    train = marl_edu.training.loops.train
+    monkeypatch.setattr(marl_edu.training.loops, "train", spy)
     panel = coma_panel(episodes=200, seed=1)
     names = [child.description for child in panel.children[0].children]
     assert names == ["actor lr", "critic lr", "lambda", "entropy", "episodes/batch",
@@ -138,7 +138,9 @@ def test_coma_panel_runs_a_real_short_training(monkeypatch):
     panel.button.click()
     assert panel.status.value.startswith("done: 32 episodes, last greedy team return"), panel.status.value
     assert panel.image.value != before
-    assert configs[0].recurrent is False and configs[0].lam == 0.8
+    from marl_edu.learners.coma import COMA
+
+    assert configs[0][0] is COMA and configs[0][1].recurrent is False and configs[0][1].lam == 0.8
 
 
 def test_advantage_explorer_by_hand():
@@ -161,18 +163,17 @@ def test_advantage_explorer_by_hand():
 
 
 def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
-    import marl_edu.course.widgets
-    from marl_edu.learners.continuous import ContinuousIDDPG
+    import marl_edu.training.loops
     from marl_edu.course.widgets import continuous_maddpg_panel
 
     learners = []
 
-    def spy(env_id, episodes, config, **kwargs):  # the real training, with its learner and config recorded
-        learners.append((kwargs["learner"], config))
-        return train_continuous(env_id, episodes, config, **kwargs)
+    def spy(learner, env_id, episodes, config, **kwargs):  # the real training, with its learner and config recorded
+        learners.append((learner, config))
+        return train(learner, env_id, episodes, config, **kwargs)
 
-    train_continuous = marl_edu.course.widgets.train_continuous
-    monkeypatch.setattr(marl_edu.course.widgets, "train_continuous", spy)
+    train = marl_edu.training.loops.train
+    monkeypatch.setattr(marl_edu.training.loops, "train", spy)
     panel = continuous_maddpg_panel(episodes=96, seed=1)
     controls = panel.children[0].children
     assert [c.description for c in controls] == ["actor lr", "critic lr", "noise", "tau", "batch size",
@@ -182,6 +183,8 @@ def test_continuous_maddpg_panel_trains_the_chosen_critic(monkeypatch):
     # the dots of a continuous learner are its noise-free policy's evaluations, not greedy ones
     assert panel.status.value.startswith("done: 96 episodes, last noise-free team return"), panel.status.value
     learner, config = learners[0]
+    from marl_edu.learners.continuous import ContinuousIDDPG
+
     assert learner is ContinuousIDDPG and config.batch_size == 32
 
 
@@ -247,7 +250,7 @@ def test_vdn_threshold_by_hand():
 
 
 def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
-    import marl_edu.course.widgets
+    import marl_edu.training.loops
     from marl_edu.course.widgets import matrix_game_panel
 
     calls = []
@@ -279,18 +282,18 @@ def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
 
 
 def test_ppo_panel_trains_the_chosen_learner_with_the_sliders_values(monkeypatch):
-    import marl_edu.course.widgets
-    from marl_edu.learners.ppo import IPPO, PPOConfig
+    import marl_edu.training.loops
+    from marl_edu.learners.ppo import PPOConfig
     from marl_edu.course.widgets import ppo_panel
 
     calls = []
 
-    def spy(env_id, episodes, config, **kwargs):  # the real training, with what the panel asked for recorded
-        calls.append((config, kwargs["learner"]))
-        return train_coma(env_id, episodes, config, **kwargs)
+    def spy(learner, env_id, episodes, config, **kwargs):  # the real training, with what the panel asked for recorded
+        calls.append((config, learner))
+        return train(learner, env_id, episodes, config, **kwargs)
 
-    train_coma = marl_edu.course.widgets.train_coma
-    monkeypatch.setattr(marl_edu.course.widgets, "train_coma", spy)
+    train = marl_edu.training.loops.train
+    monkeypatch.setattr(marl_edu.training.loops, "train", spy)
     panel = ppo_panel(seed=1)
     controls = {child.description: child for child in panel.children[0].children}
     assert list(controls) == ["learner", "clip c", "epochs", "minibatches", "actor lr", "entropy", "episodes", "seed"]
@@ -306,4 +309,4 @@ def test_ppo_panel_trains_the_chosen_learner_with_the_sliders_values(monkeypatch
     assert panel.status.value.startswith("done: 32 episodes, last greedy team return"), panel.status.value
     assert panel.image.value != before
     config, learner = calls[0]
-    assert learner is IPPO and config.clip == 0.1 and config.epochs == 2 and config.lam == defaults.lam
+    assert learner == "ippo" and config.clip == 0.1 and config.epochs == 2 and config.lam == defaults.lam

@@ -14,7 +14,7 @@ one ``check_<part>(fn)`` per part (one printed verdict, PASSED / FAILED with a h
 ``marl_edu.course.checks``; never raises), which refuses an answer that calls the library's own implementation of its part
 (``capstones.refuses_library_answers``, with the names it guards above each checker). Assembling, training and
 drawing follow the API both capstones share (``marl_edu.course.capstones``): ``assemble(**mine)`` (the learner's parts
-that PASSED, marl_edu's for the rest), ``whose``, ``train_yours(parts)`` (``train.train_coma`` on Switch2-v0 with the
+that PASSED, marl_edu's for the rest), ``whose``, ``train_yours(parts)`` (``loops.train`` of COMA on Switch2-v0 with the
 learner's update), ``reference_run``, ``random_return`` and ``plot_against_reference``.
 
 The checks build small fixed-seed cases: batches of whole episodes with padding after a terminal step, a time-limit
@@ -37,7 +37,7 @@ from marl_edu.learners.table import algo_name_of_class
 from marl_edu.pieces.nets import gradient_step
 from marl_edu.pieces.targets import hard_update
 from marl_edu.base.threads import on_one_thread
-from marl_edu.training.loops import TrainResult, train_coma
+from marl_edu.training.loops import TrainResult, train
 
 hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 18 offers them
 show_solution = capstones.show_solution  # the last resort after them, importing the answers only when called
@@ -724,14 +724,14 @@ def whose(parts: dict[str, Callable]) -> str:
 @on_one_thread
 def train_yours(parts: dict[str, Callable], env_id: str = ENV_ID, episodes: int = 6000, seed: int = 0,
                 eval_every: int = 100, stop_at: float | None = 8.0, progress: bool = True) -> TrainResult:
-    """COMA on ``env_id`` with ``parts`` (``assemble``'s): ``train.train_coma`` itself, with ``COMAConfig()``'s
+    """COMA on ``env_id`` with ``parts`` (``assemble``'s): ``loops.train`` of COMA itself, with ``COMAConfig()``'s
     defaults (K = 16 episodes per batch, the entropy bonus decayed over ``episodes``), a greedy evaluation every
     ``eval_every`` episodes and a stop at the first greedy team return >= ``stop_at`` (None: the whole budget), and
     the learner's update passed in: ``parts["coma_update"]`` given the other four parts. With marl_edu's five parts
-    it is ``train_coma``'s own run, to the bit. Deterministic for a seed."""
+    it is ``loops.train``'s own COMA run, to the bit. Deterministic for a seed."""
     capstones.check_parts(parts, REFERENCE)
     update = capstones.learner_update(parts, REFERENCE, "coma_update", PARTS[:4])
-    return train_coma(env_id, episodes, COMAConfig(), seed, eval_every, progress, stop_at=stop_at, update=update)
+    return train(COMA, env_id, episodes, COMAConfig(), seed, eval_every, progress, stop_at=stop_at, update=update)
 
 
 def reference_run(env_id: str = ENV_ID) -> dict:

@@ -18,7 +18,7 @@ refuses an answer that calls the library's own implementation of its part (the n
 include ``n_step_transitions``, so the learner's loop calls the learner's own window of part 5).
 Assembling, training and drawing follow the API both capstones share (``marl_edu.course.capstones``): ``assemble`` runs
 every check quietly and hands training the learner's part where it passed and the reference elsewhere; ``whose``;
-``train_yours`` trains with them (the learner's loop if it passed, else ``train.train_maddpg`` itself, with the
+``train_yours`` trains with them (the learner's loop if it passed, else ``loops.train`` of MADDPG itself, with the
 learner's update passed in); ``reference_run``, ``random_return`` and ``plot_against_reference`` draw the run against
 the committed one.
 """
@@ -44,7 +44,7 @@ from marl_edu.learners.table import algo_name_of_class
 from marl_edu.pieces.nets import gradient_step
 from marl_edu.pieces.targets import hard_update, soft_update
 from marl_edu.base.threads import on_one_thread
-from marl_edu.training.loops import TrainResult, train_maddpg
+from marl_edu.training.loops import TrainResult, train
 
 TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's
 ENV_ID = "Switch2-v2"  # Switch2 with the observation MADDPG needs (notebook 05, section 1, says why)
@@ -68,11 +68,11 @@ def _reference_update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_l
 
 def _reference_training_loop(env_id: str, episodes: int, config: MADDPGConfig, seed: int, update: Callable | None,
                              eval_every: int) -> dict:
-    """``train.train_maddpg`` itself with ``update(agent, batch)`` passed in (None: ``MADDPG.update``), its results as
+    """``loops.train`` of MADDPG itself with ``update(agent, batch)`` passed in (None: ``MADDPG.update``), its results as
     the loop part's dict (agent, buffer, episode_returns, evaluations). With the same update the course's answer to
     the loop gives the same buffer, returns, evaluations and networks, to the bit (measured over 300 episodes of the
     default config, and 200 of the check's)."""
-    result = train_maddpg(env_id, episodes, config, seed, eval_every, progress=False, update=update)
+    result = train(MADDPG, env_id, episodes, config, seed, eval_every, progress=False, update=update)
     return {"agent": result.agent, "buffer": result.buffer, "episode_returns": result.episode_returns,
             "evaluations": result.evaluations}
 
@@ -723,7 +723,7 @@ LOOP_CASES = (
 @functools.cache
 @on_one_thread
 def _reference_loop_case(index: int) -> dict:
-    """``train_maddpg`` on the loop check's case ``index`` of ``LOOP_CASES`` (with ``MADDPG.update``, which
+    """``loops.train`` of MADDPG on the loop check's case ``index`` of ``LOOP_CASES`` (with ``MADDPG.update``, which
     ``REFERENCE_UPDATE`` gives to the bit), run once per session (it is deterministic, and ``assemble`` checks every
     part again)."""
     _, arguments, config = LOOP_CASES[index]
@@ -820,28 +820,30 @@ def _loop_verdict(fn: Callable, case: str, arguments: dict, config: dict, expect
     return None
 
 
-# the library's own loop, its update step, its n-step window (part 5: the loop calls yours), and the capstone's
-# reference loop
-@capstones.refuses_library_answers("maddpg_training_loop", "marl_edu.training.loops:train_maddpg",
-                                   "marl_edu.training.loops:_update_from_replay", "marl_edu.data.buffers:n_step_transitions",
+# the library's own loop, its off-policy data path (collect and store, the replay's batches), its n-step window (part
+# 5: the loop calls yours), and the capstone's reference loop
+@capstones.refuses_library_answers("maddpg_training_loop", "marl_edu.training.loops:train",
+                                   "marl_edu.training.loops:Transitions.collect",
+                                   "marl_edu.training.loops:Transitions.batches",
+                                   "marl_edu.data.buffers:n_step_transitions",
                                    "marl_edu.course.capstone_maddpg:_reference_training_loop",
                                    "marl_edu.course.capstone_maddpg:_reference_loop_case",
                                    "marl_edu.course.capstone_maddpg:train_yours")
 @on_one_thread
 def check_maddpg_training_loop(fn: Callable) -> None:
     """Check ``fn(env_id, episodes, config, seed, update, eval_every) -> dict(agent, buffer, episode_returns,
-    evaluations)`` against ``train.train_maddpg`` on the two small cases of ``LOOP_CASES`` (4 env copies, 24 episodes:
+    evaluations)`` against ``loops.train`` of MADDPG on the two small cases of ``LOOP_CASES`` (4 env copies, 24 episodes:
     updates from a batch of 64 after a warm-up of 32, so they start at the 64th stored transition; then random play
     with no update, whose episode ends include one where every agent arrived and time-limit ends where one had): the
     same replay buffer (every stored array), episode returns and evaluations, ``update`` called as many times as
-    ``train_maddpg`` updates, and, within TOLERANCE, every parameter. ``update`` is a spy of the reference's, so
+    ``loops.train`` updates, and, within TOLERANCE, every parameter. ``update`` is a spy of the reference's, so
     only the loop is checked, and a loop that does not call it fails."""
     for index, (case, arguments, config) in enumerate(LOOP_CASES):
         verdict = _loop_verdict(fn, case, arguments, config, _reference_loop_case(index))
         if verdict:
             print(verdict)
             return
-    print(f"PASSED: your loop stores the same transitions as train_maddpg ({len(LOOP_CASES)} cases: with updates and "
+    print(f"PASSED: your loop stores the same transitions as marl_edu's loop ({len(LOOP_CASES)} cases: with updates and "
           f"evaluations, and random play whose episodes end both with every agent arrived and at the time limit "
           f"with one arrived), records the same returns and evaluations, calls the update it is given as often, and "
           f"ends with the same networks (within {TOLERANCE:g}).")
@@ -872,15 +874,15 @@ def train_yours(parts: dict[str, Callable], env_id: str = ENV_ID, episodes: int 
     """Train MADDPG on ``env_id`` with ``assemble``'s parts, ``MADDPGConfig()``'s defaults (the committed run's config
     and budget): the update is ``parts["maddpg_update"]`` given the assembled losses and soft update, and the loop is
     yours if it passed (``parts["maddpg_training_loop"]``, whose dict becomes the ``TrainResult``; it runs the whole
-    budget, so ``stop_at`` must stay None, and shows no progress bar), else ``train.train_maddpg`` itself with that
+    budget, so ``stop_at`` must stay None, and shows no progress bar), else ``loops.train`` of MADDPG itself with that
     update passed in (a stop at the first greedy team return >= ``stop_at``; None: the whole budget). With
-    marl_edu's six parts it is ``train_maddpg``'s own run, to the bit. Deterministic for a seed."""
+    marl_edu's six parts it is ``loops.train``'s own run, to the bit. Deterministic for a seed."""
     capstones.check_parts(parts, REFERENCE)
     update = capstones.learner_update(parts, REFERENCE, "maddpg_update", PARTS[:3])
     config = MADDPGConfig()
     loop = parts["maddpg_training_loop"]
     if loop is REFERENCE["maddpg_training_loop"]:
-        return train_maddpg(env_id, episodes, config, seed, eval_every, progress, stop_at=stop_at, update=update)
+        return train(MADDPG, env_id, episodes, config, seed, eval_every, progress, stop_at=stop_at, update=update)
     if stop_at is not None:
         raise ValueError(f"stop_at={stop_at}: your training loop (maddpg_training_loop) has no stop, it runs the "
                          f"whole budget; pass stop_at=None")

@@ -12,7 +12,7 @@ and offers the same six functions, each a few lines over the helpers below:
                                 prints one table, part | your verdict | training uses
     whose(parts)             -> a legend label: how many of the parts trained with are the learner's
     train_yours(parts, env_id, episodes, seed, eval_every, stop_at, progress)
-                             -> train.TrainResult: the library's own loop (train.train_maddpg or train.train_coma)
+                             -> train.TrainResult: the library's own loop (loops.train)
                                 with the learner's update passed in (``update=``), never a copy of it
     reference_run(env_id)    -> the committed reference run (results/<algo>/<env_id>/run.json): seed, config,
                                 evaluations [(episode, greedy team return)], ...
@@ -125,7 +125,7 @@ def whose(parts: dict[str, Callable], reference: dict[str, Callable], algorithm:
 
 def learner_update(parts: dict[str, Callable], reference: dict[str, Callable], update: str,
                    passed_in: tuple[str, ...]) -> Callable | None:
-    """The ``update=`` to hand the library's loop (``train.train_maddpg``, ``train.train_coma``): a function
+    """The ``update=`` to hand the library's loop (``loops.train``): a function
     ``update(agent, batch)`` calling ``parts[update](agent, batch, *the parts named passed_in)``, or None (the loop
     calls the learner class's own ``agent.update(batch)``) when every one of those parts is marl_edu's."""
     names = (update, *passed_in)
@@ -437,7 +437,7 @@ def my_n_step_window(pending, gamma, next_obs, terminal, flush):
     ),
     "maddpg_training_loop": (
         """\
-The check compares your replay buffer with train_maddpg's transition by transition, so what goes INTO the buffer
+The check compares your replay buffer with marl_edu's loop's transition by transition, so what goes INTO the buffer
 matters most: n-step returns of the TEAM reward (sum the agents' rewards before a step enters the n-step window);
 the real end observation of an episode (the copy has already reset, so next_obs[k] is the next episode's first);
 and a terminal flag that is 1 only when EVERY agent arrived (a time-limit end is not terminal). Within a lock-step:

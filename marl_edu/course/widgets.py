@@ -23,7 +23,7 @@ from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 from marl_edu.learners.matrix_game import METHODS, action_probs, optimum, payoff_matrix, train_matrix_game
 from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig
 from marl_edu.data.rollout import Episode
-from marl_edu.training.loops import train_coma, train_continuous, train_maddpg
+from marl_edu.training import loops
 from marl_edu.base.viz import plot_learning_curve, plot_q_tables, upscale
 
 
@@ -178,7 +178,7 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
                  seed: int = 0) -> widgets.VBox:
     """The MADDPG hyperparameter panel: learning rates, gamma, tau, batch size, episodes and seed.
 
-    The button trains MADDPG (``train.train_maddpg``) with the other hyperparameters at their defaults
+    The button trains MADDPG (``loops.train``) with the other hyperparameters at their defaults
     (``MADDPGConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
     """
     defaults = MADDPGConfig()
@@ -197,7 +197,7 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
     def train(actor_lr, critic_lr, gamma, tau, batch_size, episodes, seed) -> dict:
         config = dataclasses.replace(defaults, actor_lr=actor_lr, critic_lr=critic_lr, gamma=gamma, tau=tau,
                                      batch_size=batch_size)
-        run = train_maddpg(env_id, episodes, config, seed=seed, eval_every=max(episodes // 10, 16))
+        run = loops.train(MADDPG, env_id, episodes, config, seed=seed, eval_every=max(episodes // 10, 16))
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
                 "label": f"your run (seed {seed})"}
 
@@ -210,7 +210,7 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
     """The COMA hyperparameter panel: learning rates, lambda, entropy bonus, episodes per batch,
     recurrent or feed-forward actors, episodes and seed.
 
-    The button trains COMA (``train.train_coma``) with the other hyperparameters at their defaults
+    The button trains COMA (``loops.train``) with the other hyperparameters at their defaults
     (``COMAConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
     """
     defaults = COMAConfig()
@@ -232,7 +232,7 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
     def train(actor_lr, critic_lr, lam, entropy_start, n_envs, recurrent, episodes, seed) -> dict:
         config = dataclasses.replace(defaults, actor_lr=actor_lr, critic_lr=critic_lr, lam=lam,
                                      entropy_start=entropy_start, n_envs=n_envs, recurrent=recurrent)
-        run = train_coma(env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, n_envs))
+        run = loops.train(COMA, env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, n_envs))
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
                 "label": f"your run (seed {seed})"}
 
@@ -247,7 +247,7 @@ def ppo_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal
     At the defaults (MAPPO, ``PPOConfig``, 3,008 episodes, a multiple of the 16 env copies, seed 0) the press solves
     Switch2-v0 and ends solved; with 2,000 episodes the entropy bonus decays sooner and seed 0 ends with one agent home.
 
-    The button trains the chosen learner (``train.train_coma``, the on-policy loop) with the other hyperparameters at
+    The button trains the chosen learner (``loops.train``, the on-policy loop) with the other hyperparameters at
     their defaults (``PPOConfig``) and draws the new run over ``reference`` (a run dict, see ``plot_runs``).
     """
     defaults = PPOConfig()
@@ -271,8 +271,7 @@ def ppo_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal
     def train(learner, clip, epochs, minibatches, actor_lr, entropy_start, episodes, seed) -> dict:
         config = dataclasses.replace(defaults, clip=clip, epochs=epochs, minibatches=minibatches, actor_lr=actor_lr,
                                      entropy_start=entropy_start)
-        run = train_coma(env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, config.n_envs),
-                         learner=LEARNERS[learner].learner)
+        run = loops.train(learner, env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, config.n_envs))
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
                 "label": f"your {learner.upper()} (seed {seed})"}
 
@@ -283,7 +282,7 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
     """The continuous MADDPG panel: learning rates, starting exploration noise, tau, batch size, a centralised or
     independent critic, episodes and seed.
 
-    The button trains ``train.train_continuous`` (``ContinuousMADDPG``, or ``ContinuousIDDPG`` with the box off) with
+    The button trains ``loops.train`` (``ContinuousMADDPG``, or ``ContinuousIDDPG`` with the box off) with
     the other hyperparameters at their defaults (``ContinuousMADDPGConfig``); the dots are the noise-free policy's
     mean team return on 5 evaluation episodes, drawn over ``reference`` (a run dict, see ``plot_runs``).
     """
@@ -307,8 +306,8 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
         config = dataclasses.replace(defaults, actor_lr=actor_lr, critic_lr=critic_lr, noise_start=noise_start,
                                      tau=tau, batch_size=batch_size)
         learner = ContinuousMADDPG if centralised else ContinuousIDDPG
-        run = train_continuous(env_id, episodes, config, seed=seed, eval_every=max(episodes // 8, 16),
-                               eval_episodes=5, learner=learner)
+        run = loops.train(learner, env_id, episodes, config, seed=seed, eval_every=max(episodes // 8, 16),
+                          eval_episodes=5)
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
                 "label": f"your {'MADDPG' if centralised else 'independent DDPG'} (seed {seed})"}
 

@@ -123,9 +123,10 @@ def team_returns(env, policy: Policy, n_episodes: int, progress: bool = True) ->
     return np.array([run_episode(env, policy).team_return for _ in episodes])
 
 
-def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
-                     epsilon: float) -> tuple[dict[str, torch.Tensor], list[float], int]:
-    """Play one episode in each of the K lock-step env copies with a learner's behaviour policy.
+def collect_episodes(agent, venv: VecEnv | BatchedSwitch, epsilon: float,
+                     obs: np.ndarray | None = None) -> tuple[dict[str, torch.Tensor], list[float], int]:
+    """Play one episode in each of the K lock-step env copies with a learner's behaviour policy (on the particle envs,
+    ``collect_force_episodes``: a Gaussian learner, no epsilon).
 
     Args:
         agent: a learner with a recurrent behaviour policy: COMA, CentralV or IACV (on-policy), or IQL, VDN and QMIX
@@ -134,6 +135,8 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
         venv: ``make_vec_env``'s K copies of a ma-gym env with a time limit T (either backend).
         epsilon: the behaviour policy's exploration, ``(1 - eps) pi + eps / A`` (for the Q-learners pi is the greedy
             policy, one-hot on the argmax: epsilon-greedy).
+        obs: particle envs only: the copies' current observations ``(K, N, O)`` to go on from (then overwritten in
+            place with where the copies are after), or None to reset them first.
 
     Returns:
         The batch of episodes, the K team returns and the number of real env steps. The batch is the one
@@ -158,6 +161,11 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
     """
     with torch_threads():  # the enclosing loop's threads, or one (as run_episode)
         epsilon = unit_interval(epsilon, "epsilon")
+        if venv.continuous:
+            return collect_force_episodes(agent, venv, obs)
+        if obs is not None:
+            raise ValueError("obs is for the particle envs' copies, which go on from where they are; a discrete "
+                             "env's copies are reset for every batch (obs=None)")
         K, N, O, T = venv.n_envs, venv.n_agents, venv.obs_dim, venv.max_steps
         obs_seq = np.zeros((K, T + 1, N, O), dtype=np.float32)  # (K, T+1, N, O)
         act_seq = np.zeros((K, T + 1, N), dtype=np.int64)  # (K, T+1, N)
@@ -203,6 +211,44 @@ def collect_episodes(agent, venv: VecEnv | BatchedSwitch,
         batch = {key: torch.as_tensor(value, device=agent.device) for key, value in batch.items()}
         batch["epsilon"] = float(epsilon)
         return batch, returns.tolist(), int(step_mask.sum())
+
+
+def collect_force_episodes(agent, venv: VecEnv,
+                           obs: np.ndarray | None = None) -> tuple[dict[str, torch.Tensor], list[float], int]:
+    """``collect_episodes`` on a particle env: the K copies play one whole episode each with a Gaussian learner's
+    ``act(obs (K, N, O)) -> (K, N, A)`` samples (the env receives them clipped to [-1, 1]); the particle envs end every
+    episode at their time limit, all copies together. ``obs``: the copies' current observations ``(K, N, O)``,
+    overwritten in place with their next episode's first ones (None: reset first).
+
+    Returns the batch (tensors on ``agent.device``: obs ``(K, T+1, N, O)``, the last index the state each episode was
+    cut in; actions ``(K, T, N, A)``, the samples themselves; rewards ``(K, T, N)``, each agent's own; dones float
+    ``(K, T)``, 1 at a real end, a time limit is not one), the K team returns and the env steps. ValueError if the
+    copies end at different steps."""
+    current = venv.reset() if obs is None else obs  # (K, N, O)
+    steps = {"obs": [], "actions": [], "rewards": [], "dones": []}  # one list entry per step of the episodes
+    while True:
+        actions = agent.act(current)  # (K, N, A) the Gaussian's samples
+        next_obs, rewards, dones, info = venv.step(np.clip(actions, -1.0, 1.0))  # the env gets [-1, 1]
+        steps["obs"].append(current)
+        steps["actions"].append(actions)
+        steps["rewards"].append(rewards)  # (K, N) each agent's own; the learner takes the team's if asked
+        steps["dones"].append(info["terminated"].all(axis=1))  # (K,)
+        ended = info["episode_done"]  # (K,)
+        if ended.any():
+            if not ended.all():
+                raise ValueError(f"{venv.env_id}: the env copies ended their episodes at different steps; a batch "
+                                 f"of forces needs episodes of one length")
+            break
+        current = next_obs
+    device = agent.device
+    batch = {"obs": torch.as_tensor(np.stack(steps["obs"] + [info["final_obs"]], axis=1), device=device),
+             "actions": torch.as_tensor(np.stack(steps["actions"], axis=1), device=device),
+             "rewards": torch.as_tensor(np.stack(steps["rewards"], axis=1), device=device),
+             "dones": torch.as_tensor(np.stack(steps["dones"], axis=1), dtype=torch.float32, device=device)}
+    # obs (K, T+1, N, O), actions (K, T, N, A), rewards (K, T, N), dones (K, T)
+    if obs is not None:  # (after the batch is built: its first step holds the array obs was)
+        obs[:] = next_obs  # (K, N, O) the copies have reset
+    return batch, [float(r) for r in info["episode_team_return"]], len(steps["dones"]) * venv.n_envs
 
 
 EPISODE_BATCH_KEYS = ("obs", "actions", "rewards", "dones", "step_mask", "agent_mask", "epsilon")

@@ -28,9 +28,8 @@ from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, che
 from marl_edu.training.resume import KIND
 from marl_edu.data.rollout import run_episode
 from marl_edu.base.threads import torch_threads
-from marl_edu.training.loops import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return, greedy_team_return,
-                            sampled_returns, train_coma, train_continuous, train_continuous_ppo, train_maddpg,
-                            train_value_decomposition)
+from marl_edu.training.loops import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return,
+                                     greedy_team_return, sampled_returns, train)
 from marl_edu.base.viz import downscale, plot_seed_evaluations, save_gif
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
@@ -47,26 +46,6 @@ METHODS = [f"{algo_name_of_class(learner)}-{variant}" for learner, variant in (
 
 SCORE_EPISODES = 100  # a run's final figures average over this many episodes (benchmarks' too): a continuous
 # learner's score (evaluate_particle), a discrete one's sampled team return and, off Switch, its greedy one
-
-LOOPS = {"on_policy": train_coma, "off_policy": train_maddpg, "episode_replay": train_value_decomposition,
-         "continuous": train_continuous, "continuous_on_policy": train_continuous_ppo}  # learners.Entry.loop
-
-
-def train(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
-          progress: bool = True, device: str = "cpu", stop_at: float | None = None,
-          env_backend: str = "batched", checkpoint=None, threads: int | None = None) -> TrainResult:
-    """Train a discrete learner of ``LEARNERS`` by name with its loop (``LOOPS``): ``train_coma`` (whole-episode
-    batches) for the on-policy learners, ``train_value_decomposition`` (an episode replay) for IQL, VDN and QMIX,
-    ``train_maddpg`` (a replay buffer of transitions) for the others. ``config``: None for
-    the learner's defaults; ``eval_every``: None for its row's."""
-    row = entry(algo)
-    if row.continuous:
-        raise ValueError(f"train takes the discrete learners; {algo} trains on a particle env with run_seed")
-    return LOOPS[row.loop](env_id, episodes, config or row.config(), seed=seed,
-                           eval_every=eval_every or row.eval_every, progress=progress, device=device,
-                           learner=row.learner, stop_at=stop_at, env_backend=env_backend, checkpoint=checkpoint,
-                           threads=threads)
-
 
 def solved_threshold(optimum: float) -> float:
     return round(optimum - SOLVED_MARGIN, 6)
@@ -117,13 +96,11 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
              optimum: float | None = None, stop_at: float | None = None, progress: bool = False,
              device: str = "cpu", env_backend: str = "batched", checkpoint=None,
              threads: int | None = None, final_episodes: int = SCORE_EPISODES) -> tuple[TrainResult, dict]:
-    """Train one seed of ``algo`` (a learner of ``LEARNERS``): a discrete one with ``train``, which stops early when a
-    periodic greedy evaluation reaches ``stop_at``, or a continuous one with its loop (``train_continuous``,
-    ``train_continuous_ppo``), whose evaluations
-    are the mean team return of 10 noise-free episodes. ``config``: None for the learner's defaults; ``eval_every``:
-    None for its row's; ``env_backend``: how a discrete
-    learner's env copies are stepped (``envs.make_vec_env``; the same transitions); ``checkpoint``: a
-    ``resume.RunCheckpoint`` that saves a discrete run in progress (and resumes it), or None; ``threads``: torch
+    """Train one seed of ``algo`` (a learner of ``LEARNERS``) with ``loops.train``, which stops early when a periodic
+    evaluation reaches ``stop_at`` (a continuous learner's evaluations are the mean team return of 10 noise-free
+    episodes). ``config``: None for the learner's defaults; ``eval_every``: None for its row's; ``env_backend``: how a
+    discrete learner's env copies are stepped (``envs.make_vec_env``; the same transitions); ``checkpoint``: a
+    ``resume.RunCheckpoint`` that saves the run in progress (and resumes it), or None; ``threads``: torch
     threads for the training and the final figures (``threads.torch_threads``); ``final_episodes``: how many
     episodes the final figures average over.
 
@@ -137,15 +114,10 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
     ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None); ``evaluations``, the periodic
     ``(episode, value)`` of ``run.evaluations``. (A continuous learner's final score is ``particle_figures``.)
     """
-    row = entry(algo)
-    if row.continuous:
-        if stop_at is not None:
-            raise ValueError(f"stop_at applies to the discrete learners only, not {algo}")
-        run = LOOPS[row.loop](env_id, episodes, config, seed=seed, eval_every=eval_every or row.eval_every,
-                               progress=progress, device=device, learner=row.learner, threads=threads)
-        return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
                 threads)
+    if entry(algo).continuous:
+        return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
     greedy = greedy_team_return(run.agent, env_id, final_episodes, threads=threads)
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=final_episodes, seed=seed, threads=threads).mean())
     target = float("inf") if optimum is None else solve_line(optimum)
