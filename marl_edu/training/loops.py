@@ -56,17 +56,17 @@ from marl_edu.base.threads import torch_threads
 from marl_edu.base.validate import positive_int
 from marl_edu.data.buffers import EpisodeReplay, ReplayBuffer, n_step_transitions
 from marl_edu.data.rollout import collect_episodes, run_episode
-from marl_edu.envs.batched_switch import BatchedSwitch
-from marl_edu.envs.magym import is_switch
-from marl_edu.envs.make import make_env, make_vec_env
-from marl_edu.envs.particle import ParticleEnv
+from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES
+from marl_edu.envs.make import family, make_env, make_vec_env
+from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.learners.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
 from marl_edu.learners.table import algo_name_of_class, check_env, check_fits, entry
 from marl_edu.pieces.targets import critic_rewards
 from marl_edu.training.resume import RunCheckpoint
 
-GREEDY_EPISODES = 10  # a periodic evaluation where episodes are random (not Switch): the mean of this many
-FINAL_GREEDY_EPISODES = 100  # ... and a run's final greedy figure there
+GREEDY_EPISODES = EVAL_EPISODES  # a periodic greedy evaluation where episodes are random (not Switch): this many
+FINAL_GREEDY_EPISODES = FINAL_EVAL_EPISODES  # ... and a run's final greedy figure there (envs.family's numbers)
+
 
 @dataclass
 class TrainResult:
@@ -224,16 +224,17 @@ def exploration(loop: str, config, done: int, episodes: int) -> dict[str, float]
 def train(learner, env_id: str | None = None, episodes: int | None = None, config=None, seed: int = 0,
           eval_every: int | None = None, progress: bool = True, device: str = "cpu", stop_at: float | None = None,
           env_backend: str = "batched", checkpoint: RunCheckpoint | None = None, threads: int | None = None,
-          update=None, eval_episodes: int = GREEDY_EPISODES) -> TrainResult:
+          update=None, eval_episodes: int | None = None) -> TrainResult:
     """Train ``learner`` (a name of ``learners.LEARNERS`` or its class) on K lock-step copies of ``env_id`` (None: its
     default, ``learners.check_env``; ``make_vec_env``'s, stepped by ``env_backend``: the same transitions) for ``episodes`` episodes
     (None: its row's budget), or until a periodic evaluation reaches ``stop_at``. Deterministic for a seed.
 
     ``config``: the learner's config (None: its row's defaults); ``eval_every``: episodes between evaluations (None:
-    its row's); an evaluation plays the greedy policy (``greedy_team_return``: once on Switch, exact, else the mean of
-    ``eval_episodes``) or on the particle envs the noise-free one (``evaluate_particle`` of ``eval_episodes`` from the
-    same start states; an ensemble's evaluation e plays every agent's sub-policy e mod M). ``checkpoint``: a
-    ``resume.RunCheckpoint`` that saves the run at every iteration's end and continues a saved one to the same bits.
+    its row's); an evaluation plays the greedy policy (``greedy_team_return``) or, with forces, the noise-free one
+    (``evaluate_particle``; an ensemble's evaluation e plays every agent's sub-policy e mod M), as the env's family
+    says (``envs.family.EnvFamily``: one episode where it is deterministic, else the mean of ``eval_episodes``, None:
+    the family's, on an env seeded its ``eval_seed``). ``checkpoint``: a ``resume.RunCheckpoint`` that saves the run
+    at every iteration's end and continues a saved one to the same bits (a family that is ``resumable``).
     ``update``: a function ``update(agent, batch)`` called for each batch in place of ``agent.update(batch)`` (the
     capstones pass the learner's own update). The contract with the learner is this module's docstring."""
     with torch_threads(threads):
@@ -241,7 +242,8 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         row, env_id = entry(name), check_env(name, env_id)  # (env_id None: the learner's default env)
         episodes = row.episodes if episodes is None else positive_int(episodes, "episodes")
         eval_every = row.eval_every if eval_every is None else positive_int(eval_every, "eval_every")
-        positive_int(eval_episodes, "eval_episodes")
+        found = family(env_id)
+        eval_episodes = found.eval_episodes if eval_episodes is None else positive_int(eval_episodes, "eval_episodes")
         if update is not None and not callable(update):
             raise ValueError(f"update must be None (the learner's own agent.update) or a function update(agent, "
                              f"batch), got {type(update).__name__}")
@@ -253,7 +255,10 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         path = PATHS[row.loop](agent, venv, config, state)
         result = TrainResult(agent=agent, buffer=path.buffer)
         if checkpoint is not None:  # the whole state of the run: resumed from it, saved at every iteration's end
-            parts = {"agent": agent, "venv": _resumable(venv), "loop": state}
+            if not found.resumable:
+                raise ValueError(f"runs on {env_id} cannot be checkpointed or resumed: the {found.name} envs' state "
+                                 f"cannot be saved mid-episode (envs.family: resumable)")
+            parts = {"agent": agent, "venv": venv, "loop": state}
             if path.buffer is not None:
                 parts["buffer"] = path.buffer
             checkpoint.restore(result, parts)
@@ -276,7 +281,7 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
             result.update_seconds += time.perf_counter() - tic
             if len(result.episode_returns) >= state.next_eval:  # evaluate
                 state.next_eval += eval_every
-                value = _evaluate(agent, env_id, row.continuous, eval_episodes, len(result.evaluations), threads)
+                value = _evaluate(agent, env_id, eval_episodes, len(result.evaluations), threads)
                 result.evaluations.append((len(result.episode_returns), value))
                 result.eval_seconds.append(time.perf_counter() - result.started)
                 result.eval_env_steps.append(result.env_steps)
@@ -293,24 +298,16 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
 SHOWN = {"epsilon": "eps", "entropy_coef": "beta", "noise": "noise"}  # the progress bar's names of the exploration
 
 
-def _evaluate(agent, env_id: str, particle: bool, episodes: int, index: int, threads: int | None) -> float:
-    """Evaluation ``index`` of a run: the greedy team return, or on a particle env the noise-free policy's mean team
-    return (an ensemble's: every agent's sub-policy ``index`` mod M; no draw, so training's stream stays)."""
-    if not particle:
+def _evaluate(agent, env_id: str, episodes: int, index: int, threads: int | None) -> float:
+    """Evaluation ``index`` of a run: the greedy team return, or with forces the noise-free policy's mean team return
+    (an ensemble's: every agent's sub-policy ``index`` mod M; no draw, so training's stream stays)."""
+    if family(env_id).actions == "discrete":
         return greedy_team_return(agent, env_id, episodes, threads)
     if isinstance(agent, EnsembleMADDPG):
         policy = agent.policy(np.full(agent.n_agents, index % agent.n_subpolicies))
     else:
         policy = agent.greedy_policy()
-    return evaluate_particle(policy, env_id, episodes, threads=threads).team_return
-
-
-def _resumable(venv):
-    """``venv`` if its state can be saved mid-episode (the batched Switch's arrays), else ValueError."""
-    if not isinstance(venv, BatchedSwitch):
-        raise ValueError(f"runs on {venv.env_id} cannot be checkpointed or resumed: only the batched Switch envs' "
-                         f"state can be saved (env_backend='batched' and a Switch id)")
-    return venv
+    return evaluate_particle(policy, env_id, episodes, family(env_id).eval_seed, threads=threads).team_return
 
 
 # ----------------------------------------------------------------------------------------------
@@ -327,13 +324,14 @@ def greedy_return(agent, env_id: str, record_frames: bool = False, threads: int 
 
 
 def greedy_team_return(agent, env_id: str, episodes: int = GREEDY_EPISODES, threads: int | None = None) -> float:
-    """The greedy policy's team return: on Switch (``envs.is_switch``) its one episode, exact; elsewhere the
-    mean of ``episodes`` successive episodes of one env seeded 0, the same episodes for the same policy."""
+    """The greedy policy's team return: where the env's family is deterministic (Switch) its one episode, exact;
+    elsewhere the mean of ``episodes`` successive episodes of one env seeded the family's ``eval_seed``, the same
+    episodes for the same policy."""
     with torch_threads(threads):
         positive_int(episodes, "episodes")
-        if is_switch(env_id):
+        if family(env_id).deterministic:
             return greedy_return(agent, env_id, threads=threads).team_return
-        env = make_env(env_id, seed=0)
+        env = make_env(env_id, seed=family(env_id).eval_seed)
         check_fits(agent, env)
         return float(np.mean([run_episode(env, agent.greedy_policy()).team_return for _ in range(episodes)]))
 
@@ -345,9 +343,6 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
         env = make_env(env_id, seed=seed)
         check_fits(agent, env)
         return np.array([run_episode(env, agent.sampled_policy()).team_return for _ in range(n_episodes)])
-
-
-PARTICLE_EVAL_SEED = 10_000  # evaluation episodes start from their own stream, never one training used
 
 
 @dataclass
@@ -371,9 +366,9 @@ def evaluate_particle(policy, env_id: str = "simple_spread_v3", episodes: int = 
     the same start states for every policy given the same seed, so scores compare policies, not luck."""
     with torch_threads(threads):
         positive_int(episodes, "episodes")
-        env = make_env(env_id, seed=seed)
-        if not isinstance(env, ParticleEnv):
+        if family(env_id).actions != "forces":
             raise ValueError(f"evaluate_particle needs a particle env (e.g. 'simple_spread_v3'), got {env_id!r}")
+        env = make_env(env_id, seed=seed)
         runs = [run_episode(env, policy) for _ in tqdm(range(episodes), desc="evaluating", disable=not progress,
                                                        leave=False)]
 

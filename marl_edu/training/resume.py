@@ -1,14 +1,14 @@
 """Resuming training: what a run in progress saves so that it can continue bit for bit, when it saves, and Ctrl-C.
 
-A training loop given a ``RunCheckpoint`` calls ``checkpoint.save(...)`` at the end of every iteration (one env step of
-the K copies, or one on-policy batch). That saves, at most every ``every_seconds`` and always once a stop was
-requested, everything the rest of the run depends on:
+The training loop (``loops.train``) given a ``RunCheckpoint`` calls ``checkpoint.save(...)`` at the end of every
+iteration (one env step of the K copies, or one collection of K whole episodes). That saves, at most every
+``every_seconds`` and always once a stop was requested, everything the rest of the run depends on:
 
 - the learner: every network, target network and optimiser (state dicts), its random generators and counters;
 - the replay buffer (off-policy) with its write position, and the env copies mid-episode (their arrays);
-- the loop's own state, one object per loop (``train.OffPolicyLoop``, ``train.OnPolicyLoop``): the numpy generator
-  that samples batches, the current observations, the n-step steps waiting to be stored, when the next evaluation
-  is due; and the run's returns, evaluations and counts so far (its ``TrainResult``);
+- the loop's own state (``loops.LoopState``, one for every data path): the numpy generator that samples batches, the
+  current observations, the n-step steps waiting to be stored, when the next evaluation is due; and the run's
+  returns, evaluations and counts so far (its ``TrainResult``);
 - torch's global random state.
 
 A stop requested with ``request_stop`` (the command line's Ctrl-C handler calls it) is honoured at the next iteration
@@ -194,7 +194,7 @@ class RunCheckpoint:
         """At an iteration's end: save when a stop was requested or ``every_seconds`` passed, then raise
         ``TrainingInterrupted`` if a stop was requested. ``result``: the loop's ``TrainResult``; ``parts``: the
         objects whose attributes are the state, by name: the learner, buffer and env copies, and the loop's own state
-        object (``train.OffPolicyLoop``: generators, arrays, numbers, lists and deques of them)."""
+        object (``loops.LoopState``: generators, arrays, numbers, lists and deques of them)."""
         if not self.stop_requested and time.monotonic() - self._last < self.every_seconds:
             return
         state = {"parts": {name: object_state(obj) for name, obj in parts.items()},
@@ -207,7 +207,14 @@ class RunCheckpoint:
 
     def restore(self, result, parts: dict) -> None:
         """Continue from ``self.resume`` (if any): restore ``parts`` in place (the loop's state object among them),
-        and fill ``result`` and torch's global random state. Without a state to resume, nothing changes."""
+        and fill ``result`` and torch's global random state. Without a state to resume, nothing changes. First,
+        before any training: ValueError naming a part that could not be saved (env copies stepped one by one, say)."""
+        for name, obj in parts.items():
+            try:
+                object_state(obj)
+            except TypeError as error:
+                raise ValueError(f"this run cannot be checkpointed or resumed: its {name} cannot be saved ({error}); "
+                                 f"a family's batched env copies can (make_vec_env's backend='batched')") from None
         if self.resume is None:
             return
         try:
