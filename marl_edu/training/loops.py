@@ -1,19 +1,21 @@
 """One training loop for every learner of the table, with progress bars, and evaluation of trained agents.
 
-``train(learner, env_id, episodes)`` reads the learner's loop kind from ``learners.LEARNERS`` (``Entry.loop``) and runs
-one skeleton, the same for every learner: **collect** (the K env copies act), **store**, **update**, **evaluate**
-(every ``eval_every`` episodes; a run stops early once an evaluation reaches ``stop_at``), **checkpoint** (with a
-``resume.RunCheckpoint``: saved at every iteration's end, resumed to the same bits) and **progress** (a bar whose total
-is what the loop really runs). Only the data path differs, one short class each:
+``train(learner, env_id, episodes)`` reads the learner's row of ``learners.LEARNERS`` (its loop kind ``Entry.loop``,
+and what its updates learn from, ``Entry.replay``) and runs one skeleton, the same for every learner: **collect**
+(the K env copies act), **store**, **update**, **evaluate** (every ``eval_every`` episodes; a run stops early once an
+evaluation reaches ``stop_at``), **checkpoint** (with a ``resume.RunCheckpoint``: saved at every iteration's end,
+resumed to the same bits) and **progress** (a bar whose total is what the loop really runs). Only the data path
+differs, one short class each:
 
-- ``WholeEpisodes`` (``"on_policy"``, ``"continuous_on_policy"``): K whole episodes with the current policy
-  (``rollout.collect_episodes``), one update from them, then forgotten: COMA and its baselines, PPO, continuous PPO;
-- ``Transitions`` (``"off_policy"``, ``"continuous"``): one step of the K copies at a time into a ``ReplayBuffer``
-  (n-step **team** returns on the discrete envs, where every critic learns the team's reward; each agent's own
-  one-step reward on the particle envs, as in the MADDPG paper; an ensemble's ``SubpolicyReplayBuffer`` also keeps
-  which sub-policy played), ``updates_per_step`` sampled batches per step: MADDPG, IDDPG and their continuous kin;
-- ``ReplayedEpisodes`` (``"episode_replay"``): K whole episodes played epsilon-greedily into an ``EpisodeReplay``,
-  ``updates_per_collection`` batches of ``batch_episodes`` replayed episodes: IQL, VDN, QMIX.
+- ``WholeEpisodes`` (no replay: ``"on_policy"``, ``"continuous_on_policy"``): K whole episodes with the current
+  policy (``rollout.collect_episodes``), one update from them, then forgotten: COMA and its baselines, PPO,
+  continuous PPO;
+- ``Transitions`` (transitions: ``"off_policy"``, ``"continuous"``): one step of the K copies at a time into a
+  ``ReplayBuffer`` (n-step **team** returns on the discrete envs, where every critic learns the team's reward; each
+  agent's own one-step reward on the particle envs, as in the MADDPG paper; an ensemble's ``SubpolicyReplayBuffer``
+  also keeps which sub-policy played), ``updates_per_step`` sampled batches per step: MADDPG, IDDPG and their kin;
+- ``ReplayedEpisodes`` (episodes: ``"episode_replay"``): K whole episodes played epsilon-greedily into an
+  ``EpisodeReplay``, ``updates_per_collection`` batches of ``batch_episodes`` replayed episodes: IQL, VDN, QMIX.
 
 The contract between the loop and a learner, the one place it is written (ARCHITECTURE.md repeats it):
 
@@ -199,15 +201,14 @@ class ReplayedEpisodes:
                 for _ in range(c.updates_per_collection))
 
 
-PATHS = {"on_policy": WholeEpisodes, "continuous_on_policy": WholeEpisodes, "off_policy": Transitions,
-         "continuous": Transitions, "episode_replay": ReplayedEpisodes}  # learners.Entry.loop -> its data path
+PATHS = {None: WholeEpisodes, "transitions": Transitions, "episodes": ReplayedEpisodes}  # Entry.replay -> its path
 
 
 def exploration(loop: str, config, done: int, episodes: int) -> dict[str, float]:
     """How the learner explores after ``done`` of ``episodes`` episodes (and what the progress bar shows): on-policy,
     the entropy weight ``entropy_coef`` and, if its schedule is not all zero, ``epsilon``, decayed linearly together
     over the first ``anneal_fraction``; particle off-policy, the noise's sigma; continuous on-policy, nothing (the
-    Gaussian's own spread); otherwise ``epsilon`` from ``epsilon_start`` to ``epsilon_end`` over ``epsilon_fraction``."""
+    Gaussian's own spread); otherwise ``epsilon``, ``epsilon_start`` to ``epsilon_end`` over ``epsilon_fraction``."""
     if loop == "on_policy":
         anneal = config.anneal_fraction * episodes
         explore = {"entropy_coef": linear(config.entropy_start, 0.0, done, anneal)}
@@ -226,8 +227,9 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
           env_backend: str = "batched", checkpoint: RunCheckpoint | None = None, threads: int | None = None,
           update=None, eval_episodes: int | None = None) -> TrainResult:
     """Train ``learner`` (a name of ``learners.LEARNERS`` or its class) on K lock-step copies of ``env_id`` (None: its
-    default, ``learners.check_env``; ``make_vec_env``'s, stepped by ``env_backend``: the same transitions) for ``episodes`` episodes
-    (None: its row's budget), or until a periodic evaluation reaches ``stop_at``. Deterministic for a seed.
+    default, ``learners.check_env``; ``make_vec_env``'s, stepped by ``env_backend``: the same transitions) for
+    ``episodes`` episodes (None: its row's budget), or until a periodic evaluation reaches ``stop_at``. Deterministic
+    for a seed.
 
     ``config``: the learner's config (None: its row's defaults); ``eval_every``: episodes between evaluations (None:
     its row's); an evaluation plays the greedy policy (``greedy_team_return``) or, with forces, the noise-free one
@@ -252,7 +254,7 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         A = venv.action_dim if venv.continuous else venv.n_actions
         agent = row.learner(venv.n_agents, venv.obs_dim, A, config, seed=seed, device=device)
         state = LoopState(next_eval=eval_every, rng=np.random.default_rng(seed))
-        path = PATHS[row.loop](agent, venv, config, state)
+        path = PATHS[row.replay](agent, venv, config, state)
         result = TrainResult(agent=agent, buffer=path.buffer)
         if checkpoint is not None:  # the whole state of the run: resumed from it, saved at every iteration's end
             if not found.resumable:
@@ -360,8 +362,8 @@ class ParticleScore:
     agent_returns: list[float] = field(default_factory=list)
 
 
-def evaluate_particle(policy, env_id: str = "simple_spread_v3", episodes: int = 100,
-                      seed: int = PARTICLE_EVAL_SEED, progress: bool = False, threads: int | None = None) -> ParticleScore:
+def evaluate_particle(policy, env_id: str = "simple_spread_v3", episodes: int = 100, seed: int = PARTICLE_EVAL_SEED,
+                      progress: bool = False, threads: int | None = None) -> ParticleScore:
     """Run ``policy`` (obs ``(N, O)`` -> forces ``(N, 2)``) for ``episodes`` episodes of a particle env from ``seed``:
     the same start states for every policy given the same seed, so scores compare policies, not luck."""
     with torch_threads(threads):
