@@ -12,7 +12,7 @@ Each row says, for a learner's name (the name its policy files and runs are know
   buffer of transitions on the discrete envs), ``"episode_replay"`` (K whole episodes played epsilon-greedily, kept
   in a replay of episodes for recurrent agents), ``"continuous"`` (a replay buffer on the particle envs, forces in
   [-1, 1]) or ``"continuous_on_policy"`` (K whole particle-env episodes with the current Gaussian policy, used for
-  one PPO update); ``runs.seed`` picks the training loop by it;
+  one PPO update); ``training.loops.train`` picks its data path by the row's ``replay``;
 - ``policy``: its ``Policy``: the attribute holding the networks a policy file keeps, how a policy file rebuilds
   them, whether they are recurrent and whether each agent plays one of several sub-policies;
 - ``episodes`` and ``eval_every``: its default budget (the committed results') and how often it is evaluated (a

@@ -61,8 +61,8 @@ from marl_edu.data.rollout import collect_episodes, run_episode
 from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES
 from marl_edu.envs.make import family, make_env, make_vec_env
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
-from marl_edu.learners.ensembles import EnsembleMADDPG, SubpolicyReplayBuffer
-from marl_edu.learners.table import algo_name_of_class, check_env, check_fits, entry
+from marl_edu.learners.ensembles import SubpolicyReplayBuffer
+from marl_edu.learners.table import algo_name, algo_name_of_class, check_env, check_fits, entry
 from marl_edu.pieces.targets import critic_rewards
 from marl_edu.training.resume import RunCheckpoint
 
@@ -130,7 +130,7 @@ class Transitions:
         if not venv.continuous:
             self.buffer = ReplayBuffer(config.buffer_size, N, O, venv.n_actions)
             state.pending = [deque(maxlen=config.n_step) for _ in range(venv.n_envs)]
-        elif isinstance(agent, EnsembleMADDPG):  # which sub-policy each agent played: sub-policy m learns its slice
+        elif entry(algo_name(agent)).policy.subpolicies:  # which sub-policy each agent played: m learns its slice
             self.buffer = SubpolicyReplayBuffer(config.buffer_size, N, O, venv.action_dim, config.n_subpolicies)
         else:
             self.buffer = ReplayBuffer(config.buffer_size, N, O, venv.action_dim)
@@ -305,7 +305,7 @@ def _evaluate(agent, env_id: str, episodes: int, index: int, threads: int | None
     (an ensemble's: every agent's sub-policy ``index`` mod M; no draw, so training's stream stays)."""
     if family(env_id).actions == "discrete":
         return greedy_team_return(agent, env_id, episodes, threads)
-    if isinstance(agent, EnsembleMADDPG):
+    if entry(algo_name(agent)).policy.subpolicies:  # an ensemble
         policy = agent.policy(np.full(agent.n_agents, index % agent.n_subpolicies))
     else:
         policy = agent.greedy_policy()
