@@ -75,7 +75,8 @@ def test_a_saved_state_is_a_copy():
         before["envs"][0]["entities"][0]["state"]["_p_vel"].tobytes()
 
 
-@pytest.mark.parametrize("env_id, other", [("Switch2-v0", "Switch2-v1"), ("simple_spread_v3_discrete", "simple_spread_v3"),
+@pytest.mark.parametrize("env_id, other", [("Switch2-v0", "Switch2-v1"),
+                                           ("simple_spread_v3_discrete", "simple_spread_v3"),
                                            ("Foraging-8x8-2p-3f-v3", "Foraging-8x8-2p-2f-v3")])
 def test_a_state_of_another_env_is_refused(env_id, other):
     venv, elsewhere = make_vec_env(env_id, 2, seed=0), make_vec_env(other, 2, seed=0)

@@ -51,11 +51,11 @@ class VecEnv:
 
     ``reset()`` -> obs ``(K, N, O)``; ``step(actions)`` -> ``(obs (K, N, O), rewards (K, N), dones (K, N), info)``
     with int actions ``(K, N)`` (a family whose ``actions`` are ``"discrete"``) or float forces ``(K, N, 2)`` in
-    [-1, 1] (``"forces"``, the particle envs; ``continuous`` says which). A copy whose episode ended (all its agents done) is reset at once, so
-    ``obs[k]`` is already the first observation of its next episode; what the episode ended on is in
-    ``info["final_obs"] (K, N, O)`` where ``info["episode_done"] (K,)`` is True. ``info`` also holds
-    ``terminated`` and ``truncated`` ``(K, N)`` and ``episode_team_return`` ``(K,)`` (NaN where the
-    episode goes on); for cooperative navigation also ``collisions`` ``(K,)``, the touching pairs after this step.
+    [-1, 1] (``"forces"``, the particle envs; ``continuous`` says which). A copy whose episode ended (all its agents
+    done) is reset at once, so ``obs[k]`` is already the first observation of its next episode; what the episode
+    ended on is in ``info["final_obs"] (K, N, O)`` where ``info["episode_done"] (K,)`` is True. ``info`` also holds
+    ``terminated`` and ``truncated`` ``(K, N)`` and ``episode_team_return`` ``(K,)`` (NaN where the episode goes on);
+    for cooperative navigation also ``collisions`` ``(K,)``, the touching pairs after this step.
     """
 
     def __init__(self, env_id: str, n_envs: int, seed: int = 0):
