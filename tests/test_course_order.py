@@ -98,7 +98,9 @@ METHODS = (
     Method("continuous MADDPG / forces", 13, 13,
            (r"continuous[-_ ]?maddpg", r"(?:mappo|ippo|ppo|ddpg|maddpg)_continuous",
             r"forces?+(?!\s+(?:the|a|an|it|them|its|their|every|each|all|both|one|us|you)\b)",  # not the verb
-            r"cooperative navigation", r"simple_spread", r"particle env(?:ironment)?s?")),
+            # (cooperative navigation with discrete actions, simple_spread_v3_discrete: the discrete learners' task)
+            r"cooperative navigation(?! with discrete actions)", r"simple_spread(?!_v3_discrete)",
+            r"particle env(?:ironment)?s?")),
     Method("inferred policies", 14, 14, (r"inferred[-_ ]?polic(?:y|ies)",)),
     Method("physical deception", 15, 15, (r"(?:physical[-_ ])?deception", r"simple_adversary")),
     Method("policy ensembles", 16, 16, (r"ensembles?", r"sub[-_ ]?polic(?:y|ies)")),
@@ -676,6 +678,9 @@ def test_names_are_matched_as_whole_words_with_their_case_and_hyphen_variants():
     assert found("oppose, maniacs, algae, comma, reinforces, assemble, central value, it forces the agents") == []
     assert found("random forces, a force in [-1, 1]") == [("continuous MADDPG / forces", "forces"),
                                                          ("continuous MADDPG / forces", "force")]
+    assert found("cooperative navigation with discrete actions, simple_spread_v3_discrete") == []
+    assert found("cooperative navigation, simple_spread_v3") == [
+        ("continuous MADDPG / forces", "cooperative navigation"), ("continuous MADDPG / forces", "simple_spread")]
     assert found("[the map](10_ppo.ipynb)") != [] and find_methods(strip_link_targets("[the map](10_ppo.ipynb)")) == []
 
 
