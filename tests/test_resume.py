@@ -9,7 +9,10 @@ import torch
 from marl_edu.learners.baselines import IDDPG
 from marl_edu.learners.coma import COMAConfig
 from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.learners.continuous import ContinuousMADDPGConfig
+from marl_edu.learners.ensembles import EnsembleConfig
 from marl_edu.learners.ppo import PPOConfig
+from marl_edu.learners.ppo_continuous import ContinuousPPOConfig
 from marl_edu.learners.value_decomposition import ValueDecompositionConfig
 from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state, object_state, restore_object
 from marl_edu.training.loops import train
@@ -121,11 +124,11 @@ def _tamper(state: dict, where: str, value) -> None:
 
 @pytest.mark.parametrize("where, value, message", [
     ("parts.agent.n_agents", 3, "the saved agent.n_agents is 3; this run's is 2"),
-    ("parts.venv.n_envs", 8, "the saved venv.n_envs is 8; this run's is 4"),
-    ("parts.venv.clock", True, "the saved venv.clock is True; this run's is False"),
-    ("parts.venv._pos", torch.zeros(4, 3, dtype=torch.int64), r"venv._pos: expected a int64 array of shape \(4, 2\)"),
-    ("parts.venv._pos", torch.zeros(4, 2), r"venv._pos: expected a int64 array of shape \(4, 2\), got float32"),
-    ("parts.venv._returns", torch.full((4,), float("nan"), dtype=torch.float64), "venv._returns: holds NaN"),
+    ("parts.venv.vec_env.n_envs", 8, "the saved state is of 8 copies of Switch2-v0; this vec env has 4 copies"),
+    ("parts.venv.vec_env.env_id", "Switch3-v0", "the saved state is of 4 copies of Switch3-v0"),
+    ("parts.venv.vec_env.pos", torch.zeros(4, 3, dtype=torch.int64), r"the saved pos must be int64 \(4, 2\), got int64"),
+    ("parts.venv.vec_env.pos", torch.zeros(4, 2), r"the saved pos must be int64 \(4, 2\), got float32"),
+    ("parts.venv.vec_env.returns", torch.full((4,), float("nan"), dtype=torch.float64), "venv.returns: holds NaN"),
     ("parts.loop.next_eval", "16", "loop.next_eval: expected a number, got str"),
     ("parts.loop.next_eval", float("inf"), "loop.next_eval: is inf"),
     ("result.episode_returns.0", float("nan"), "the saved episode_returns hold NaN or infinity"),
@@ -145,10 +148,36 @@ def test_a_tampered_state_is_refused_with_the_field_named(where, value, message,
     assert "cannot be resumed here" in str(refused.value) and "\n" not in str(refused.value)
 
 
-def test_resuming_needs_the_batched_switch():
-    with pytest.raises(ValueError, match="cannot be checkpointed or resumed"):
-        train("coma", "Switch2-v0", 8, SMALL_COMA, progress=False, env_backend="ma-gym",
-              checkpoint=RunCheckpoint("unused.pt"))
+def test_a_run_on_a_family_that_is_not_resumable_is_refused_before_training():
+    with pytest.raises(ValueError, match="runs on PongDuel-v0 cannot be checkpointed or resumed"):
+        train("coma", "PongDuel-v0", 8, SMALL_COMA, progress=False, checkpoint=RunCheckpoint("unused.pt"))
+
+
+# every loop kind on the particle envs, and ma-gym's own Switch copies: the loop saves any vec env (its get_state),
+# so a family marked resumable resumes to the same bits (here marked so for the test)
+@pytest.mark.parametrize("learner, kwargs, stop_at_episode", [
+    ("coma", dict(env_id="Switch2-v0", episodes=24, config=SMALL_COMA, eval_every=8, env_backend="ma-gym"), 8),
+    ("maddpg_continuous", dict(env_id="simple_spread_v3", episodes=6, eval_every=2, config=ContinuousMADDPGConfig(
+        n_envs=2, warmup_steps=16, batch_size=8, hidden=8)), 3),
+    ("maddpg_ensemble", dict(env_id="simple_spread_v3", episodes=6, eval_every=2, config=EnsembleConfig(
+        n_envs=2, warmup_steps=16, batch_size=8, hidden=8)), 2),
+    ("mappo_continuous", dict(env_id="simple_spread_v3", episodes=8, eval_every=4,
+                              config=ContinuousPPOConfig(n_envs=4, hidden=8)), 4),
+])
+def test_every_vec_env_resumes_to_the_same_bits(learner, kwargs, stop_at_episode, tmp_path, monkeypatch):
+    import dataclasses
+
+    from marl_edu.envs import make
+    from marl_edu.training import loops
+
+    monkeypatch.setattr(loops, "family", lambda env_id: dataclasses.replace(make.family(env_id), resumable=True))
+    kwargs = dict(kwargs, seed=3, progress=False, eval_episodes=1)
+    whole = train(learner, **kwargs)
+    path = tmp_path / "run.pt"
+    with pytest.raises(TrainingInterrupted):
+        train(learner, **kwargs, checkpoint=StopAt(path, stop_at_episode))
+    resumed = train(learner, **kwargs, checkpoint=RunCheckpoint(path, math.inf, resume=load_run_state(path)[1]))
+    assert_same_run(whole, resumed)
 
 
 def test_object_state_round_trips_arrays_generators_and_refuses_unknown_types():

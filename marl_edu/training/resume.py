@@ -5,7 +5,8 @@ iteration (one env step of the K copies, or one collection of K whole episodes).
 ``every_seconds`` and always once a stop was requested, everything the rest of the run depends on:
 
 - the learner: every network, target network and optimiser (state dicts), its random generators and counters;
-- the replay buffer (off-policy) with its write position, and the env copies mid-episode (their arrays);
+- the replay buffer (off-policy) with its write position, and the env copies mid-episode (their vec env's
+  ``get_state``: every copy's world and random generator, any family);
 - the loop's own state (``loops.LoopState``, one for every data path): the numpy generator that samples batches, the
   current observations, the n-step steps waiting to be stored, when the next evaluation is due; and the run's
   returns, evaluations and counts so far (its ``TrainResult``);
@@ -83,7 +84,9 @@ def object_state(obj) -> dict:
     optimisers by their state dicts (lists of them too), torch and numpy generators by their states, arrays and numbers by value. Its config (any
     dataclass attribute) and device are not saved: the resumed run rebuilds the object from the same ones, which the
     command line checks against the file's header. An attribute of any other type raises TypeError, so nothing is
-    silently left out."""
+    silently left out. A vec env (``envs.make.make_vec_env``'s, any family) saves what its own ``get_state`` gives."""
+    if hasattr(obj, "get_state") and hasattr(obj, "set_state"):  # a vec env: its copies' worlds and generators
+        return {"vec_env": _encode(obj.get_state())}
     state = {}
     for name, value in vars(obj).items():
         if dataclasses.is_dataclass(value) or isinstance(value, torch.device):
@@ -138,11 +141,33 @@ def _check_like(saved, current, where: str) -> None:
         raise ValueError(f"{where}: is {saved}")
 
 
+def _check_finite(value, where: str) -> None:
+    """ValueError naming ``where`` if a float (or float array) anywhere in ``value``'s dicts and lists is NaN or
+    infinite: a vec env's saved state is checked as fresh input before its own ``set_state`` checks its shapes."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_finite(item, f"{where}[{index}]")
+    elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
+        raise ValueError(f"{where}: holds NaN or infinity")
+    elif isinstance(value, float) and not np.isfinite(value):
+        raise ValueError(f"{where}: is {value}")
+
+
 def restore_object(obj, state: dict, what: str) -> None:
     """Put ``object_state``'s ``state`` back into a freshly built ``obj`` of the same kind and sizes, in place. Plain
     values are checked as fresh input (``_check_like``; ``SIZES`` must equal the object's). ValueError names an
     attribute the file and the object do not share (a checkpoint of another version) or a value that is not what the
     object holds."""
+    if hasattr(obj, "get_state") and hasattr(obj, "set_state"):  # a vec env checks its own state (ValueError)
+        if set(state) != {"vec_env"}:
+            raise ValueError(f"the saved {what} is not a vec env's state (envs' get_state)")
+        saved = _decode(state["vec_env"])
+        _check_finite(saved, what)
+        obj.set_state(saved)
+        return
     expected = set(object_state(obj))
     if set(state) != expected:
         raise ValueError(f"the saved {what} does not match this marl_edu's: attributes "
