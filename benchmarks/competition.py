@@ -4,7 +4,7 @@ continuous actions, several seeds. Prints a row per run, the matchup tables and 
     .venv/bin/python benchmarks/competition.py [--seeds 0 1 2 3 4] [--episodes 4000] [--jobs 2]
         [--methods maddpg ensemble team] [--out results/competition/simple_adversary_v3]
 
-Methods (every one ``train_continuous`` with the same budget; all play themselves during training):
+Methods (every one ``loops.train`` with the same budget; all play themselves during training):
   maddpg    continuous MADDPG, each critic learns its own agent's reward (the env's: adversary -d_0, good agents
             -min(d_1, d_2) + d_0, d_i the distance of agent i to the goal landmark)
   ensemble  the same with policy ensembles (``marl_edu.learners.ensembles``, M=3 sub-policies per agent, paper section 4.3)

@@ -4,7 +4,7 @@ actions, several seeds, the paper's metrics. Prints a row per run, a table and o
     .venv/bin/python benchmarks/particle.py [--seeds 0 1 2 3 4] [--episodes 4000] [--jobs 2]
         [--out results/particle/simple_spread_v3]
 
-Both learners are ``train_continuous`` with the same config, seeds and budget; they differ only in what each
+Both learners train with ``loops.train`` with the same config, seeds and budget; they differ only in what each
 critic sees (MADDPG: every agent's observation and action; independent DDPG: its own). ``--methods inferred`` trains
 MADDPG whose critic targets use each agent's own approximations of the others' policies (``marl_edu.learners.inference``);
 ``--methods team`` MADDPG whose every critic learns the team reward (the sum over agents) instead of its own agent's.

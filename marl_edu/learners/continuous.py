@@ -34,7 +34,7 @@ class ContinuousMADDPGConfig:
 
     # the critic's target y_i = r_i + gamma (1 - d_i) Q'_i(x', mu'(o'))
     gamma: float = field(default=0.95, metadata={"help": "discount in [0, 1]"})
-    n_step: int = 1               # one-step targets, as in the paper (train_continuous stores one-step transitions)
+    n_step: int = 1               # one-step targets, as in the paper (the training loop stores one-step transitions)
     tau: float = 0.01             # soft target update per gradient step
     # every critic learns the team reward sum_j r_j instead of its own agent's r_i
     team_reward: bool = field(default=False, metadata={

@@ -314,7 +314,7 @@ class MADDPG:
         - the actor's gradient is by default the exact expectation over agent i's own actions
           (``actor_gradient="expected"``; the paper's Gumbel-softmax sample is ``"gumbel"``);
         - the rewards may be n-step returns, the target then discounted by gamma^n (``n_step``, 3 by default;
-          ``train_maddpg`` stores the team reward's, which every critic learns);
+          ``loops.train`` stores the team reward's, which every critic learns);
         - the actor's loss adds ``logits_reg * mean(logits^2)``, as the authors' code does.
         """
         return self.gradient_steps(self.checked_tensors(batch))

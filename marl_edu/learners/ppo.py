@@ -207,7 +207,7 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
 class PPOConfig:
     """Hyperparameters of IPPO and MAPPO on a discrete-action task. Every value is checked by ``validate``. The
     loop's schedule fields (``entropy_start``, ``anneal_fraction``, ``epsilon_start``, ``epsilon_end``) and
-    ``n_envs`` mean what they mean for COMA, whose training loop (``train.train_coma``) trains these too. The
+    ``n_envs`` mean what they mean for COMA, whose loop (``loops.train``) trains these too. The
     defaults are PPO's usual ones with COMA's batch and widths; a first sweep on Switch2-v0's tuning seeds 100-104
     (benchmarks/TUNING.md) found MAPPO solving in about 6 s of a core with each of six variants and normalised advantages no
     help, so they stay until a second round chooses."""

@@ -42,7 +42,7 @@ from marl_edu.base.validate import LIMITS, finite, non_negative_number, positive
 
 @dataclass
 class ContinuousPPOConfig:
-    """Hyperparameters of continuous IPPO and MAPPO (``train.train_continuous_ppo``). Every value is checked by
+    """Hyperparameters of continuous IPPO and MAPPO (``loops.train``). Every value is checked by
     ``validate``. PPO's usual values for continuous control, then three changes measured on simple_spread_v3's tuning
     seed 100 at 4,000 episodes (benchmarks/TUNING.md; one seed, so a guide, not a verdict): a gradient-norm
     clip of 10 instead of continuous MADDPG's 0.5, which held the critic back on returns of about -60 (-53.2 against
@@ -165,7 +165,7 @@ class ContinuousMAPPO:
         return policy
 
     def check_batch(self, batch: dict) -> tuple[int, int]:
-        """The contract of a batch of whole episodes (``train.train_continuous_ppo``'s): obs ``(B, T+1, N, O)`` (the
+        """The contract of a batch of whole episodes (``rollout.collect_episodes``'): obs ``(B, T+1, N, O)`` (the
         last index the state each episode was cut in), actions ``(B, T, N, A)``, rewards ``(B, T, N)``, dones ``(B, T)``
         (1 at a real terminal step), every entry finite. Returns (B, T); ValueError names a bad entry."""
         dims = check_shape(batch["obs"], ("B", "T+1", self.n_agents, self.obs_dim), "batch['obs']", dtype="float")
