@@ -93,10 +93,10 @@ TINY = ["--episodes", "8", "--n-envs", "4", "--hidden", "8", "--eval-every", "4"
     (["--algo", "maddpg_continuous", "--warmup", "-1"], "--warmup must be a non-negative int, got -1"),
     (["--algo", "maddpg_inferred", "--episodes", "100", "--eval-every", "500"], "--eval-every must be between 1 and "
                                                                                 "--episodes (100), got 500"),
-    # a run in progress can be saved on the Switch envs only
-    (["--algo", "maddpg_continuous", "--checkpoint-every", "30"],
-     "--checkpoint-every applies to the Switch envs only: a run on simple_spread_v3 cannot be saved in progress"),
-    (["--algo", "maddpg", "--env", "PongDuel-v0", "--checkpoint-every", "30"], "a run on PongDuel-v0 cannot be saved"),
+    # a run in progress can be saved on every env family but ma-gym's TrafficJunction and Lumberjacks
+    (["--algo", "maddpg", "--env", "TrafficJunction4-v0", "--checkpoint-every", "30"],
+     "--checkpoint-every: a run on TrafficJunction4-v0 cannot be saved in progress (the ma-gym (TrafficJunction, "
+     "Lumberjacks) envs' state cannot be saved)"),
     # --replay's own options
     (["--algo", "coma", "--gif", "a.gif"], "--gif applies to --replay only"),
     (["--algo", "maddpg_continuous", "--seed", "1"], "--seed applies to --replay only"),

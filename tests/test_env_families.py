@@ -6,7 +6,7 @@ import pytest
 
 from marl_edu.envs.family import EnvFamily
 from marl_edu.envs.foraging import FORAGING, ForagingEnv
-from marl_edu.envs.magym import MA_GYM, MultiAgentEnv
+from marl_edu.envs.magym import MA_GYM, MA_GYM_UNSAVED, MultiAgentEnv
 from marl_edu.envs.make import FAMILIES, family, make_env, make_vec_env, resolve
 from marl_edu.envs.particle import PARTICLE, ParticleEnv
 from marl_edu.envs.planning import optimal_team_return
@@ -18,6 +18,7 @@ from marl_edu.envs.batched_switch import BatchedSwitch
 DECLARED = {
     SWITCH: (MultiAgentEnv, "discrete", True, 1, 1, 0),
     MA_GYM: (MultiAgentEnv, "discrete", False, 10, 100, 0),
+    MA_GYM_UNSAVED: (MultiAgentEnv, "discrete", False, 10, 100, 0),
     PARTICLE: (ParticleEnv, "forces", False, 10, 100, 10_000),
     SPREAD_DISCRETE: (SpreadDiscreteEnv, "discrete", False, 10, 100, 0),
     FORAGING: (ForagingEnv, "discrete", False, 10, 100, 0),
@@ -67,6 +68,8 @@ def test_only_switch_knows_its_optimum_and_steps_in_batch():
     ("Switch3-v2", SWITCH, "Switch3-v2"),
     ("PredatorPrey7x7-v0", MA_GYM, "PredatorPrey7x7-v0"),
     ("ma_gym:Combat-v0", MA_GYM, "Combat-v0"),
+    ("TrafficJunction10-v1", MA_GYM_UNSAVED, "TrafficJunction10-v1"),
+    ("ma_gym:Lumberjacks-v0", MA_GYM_UNSAVED, "Lumberjacks-v0"),
     ("simple_adversary_v3", PARTICLE, "simple_adversary_v3"),
     ("simple_spread_v3_discrete", SPREAD_DISCRETE, "simple_spread_v3_discrete"),
     ("lbforaging:Foraging-8x8-2p-3f-v3", FORAGING, "Foraging-8x8-2p-3f-v3"),

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from marl_edu.training.competition import DECEPTION
-from marl_edu.envs.make import FAMILIES, family
+from marl_edu.envs.make import family
 from marl_edu.learners.table import LEARNERS, algo_name, check_env, config_class, entry
 from marl_edu.training.resume import BeforeTraining, StopOnSignal, TrainingInterrupted, seed_checkpoint
 from marl_edu.runs.folder import RunLog, open_folder, overwritten, probe_writable, remove_run, remove_temporaries
@@ -366,9 +366,8 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[
             raise ValueError(f"--threads must be positive, got {args.threads}")
         device = check_device(args.device)
         if args.checkpoint_every is not None and not family(env_id).resumable:
-            resumable = " and ".join(f.name for f in FAMILIES if f.resumable)
-            raise ValueError(f"--checkpoint-every applies to the {resumable} envs only: a run on {env_id} cannot be "
-                             f"saved in progress")
+            raise ValueError(f"--checkpoint-every: a run on {env_id} cannot be saved in progress (the "
+                             f"{family(env_id).name} envs' state cannot be saved)")
         out, held = open_folder(f"results/tmp/{args.algo}-{env_id}" if args.out is None else args.out,
                               args.overwrite, saved is not None)
         try:  # with --overwrite, only the old run's files, all checked before any is removed

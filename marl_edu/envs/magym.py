@@ -178,6 +178,8 @@ class MultiAgentEnv:
         """Everything that decides what this env does next, as plain data (``envs.state``): the step count and, of
         ma-gym's env, every attribute but its spaces and window: positions, the grid, its random generator, the
         picture it draws on. ``set_state`` on an env made with the same id restores it."""
+        if is_unsaved(self.env_id):
+            raise ValueError(f"{self.env_id}'s state cannot be saved (envs.magym.UNSAVED says why)")
         if self._env.unwrapped is not self._env:
             raise ValueError(f"{self.env_id}: gym wrapped the env; its wrappers' state is not saved")
         return {"step_count": self._step_count, "dones": self._dones.copy(),
@@ -217,14 +219,38 @@ def switch_ids() -> list[str]:
     return [env_id for env_id in _registry_ids() if is_switch(env_id)]
 
 
+# ma-gym's tasks whose state cannot be saved: TrafficJunction draws its cars from Python's global random module, which
+# the env's seed does not set (a run on it is not even repeatable from its seed); Lumberjacks keeps its agents as
+# objects of its own Agent class, which envs.state does not save
+UNSAVED = ("TrafficJunction", "Lumberjacks")
+
+
+def is_unsaved(env_id) -> bool:
+    """Whether ``env_id`` is one of ma-gym's tasks in ``UNSAVED`` (``MA_GYM_UNSAVED``'s)."""
+    return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith(UNSAVED)
+
+
 MA_GYM = EnvFamily(
     name="ma-gym", backend="ma-gym", example="PredatorPrey7x7-v0",
     recognises=lambda env_id: True,  # (asked last: every id no other family claims; resolve names ma-gym's close ids)
-    resolve=resolve_env_id, ids=lambda: [env_id for env_id in _registry_ids() if not is_switch(env_id)],
+    resolve=resolve_env_id,
+    ids=lambda: [env_id for env_id in _registry_ids() if not is_switch(env_id) and not is_unsaved(env_id)],
     env=MultiAgentEnv, actions="discrete",
     deterministic=False,  # PredatorPrey's prey move at random, Combat's opponents too
     eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
     optimum=None,
-    resumable=False,
+    resumable=True,  # get_state: every attribute of ma-gym's env, its generator and picture included
+    render="ma-gym's own grid picture",
+)
+
+MA_GYM_UNSAVED = EnvFamily(
+    name="ma-gym (TrafficJunction, Lumberjacks)", backend="ma-gym", example="TrafficJunction4-v0",
+    recognises=is_unsaved, resolve=resolve_env_id,
+    ids=lambda: [env_id for env_id in _registry_ids() if is_unsaved(env_id)],
+    env=MultiAgentEnv, actions="discrete",
+    deterministic=False,
+    eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
+    optimum=None,
+    resumable=False,  # (UNSAVED says why)
     render="ma-gym's own grid picture",
 )
