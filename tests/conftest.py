@@ -33,7 +33,7 @@ SLOW = {
     "test_capstone_maddpg.py::test_training_loop_slips_are_named",
     "test_cli.py::test_a_killed_run_resumes_from_its_last_periodic_save_to_the_same_bytes",
     "test_cli.py::test_a_kill_at_every_file_write_resumes_to_the_same_files_and_leaves_nothing_behind",
-    "test_cli.py::test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts_the_seed_in_progress",
+    "test_cli.py::test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_continues_the_seed_in_progress",
     "test_cli.py::test_ctrl_c_saves_the_run_and_resume_finishes_it_to_the_same_bytes",
     "test_cli.py::test_ctrl_c_while_a_seed_is_written_keeps_its_files_whole_and_stops_before_the_next",
     "test_runs.py::test_run_seed_measures_what_train_returns",

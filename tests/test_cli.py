@@ -744,7 +744,7 @@ def test_replay_refuses_in_one_line_before_playing(runs, tmp_path, capsys):
         assert not gif.exists()  # nothing played, nothing written
 
 
-def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts_the_seed_in_progress(
+def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_continues_the_seed_in_progress(
         tmp_path, capsys, monkeypatch):
     import signal
 
@@ -765,16 +765,17 @@ def test_ctrl_c_in_a_continuous_run_keeps_the_finished_seeds_and_resume_restarts
     monkeypatch.setattr(marl_edu.training.loops.Transitions, "batches", ctrl_c_in_seed_1)
     capsys.readouterr()
     assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
-    err = capsys.readouterr().err
-    assert err == (f"interrupted: seeds [0] finished; seed 1 restarts from scratch (a run on simple_spread_v3 cannot "
-                   f"be saved in progress); continue with python -m marl_edu --resume {tmp_path / 'cut'}\n")
+    err = capsys.readouterr().err  # the particle envs' runs are saved in progress (envs.family: resumable)
     summary = json.loads((tmp_path / "cut" / "runs.json").read_text())
     assert summary["status"] == "interrupted" and [row["seed"] for row in summary["seeds"]] == [0]
-    assert summary["in_progress"] == {"seed": 1, "checkpoint": None, "episodes": None}
-    assert (tmp_path / "cut" / "seed0" / "policy.pt").is_file() and not (tmp_path / "cut" / "seed1").exists()
+    episodes = summary["in_progress"]["episodes"]
+    assert summary["in_progress"] == {"seed": 1, "checkpoint": "seed1/run.pt", "episodes": episodes}  # (mid-episode)
+    assert err == (f"interrupted: seeds [0] finished; seed 1 saved after {episodes} episodes; continue with python -m "
+                   f"marl_edu --resume {tmp_path / 'cut'}\n")
+    assert (tmp_path / "cut" / "seed0" / "policy.pt").is_file() and (tmp_path / "cut" / "seed1" / "run.pt").is_file()
     monkeypatch.undo()
     assert main(["--resume", str(tmp_path / "cut"), "--no-progress"]) == 0
-    assert comparable(tmp_path / "cut") == comparable(tmp_path / "whole")  # seed 1 trained again from its start
+    assert comparable(tmp_path / "cut") == comparable(tmp_path / "whole")  # seed 1 continued to the same bits
     assert not list((tmp_path / "cut").rglob("*.tmp")) and not list((tmp_path / "cut").rglob(".probe*"))
 
 

@@ -149,8 +149,8 @@ def test_a_tampered_state_is_refused_with_the_field_named(where, value, message,
 
 
 def test_a_run_on_a_family_that_is_not_resumable_is_refused_before_training():
-    with pytest.raises(ValueError, match="runs on PongDuel-v0 cannot be checkpointed or resumed"):
-        train("coma", "PongDuel-v0", 8, SMALL_COMA, progress=False, checkpoint=RunCheckpoint("unused.pt"))
+    with pytest.raises(ValueError, match="runs on TrafficJunction4-v0 cannot be checkpointed or resumed"):
+        train("coma", "TrafficJunction4-v0", 8, SMALL_COMA, progress=False, checkpoint=RunCheckpoint("unused.pt"))
 
 
 # every loop kind on the particle envs, and ma-gym's own Switch copies: the loop saves any vec env (its get_state),
