@@ -206,7 +206,8 @@ def test_help_explains_every_option(capsys):
     assert all(algo in text for algo in [*ALGORITHMS, *CONTINUOUS_ALGORITHMS])
     assert "runs.json" in text and "greedy.gif" in text and "simple_spread_v3" in text
     flat = " ".join(text.split())  # what Ctrl-C and --resume do with a run that cannot be saved in progress
-    assert "its state cannot be saved, and --resume OUT restarts it from scratch" in flat
+    assert "on ma-gym's TrafficJunction and Lumberjacks its state cannot be saved, and --resume OUT restarts it from " \
+        "scratch" in flat
 
 
 def test_the_learners_options_come_from_their_configs_fields():

@@ -54,9 +54,9 @@ exact optimum), seed<S>/policy.pt (the final actors) and seed<S>/greedy.gif (one
 noise), each written when its seed finishes. A discrete learner's row: the greedy and sampled team returns; a
 continuous learner's: the noise-free score over 100 episodes (team return; on cooperative navigation the landmark
 distance and collisions; every agent's return; an ensemble's: the mean over its sub-policies).
-Ctrl-C stops with exit status 130, the finished seeds on disk. On the Switch envs the seed in progress is saved
-(seed<S>/run.pt) and --resume OUT continues it to the same result; on the other envs (the particle envs of the
-continuous learners among them) its state cannot be saved, and --resume OUT restarts it from scratch.
+Ctrl-C stops with exit status 130, the finished seeds on disk. The seed in progress is saved (seed<S>/run.pt) and
+--resume OUT continues it to the same result; on ma-gym's TrafficJunction and Lumberjacks its state cannot be saved,
+and --resume OUT restarts it from scratch.
 examples:
   python -m marl_edu --algo coma --env Switch2-v0 --seeds 0 1 2 --out results/tmp/coma
   python -m marl_edu --algo maddpg_continuous --env simple_spread_v3 --out results/tmp/navigation
@@ -171,10 +171,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="OUT", default=None,
                    help="continue the interrupted run in folder OUT with its own arguments: finished seeds are kept, "
                         "the seed in progress continues from its checkpoint to the same result as an uninterrupted "
-                        "run (on the Switch envs; on the others, the particle envs among them, it restarts from "
-                        "scratch); give no other option but --no-progress (and --threads, which must be the run's own)")
+                        "run (on ma-gym's TrafficJunction and Lumberjacks, whose state cannot be saved, it restarts "
+                        "from scratch); give no other option but --no-progress (and --threads, which must be the "
+                        "run's own)")
     p.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
-                   help="save the seed in progress at most this often, and on Ctrl-C (default: 60; Switch envs only)")
+                   help="save the seed in progress at most this often, and on Ctrl-C (default: 60; not on "
+                        "TrafficJunction or Lumberjacks)")
     options = config_options()
     for option in (option for option in options if option.sets is None):
         typed = {"choices": list(option.kind)} if isinstance(option.kind, tuple) else {"type": option.kind}
@@ -419,7 +421,8 @@ def _open_run(plan: _Plan, argv: list[str]) -> RunLog:
 def main(argv: list[str] | None = None) -> int:
     """``python -m marl_edu``: see ``--help``. Every argument and the output folder are checked before any
     training starts (one line on stderr, exit status 2); each seed's outputs are written when it finishes; Ctrl-C
-    exits with status 130 (on the Switch envs saving the seed in progress, which ``--resume OUT`` continues);
+    exits with status 130 (saving the seed in progress where its env family is resumable, which ``--resume OUT``
+    continues);
     ``--replay POLICY`` plays a saved policy instead."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = _parser()
