@@ -397,6 +397,19 @@ def cooperative_navigation() -> list[str]:
             *particle_folder("simple_spread_v3-ppo", "MAPPO and IPPO with a Gaussian policy")]
 
 
+def discrete_navigation() -> list[str]:
+    """mpe2's cooperative navigation with discrete actions: the task EPyMARL runs its discrete learners on."""
+    summary = load(RESULTS / "compare" / "simple_spread_v3_discrete" / "summary.json")
+    return ["## Cooperative navigation with discrete actions", "",
+            *paragraph("The same three agents and landmarks with mpe2's five discrete actions (no-op and the four",
+                       "directions; `simple_spread_v3_discrete`), 25-step episodes, the team reward the sum of the",
+                       "agents'. The optimum is not known, so nothing is called solved; greedy and sampled figures are",
+                       "means of 100 episodes. Uniformly random actions:",
+                       f"{number(summary['random'], 2)} (mean of {benchmark('compare').RANDOM_EPISODES:,} episodes, in",
+                       "`summary.json`). Notebook 12 draws the curves beside agents that never move."),
+            *compare_env("simple_spread_v3_discrete")]
+
+
 def physical_deception() -> list[str]:
     module = benchmark("competition")
     folder = RESULTS / "competition" / "simple_adversary_v3"
@@ -447,7 +460,7 @@ def measured_not_committed() -> list[str]:
 
 
 SECTIONS = [intro, maddpg_switch2, coma_switch2, switch2_comparison, more_agents, predator_prey, foraging,
-            cooperative_navigation, physical_deception, measured_not_committed]
+            cooperative_navigation, discrete_navigation, physical_deception, measured_not_committed]
 
 
 def page() -> str:
