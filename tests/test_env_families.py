@@ -4,7 +4,7 @@ makes."""
 import numpy as np
 import pytest
 
-from marl_edu.envs.family import EnvFamily
+from marl_edu.envs.family import EnvFamily, check_int_actions
 from marl_edu.envs.foraging import FORAGING, ForagingEnv
 from marl_edu.envs.magym import MA_GYM, MA_GYM_UNSAVED, MultiAgentEnv
 from marl_edu.envs.make import FAMILIES, family, make_env, make_vec_env, resolve
@@ -125,3 +125,16 @@ def test_a_vec_env_says_its_action_kind_from_the_family():
         assert venv.continuous == continuous
         obs = venv.reset()
         assert obs.shape == (2, venv.n_agents, venv.obs_dim) and obs.dtype == np.float32
+
+
+def test_every_discrete_family_checks_its_actions_the_same_way():
+    meanings = ["DOWN", "LEFT", "UP", "RIGHT", "NOOP"]
+    check_int_actions(np.array([0, 4]), 2, 5, meanings)  # one int per agent, in 0..4: passes
+    with pytest.raises(ValueError, match="one-hot actions"):
+        check_int_actions(np.eye(5)[[0, 4]], 2, 5, meanings)  # (N, A) one-hot
+    with pytest.raises(ValueError, match="actions"):
+        check_int_actions(np.array([0.0, 4.0]), 2, 5, meanings)  # floats
+    with pytest.raises(ValueError, match="actions"):
+        check_int_actions(np.array([0, 5]), 2, 5, meanings)  # 5 is not one of the 5 actions 0..4
+    with pytest.raises(ValueError, match="actions"):
+        check_int_actions(np.array([0, 1, 2]), 2, 5, meanings)  # three agents' actions for two

@@ -12,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
+from marl_edu.base.shapes import check_shape
+from marl_edu.base.validate import index_range
+
 ACTION_KINDS = ("discrete", "forces")  # int actions (N,) from A choices; float forces (N, 2) in [-1, 1]
 EVAL_EPISODES = 10  # a periodic evaluation where episodes are random (not Switch): the mean of this many
 FINAL_EVAL_EPISODES = 100  # ... and a run's final figure there
@@ -74,3 +79,13 @@ class EnvFamily:
 
     def __repr__(self) -> str:
         return f"EnvFamily({self.name!r}: {self.backend}, e.g. {self.example!r}, {self.actions} actions)"
+
+
+def check_int_actions(actions: np.ndarray, n_agents: int, n_actions: int, meanings: list[str]) -> None:
+    """What the ``step`` of every family with discrete actions checks: one int action per agent, ``(N,)``, each in
+    ``0..A-1`` (``meanings``: the A actions' names, for the message). A one-hot ``(N, A)`` gets its own hint."""
+    if actions.shape == (n_agents, n_actions):
+        raise ValueError(f"actions: expected one integer action per agent, shape ({n_agents},), got "
+                         f"{actions.shape}: one-hot actions? pass actions.argmax(-1)")
+    check_shape(actions, (n_agents,), "actions", dtype="int")
+    index_range(actions, n_actions, "actions", meanings)

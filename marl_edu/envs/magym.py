@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from marl_edu.base.shapes import check_shape
-from marl_edu.base.validate import index_range, non_negative_int
-from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily
+from marl_edu.base.validate import non_negative_int
+from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily, check_int_actions
 from marl_edu.envs.state import attributes_state, restore_attributes
 
 
@@ -130,11 +130,7 @@ class MultiAgentEnv:
         if self._dones.all():
             raise ValueError("the episode is over (every agent is done); call reset() to start a new one")
         actions = np.asarray(actions)
-        if actions.shape == (self.n_agents, self.n_actions):
-            raise ValueError(f"actions: expected one integer action per agent, shape ({self.n_agents},), got "
-                             f"{actions.shape}: one-hot actions? pass actions.argmax(-1)")
-        check_shape(actions, (self.n_agents,), "actions", dtype="int")
-        index_range(actions, self.n_actions, "actions", self.action_meanings)
+        check_int_actions(actions, self.n_agents, self.n_actions, self.action_meanings)
         return self._advance(actions)
 
     def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
