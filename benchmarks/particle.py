@@ -38,7 +38,7 @@ from marl_edu.learners.table import algo_name_of_class, config_class, config_wit
 from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
                                 write_files)
 from marl_edu.runs.seed import rounded, run_seed, save_artifacts
-from marl_edu.training.loops import evaluate_particle
+from marl_edu.training.evaluation import evaluate_particle
 
 ENV_ID = "simple_spread_v3"
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.data.buffers import ReplayBuffer, check_replay_batch, n_step_transitions
 from marl_edu.base.shapes import one_hot
+from marl_edu.data.buffers import ReplayBuffer, check_replay_batch, n_step_transitions
 from batches import entry_set, replaced, replay_batch
 
 

@@ -9,9 +9,9 @@ import torch
 
 from marl_edu.course import capstone_coma as cc
 from marl_edu.course import solutions
-from marl_edu.learners.coma import COMA, COMAConfig
-from marl_edu.envs.make import make_vec_env
 from marl_edu.data.rollout import collect_episodes
+from marl_edu.envs.make import make_vec_env
+from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.training.loops import train
 from slips import with_source_changed
 

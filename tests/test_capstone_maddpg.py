@@ -13,8 +13,8 @@ import torch
 
 from marl_edu.course import capstone_maddpg as capstone
 from marl_edu.course import solutions
-from marl_edu.learners.maddpg import flatten_for_critic, gumbel_softmax
 from marl_edu.envs.planning import optimal_team_return
+from marl_edu.learners.maddpg import flatten_for_critic, gumbel_softmax
 from slips import with_source_changed
 
 

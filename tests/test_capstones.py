@@ -18,14 +18,14 @@ import matplotlib
 import pytest
 import torch
 
-from marl_edu.data import buffers
 from marl_edu.course import capstone_coma
 from marl_edu.course import capstone_maddpg
 from marl_edu.course import capstones
 from marl_edu.course import solutions
-from marl_edu.pieces import targets
+from marl_edu.data import buffers
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.maddpg import MADDPGConfig
+from marl_edu.pieces import targets
 from marl_edu.training.loops import TrainResult, train
 
 matplotlib.use("Agg")

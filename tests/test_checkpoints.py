@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import marl_edu
-from marl_edu.training.checkpoints import load_checkpoint, save_checkpoint
 from marl_edu.learners.table import CONTINUOUS_ALGORITHMS, LEARNERS, ON_POLICY, config_class
+from marl_edu.training.checkpoints import load_checkpoint, save_checkpoint
 
 
 def _save(path, **overrides):

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from marl_edu.training.checkpoints import load_policy
 from marl_edu.course.cli import config_options, main
 from marl_edu.learners.table import ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS
 from marl_edu.runs.folder import RunLog
-from marl_edu.training.loops import greedy_return, sampled_returns
+from marl_edu.training.checkpoints import load_policy
+from marl_edu.training.evaluation import greedy_return, sampled_returns
 
 # a tiny run's final figures over 5 episodes, not the default 100 (which took most of each run's time)
 FEW = ["--final-episodes", "5"]
@@ -612,7 +612,7 @@ def runs(tmp_path_factory):
 
 def test_a_continuous_run_writes_every_output(runs):
     from marl_edu.learners.continuous import ContinuousMADDPG
-    from marl_edu.training.loops import evaluate_particle
+    from marl_edu.training.evaluation import evaluate_particle
 
     out, printed = runs["navigation"]
     summary = json.loads((out / "runs.json").read_text())

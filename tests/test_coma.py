@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.learners.coma import COMA, COMAConfig, build_critic_input, coma_advantage, counterfactual_baseline
-from marl_edu.envs.make import make_vec_env
 from marl_edu.data.rollout import collect_episodes
-from marl_edu.training.loops import greedy_return, train
+from marl_edu.envs.make import make_vec_env
+from marl_edu.learners.coma import COMA, COMAConfig, build_critic_input, coma_advantage, counterfactual_baseline
+from marl_edu.training.evaluation import greedy_return
+from marl_edu.training.loops import train
 from batches import entry_set, episode_batch, replaced
 
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.training.competition import play_matchup
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import make_env
 from marl_edu.learners.continuous import ContinuousMADDPG
 from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG
-from marl_edu.envs.make import make_env
-from marl_edu.data.rollout import run_episode
+from marl_edu.training.competition import play_matchup
 
 
 def _constant(force) -> ContinuousMADDPG:

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.envs.make import make_vec_env
 from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import make_vec_env
 from marl_edu.envs.make import make_env
-from marl_edu.training.loops import evaluate_particle, train
+from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.training.evaluation import evaluate_particle
+from marl_edu.training.loops import train
 
 
 def _fixed_learner(learner=ContinuousMADDPG, gamma=0.9, action_reg=1e-3) -> ContinuousMADDPG:

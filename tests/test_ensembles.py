@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.training.checkpoints import load_policy, save_policy
 from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG, SubpolicyReplayBuffer
+from marl_edu.training.checkpoints import load_policy, save_policy
 from marl_edu.training.loops import train
 
 

@@ -4,6 +4,7 @@ makes."""
 import numpy as np
 import pytest
 
+from marl_edu.envs.batched_switch import BatchedSwitch
 from marl_edu.envs.family import EnvFamily, check_int_actions
 from marl_edu.envs.foraging import FORAGING, ForagingEnv
 from marl_edu.envs.magym import MA_GYM, MA_GYM_UNSAVED, MultiAgentEnv
@@ -12,7 +13,6 @@ from marl_edu.envs.particle import PARTICLE, ParticleEnv
 from marl_edu.envs.planning import optimal_team_return
 from marl_edu.envs.spread_discrete import SPREAD_DISCRETE, SpreadDiscreteEnv
 from marl_edu.envs.switch import SWITCH
-from marl_edu.envs.batched_switch import BatchedSwitch
 
 # family -> (its env class, action kind, deterministic, periodic and final evaluation episodes, evaluation seed)
 DECLARED = {

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.data.buffers import ReplayBuffer
-from marl_edu.learners.table import ALGORITHMS, LEARNERS, config_class
+from marl_edu.base.shapes import check_shape, one_hot
 from marl_edu.course.cli import main
+from marl_edu.data.buffers import ReplayBuffer
 from marl_edu.learners.coma import build_critic_input, coma_advantage, counterfactual_baseline
 from marl_edu.learners.maddpg import flatten_for_critic, gumbel_softmax, own_critic_input
-from marl_edu.base.shapes import check_shape, one_hot
+from marl_edu.learners.table import ALGORITHMS, LEARNERS, config_class
 from marl_edu.pieces.targets import critic_rewards, td_lambda_targets, td_target
 
 # -- the command line: one valid base, one to three bad options ------------------------------------------------------
@@ -210,7 +210,7 @@ def test_a_damaged_policy_file_is_a_value_error_or_a_working_policy(kind, draw, 
     import torch as torch_
 
     from marl_edu.training.checkpoints import load_policy
-    from marl_edu.training.loops import greedy_return
+    from marl_edu.training.evaluation import greedy_return
 
     data = policy_file.read_bytes()
     rng = np.random.default_rng(draw)
@@ -308,7 +308,7 @@ def boundary_cases():
     from marl_edu.learners.table import check_fits
     from marl_edu.learners.maddpg import MADDPG
     from marl_edu.base.schedules import linear
-    from marl_edu.training.loops import sampled_returns
+    from marl_edu.training.evaluation import sampled_returns
 
     zeros, nan = torch.zeros, float("nan")
     batch = lambda **change: {**_episode_batch(), **change}  # noqa: E731

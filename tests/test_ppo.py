@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
+from marl_edu.data.rollout import collect_episodes
 from marl_edu.envs.make import make_vec_env
 from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig, clipped_surrogate_loss, gae_advantages, ppo_update
-from marl_edu.data.rollout import collect_episodes
 from marl_edu.pieces.targets import td_lambda_targets
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from marl_edu.training.checkpoints import load_policy
-from marl_edu.training.loops import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_return
+from marl_edu.training.evaluation import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_return
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -146,7 +146,7 @@ PPO = RESULTS / "particle" / "simple_spread_v3-ppo"  # particle.py --methods map
 @pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred"),
                                             (TEAM, "team"), (PPO, "mappo"), (PPO, "ippo")])
 def test_committed_particle_policy_replays_its_recorded_score(folder, method):
-    from marl_edu.training.loops import evaluate_particle
+    from marl_edu.training.evaluation import evaluate_particle
 
     particle = _module("particle")
     evaluated = particle.EVAL_EPISODES  # every final policy plays the same 100 evaluation episodes

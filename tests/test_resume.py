@@ -8,14 +8,14 @@ import torch
 
 from marl_edu.learners.baselines import IDDPG
 from marl_edu.learners.coma import COMAConfig
-from marl_edu.learners.maddpg import MADDPGConfig
 from marl_edu.learners.continuous import ContinuousMADDPGConfig
 from marl_edu.learners.ensembles import EnsembleConfig
+from marl_edu.learners.maddpg import MADDPGConfig
 from marl_edu.learners.ppo import PPOConfig
 from marl_edu.learners.ppo_continuous import ContinuousPPOConfig
 from marl_edu.learners.value_decomposition import ValueDecompositionConfig
-from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state, object_state, restore_object
 from marl_edu.training.loops import train
+from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state, object_state, restore_object
 
 SMALL_MADDPG = MADDPGConfig(n_envs=4, warmup_steps=100, batch_size=32, buffer_size=2_000, hidden=16)
 SMALL_COMA = COMAConfig(n_envs=4, hidden=16)

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from marl_edu.learners.coma import COMA, COMAConfig
-from marl_edu.envs.make import make_env, make_vec_env
 from marl_edu.data.rollout import collect_episodes, random_policy, run_episode, team_returns
+from marl_edu.envs.make import make_env, make_vec_env
+from marl_edu.learners.coma import COMA, COMAConfig
 from batches import episode_batch
 
 NOOP = 4

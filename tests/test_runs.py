@@ -3,15 +3,15 @@ comparison (``run_seed``, ``train``, ``rounded``, ``method_config``)."""
 
 import pytest
 
-from marl_edu.training import checkpoints
-from marl_edu.training.checkpoints import load_policy, save_policy
 from marl_edu.learners.coma import COMAConfig
 from marl_edu.learners.continuous import ContinuousMADDPGConfig
-from marl_edu.learners.table import ALGORITHMS, config_class
 from marl_edu.learners.maddpg import MADDPGConfig
-from marl_edu.runs.seed import METHODS, load_replay_policy, method_config, rounded, run_seed, train
-from marl_edu.training.loops import greedy_return, sampled_returns
+from marl_edu.learners.table import ALGORITHMS, config_class
 from marl_edu.learners.value_decomposition import ValueDecompositionConfig
+from marl_edu.runs.seed import METHODS, load_replay_policy, method_config, rounded, run_seed, train
+from marl_edu.training import checkpoints
+from marl_edu.training.checkpoints import load_policy, save_policy
+from marl_edu.training.evaluation import greedy_return, sampled_returns
 
 
 @pytest.mark.parametrize("algo", list(ALGORITHMS))

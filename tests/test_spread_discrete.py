@@ -8,8 +8,8 @@ import pytest
 
 from marl_edu.course.cli import main
 from marl_edu.envs.make import make_env, make_vec_env
-from marl_edu.learners.table import ALGORITHMS, entry
 from marl_edu.envs.spread_discrete import ACTION_MEANINGS, SPREAD_DISCRETE_ID, SpreadDiscreteEnv
+from marl_edu.learners.table import ALGORITHMS, entry
 
 NOOP, LEFT, RIGHT, DOWN, UP = range(5)
 

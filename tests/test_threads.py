@@ -8,8 +8,8 @@ import pathlib
 import pytest
 import torch
 
-from marl_edu.learners.table import LEARNERS
 from marl_edu.base.threads import on_enclosing_threads, torch_threads
+from marl_edu.learners.table import LEARNERS
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ def test_training_is_the_same_on_either_env_backend(algo):
 def test_a_policy_played_on_an_env_of_other_sizes_is_a_value_error():
     from marl_edu.learners.coma import COMA
     from marl_edu.learners.maddpg import MADDPG
-    from marl_edu.training.loops import greedy_return, sampled_returns
+    from marl_edu.training.evaluation import greedy_return, sampled_returns
 
     for agent in (COMA(2, 2, 5), MADDPG(2, 2, 5)):  # built for Switch2-v0: N=2, O=2, A=5
         with pytest.raises(ValueError, match=r"the policy does not fit Switch4-v0 \(N differs\)"):
@@ -67,7 +67,7 @@ def test_a_greedy_evaluation_is_one_episode_on_switch_and_a_mean_where_episodes_
     from marl_edu.envs.magym import is_switch
     from marl_edu.envs.make import make_env
     from marl_edu.data.rollout import run_episode
-    from marl_edu.training.loops import GREEDY_EPISODES, greedy_return, greedy_team_return
+    from marl_edu.training.evaluation import GREEDY_EPISODES, greedy_return, greedy_team_return
 
     assert is_switch("Switch3-v0") and is_switch("ma_gym:Switch2-v2")
     assert not is_switch("PredatorPrey7x7-v0") and not is_switch("simple_spread_v3")

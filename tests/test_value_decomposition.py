@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from marl_edu.data.buffers import EpisodeReplay
-from marl_edu.training.checkpoints import load_policy, save_policy
-from marl_edu.envs.make import make_vec_env
-from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state
 from marl_edu.data.rollout import collect_episodes
-from marl_edu.training.loops import train
+from marl_edu.envs.make import make_vec_env
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN, QMixer, ValueDecompositionConfig, vdn_mix
+from marl_edu.training.checkpoints import load_policy, save_policy
+from marl_edu.training.loops import train
+from marl_edu.training.resume import RunCheckpoint, TrainingInterrupted, load_run_state
 from batches import entry_set, episode_batch, replaced
 from test_resume import StopAt, assert_same_run
 

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from marl_edu.envs.make import make_env
-from marl_edu.data.rollout import run_episode
 from marl_edu.base.viz import moving_average, plot_learning_curve, plot_seed_evaluations, save_gif, show_gif
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import make_env
 
 
 def test_moving_average_by_hand():

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from marl_edu.envs.make import make_env
-from marl_edu.data.rollout import run_episode
 from marl_edu.base.viz import plot_ctde
 from marl_edu.course.widgets import episode_explorer
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import make_env
 
 DOWN, NOOP = 0, 4
 

@@ -29,6 +29,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from marl_edu.base.threads import on_one_thread
 from marl_edu.course import capstones
 from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 18 draws it)
 from marl_edu.course.checks import call, named_mistake, output, values_differ
@@ -36,7 +37,6 @@ from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.table import algo_name_of_class
 from marl_edu.pieces.nets import gradient_step
 from marl_edu.pieces.targets import hard_update
-from marl_edu.base.threads import on_one_thread
 from marl_edu.training.loops import TrainResult, train
 
 hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 18 offers them

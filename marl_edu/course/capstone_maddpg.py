@@ -35,15 +35,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from marl_edu.base.threads import on_one_thread
 from marl_edu.course import capstones
-from marl_edu.data.buffers import n_step_transitions
 from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 17 draws it)
 from marl_edu.course.checks import NOT_DONE_NONE, call
+from marl_edu.data.buffers import n_step_transitions
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
 from marl_edu.learners.table import algo_name_of_class
 from marl_edu.pieces.nets import gradient_step
 from marl_edu.pieces.targets import hard_update, soft_update
-from marl_edu.base.threads import on_one_thread
 from marl_edu.training.loops import TrainResult, train
 
 TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's

@@ -53,10 +53,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from marl_edu.base.course_paths import RESULTS_DIR
-from marl_edu.envs.make import make_env
-from marl_edu.data.rollout import random_policy, team_returns
-from marl_edu.training.loops import TrainResult
 from marl_edu.base.viz import greedy_axes
+from marl_edu.data.rollout import random_policy, team_returns
+from marl_edu.envs.make import make_env
+from marl_edu.training.loops import TrainResult
 
 
 

@@ -22,8 +22,8 @@ import torch.nn.functional as F
 
 from marl_edu.learners.coma import coma_advantage
 from marl_edu.learners.maddpg import flatten_for_critic
-from marl_edu.pieces.targets import td_lambda_targets
 from marl_edu.learners.value_decomposition import QMixer
+from marl_edu.pieces.targets import td_lambda_targets
 
 
 NOT_DONE_RAISES = "NOT DONE YET: the function still raises NotImplementedError. Fill it in and run this cell again."

@@ -29,15 +29,16 @@ from typing import IO
 import numpy as np
 import torch
 
-from marl_edu.training.competition import DECEPTION
+from marl_edu.base.threads import MAX_THREADS
 from marl_edu.envs.make import family
+from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.learners.table import LEARNERS, algo_name, check_env, config_class, entry
-from marl_edu.training.resume import BeforeTraining, StopOnSignal, TrainingInterrupted, seed_checkpoint
 from marl_edu.runs.folder import RunLog, open_folder, overwritten, probe_writable, remove_run, remove_temporaries
 from marl_edu.runs.seed import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
                            rounded, run_seed, solve_line, write_gif)
-from marl_edu.base.threads import MAX_THREADS
-from marl_edu.training.loops import PARTICLE_EVAL_SEED, TrainResult
+from marl_edu.training.competition import DECEPTION
+from marl_edu.training.loops import TrainResult
+from marl_edu.training.resume import BeforeTraining, StopOnSignal, TrainingInterrupted, seed_checkpoint
 
 
 class _OneLineParser(argparse.ArgumentParser):

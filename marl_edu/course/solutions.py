@@ -179,13 +179,13 @@ from collections import deque  # noqa: E402  (kept beside the section that uses 
 
 import numpy as np  # noqa: E402
 
+from marl_edu.base.schedules import linear  # noqa: E402
+from marl_edu.base.shapes import one_hot  # noqa: E402
 from marl_edu.data.buffers import ReplayBuffer  # noqa: E402
 from marl_edu.envs.make import make_vec_env
 from marl_edu.learners.maddpg import MADDPG, gumbel_softmax  # noqa: E402
 from marl_edu.learners.maddpg import flatten_for_critic as _flatten_for_critic  # noqa: E402
-from marl_edu.base.schedules import linear  # noqa: E402
-from marl_edu.base.shapes import one_hot  # noqa: E402
-from marl_edu.training.loops import greedy_return  # noqa: E402
+from marl_edu.training.evaluation import greedy_return  # noqa: E402
 
 BUILDING_BLOCKS.update({"deque": deque, "np": np, "ReplayBuffer": ReplayBuffer, "make_vec_env": make_vec_env,
                         "MADDPG": MADDPG, "gumbel_softmax": gumbel_softmax, "flatten_for_critic": _flatten_for_critic,

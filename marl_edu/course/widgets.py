@@ -16,15 +16,15 @@ import numpy as np
 import torch
 from PIL import Image
 
+from marl_edu.base.viz import plot_learning_curve, plot_q_tables, upscale
+from marl_edu.data.rollout import Episode
 from marl_edu.learners.coma import COMA, COMAConfig, counterfactual_baseline
 from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.learners.table import LEARNERS, algo_name_of_class
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 from marl_edu.learners.matrix_game import METHODS, action_probs, optimum, payoff_matrix, train_matrix_game
 from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig
-from marl_edu.data.rollout import Episode
+from marl_edu.learners.table import LEARNERS, algo_name_of_class
 from marl_edu.training import loops
-from marl_edu.base.viz import plot_learning_curve, plot_q_tables, upscale
 
 
 def _png(frame: np.ndarray, scale: int = 2) -> bytes:

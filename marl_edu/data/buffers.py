@@ -26,9 +26,9 @@ from typing import Mapping
 import numpy as np
 import torch
 
-from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import LIMITS, finite, generator, index_range, positive_int, zero_one
+from marl_edu.data.rollout import check_episode_batch
 
 
 def n_step_transitions(pending: deque, gamma: float, next_obs: np.ndarray, terminal: bool, flush: bool) -> list:

@@ -18,11 +18,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from marl_edu.envs.batched_switch import BatchedSwitch
-from marl_edu.envs.make import VecEnv, family
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.threads import torch_threads
 from marl_edu.base.validate import finite, generator, index_range, positive_int, unit_interval, zero_one
+from marl_edu.envs.batched_switch import BatchedSwitch
+from marl_edu.envs.make import VecEnv, family
 
 Policy = Callable[[np.ndarray], np.ndarray]
 

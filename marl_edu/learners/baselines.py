@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import torch
 
+from marl_edu.base.threads import on_enclosing_threads
+from marl_edu.data.rollout import check_episode_batch
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.maddpg import MADDPG, own_critic_input
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, gradient_step
-from marl_edu.data.rollout import check_episode_batch
 from marl_edu.pieces.targets import make_target, td_lambda_targets, update_target
-from marl_edu.base.threads import on_enclosing_threads
 
 
 class _ValueActorCritic(COMA):

@@ -18,16 +18,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from marl_edu.pieces.masked import masked_mean
-from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob, sample_categorical
-from marl_edu.pieces.recurrent import episode_policy, previous_actions, replay_episodes
-from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
-from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import critic_rewards, make_target, td_lambda_targets, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import (LIMITS, boolean, finite, index_range, non_negative_number,
                                positive_int, positive_number, unit_interval, zero_one)
+from marl_edu.data.rollout import check_episode_batch
+from marl_edu.pieces.masked import masked_mean
+from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
+from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob, sample_categorical
+from marl_edu.pieces.recurrent import episode_policy, previous_actions, replay_episodes
+from marl_edu.pieces.targets import critic_rewards, make_target, td_lambda_targets, update_target
 
 
 def build_critic_input(state: torch.Tensor, obs: torch.Tensor, actions_onehot: torch.Tensor) -> torch.Tensor:

@@ -19,12 +19,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.learners.maddpg import MADDPG, own_critic_input
-from marl_edu.pieces.nets import check_policy_output
 from marl_edu.base.schedules import linear
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import (LIMITS, boolean, non_negative_int, non_negative_number,
                                positive_int, positive_number, unit_interval)
+from marl_edu.learners.maddpg import MADDPG, own_critic_input
+from marl_edu.pieces.nets import check_policy_output
 
 
 @dataclass

@@ -29,14 +29,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from marl_edu.base.shapes import check_shape
+from marl_edu.base.threads import on_enclosing_threads
+from marl_edu.base.validate import LIMITS, index_range, non_negative_number, positive_int
 from marl_edu.data.buffers import ReplayBuffer, check_replay_batch
 from marl_edu.learners.continuous import ContinuousMADDPGConfig, deterministic_actor_loss
 from marl_edu.learners.maddpg import flatten_for_critic, td_loss
 from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
-from marl_edu.base.shapes import check_shape
 from marl_edu.pieces.targets import make_target, update_target
-from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import LIMITS, index_range, non_negative_number, positive_int
 
 
 class SubpolicyReplayBuffer(ReplayBuffer):

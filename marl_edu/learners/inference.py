@@ -24,13 +24,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.learners.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
-from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
-from marl_edu.pieces.nets import MLP, gradient_step
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import make_target, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import LIMITS, non_negative_number, positive_number
+from marl_edu.learners.continuous import ContinuousMADDPG, ContinuousMADDPGConfig
+from marl_edu.pieces.nets import MLP, gradient_step
+from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
+from marl_edu.pieces.targets import make_target, update_target
 
 
 class GaussianPolicy(nn.Module):

@@ -14,13 +14,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.data.buffers import check_replay_batch
-from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.base.shapes import check_shape, flatten_for_critic  # the critic's input row (notebook 02 builds it)
-from marl_edu.pieces.targets import make_target, td_target, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import (LIMITS, finite, non_negative_int, non_negative_number, positive_int,
                                positive_number, unit_interval)
+from marl_edu.data.buffers import check_replay_batch
+from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
+from marl_edu.pieces.targets import make_target, td_target, update_target
 
 MIN_TEMPERATURE = 1e-3  # the Gumbel-softmax's smallest kappa: far below it, (logits + g) / kappa overflows float32
 

@@ -31,17 +31,17 @@ from typing import Callable
 
 import torch
 
-from marl_edu.learners.coma import SharedActorLearner
-from marl_edu.pieces.masked import masked_mean
-from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob
-from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step
-from marl_edu.pieces.recurrent import replay_episodes
-from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import critic_rewards
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import (LIMITS, boolean, finite, non_negative_number, positive_int, positive_number,
                                unit_interval, zero_one)
+from marl_edu.data.rollout import check_episode_batch
+from marl_edu.learners.coma import SharedActorLearner
+from marl_edu.pieces.masked import masked_mean
+from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step
+from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob
+from marl_edu.pieces.recurrent import replay_episodes
+from marl_edu.pieces.targets import critic_rewards
 
 
 def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float,

@@ -32,12 +32,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
-from marl_edu.pieces.nets import MLP
-from marl_edu.learners.ppo import ppo_update, validate_ppo_fields
 from marl_edu.base.shapes import check_shape, one_hot
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import LIMITS, finite, non_negative_number, positive_int, zero_one
+from marl_edu.learners.ppo import ppo_update, validate_ppo_fields
+from marl_edu.pieces.nets import MLP
+from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
 
 
 @dataclass

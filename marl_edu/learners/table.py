@@ -36,11 +36,11 @@ from typing import Callable
 
 from torch import nn
 
+from marl_edu.envs.make import FAMILIES, family, make_env
 from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG, ContinuousMADDPGConfig
 from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG
-from marl_edu.envs.make import FAMILIES, family, make_env
 from marl_edu.learners.inference import InferenceConfig, InferringMADDPG
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig

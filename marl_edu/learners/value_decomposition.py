@@ -26,15 +26,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from marl_edu.pieces.masked import masked_mean
-from marl_edu.pieces.policies import sample_categorical
-from marl_edu.pieces.recurrent import episode_policy, replay_episodes
-from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
-from marl_edu.data.rollout import check_episode_batch
 from marl_edu.base.shapes import check_shape
-from marl_edu.pieces.targets import make_target, td_lambda_targets, update_target
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import LIMITS, boolean, positive_int, positive_number, unit_interval
+from marl_edu.data.rollout import check_episode_batch
+from marl_edu.pieces.masked import masked_mean
+from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
+from marl_edu.pieces.policies import sample_categorical
+from marl_edu.pieces.recurrent import episode_policy, replay_episodes
+from marl_edu.pieces.targets import make_target, td_lambda_targets, update_target
 
 
 def vdn_mix(q_taken: torch.Tensor) -> torch.Tensor:

@@ -16,21 +16,22 @@ import pathlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
+from marl_edu.base.files import atomic_write
+from marl_edu.base.threads import torch_threads
+from marl_edu.base.viz import downscale, plot_seed_evaluations, save_gif
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import family, make_env
+from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
-from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
-from marl_edu.envs.make import family, make_env
-from marl_edu.base.files import atomic_write
 from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, check_env, config_class, entry
+from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
+from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
+from marl_edu.training.evaluation import evaluate_particle, greedy_return, greedy_team_return, sampled_returns
+from marl_edu.training.loops import TrainResult, train
 from marl_edu.training.resume import KIND
-from marl_edu.data.rollout import run_episode
-from marl_edu.base.threads import torch_threads
-from marl_edu.training.loops import (PARTICLE_EVAL_SEED, TrainResult, evaluate_particle, greedy_return,
-                                     greedy_team_return, sampled_returns, train)
-from marl_edu.base.viz import downscale, plot_seed_evaluations, save_gif
 
 SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3)
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from marl_edu.base.validate import positive_int
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import family, make_env
 from marl_edu.learners.continuous import ContinuousMADDPG
 from marl_edu.learners.ensembles import EnsembleMADDPG
-from marl_edu.envs.make import family, make_env
 from marl_edu.learners.table import algo_name, entry
-from marl_edu.data.rollout import run_episode
-from marl_edu.base.validate import positive_int
 
 DECEPTION = "simple_adversary_v3"
 MATCHUP_SEED = 20_000  # matchups start from their own stream of start states, never one training or evaluation used
