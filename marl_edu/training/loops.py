@@ -1,4 +1,4 @@
-"""One training loop for every learner of the table, with progress bars, and evaluation of trained agents.
+"""One training loop for every learner of the table, with its progress bar (evaluating a trained agent: ``evaluation``).
 
 ``train(learner, env_id, episodes)`` reads the learner's row of ``learners.LEARNERS`` (its loop kind ``Entry.loop``,
 and what its updates learn from, ``Entry.replay``) and runs one skeleton, the same for every learner: **collect**
