@@ -7,7 +7,7 @@ import pytest
 from marl_edu.envs.batched_switch import BatchedSwitch
 from marl_edu.envs.family import EnvFamily, check_int_actions
 from marl_edu.envs.foraging import FORAGING, ForagingEnv
-from marl_edu.envs.magym import MA_GYM, MA_GYM_UNSAVED, MultiAgentEnv
+from marl_edu.envs.magym import MA_GYM, MultiAgentEnv
 from marl_edu.envs.make import FAMILIES, family, make_env, make_vec_env, resolve
 from marl_edu.envs.particle import PARTICLE, ParticleEnv
 from marl_edu.envs.planning import optimal_team_return
@@ -18,7 +18,6 @@ from marl_edu.envs.switch import SWITCH
 DECLARED = {
     SWITCH: (MultiAgentEnv, "discrete", True, 1, 1, 0),
     MA_GYM: (MultiAgentEnv, "discrete", False, 10, 100, 0),
-    MA_GYM_UNSAVED: (MultiAgentEnv, "discrete", False, 10, 100, 0),
     PARTICLE: (ParticleEnv, "forces", False, 10, 100, 10_000),
     SPREAD_DISCRETE: (SpreadDiscreteEnv, "discrete", False, 10, 100, 0),
     FORAGING: (ForagingEnv, "discrete", False, 10, 100, 0),
@@ -68,8 +67,8 @@ def test_only_switch_knows_its_optimum_and_steps_in_batch():
     ("Switch3-v2", SWITCH, "Switch3-v2"),
     ("PredatorPrey7x7-v0", MA_GYM, "PredatorPrey7x7-v0"),
     ("ma_gym:Combat-v0", MA_GYM, "Combat-v0"),
-    ("TrafficJunction10-v1", MA_GYM_UNSAVED, "TrafficJunction10-v1"),
-    ("ma_gym:Lumberjacks-v0", MA_GYM_UNSAVED, "Lumberjacks-v0"),
+    ("TrafficJunction10-v1", MA_GYM, "TrafficJunction10-v1"),
+    ("ma_gym:Lumberjacks-v0", MA_GYM, "Lumberjacks-v0"),
     ("simple_adversary_v3", PARTICLE, "simple_adversary_v3"),
     ("simple_spread_v3_discrete", SPREAD_DISCRETE, "simple_spread_v3_discrete"),
     ("lbforaging:Foraging-8x8-2p-3f-v3", FORAGING, "Foraging-8x8-2p-3f-v3"),
@@ -108,7 +107,7 @@ def test_an_id_must_be_a_string(bad):
 def test_a_declaration_is_checked():
     fields = dict(name="bad", backend="mpe2", example="x", recognises=bool, resolve=str, ids=list, env=object,
                   actions="discrete", deterministic=False, eval_episodes=10, final_eval_episodes=100, eval_seed=0,
-                  optimum=None, resumable=False, render="none")
+                  optimum=None, render="none")
     EnvFamily(**fields)
     with pytest.raises(ValueError, match="actions must be one of"):
         EnvFamily(**{**fields, "actions": "continuous"})

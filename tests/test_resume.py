@@ -148,15 +148,12 @@ def test_a_tampered_state_is_refused_with_the_field_named(where, value, message,
     assert "cannot be resumed here" in str(refused.value) and "\n" not in str(refused.value)
 
 
-def test_a_run_on_a_family_that_is_not_resumable_is_refused_before_training():
-    with pytest.raises(ValueError, match="runs on TrafficJunction4-v0 cannot be checkpointed or resumed"):
-        train("coma", "TrafficJunction4-v0", 8, SMALL_COMA, progress=False, checkpoint=RunCheckpoint("unused.pt"))
-
-
-# every loop kind on the particle envs, and ma-gym's own Switch copies: the loop saves any vec env (its get_state),
-# so a family marked resumable resumes to the same bits (here marked so for the test)
+# every loop kind on the particle envs, ma-gym's own Switch copies and the two ma-gym tasks whose state needs more than
+# their attributes (TrafficJunction's Python generator, Lumberjacks' agents): the loop saves any vec env (get_state)
 @pytest.mark.parametrize("learner, kwargs, stop_at_episode", [
     ("coma", dict(env_id="Switch2-v0", episodes=24, config=SMALL_COMA, eval_every=8, env_backend="ma-gym"), 8),
+    ("coma", dict(env_id="TrafficJunction4-v0", episodes=16, config=SMALL_COMA, eval_every=8), 8),
+    ("vdn", dict(env_id="Lumberjacks-v0", episodes=12, eval_every=4, config=SMALL_QMIX), 4),
     ("maddpg_continuous", dict(env_id="simple_spread_v3", episodes=6, eval_every=2, config=ContinuousMADDPGConfig(
         n_envs=2, warmup_steps=16, batch_size=8, hidden=8)), 3),
     ("maddpg_ensemble", dict(env_id="simple_spread_v3", episodes=6, eval_every=2, config=EnsembleConfig(
@@ -164,13 +161,7 @@ def test_a_run_on_a_family_that_is_not_resumable_is_refused_before_training():
     ("mappo_continuous", dict(env_id="simple_spread_v3", episodes=8, eval_every=4,
                               config=ContinuousPPOConfig(n_envs=4, hidden=8)), 4),
 ])
-def test_every_vec_env_resumes_to_the_same_bits(learner, kwargs, stop_at_episode, tmp_path, monkeypatch):
-    import dataclasses
-
-    from marl_edu.envs import make
-    from marl_edu.training import loops
-
-    monkeypatch.setattr(loops, "family", lambda env_id: dataclasses.replace(make.family(env_id), resumable=True))
+def test_every_vec_env_resumes_to_the_same_bits(learner, kwargs, stop_at_episode, tmp_path):
     kwargs = dict(kwargs, seed=3, progress=False, eval_episodes=1)
     whole = train(learner, **kwargs)
     path = tmp_path / "run.pt"

@@ -56,8 +56,7 @@ noise), each written when its seed finishes. A discrete learner's row: the greed
 continuous learner's: the noise-free score over 100 episodes (team return; on cooperative navigation the landmark
 distance and collisions; every agent's return; an ensemble's: the mean over its sub-policies).
 Ctrl-C stops with exit status 130, the finished seeds on disk. The seed in progress is saved (seed<S>/run.pt) and
---resume OUT continues it to the same result; on ma-gym's TrafficJunction and Lumberjacks its state cannot be saved,
-and --resume OUT restarts it from scratch.
+--resume OUT continues it to the same result, on every environment.
 examples:
   python -m marl_edu --algo coma --env Switch2-v0 --seeds 0 1 2 --out results/tmp/coma
   python -m marl_edu --algo maddpg_continuous --env simple_spread_v3 --out results/tmp/navigation
@@ -172,12 +171,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="OUT", default=None,
                    help="continue the interrupted run in folder OUT with its own arguments: finished seeds are kept, "
                         "the seed in progress continues from its checkpoint to the same result as an uninterrupted "
-                        "run (on ma-gym's TrafficJunction and Lumberjacks, whose state cannot be saved, it restarts "
-                        "from scratch); give no other option but --no-progress (and --threads, which must be the "
+                        "run; give no other option but --no-progress (and --threads, which must be the "
                         "run's own)")
     p.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
-                   help="save the seed in progress at most this often, and on Ctrl-C (default: 60; not on "
-                        "TrafficJunction or Lumberjacks)")
+                   help="save the seed in progress at most this often, and on Ctrl-C (default: 60)")
     options = config_options()
     for option in (option for option in options if option.sets is None):
         typed = {"choices": list(option.kind)} if isinstance(option.kind, tuple) else {"type": option.kind}
@@ -368,9 +365,6 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
         device = check_device(args.device)
-        if args.checkpoint_every is not None and not family(env_id).resumable:
-            raise ValueError(f"--checkpoint-every: a run on {env_id} cannot be saved in progress (the "
-                             f"{family(env_id).name} envs' state cannot be saved)")
         out, held = open_folder(f"results/tmp/{args.algo}-{env_id}" if args.out is None else args.out,
                               args.overwrite, saved is not None)
         try:  # with --overwrite, only the old run's files, all checked before any is removed
@@ -422,7 +416,7 @@ def _open_run(plan: _Plan, argv: list[str]) -> RunLog:
 def main(argv: list[str] | None = None) -> int:
     """``python -m marl_edu``: see ``--help``. Every argument and the output folder are checked before any
     training starts (one line on stderr, exit status 2); each seed's outputs are written when it finishes; Ctrl-C
-    exits with status 130 (saving the seed in progress where its env family is resumable, which ``--resume OUT``
+    exits with status 130 (saving the seed in progress, which ``--resume OUT``
     continues);
     ``--replay POLICY`` plays a saved policy instead."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -540,10 +534,8 @@ def _train_one(plan: _Plan, seed: int, checkpoint) -> tuple[TrainResult, dict]:
 
 
 def _checkpoint(plan: _Plan, seed: int):
-    """The seed's ``RunCheckpoint`` (seed<S>/run.pt) on an env whose family is ``resumable``, holding the state a
-    resumed run left if any (``resume.seed_checkpoint``); None on the others, whose runs cannot be saved in progress."""
-    if not family(plan.env_id).resumable:
-        return None
+    """The seed's ``RunCheckpoint`` (seed<S>/run.pt), holding the state a resumed run left if any
+    (``resume.seed_checkpoint``)."""
     header = {"env": plan.env_id, "seed": seed, "algo": plan.args.algo, "episodes": plan.episodes,
               "eval_every": plan.eval_every, "config": dataclasses.asdict(plan.config)}
     every = 60.0 if plan.args.checkpoint_every is None else plan.args.checkpoint_every
@@ -609,9 +601,7 @@ def _interrupted(plan: _Plan, run_log: RunLog, seed: int | None, stopped: BaseEx
         elif saved:
             note = f"; seed {seed} continues from its last save"
         else:
-            why = ("not saved yet" if family(plan.env_id).resumable else
-                   f"a run on {plan.env_id} cannot be saved in progress")
-            note = f"; seed {seed} restarts from scratch ({why})"
+            note = f"; seed {seed} restarts from scratch (not saved yet)"
     run_log.write("interrupted", in_progress)
     done = f"seeds {finished} finished" if finished else "no seed finished"
     print(f"interrupted: {done}{note}; continue with python -m marl_edu --resume {plan.out}", file=sys.stderr)

@@ -44,8 +44,6 @@ class EnvFamily:
     final_eval_episodes: how many a run's final figure averages.
     eval_seed: the seed of the env the evaluation episodes are played on (the same start states for every policy).
     optimum: ``optimum(env_id) -> float``, the exact optimal team return, or None when it is not known.
-    resumable: whether a run on it can be saved mid-episode and resumed to the same bits (its vec env's
-        ``get_state`` / ``set_state``).
     render: how one of its envs draws itself (``render_frame()``: a uint8 RGB image ``(H, W, 3)``).
     batched: a class stepping K copies as arrays, ``batched(env_id, n_envs, seed)`` (``make_vec_env``'s
         ``backend="batched"``), or None (then K copies of ``env`` step one after the other, ``VecEnv``).
@@ -64,7 +62,6 @@ class EnvFamily:
     final_eval_episodes: int
     eval_seed: int
     optimum: Callable[[str], float] | None
-    resumable: bool
     render: str
     batched: type | None = None
 

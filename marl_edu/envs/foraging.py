@@ -252,6 +252,5 @@ FORAGING = EnvFamily(
     deterministic=False,  # the agents' and food's places and levels are drawn at every reset
     eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
     optimum=None,
-    resumable=True,  # get_state / set_state: the world, the generator, the wrappers' flags
     render="the grid drawn with Pillow: agents as coloured discs, food as green squares, each with its level",
 )

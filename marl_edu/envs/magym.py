@@ -16,7 +16,10 @@ bootstrap through it, so learners store ``info["terminated"]``, not ``dones``, i
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import random
+import sys
 import warnings
 from typing import Any
 
@@ -25,7 +28,7 @@ import numpy as np
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import non_negative_int
 from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES, EnvFamily, check_int_actions
-from marl_edu.envs.state import attributes_state, restore_attributes
+from marl_edu.envs.state import attributes_state, from_plain, restore_attributes, to_plain
 
 
 def register_switch3() -> None:
@@ -96,6 +99,10 @@ class MultiAgentEnv:
             warnings.simplefilter("ignore")  # gym's 'Box bound precision lowered' notice
             self._env = gym.make(f"ma_gym:{self.env_id}")
         self._env.seed(self.seed)
+        # TrafficJunction draws its cars from Python's random module, which its seed() leaves alone: it gets a
+        # generator of its own, seeded from the env's seed, so that its episodes repeat and its state can be saved
+        self._module = sys.modules[type(self._env.unwrapped).__module__]
+        self._python_random = random.Random(self.seed) if getattr(self._module, "random", None) is random else None
         self.n_agents = int(self._env.n_agents)
         sizes = {space.n for space in self._env.action_space}
         if len(sizes) != 1:
@@ -115,9 +122,23 @@ class MultiAgentEnv:
         return (f"MultiAgentEnv({self.env_id!r}, seed={self.seed}: N={self.n_agents} agents, "
                 f"O={self.obs_dim} obs dims, A={self.n_actions} actions, max_steps={self.max_steps}{added})")
 
+    @contextlib.contextmanager
+    def _own_random(self):
+        """While ma-gym's env steps or resets: if it draws from Python's random module, that name in its module is
+        this env's own generator (two TrafficJunctions, or a training and an evaluation env, never share draws)."""
+        if self._python_random is None:
+            yield
+            return
+        self._module.random = self._python_random
+        try:
+            yield
+        finally:
+            self._module.random = random
+
     def reset(self) -> np.ndarray:
         """Start an episode. Returns obs float32 ``(N, O)``."""
-        obs = np.asarray(self._env.reset(), dtype=np.float32)  # (N, O)
+        with self._own_random():
+            obs = np.asarray(self._env.reset(), dtype=np.float32)  # (N, O)
         self._step_count = 0
         self._dones = np.zeros(self.n_agents, dtype=bool)
         check_shape(obs, (self.n_agents, self.obs_dim), "obs")
@@ -135,7 +156,8 @@ class MultiAgentEnv:
 
     def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
         """``step`` after its checks (``VecEnv`` checks all K copies' actions at once, then calls this)."""
-        obs, rewards, dones, info = self._env.step(actions.tolist())
+        with self._own_random():
+            obs, rewards, dones, info = self._env.step(actions.tolist())
         self._step_count += 1
         obs = np.asarray(obs, dtype=np.float32)  # (N, O)
         rewards = np.asarray(rewards, dtype=np.float32)  # (N,)
@@ -172,26 +194,29 @@ class MultiAgentEnv:
 
     def get_state(self) -> dict:
         """Everything that decides what this env does next, as plain data (``envs.state``): the step count and, of
-        ma-gym's env, every attribute but its spaces and window: positions, the grid, its random generator, the
-        picture it draws on. ``set_state`` on an env made with the same id restores it."""
-        if is_unsaved(self.env_id):
-            raise ValueError(f"{self.env_id}'s state cannot be saved (envs.magym.UNSAVED says why)")
+        ma-gym's env, every attribute but its spaces and window: positions, the grid (Lumberjacks' agents too), its
+        random generators (TrafficJunction's Python one too), the picture it draws on. ``set_state`` on an env made
+        with the same id restores it."""
         if self._env.unwrapped is not self._env:
             raise ValueError(f"{self.env_id}: gym wrapped the env; its wrappers' state is not saved")
         return {"step_count": self._step_count, "dones": self._dones.copy(),
-                "env": attributes_state(self._env, self.FIXED)}
+                "env": attributes_state(self._env, self.FIXED), "python_random": to_plain(self._python_random)}
 
     def set_state(self, state: dict) -> None:
         """Restore ``get_state``'s ``state`` (ValueError if it is not one of an env of this id)."""
-        if not isinstance(state, dict) or set(state) != {"step_count", "dones", "env"}:
+        if not isinstance(state, dict) or set(state) != {"step_count", "dones", "env", "python_random"}:
             raise ValueError(f"the saved state is not a {self.env_id} env's")
         dones = np.asarray(state["dones"])
         if dones.shape != (self.n_agents,) or dones.dtype != bool:
             raise ValueError(f"the saved dones must be bool ({self.n_agents},), got {dones.dtype} {dones.shape}")
         if self._step_count is None:  # a fresh env: reset first, so that it holds every attribute a saved one does
             self.reset()
+        python_random = from_plain(state["python_random"])
+        if (python_random is None) != (self._python_random is None):
+            raise ValueError(f"the saved state is not a {self.env_id} env's: its Python generator is "
+                             f"{'missing' if python_random is None else 'one this env does not draw from'}")
         restore_attributes(self._env, state["env"], self.FIXED, self.env_id)
-        self._step_count, self._dones = state["step_count"], dones.copy()
+        self._step_count, self._dones, self._python_random = state["step_count"], dones.copy(), python_random
 
     def render_frame(self) -> np.ndarray:
         """The current scene as a uint8 RGB image ``(H, W, 3)``, without opening a window."""
@@ -215,38 +240,14 @@ def switch_ids() -> list[str]:
     return [env_id for env_id in _registry_ids() if is_switch(env_id)]
 
 
-# ma-gym's tasks whose state cannot be saved: TrafficJunction draws its cars from Python's global random module, which
-# the env's seed does not set (a run on it is not even repeatable from its seed); Lumberjacks keeps its agents as
-# objects of its own Agent class, which envs.state does not save
-UNSAVED = ("TrafficJunction", "Lumberjacks")
-
-
-def is_unsaved(env_id) -> bool:
-    """Whether ``env_id`` is one of ma-gym's tasks in ``UNSAVED`` (``MA_GYM_UNSAVED``'s)."""
-    return isinstance(env_id, str) and env_id.removeprefix("ma_gym:").startswith(UNSAVED)
-
-
 MA_GYM = EnvFamily(
     name="ma-gym", backend="ma-gym", example="PredatorPrey7x7-v0",
     recognises=lambda env_id: True,  # (asked last: every id no other family claims; resolve names ma-gym's close ids)
     resolve=resolve_env_id,
-    ids=lambda: [env_id for env_id in _registry_ids() if not is_switch(env_id) and not is_unsaved(env_id)],
+    ids=lambda: [env_id for env_id in _registry_ids() if not is_switch(env_id)],
     env=MultiAgentEnv, actions="discrete",
     deterministic=False,  # PredatorPrey's prey move at random, Combat's opponents too
     eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
     optimum=None,
-    resumable=True,  # get_state: every attribute of ma-gym's env, its generator and picture included
-    render="ma-gym's own grid picture",
-)
-
-MA_GYM_UNSAVED = EnvFamily(
-    name="ma-gym (TrafficJunction, Lumberjacks)", backend="ma-gym", example="TrafficJunction4-v0",
-    recognises=is_unsaved, resolve=resolve_env_id,
-    ids=lambda: [env_id for env_id in _registry_ids() if is_unsaved(env_id)],
-    env=MultiAgentEnv, actions="discrete",
-    deterministic=False,
-    eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
-    optimum=None,
-    resumable=False,  # (UNSAVED says why)
     render="ma-gym's own grid picture",
 )

@@ -10,14 +10,14 @@ from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import LIMITS, index_range, positive_int
 from marl_edu.envs.family import EnvFamily
 from marl_edu.envs.foraging import FORAGING, ForagingEnv
-from marl_edu.envs.magym import MA_GYM, MA_GYM_UNSAVED, MultiAgentEnv
+from marl_edu.envs.magym import MA_GYM, MultiAgentEnv
 from marl_edu.envs.particle import PARTICLE, ParticleEnv, check_force_range
 from marl_edu.envs.spread_discrete import SPREAD_DISCRETE, SpreadDiscreteEnv
 from marl_edu.envs.switch import SWITCH
 
 # Every env family, in the order they are asked whether an id is theirs: the first that recognises it makes it (mpe2's
 # discrete id before its force ids, which share "simple_"; ma-gym last: it takes every id no other family claims).
-FAMILIES = (SPREAD_DISCRETE, PARTICLE, FORAGING, SWITCH, MA_GYM_UNSAVED, MA_GYM)
+FAMILIES = (SPREAD_DISCRETE, PARTICLE, FORAGING, SWITCH, MA_GYM)
 
 
 def family(env_id: str) -> EnvFamily:

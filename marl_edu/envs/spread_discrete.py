@@ -87,6 +87,5 @@ SPREAD_DISCRETE = EnvFamily(
     deterministic=False,  # the start positions are random
     eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
     optimum=None,
-    resumable=True,  # get_state / set_state: the world, the generator, the wrappers' flags
     render="mpe2's own picture of the agents and landmarks (pygame, no window)",
 )

@@ -9,17 +9,27 @@ scalar, a dict with other keys, a generator's state, an image) so that ``from_pl
     from_plain(that)            -> (3, np.int64(4))
 
 ``attributes_state`` / ``restore_attributes`` do this for every attribute of an object but the ones named as fixed
-at construction (spaces, windows). Anything else that is not plain data raises TypeError naming it: nothing is
-silently left out of a saved state.
+at construction (spaces, windows). Objects of the few backend classes that hold only such values (``RECORDS``:
+Lumberjacks' ``Agent``, an id and a position) are saved attribute by attribute and rebuilt as objects of that class;
+anything else raises TypeError naming it: nothing is silently left out of a saved state.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
 
-TAGS = ("tuple", "scalar", "pairs", "random_state", "generator", "image")
+TAGS = ("tuple", "scalar", "pairs", "random_state", "generator", "python_random", "image", "record")
+
+
+def records() -> dict[str, type]:
+    """The backend classes whose objects are saved attribute by attribute, by the name a saved state gives them. A
+    saved state names its class from this table only: a file can never make ``from_plain`` build another class."""
+    from ma_gym.envs.lumberjacks.lumberjacks import Agent  # a lumberjack: its id and its (row, col)
+
+    return {"ma_gym.Lumberjacks.Agent": Agent}
 
 
 def to_plain(value: Any, where: str = "value") -> Any:
@@ -48,8 +58,15 @@ def to_plain(value: Any, where: str = "value") -> Any:
         return {"random_state": [name, words.astype(np.int64), int(pos), int(has_gauss), float(gauss)]}
     if isinstance(value, np.random.Generator):  # lbforaging's and mpe2's
         return {"generator": value.bit_generator.state}
+    if isinstance(value, random.Random):  # Python's Mersenne Twister (envs.magym: TrafficJunction's own)
+        version, words, gauss = value.getstate()
+        return {"python_random": [version, np.array(words, dtype=np.int64), gauss]}
     if isinstance(value, Image.Image):  # ma-gym's picture of the grid
         return {"image": np.asarray(value).copy(), "mode": value.mode}
+    names = {cls: name for name, cls in records().items()}
+    if type(value) in names:
+        return {"record": names[type(value)],
+                "attributes": {key: to_plain(item, f"{where}.{key}") for key, item in vars(value).items()}}
     raise TypeError(f"{where}: a {type(value).__name__} cannot be saved")
 
 
@@ -78,8 +95,21 @@ def from_plain(value: Any) -> Any:
         generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
         generator.bit_generator.state = state
         return generator
+    if "python_random" in value:
+        version, words, gauss = value["python_random"]
+        generator = random.Random()
+        generator.setstate((int(version), tuple(int(word) for word in words), gauss))
+        return generator
     if "image" in value:
         return Image.fromarray(np.asarray(value["image"], dtype=np.uint8), mode=value["mode"])
+    if "record" in value:
+        known = records()
+        if value["record"] not in known:
+            raise ValueError(f"a saved state names the class {str(value['record'])[:80]!r}, which is not one of "
+                             f"envs.state.records(): {', '.join(known)}")
+        obj = known[value["record"]].__new__(known[value["record"]])
+        vars(obj).update({key: from_plain(item) for key, item in value["attributes"].items()})
+        return obj
     return {key: from_plain(item) for key, item in value.items()}
 
 

@@ -22,7 +22,6 @@ SWITCH = EnvFamily(
     deterministic=True,  # no randomness but the policy's
     eval_episodes=1, final_eval_episodes=1, eval_seed=0,
     optimum=known_optimum,
-    resumable=True,  # BatchedSwitch's arrays (and VecEnv's copies) save and restore
     render="ma-gym's own grid picture",
     batched=BatchedSwitch,
 )

@@ -233,7 +233,7 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
     (``evaluate_particle``; an ensemble's evaluation e plays every agent's sub-policy e mod M), as the env's family
     says (``envs.family.EnvFamily``: one episode where it is deterministic, else the mean of ``eval_episodes``, None:
     the family's, on an env seeded its ``eval_seed``). ``checkpoint``: a ``resume.RunCheckpoint`` that saves the run
-    at every iteration's end and continues a saved one to the same bits (a family that is ``resumable``).
+    at every iteration's end and continues a saved one to the same bits (every family's vec env saves its state).
     ``update``: a function ``update(agent, batch)`` called for each batch in place of ``agent.update(batch)`` (the
     capstones pass the learner's own update). The contract with the learner is this module's docstring."""
     with torch_threads(threads):
@@ -254,9 +254,6 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         path = PATHS[row.replay](agent, venv, config, state)
         result = TrainResult(agent=agent, buffer=path.buffer)
         if checkpoint is not None:  # the whole state of the run: resumed from it, saved at every iteration's end
-            if not found.resumable:
-                raise ValueError(f"runs on {env_id} cannot be checkpointed or resumed: the {found.name} envs' state "
-                                 f"cannot be saved mid-episode (envs.family: resumable)")
             parts = {"agent": agent, "venv": venv, "loop": state}
             if path.buffer is not None:
                 parts["buffer"] = path.buffer
