@@ -38,6 +38,7 @@ def refused(name: str, argv: list[str], capsys) -> str:
     ("sweep", ["--episodes", "8"]),
     ("foraging", ["--out", "OUT"]),
     ("particle", []),
+    ("keep", []),
 ])
 def test_an_int_field_set_out_of_range_is_one_line(name, argv, capsys, tmp_path):
     # 1e400 is infinity as a float and no int: once an OverflowError traceback from int(float("1e400"))
@@ -47,7 +48,7 @@ def test_an_int_field_set_out_of_range_is_one_line(name, argv, capsys, tmp_path)
 
 
 @pytest.mark.parametrize("name, argv", [("sweep", ["--episodes", "8"]), ("foraging", ["--out", "OUT"]),
-                                        ("particle", [])])
+                                        ("particle", []), ("keep", [])])
 def test_an_unknown_field_is_named(name, argv, capsys, tmp_path):
     argv = [str(tmp_path) if arg == "OUT" else arg for arg in argv]
     assert "hidden_size" in refused(name, [*argv, "--set", "hidden_size=64"], capsys)
@@ -68,6 +69,12 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
     method = next(iter(script("foraging").METHODS))
     line = refused("foraging", ["--methods", method, "--seeds", "0", "--reuse", "--out", str(tmp_path)], capsys)
     assert "summary.json is not a results file (JSON)" in line
+
+
+@pytest.mark.parametrize("argv, named", [(["--episodes", "0"], "--episodes"), (["--eval-every", "-5"], "--eval-every"),
+                                         (["--algo", "coma", "--diagnose"], "--diagnose")])
+def test_keep_refuses_a_count_that_is_not_positive_and_a_diagnosis_it_cannot_make(argv, named, capsys):
+    assert named in refused("keep", argv, capsys)
 
 
 def test_compare_reuse_of_a_file_that_is_not_a_record_is_one_line(capsys, tmp_path):

@@ -1,0 +1,185 @@
+"""Does a learner solve Switch fast, and does it keep what it learned? Issue 48's two figures, seed by seed.
+
+    .venv/bin/python benchmarks/keep.py --algo vdn --seeds 100 101 102 [--env Switch2-v0] [--episodes 3000]
+        [--eval-every 50] [--set lr=1e-3 target_update_every=200] [--diagnose] [--profile 40]
+
+Each seed trains the learner's defaults (``--set field=value`` changes them, as ``benchmarks/sweep.py``'s) for its
+whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` episodes. Per seed it prints:
+
+- ``to_solve``: the wall-clock to the first greedy evaluation at 8.0 or more (within 0.3 of the optimum 8.3 on
+  Switch2), in yardsticks: one yardstick is the time raw ma-gym takes for 200,000 random steps of Switch2-v0, timed in
+  the same run (``speed.raw_ma_gym_speed``), so machines and loads compare; ``-`` if it never got there;
+- ``final``: the final policy's greedy team return (Switch is deterministic: one episode is that policy's exact return,
+  the mean of 100 would be the same) and ``kept``: whether it is still solved.
+
+``--diagnose`` also records what every update saw and did (``Diagnosis``): the TD loss, Q_tot on the replayed steps,
+the gradient norm before clipping, the size of the step the weights took, epsilon, and how many of the replay's
+episodes got both agents home; printed per evaluation window beside the greedy return, so a collapse is seen as it
+happens. ``--profile N`` runs the first seed under cProfile and prints its N most costly functions.
+
+A SUMMARY line per invocation: median yardsticks to the first solve (a seed that never solved counts as never), how
+many seeds solved at some point and how many ended solved. Tune on seeds 100 and up, never the tables' 0-4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from marl_edu.envs.planning import optimal_team_return
+from marl_edu.learners.table import ALGORITHMS, config_class, config_with, entry
+from marl_edu.runs.seed import run_seed, solve_line
+from marl_edu.training.evaluation import greedy_team_return
+from marl_edu.training.loops import train
+from speed import raw_ma_gym_speed
+
+YARDSTICK_STEPS = 200_000  # raw ma-gym Switch2-v0 steps with random actions: one yardstick of wall-clock
+HOME = 5.0  # an episode's team return above this got both agents home (each arrival pays +5, steps cost -0.1 each)
+
+
+def yardstick_seconds() -> float:
+    """Seconds raw ma-gym takes for ``YARDSTICK_STEPS`` random steps of Switch2-v0, on this machine now."""
+    return YARDSTICK_STEPS / raw_ma_gym_speed("Switch2-v0", YARDSTICK_STEPS)
+
+
+class Diagnosis:
+    """What a value-decomposition learner's updates saw, one row per update, through ``train``'s ``update`` hook.
+
+    Per update: ``td_loss`` and ``q_taken`` (the learner's own figures: the mean squared TD error and the mean
+    Q_i(h, a) taken), ``grad_norm`` (the gradient's norm before ``gradient_step`` clips it, read from the clip) and
+    ``step`` (the norm of the change of every weight). What the replay holds comes from the run's episode returns
+    afterwards (``windows``): the replay keeps the last ``buffer_episodes`` episodes played."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self._norms: list[float] = []
+        self._clip = torch.nn.utils.clip_grad_norm_
+
+    def __enter__(self):
+        def recording_clip(parameters, max_norm, *args, **kwargs):  # gradient_step's clip, its norm kept
+            norm = self._clip(parameters, max_norm, *args, **kwargs)
+            self._norms.append(float(norm))
+            return norm
+        torch.nn.utils.clip_grad_norm_ = recording_clip
+        return self
+
+    def __exit__(self, *exc):
+        torch.nn.utils.clip_grad_norm_ = self._clip
+
+    def update(self, agent, batch) -> None:
+        """``update(agent, batch)`` for ``train``: the learner's own update, measured."""
+        params = agent.optimizer.param_groups[0]["params"]
+        before = [p.detach().clone() for p in params]
+        figures = agent.update(batch)
+        step = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in zip(params, before))))
+        self.rows.append({"td_loss": figures["td_loss"], "q_taken": figures["q_taken"],
+                          "grad_norm": self._norms[-1], "step": step})
+
+    def windows(self, run, config, episodes: int) -> list[str]:
+        """One line per evaluation window: its greedy return, epsilon at its end, the updates' figures in it (means,
+        and the largest gradient norm) and the share of the replay's episodes that got both agents home."""
+        K, U = config.n_envs, config.updates_per_collection
+        first = -(-config.batch_episodes // K) * K  # the episodes played when the first update came
+        episode_of = [first + (k // U) * K for k in range(len(self.rows))]  # the episodes played before update k
+        returns = np.array(run.episode_returns)
+        lines = [f"{'episode':>7} {'greedy':>6} {'eps':>5} {'td_loss':>8} {'q_taken':>7} {'|g| mean':>8} "
+                 f"{'|g| max':>8} {'step':>7} {'home':>5} {'home50':>6}"]
+        start = 0
+        for episode, greedy in run.evaluations:
+            rows = [r for r, e in zip(self.rows, episode_of) if start < e <= episode]
+            start = episode
+            eps = max(config.epsilon_end, config.epsilon_start - (config.epsilon_start - config.epsilon_end)
+                      * episode / (config.epsilon_fraction * episodes))
+            held = returns[max(0, episode - config.buffer_episodes):episode]
+            home = f"{(held > HOME).mean():5.2f} {(returns[episode - 50:episode] > HOME).mean():6.2f}"
+            if not rows:
+                lines.append(f"{episode:>7} {greedy:6.1f} {eps:5.2f} {'':>43} {home}")
+                continue
+            mean = lambda key: float(np.mean([r[key] for r in rows]))  # noqa: E731
+            lines.append(f"{episode:>7} {greedy:6.1f} {eps:5.2f} {mean('td_loss'):8.4f} {mean('q_taken'):7.2f} "
+                         f"{mean('grad_norm'):8.3f} {max(r['grad_norm'] for r in rows):8.3f} {mean('step'):7.4f} "
+                         f"{home}")
+        return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algo", default="vdn", choices=list(ALGORITHMS))
+    parser.add_argument("--env", default=None, help="default: Switch2-v2 for maddpg, else Switch2-v0")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[100, 101, 102])
+    parser.add_argument("--episodes", type=int, default=None, help="default: the learner's budget (learner table)")
+    parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--set", dest="settings", nargs="*", default=[], help="field=value on top of the defaults")
+    parser.add_argument("--diagnose", action="store_true", help="record every update (value decomposition only)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the first seed: N functions")
+    args = parser.parse_args(argv)
+    env_id = args.env or ("Switch2-v2" if args.algo in ("maddpg", "iddpg") else "Switch2-v0")
+    episodes = entry(args.algo).episodes if args.episodes is None else args.episodes
+    for name, value in (("--episodes", episodes), ("--eval-every", args.eval_every)):
+        if value < 1:
+            parser.error(f"{name} must be a positive number of episodes, got {value}")
+    if args.diagnose and entry(args.algo).loop != "episode_replay":
+        parser.error("--diagnose records the value-decomposition learners' updates (iql, vdn, qmix)")
+    try:
+        config = config_with(config_class(args.algo), args.settings)
+    except ValueError as error:
+        parser.error(f"--set {error}")
+    torch.set_num_threads(1)
+    optimum = optimal_team_return(env_id)
+    line = solve_line(optimum)
+    yardstick = yardstick_seconds()
+    print(f"{args.algo} on {env_id}, {episodes} episodes, set: {' '.join(args.settings) or 'the defaults'}; "
+          f"yardstick {yardstick:.2f} s ({YARDSTICK_STEPS:,} raw ma-gym Switch2-v0 random steps, timed now)")
+    print(f"{'seed':>5} {'to_solve':>8} {'episodes':>8} {'final':>6} {'kept':>5} {'best':>5} {'wall_s':>7} "
+          f"{'update_s':>8}", flush=True)
+    results = []
+    for index, seed in enumerate(args.seeds):
+        profiler = cProfile.Profile() if args.profile and index == 0 else None
+        diagnosis = Diagnosis() if args.diagnose else None
+        if profiler is not None:
+            profiler.enable()
+        if diagnosis is not None:
+            with diagnosis:
+                run = train(args.algo, env_id, episodes, config, seed, args.eval_every, False, threads=1,
+                            update=diagnosis.update)
+            first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= line), None)
+            figures = {"greedy": greedy_team_return(run.agent, env_id, threads=1), "wall_s": run.seconds,
+                       "episodes_to_solve": None if first is None else run.evaluations[first][0],
+                       "seconds_to_solve": None if first is None else run.eval_seconds[first],
+                       "evaluations": run.evaluations}
+        else:
+            run, figures = run_seed(args.algo, env_id, episodes, config, seed, args.eval_every, optimum, threads=1)
+        figures["update_s"] = run.update_seconds
+        if profiler is not None:
+            profiler.disable()
+        to_solve = None if figures["seconds_to_solve"] is None else figures["seconds_to_solve"] / yardstick
+        kept = figures["greedy"] >= line
+        best = max(g for _, g in figures["evaluations"])
+        results.append((to_solve, figures["episodes_to_solve"] is not None, kept))
+        print(f"{seed:>5} {'-' if to_solve is None else f'{to_solve:.1f}':>8} "
+              f"{str(figures['episodes_to_solve'] or '-'):>8} {figures['greedy']:6.2f} {'yes' if kept else 'no':>5} "
+              f"{best:5.1f} {figures['wall_s']:7.1f} {figures['update_s']:8.1f}", flush=True)
+        if diagnosis is not None:
+            print("\n".join("      " + text for text in diagnosis.windows(run, config, episodes)))
+        if profiler is not None:
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.profile)
+            print(out.getvalue())
+    median = statistics.median([t if t is not None else float("inf") for t, _, _ in results])
+    print(f"SUMMARY algo={args.algo} env={env_id} episodes={episodes} set={','.join(args.settings) or 'defaults'} "
+          f"seeds={len(results)} median_yardsticks_to_solve={'never' if median == float('inf') else f'{median:.1f}'} "
+          f"solved_ever={sum(s for _, s, _ in results)}/{len(results)} "
+          f"solved_at_end={sum(k for _, _, k in results)}/{len(results)} yardstick_s={yardstick:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
