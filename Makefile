@@ -8,6 +8,7 @@
 #                      (PYTEST_ARGS="-m ci": the notebooks with controls, one training panel, as CI does)
 #   make test-ray   setup and the ray extra, then compare.py and sweep.py on Ray and on the local pool: the same results
 #   make test-colab    every notebook run as in Google Colab (Python 3.13 with Colab's package versions)
+#   make site       setup and the site extra, then the course's website into _site/html/ (no notebook executed)
 #   make constraints   (maintainers) record this environment's versions for make setup, after make test passed
 # Options, used when the environment is created: PYTHON=/path/to/python3.X (3.11 to 3.13), TORCH_INDEX=url;
 # VENV=folder (default .venv; an existing environment, such as a conda one, is installed into). For make test and
@@ -26,6 +27,8 @@ WHEELHOUSE := .wheelhouse
 GYM_WHEEL := $(WHEELHOUSE)/gym-0.20.0-py3-none-any.whl
 STAMP := $(VENV)/.marl-edu-installed
 BROWSER_STAMP := $(VENV)/.marl-edu-browser-installed
+SITE_STAMP := $(VENV)/.marl-edu-site-installed
+SITE_INDEX := _site/html/index.html
 CHROMIUM ?= /usr/bin/chromium
 
 # Any supported interpreter, newest first: python3.13 on PATH, then pyenv's 3.13, then the same for 3.12 and 3.11;
@@ -48,10 +51,10 @@ PIP_INSTALL = $(VPY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-bi
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: help setup lab test test-unit test-smoke test-ray notebooks wheelhouse constraints clean check-python \
-	chromium setup-browser setup-extras test-browser test-colab
+	chromium setup-browser setup-extras test-browser test-colab setup-site site
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
 ifeq ($(strip $(VENV)),)
 $(error VENV is empty: activate the conda environment first (for VENV="$$CONDA_PREFIX"), or leave VENV out for .venv)
@@ -152,12 +155,28 @@ $(BROWSER_STAMP): pyproject.toml $(STAMP)
 
 setup-browser: chromium $(BROWSER_STAMP)
 
-test-browser: setup-browser
+test-browser: setup-browser $(SITE_INDEX)
 	MARL_EDU_CHROMIUM=$(CHROMIUM) $(VPY) -m pytest tests/browser -p no:randomly $(PYTEST_ARGS)
 
-# The ray and browser extras (Playwright; not Chromium) at once, ahead of make test-ray and make test-browser (CI
-# installs them in the background while other tests run).
-setup-extras: $(RAY_STAMP) $(BROWSER_STAMP)
+# The course's website (tools/site.py, book/conf.py): the site extra, then Sphinx into _site/html/, again only when a
+# notebook, a result, a medium or the site's own files changed. tests/browser/test_site.py reads it in Chromium.
+SITE_SOURCES = $(shell find notebooks media book -type f -not -path '*/.ipynb_checkpoints/*'; \
+	find results -type f -not -path 'results/tmp/*') tools/site.py tools/results_page.py pyproject.toml
+$(SITE_STAMP): pyproject.toml $(STAMP)
+	$(PIP_INSTALL) -e ".[dev,site]"
+	touch $(SITE_STAMP)
+
+setup-site: $(SITE_STAMP)
+
+$(SITE_INDEX): $(SITE_STAMP) $(SITE_SOURCES)
+	$(VPY) tools/site.py
+
+site: $(SITE_INDEX)
+	@echo "site: $(SITE_INDEX) is up to date (serve it with: $(VPY) -m http.server -d _site/html)"
+
+# The ray, browser and site extras (Playwright; not Chromium) at once, ahead of make test-ray, make test-browser and
+# make site (CI installs them in the background while other tests run).
+setup-extras: $(RAY_STAMP) $(BROWSER_STAMP) $(SITE_STAMP)
 
 notebooks: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \

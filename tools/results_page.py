@@ -127,8 +127,24 @@ def first_solve(evaluations: list, optimum: float) -> int | None:
 
 # -- the sections ------------------------------------------------------------------------------------------------------
 
-def intro() -> list[str]:
+def words() -> list[str]:
+    """The words every table uses (greedy, sampled, solved, final, wall-clock), as a Markdown list."""
     switch2 = load(RESULTS / "compare" / "Switch2-v0" / "summary.json")["table"][0]["optimal"]
+    return [*bullet("**greedy**: every agent takes its most likely action. Switch is deterministic, so one greedy",
+                    "episode is that policy's exact return; on tasks with randomness (PredatorPrey, Level-Based",
+                    "Foraging) a greedy figure is a mean over episodes."),
+            *bullet("**sampled**: actions drawn from the trained, stochastic policy; a mean team return over",
+                    "episodes."),
+            *bullet(f"**solved**: a greedy team return within {SOLVED_MARGIN} of the task's exact optimum (on",
+                    f"Switch2: {number(solved_threshold(switch2))}, optimum {number(switch2)}). **First solve**: the",
+                    "first periodic greedy evaluation during training that was solved."),
+            *bullet("**final**: the policy after the last update. Seeds are training seeds."),
+            *bullet("**wall-clock** and **env steps/s** are as the runs measured them, on machines often shared with",
+                    "other work: compare them roughly, within a table."),
+            ""]
+
+
+def intro() -> list[str]:
     sections = [("MADDPG on Switch2", "maddpg-on-switch2"), ("COMA on Switch2-v0", "coma-on-switch2-v0"),
                 ("Switch2: the learners side by side", "switch2-the-learners-side-by-side"),
                 ("Three and four agents", "three-and-four-agents-switch3-and-switch4"),
@@ -143,18 +159,7 @@ def intro() -> list[str]:
                        "disagree).*"),
             *paragraph("Each section gives its tables, the files they were computed from and the command that",
                        "reproduces them. Words used throughout:"),
-            *bullet("**greedy**: every agent takes its most likely action. Switch is deterministic, so one greedy",
-                    "episode is that policy's exact return; on tasks with randomness (PredatorPrey, Level-Based",
-                    "Foraging) a greedy figure is a mean over episodes."),
-            *bullet("**sampled**: actions drawn from the trained, stochastic policy; a mean team return over",
-                    "episodes."),
-            *bullet(f"**solved**: a greedy team return within {SOLVED_MARGIN} of the task's exact optimum (on",
-                    f"Switch2: {number(solved_threshold(switch2))}, optimum {number(switch2)}). **First solve**: the",
-                    "first periodic greedy evaluation during training that was solved."),
-            *bullet("**final**: the policy after the last update. Seeds are training seeds."),
-            *bullet("**wall-clock** and **env steps/s** are as the runs measured them, on machines often shared with",
-                    "other work: compare them roughly, within a table."),
-            "",
+            *words(),
             "Sections:", *[f"[{title}](#{anchor}) ·" for title, anchor in sections[:-1]],
             f"[{sections[-1][0]}](#{sections[-1][1]})", ""]
 
