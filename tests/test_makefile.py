@@ -174,7 +174,7 @@ def test_ci_runs_make_test_on_311_the_quick_checks_on_the_others_beside_ray_then
     tests = [call for call in calls if call.removeprefix("finished ").split()[1].startswith("test")]
     smoke_313 = "--no-print-directory test-smoke PYTHON=python3.13 VENV=.venv-3.13"
     smoke_312 = "--no-print-directory test-smoke PYTHON=python3.12 VENV=.venv-3.12"
-    browser = "--no-print-directory test-browser VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"
+    browser = "--no-print-directory test-browser -o _site/html/index.html VENV=.venv-3.13 PYTEST_ARGS=-m ci -n 2"
     ray = "--no-print-directory test-ray VENV=.venv-3.13"
     # make test leaves the file make test-ray runs whole to it
     assert tests[0] == ("--no-print-directory test PYTHON=python3.11 VENV=.venv-3.11 "
@@ -184,12 +184,16 @@ def test_ci_runs_make_test_on_311_the_quick_checks_on_the_others_beside_ray_then
     assert tests[-2:] == [browser, "finished " + browser]  # the browser alone, after all of them
     assert len(tests) == 9
     assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(tests[1])
+    # the website is built in the background after the extras, before the browser's tests read it
+    site = "--no-print-directory site VENV=.venv-3.13"
+    assert calls.index("--no-print-directory setup-extras VENV=.venv-3.13") < calls.index(site) < calls.index(browser)
     assert {call.split()[2] for call in calls if call.split()[1] == "setup"} == {
         "PYTHON=python3.11", "PYTHON=python3.12", "PYTHON=python3.13"}
     summary = result.stdout.split("CI summary (")[1].splitlines()[1:]
     assert [line.split(" passed in ")[0].strip() for line in summary] == [
         "Python 3.11: make setup", "Python 3.11: make test (--ignore=tests/test_compare_runners.py)",
-        "Python 3.13: make setup", "Python 3.12: make setup", "Python 3.13: make setup-extras (ray, playwright)",
+        "Python 3.13: make setup", "Python 3.12: make setup", "Python 3.13: make setup-extras (ray, playwright, site)",
+        "Python 3.13: make site (the website)",
         "Python 3.13 then 3.12: make test-smoke", "Ray runner (Python 3.13): make test-ray",
         "browser tests (Python 3.13): make test-browser (-m ci)"]
     assert [line for line in summary if "with the others" in line] == summary[-3:-1]  # the quick checks beside Ray
@@ -224,7 +228,8 @@ def test_ci_without_chromium_skips_the_browser_tests_and_says_why(tmp_path):
 
 
 @pytest.mark.parametrize("fails", ["*directory test PYTHON=*3.11 *", "*directory test-smoke *3.12*",
-                                   "*directory setup-extras *", "*directory test-ray *", "*directory test-browser *"])
+                                   "*directory setup-extras *", "*directory site *", "*directory test-ray *",
+                                   "*directory test-browser *"])
 def test_ci_fails_when_any_part_fails(fails, tmp_path):
     result, _ = run_ci(tmp_path, ["3.11", "3.12", "3.13"], fails=fails)
     assert result.returncode != 0
