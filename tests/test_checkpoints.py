@@ -1,4 +1,5 @@
 import os
+import re
 
 import numpy as np
 import pytest
@@ -459,17 +460,23 @@ def test_sizes_each_in_bounds_that_ask_for_gigabytes_together_are_refused_before
         load_policy(path)
 
 
-def test_every_committed_policy_is_within_the_size_bound():
+def test_every_committed_policy_is_within_the_size_bounds():
+    import dataclasses
     import pathlib
 
-    from marl_edu.training.checkpoints import MAX_CRITIC_WEIGHTS
+    from marl_edu.training.checkpoints import MAX_CRITIC_WEIGHTS, MAX_LEARNER_WEIGHTS, learner_weights
 
-    largest = 0
+    largest = whole = 0
     for path in pathlib.Path(__file__).resolve().parent.parent.glob("results/**/policy.pt"):
-        config = load_checkpoint(path)["config"]
+        payload = load_checkpoint(path)
+        config = payload["config"]
         n, o, a = config["n_agents"], config["obs_dim"], config["n_actions"]
         largest = max(largest, n * config.get("n_subpolicies", 1) * n * (o + a) * config["hidden"])
+        kind = config_class(payload["algo"])
+        fields = {field.name: config[field.name] for field in dataclasses.fields(kind) if field.name in config}
+        whole = max(whole, learner_weights(payload["algo"], n, o, a, kind(**fields)))
     assert 0 < largest * 100 < MAX_CRITIC_WEIGHTS  # the bound is over 100 times the course's largest
+    assert 0 < whole * 100 < MAX_LEARNER_WEIGHTS  # and the whole learner's too
 
 
 def test_a_policy_that_does_not_fit_the_env_it_will_play_is_refused_before_building(tmp_path, monkeypatch):
@@ -479,3 +486,116 @@ def test_a_policy_that_does_not_fit_the_env_it_will_play_is_refused_before_build
     _refuse_to_build(monkeypatch)
     with pytest.raises(ValueError, match=r"policy\.pt: the policy does not fit Switch4-v0 \(N and O differ\)"):
         load_policy(path, plays_on="Switch4-v0")
+
+
+# -- round three (issue 47): the whole learner counted, file values cut short, meta and sparse tensors named ---------
+
+def _tiny_learner(name: str, seed: int = 1):
+    """Learner ``name`` of the table at N=2, O=3, A=5 (2 action dims for a continuous one), hidden 8."""
+    config = config_class(name)(hidden=8)
+    return LEARNERS[name].learner(2, 3, 2 if name in CONTINUOUS_ALGORITHMS else 5, config, seed=seed)
+
+
+def _weights_of(agent) -> int:
+    """Every parameter and buffer of every network the learner holds (its attributes), each counted once."""
+    tensors = {id(t): t.numel() for value in vars(agent).values()
+               for item in (value if isinstance(value, (list, tuple)) else [value])
+               if isinstance(item, torch.nn.Module) for t in [*item.parameters(), *item.buffers()]}
+    return sum(tensors.values())
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_every_network_a_learner_builds_is_counted_before_it_is_built(name):
+    from marl_edu.training.checkpoints import learner_weights
+
+    agent = _tiny_learner(name)
+    before = torch.get_rng_state()
+    counted = learner_weights(name, agent.n_agents, agent.obs_dim, agent.n_actions, agent.config)
+    assert counted == _weights_of(agent) > 0  # critics, mixers, hypernetworks and target copies: all of them
+    assert torch.equal(torch.get_rng_state(), before)  # (a learner seeds the global generator; counting does not)
+
+
+def test_the_count_of_qmix_by_hand():
+    from marl_edu.learners.value_decomposition import ValueDecompositionConfig
+    from marl_edu.training.checkpoints import learner_weights
+
+    # QMIX, N=2, O=2 (state S = N*O = 4), E = mixer_embed = 4096, H = hyper_hidden = 4096, per copy (net and target):
+    # hyper_w1 S->H->N*E: 4*4096 + 4096 + 4096*8192 + 8192 = 33,583,104; hyper_b1 S->E: 4*4096 + 4096 = 20,480;
+    # hyper_w2 S->H->E: 4*4096 + 4096 + 4096*4096 + 4096 = 16,801,792; hyper_b2 S->E->1: 20,480 + 4096 + 1 = 24,577
+    mixer = 33_583_104 + 20_480 + 16_801_792 + 24_577
+    small = ValueDecompositionConfig()
+    big = ValueDecompositionConfig(mixer_embed=4096, hyper_hidden=4096)
+    default_mixer = learner_weights("qmix", 2, 2, 5, small) - learner_weights("iql", 2, 2, 5, small)
+    assert learner_weights("qmix", 2, 2, 5, big) == learner_weights("qmix", 2, 2, 5, small) - default_mixer + 2 * mixer
+    assert 2 * mixer == 100_859_906
+
+
+def _refuse_to_build_for_real(monkeypatch):
+    """Make building any learner with memory fail the test; building it on the meta device (to count it) is allowed."""
+    import dataclasses
+
+    for name, row in LEARNERS.items():
+        def on_meta_only(*args, _learner=row.learner, **kwargs):
+            if str(kwargs.get("device")) != "meta":
+                raise AssertionError("load_policy built a learner before counting its weights")
+            return _learner(*args, **kwargs)
+
+        monkeypatch.setitem(LEARNERS, name, dataclasses.replace(row, learner=on_meta_only))
+
+
+def test_a_small_qmix_file_asking_for_a_huge_mixer_is_refused_before_building(tmp_path, monkeypatch):
+    from marl_edu.learners.table import DEFAULT_ENV
+    from marl_edu.training.checkpoints import learner_weights, load_policy, save_policy
+
+    # once: exit 0 and 2,245 MB at the peak against 1,087 MB, the mixer's hypernetworks and their target uncounted
+    path = save_policy(LEARNERS["qmix"].learner(2, 2, 5, None), DEFAULT_ENV["discrete"], tmp_path / "policy.pt")
+    _tamper(path, lambda p: p["config"].update(mixer_embed=4096, hyper_hidden=4096))
+    _refuse_to_build_for_real(monkeypatch)
+    with pytest.raises(ValueError, match=r"policy\.pt: the header's sizes \(N=2, O=2, A=5, hidden=64, "
+                                         r"mixer_embed=4096, hyper_hidden=4096\) ask for [\d,]+ weights in the qmix learner's networks "
+                                         r"\(critics, mixers and target copies included\), more than 50,000,000$"):
+        load_policy(path)
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_every_learner_is_bounded_by_its_whole_networks_before_building(tmp_path, monkeypatch, name):
+    from marl_edu.training import checkpoints
+
+    agent = _tiny_learner(name)
+    path = checkpoints.save_policy(agent, "any-env", tmp_path / "policy.pt")
+    whole = _weights_of(agent)
+    monkeypatch.setattr(checkpoints, "MAX_LEARNER_WEIGHTS", whole - 1)  # one weight fewer than the learner builds
+    _refuse_to_build_for_real(monkeypatch)
+    with pytest.raises(ValueError, match=rf"ask for {whole:,} weights in the {name} learner's networks"):
+        checkpoints.load_policy(path)
+
+
+@pytest.mark.parametrize("field", ["env", "algo", "marl_edu"])
+def test_a_huge_header_name_is_refused_in_a_short_line(tmp_path, field):
+    path = _tamper(_small_policy(tmp_path), lambda p: p.update({field: "x" * 5_000_000}))
+    with pytest.raises(ValueError) as caught:  # once: a one-line error 50,000,572 bytes long for a 50 MB env
+        load_checkpoint(path)
+    message = str(caught.value)
+    assert f"header field '{field}' is a string of 5,000,000 characters" in message and len(message) < 400
+
+
+def test_a_huge_config_string_is_refused_in_a_short_line(tmp_path):
+    from marl_edu.training.checkpoints import load_policy
+
+    path = _tamper(_small_policy(tmp_path), lambda p: p["config"].update(actor_gradient="y" * 1_000_000))
+    with pytest.raises(ValueError) as caught:  # (the config's own check would print it whole)
+        load_policy(path)
+    message = str(caught.value)
+    assert "config field 'actor_gradient' is a string of 1,000,000 characters" in message and len(message) < 400
+
+
+@pytest.mark.parametrize("kind, said", [("meta", "a meta tensor"), ("sparse", "a sparse_coo tensor")])
+def test_a_meta_or_sparse_tensor_is_named(tmp_path, kind, said):
+    from marl_edu.training.checkpoints import load_policy
+
+    name = "state.actors.0.mlp.net.0.weight"
+    change = {"meta": lambda w: w.to("meta"), "sparse": lambda w: w.to_sparse()}[kind]
+    path = _tamper(_small_policy(tmp_path), lambda p: p["state"]["actors"].update(
+        {"0.mlp.net.0.weight": change(p["state"]["actors"]["0.mlp.net.0.weight"])}))
+    with pytest.raises(ValueError, match=rf"tensor {re.escape(name)} is {said}"):  # once: no name, a torch error
+        load_policy(path)

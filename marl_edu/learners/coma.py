@@ -25,7 +25,7 @@ from marl_edu.base.validate import (LIMITS, boolean, finite, index_range, non_ne
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
-from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob, sample_categorical
+from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob, sample_categorical, seeded_generator
 from marl_edu.pieces.recurrent import episode_policy, previous_actions, replay_episodes
 from marl_edu.pieces.targets import critic_rewards, make_target, td_lambda_targets, update_target
 
@@ -227,7 +227,7 @@ class COMA(SharedActorLearner):
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = seeded_generator(seed, self.device)
         c = self.config
         # a GRU actor reads the history h_{i,t} = (o_{i,0}, a_{i,0}, o_{i,1}, ...), so it gets its last action too;
         # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 08)

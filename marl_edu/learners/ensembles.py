@@ -36,6 +36,7 @@ from marl_edu.data.buffers import ReplayBuffer, check_replay_batch
 from marl_edu.learners.continuous import ContinuousMADDPGConfig, deterministic_actor_loss
 from marl_edu.learners.maddpg import flatten_for_critic, td_loss
 from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
+from marl_edu.pieces.policies import seeded_generator
 from marl_edu.pieces.targets import make_target, update_target
 
 
@@ -135,7 +136,7 @@ class EnsembleMADDPG:
         self.n_subpolicies = M = self.config.n_subpolicies
         self.device = torch.device(device)
         torch.manual_seed(seed)  # the networks' initial weights depend on the seed only
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = seeded_generator(seed, self.device)
         hidden = (self.config.hidden, self.config.hidden)
         self.actors = nn.ModuleList([Actor(obs_dim, action_dim, hidden)
                                      for _ in range(n_agents * M)]).to(self.device)  # N*M sub-policies

@@ -20,6 +20,7 @@ from marl_edu.base.validate import (LIMITS, finite, non_negative_int, non_negati
                                positive_number, unit_interval)
 from marl_edu.data.buffers import check_replay_batch
 from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
+from marl_edu.pieces.policies import seeded_generator
 from marl_edu.pieces.targets import make_target, td_target, update_target
 
 MIN_TEMPERATURE = 1e-3  # the Gumbel-softmax's smallest kappa: far below it, (logits + g) / kappa overflows float32
@@ -180,7 +181,7 @@ class MADDPG:
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)  # the networks' initial weights depend on the seed only
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = seeded_generator(seed, self.device)
         hidden = (self.config.hidden, self.config.hidden)
         self.actors = nn.ModuleList([Actor(obs_dim, n_actions, hidden) for _ in range(n_agents)]).to(self.device)
         self.critics = nn.ModuleList([Critic(self.critic_input_dim, hidden)

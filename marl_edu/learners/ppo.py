@@ -39,7 +39,7 @@ from marl_edu.data.rollout import check_episode_batch
 from marl_edu.learners.coma import SharedActorLearner
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, RecurrentActor, gradient_step
-from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob
+from marl_edu.pieces.policies import categorical_entropy, categorical_log_prob, seeded_generator
 from marl_edu.pieces.recurrent import replay_episodes
 from marl_edu.pieces.targets import critic_rewards
 
@@ -270,7 +270,7 @@ class MAPPO(SharedActorLearner):
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = seeded_generator(seed, self.device)
         c = self.config
         if self.team_reward_only and not c.team_reward:
             raise ValueError("MAPPO learns the team reward only (team_reward=True): its one V(s) has no agent id to "

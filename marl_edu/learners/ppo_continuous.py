@@ -37,7 +37,7 @@ from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import LIMITS, finite, non_negative_number, positive_int, zero_one
 from marl_edu.learners.ppo import ppo_update, validate_ppo_fields
 from marl_edu.pieces.nets import MLP
-from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob
+from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob, seeded_generator
 
 
 @dataclass
@@ -119,7 +119,7 @@ class ContinuousMAPPO:
         self.n_actions = self.action_dim  # A: the name policy files and check_fits read, as continuous MADDPG's
         self.device = torch.device(device)
         torch.manual_seed(seed)
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = seeded_generator(seed, self.device)
         c = self.config
         if self.team_reward_only and not c.team_reward:
             raise ValueError(f"{type(self).__name__} learns the team reward only (team_reward=True): its one V(s) has "

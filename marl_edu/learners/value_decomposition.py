@@ -32,7 +32,7 @@ from marl_edu.base.validate import LIMITS, boolean, positive_int, positive_numbe
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
-from marl_edu.pieces.policies import sample_categorical
+from marl_edu.pieces.policies import sample_categorical, seeded_generator
 from marl_edu.pieces.recurrent import episode_policy, replay_episodes
 from marl_edu.pieces.targets import make_target, td_lambda_targets, update_target
 
@@ -143,7 +143,7 @@ class IQL:
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = seeded_generator(seed, self.device)
         c = self.config
         self.last_action_dim = n_actions if c.recurrent else 0  # a GRU agent also gets its last action (history)
         self.q_net = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,

@@ -49,6 +49,13 @@ def categorical_entropy(probs: torch.Tensor) -> torch.Tensor:
     return -(probs * torch.log(probs + 1e-10)).sum(-1)  # (...)
 
 
+def seeded_generator(seed: int, device: torch.device) -> torch.Generator:
+    """The torch generator a learner draws its samples with, seeded with ``seed``, on ``device``; on the meta device
+    (a learner built there has its shapes and no memory: ``training.checkpoints`` counts the weights a policy file
+    would build that way, before building it) a CPU one, since the meta device has no generator."""
+    return torch.Generator(device="cpu" if torch.device(device).type == "meta" else device).manual_seed(seed)
+
+
 def sample_categorical(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """One action per row from probabilities ``(B, N, A)`` -> int ``(B, N)``, drawn with ``generator`` (the learner's
     own, so acting is reproducible). NaN, infinite or negative entries, or a row without weight: a ValueError."""

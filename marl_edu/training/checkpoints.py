@@ -19,9 +19,11 @@ Policy files (``save_policy``, ``load_policy``) are checkpoints of a learner's p
 in ``learners.table.LEARNERS`` says which, and how they are rebuilt), under the name the learner is known by, with the
 config and sizes to rebuild it. Before building
 anything, ``load_policy`` bounds the sizes (``SIZE_BOUNDS``, ``MAX_CRITIC_WEIGHTS``), compares them with the tensors
-stored (shapes and dtype) and with the environment's, so a damaged or hand-edited file is a ValueError naming the
-field or tensor, never a 12.8 GB allocation or a deep traceback from ``load_state_dict``; ``learners.check_fits`` says
-whether a policy's sizes fit an environment.
+stored (shapes and dtype) and with the environment's, and counts the weights of every network the learner would build
+(its critics, mixers, hypernetworks, target copies: the whole learner built on the meta device, ``learner_weights``)
+against ``MAX_LEARNER_WEIGHTS``, so a damaged or hand-edited file is a ValueError naming the field or tensor, never a
+12.8 GB allocation or a deep traceback from ``load_state_dict``; ``learners.check_fits`` says whether a policy's sizes
+fit an environment.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Iterator
 
 import numpy as np
 import torch
+from torch import nn
 
 import marl_edu
 from marl_edu.base.files import atomic_write
@@ -47,6 +50,7 @@ FORMAT = 1
 HEADER = {"format": int, "marl_edu": str, "algo": str, "env": str, "config": dict, "state": dict}  # field: type
 
 MAX_DEPTH = 32  # containers in containers a checkpoint may nest (the course's own nest a few levels)
+MAX_TEXT = 200  # characters of a header's name (algo, env, version) or a policy's config string: the course's are short
 
 _LEAVES = (bool, int, float, str, bytes, type(None))  # what weights_only reads back besides tensors and containers
 _CONTAINERS = (dict, collections.OrderedDict, list, tuple)
@@ -114,6 +118,7 @@ def load_checkpoint(path: str | pathlib.Path, algo: str | None = None, env_id: s
             pass
         _check_header(payload)
         for name, tensor in _tensors(payload["state"], "state"):
+            _check_dense(tensor, name)
             _check_finite(tensor, name, "a checkpoint holding NaN weights is refused")
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
@@ -198,6 +203,18 @@ def _tensors(value, where: str) -> Iterator[tuple[str, torch.Tensor]]:
     return ((name, item) for name, item in _walk(value, where) if isinstance(item, torch.Tensor))
 
 
+def _check_dense(tensor: torch.Tensor, name: str) -> None:
+    """ValueError naming the tensor unless it is a plain dense tensor with its data (as every state dict of the
+    course): a meta tensor has no values, a sparse, nested or quantized one is none a network of the course holds."""
+    kind = ("a meta tensor (shapes without values)" if tensor.device.type == "meta" else
+            "a nested tensor" if tensor.is_nested else
+            f"a {str(tensor.layout).removeprefix('torch.')} tensor" if tensor.layout != torch.strided else
+            "a quantized tensor" if tensor.is_quantized else None)
+    if kind is not None:
+        raise ValueError(f"tensor {name} is {kind}: a checkpoint holds plain dense tensors, as torch.save writes a "
+                         f"network's state dict")
+
+
 def _check_finite(tensor: torch.Tensor, name: str, why: str) -> None:
     """ValueError naming the tensor if a floating-point ``tensor`` holds NaN or infinity (integer tensors, such as
     counters and random-generator states, are finite by construction)."""
@@ -208,7 +225,8 @@ def _check_finite(tensor: torch.Tensor, name: str, why: str) -> None:
 
 
 def _check_header(payload: dict) -> None:
-    """Each of ``HEADER``'s fields present with its type, and the config's keys strings (ValueError naming it)."""
+    """Each of ``HEADER``'s fields present with its type, its names (algo, env, version) at most ``MAX_TEXT``
+    characters, and the config's keys strings (ValueError naming it)."""
     for key, kind in HEADER.items():
         if key not in payload:
             raise ValueError(f"the header has no {key!r} field (a format-{FORMAT} checkpoint has "
@@ -217,6 +235,10 @@ def _check_header(payload: dict) -> None:
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"header field {key!r} must be a {kind.__name__}, got {type(value).__name__} "
                              f"{_short(value)}")
+    for key in (key for key, kind in HEADER.items() if kind is str):  # (an env id of 50 MB went whole into a message)
+        if len(payload[key]) > MAX_TEXT:
+            raise ValueError(f"header field {key!r} is a string of {len(payload[key]):,} characters "
+                             f"({_short(payload[key])}), longer than any name of the course ({MAX_TEXT})")
     for key in payload["config"]:
         if not isinstance(key, str):
             raise ValueError(f"config keys must be str (field names), got {_short(key)}")
@@ -299,6 +321,30 @@ SIZE_BOUNDS = {"n_agents": 64, "obs_dim": 100_000, "n_actions": 10_000}  # the c
 # its centralised critics' first: N*M critics (M sub-policies per agent, else 1) of N*(O+A) inputs by hidden units.
 # The course's largest (PredatorPrey7x7, N=4, O=28, A=5, hidden 128) has 67,584 such weights.
 MAX_CRITIC_WEIGHTS = 20_000_000
+# Loading a policy builds its whole learner (critics, mixers and target copies untrained): its networks' weights
+# together, counted before anything is built, stay under 50 million (200 MB of float32). A 4 KB QMIX file whose header
+# asked for mixer_embed=4096 and hyper_hidden=4096 once built 101 million (1.2 GB); the course's largest learners
+# have under 100,000.
+MAX_LEARNER_WEIGHTS = 50_000_000
+
+
+def learner_weights(algo: str, N: int, O: int, A: int, config) -> int:
+    """How many weights (parameters and buffers) every network of learner ``algo`` built with N agents, O obs dims, A
+    actions and ``config`` holds: its policy's, critics', mixers' and hypernetworks', their target copies'. Counted on
+    the learner built on the meta device (shapes, no memory) and the global torch generator left as it was, so it
+    costs microseconds whatever the sizes."""
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):  # (a learner seeds the global generator)
+        agent = LEARNERS[algo].learner(N, O, A, config, device="meta")
+    seen, total = set(), 0
+    for value in vars(agent).values():
+        for item in (value if isinstance(value, (list, tuple)) else [value]):
+            tensors = ([item] if isinstance(item, torch.Tensor) else
+                       [*item.parameters(), *item.buffers()] if isinstance(item, nn.Module) else [])
+            for tensor in tensors:
+                if id(tensor) not in seen:
+                    seen.add(id(tensor))
+                    total += tensor.numel()
+    return total
 
 
 def load_policy(path: str | pathlib.Path, algo: str | None = None, env_id: str | None = None,
@@ -341,6 +387,14 @@ def policy_from_payload(payload: dict, path: str | pathlib.Path, env_id: str | N
         raise ValueError(f"{path}: {error}") from None
     for env in dict.fromkeys(e for e in (env_id, plays_on) if e is not None):  # the sizes, before building anything
         _check_fits_env(_Sizes(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"]), env, path)
+    weights = learner_weights(name, sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
+    if weights > MAX_LEARNER_WEIGHTS:  # (the policy's networks fit the file; a critic, mixer or target may not)
+        changed = [f"{field.name}={getattr(config, field.name)}" for field in dataclasses.fields(config)
+                   if type(field.default) is int and getattr(config, field.name) != field.default]
+        said = ", ".join([f"N={sizes['n_agents']}", f"O={sizes['obs_dim']}", f"A={sizes['n_actions']}",
+                          f"hidden={config.hidden}", *[item for item in changed if not item.startswith("hidden=")]][:10])
+        raise ValueError(f"{path}: the header's sizes ({said}) ask for {weights:,} weights in the {name} learner's "
+                         f"networks (critics, mixers and target copies included), more than {MAX_LEARNER_WEIGHTS:,}")
     agent = LEARNERS[name].learner(sizes["n_agents"], sizes["obs_dim"], sizes["n_actions"], config)
     key = policy.attribute
     try:  # what the learner built is what was expected (so load_state_dict cannot fail deep inside torch)
@@ -409,6 +463,9 @@ def _policy_header(algo: str, header: dict):
         if not (type(value) is expected or (expected is float and type(value) is int)):
             raise ValueError(f"config field {_short(key)} must be {expected.__name__} (its default is {default!r}), "
                              f"got {_short(value)}")
+        if expected is str and len(value) > MAX_TEXT:  # (the config's own check would print it whole)
+            raise ValueError(f"config field {_short(key)} is a string of {len(value):,} characters "
+                             f"({_short(value)}), longer than any setting of the course ({MAX_TEXT})")
     config = kind(**header).validate()  # (which bounds hidden units and sub-policies: validate.LIMITS)
     n, o, a = (sizes[key] for key in POLICY_SIZES)
     critics = n * (config.n_subpolicies if entry(algo).policy.subpolicies else 1)
