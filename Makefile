@@ -189,7 +189,8 @@ clean:
 
 # Record the versions of this environment for `make setup` on its Python, after `make test` passed with them.
 # torch (and the CUDA packages a PyPI torch brings) stay out: pyproject's range decides, so a torch you have is kept.
-constraints: setup
+# The site extra is installed first, so that its pins stay in every Python's file (tests/test_install.py).
+constraints: setup-site
 	{ echo "# The versions 'make test' passed with on Python $(PY_VERSION), recorded by 'make constraints' on $$(date +%F)"; \
 	  echo "# with $$($(VPY) -c 'import torch; print("torch", torch.__version__)'). 'make setup' installs with -c this file,"; \
 	  echo "# so the course installs the same way later; torch is left to pyproject.toml's range."; \

@@ -66,6 +66,17 @@ def test_the_browser_tests_python_pins_playwright():
         assert requirement.specifier.contains(pins[canonicalize_name(requirement.name)])
 
 
+def test_every_python_pins_the_websites_packages():
+    # the site extra (make site; CI builds on 3.13, a learner may on any): `make constraints` from an environment
+    # without it would drop these pins, and this fails
+    for python in SUPPORTED:
+        pins = constraints(python)
+        for requirement in map(Requirement, PROJECT["optional-dependencies"]["site"]):
+            name = canonicalize_name(requirement.name)
+            assert name in pins, f"python{python}.txt does not pin {name} (the site extra)"
+            assert requirement.specifier.contains(pins[name]), f"python{python}.txt pins {name}=={pins[name]}"
+
+
 def test_torch_is_a_tested_range_never_pinned():
     (torch,) = [r for r in requirements("3.13") if r.name == "torch"]
     assert "==" not in str(torch.specifier)
