@@ -47,8 +47,8 @@ from marl_edu.learners.coma import COMA
 from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
-from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
-                                where, write_files)
+from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
+                                open_out, read_record, run_files, run_grid, where, write_files)
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.runs.seed import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
 
@@ -74,17 +74,26 @@ def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str
     return row, files
 
 
-def finished(path: pathlib.Path, budget: int, n_envs: int = 16) -> bool:
-    """Whether ``path`` holds a finished run of this budget (runs overshoot it by less than one lock-step). ValueError
-    in one line for a file there that is not a run's record (not JSON, or without its episodes)."""
-    if not path.exists():
+# a run's record as run_one writes it (ENV/METHOD/seed<S>.json): what --reuse and the tables trust
+MAYBE_INT, MAYBE_FLOAT = (int, type(None)), (float, type(None))
+RECORD = {"env": str, "method": str, "seed": int, "greedy": float, "sampled": float, "episodes": int, "env_steps": int,
+          "wall_s": float, "steps_per_s": float, "updates": int, "episodes_to_solve": MAYBE_INT,
+          "seconds_to_solve": MAYBE_FLOAT, "evaluations": list}
+
+
+def record(out: pathlib.Path, env_id: str, method: str, seed: int, what: str = "--reuse") -> dict:
+    """The record of ``method`` on ``env_id`` with ``seed`` in ``out``, checked (``runs.grid.read_record``: this
+    script's fields and types, finite numbers, that very run); ValueError in one line, after ``what``, otherwise."""
+    path = out / env_id / method / f"seed{seed}.json"
+    return read_record(path, RECORD, {"env": env_id, "method": method, "seed": seed}, what)
+
+
+def finished(out: pathlib.Path, env_id: str, method: str, seed: int, budget: int, n_envs: int = 16) -> bool:
+    """Whether ``out`` holds a finished run of this budget (runs overshoot it by less than one lock-step). ValueError
+    in one line for a file there that is not this script's record of that run (``record``)."""
+    if not (out / env_id / method / f"seed{seed}.json").exists():
         return False
-    try:
-        episodes = json.loads(path.read_text())["episodes"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise ValueError(f"--reuse: {path} is not a run's record ({type(error).__name__}: {error}); move it away or "
-                         "run without --reuse") from None
-    return budget <= episodes < budget + n_envs
+    return budget <= record(out, env_id, method, seed)["episodes"] < budget + n_envs
 
 
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float | None, budget: int) -> dict:
@@ -215,17 +224,15 @@ def main(argv=None) -> int:
     parser.add_argument("--episodes", nargs="+", default=None, metavar="N|METHOD=N",
                         help="episodes per run: N for every method, METHOD=N for one (default: the learner's own "
                              "budget, 6000 on-policy, 1500 off-policy, 3000 value decomposition)")
-    parser.add_argument("--out", type=pathlib.Path, default=RESULTS,
+    parser.add_argument("--out", type=str, default=RESULTS,
                         help="results folder (default: results/compare; the figures go to media/ only then)")
     args = parser.parse_args(argv)
     try:
         episodes = parse_episodes(args.episodes or [], args.methods)
     except ValueError as error:
         parser.error(str(error))
-    if len(set(args.seeds)) != len(args.seeds):
-        parser.error("--seeds must be distinct")
+    check_options(parser, args)
     check_runner_options(parser, args)
-    args.out = args.out.resolve()
     from marl_edu.learners.table import entry
     from marl_edu.runs.seed import known_optimum
     from marl_edu.envs.make import resolve
@@ -239,10 +246,13 @@ def main(argv=None) -> int:
     jobs = [(env_id, method, seed, episodes.get(method), seed == args.seeds[0])
             for seed in args.seeds for env_id in args.envs for method in args.methods]
     budget = {method: episodes.get(method) or entry(split(method)[0]).episodes for method in args.methods}
+    args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
+    args.out = args.out.resolve()
     try:
-        todo = [job for job in jobs
-                if not (args.reuse and finished(args.out / job[0] / job[1] / f"seed{job[2]}.json", budget[job[1]]))]
+        todo = [job for job in jobs if not (args.reuse and finished(args.out, *job[:3], budget[job[1]]))]
     except ValueError as error:
+        if held is not None:
+            held.close()
         parser.error(str(error))
     # --reuse only skips runs that are already on disk: the results are those of the command without it
     given = sys.argv[1:] if argv is None else argv
@@ -255,8 +265,8 @@ def main(argv=None) -> int:
               f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
               f"({time.perf_counter() - start:.0f} s so far)", flush=True)
     for env_id in args.envs:
-        results = {method: [json.loads((args.out / env_id / method / f"seed{seed}.json").read_text())
-                            for seed in args.seeds] for method in args.methods}
+        results = {method: [record(args.out, env_id, method, seed, "the table") for seed in args.seeds]
+                   for method in args.methods}
         table = [table_row(env_id, method, rows, optima[env_id], budget[method]) for method, rows in results.items()]
         print("\n" + table_header(optima[env_id]))
         print("\n".join(format_row(t) for t in table))

@@ -48,8 +48,8 @@ from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
-from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
-                                write_files)
+from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
+                                open_out, read_record, run_files, run_grid, write_files)
 from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -69,6 +69,12 @@ TEXTBOOK = {algo_name_of_class(learner): figures for learner, figures in [
     (MAPPO, NO_RUN), (IPPO, NO_RUN)]}  # (nor of MAPPO or IPPO on this task)
 METHODS = {name: {} for name in TEXTBOOK}  # name -> config values other than the learner's defaults
 FINAL_EPISODES = 100
+# a run's record as run_one writes it (OUT/METHOD/seed<S>.json) and the summary's yardstick: what --reuse trusts
+MAYBE_INT, MAYBE_FLOAT = (int, type(None)), (float, type(None))
+RECORD = {"method": str, "seed": int, "final": float, "episodes_to_target": MAYBE_INT, "steps_to_target": MAYBE_INT,
+          "seconds_to_target": MAYBE_FLOAT, "episodes": int, "env_steps": int, "updates": int, "wall_s": float,
+          "steps_per_s": float, "config": dict, "evaluations": list}
+SUMMARY = {"raw_steps_per_s": MAYBE_FLOAT}
 
 
 def method_config(method: str, pairs: list[str] = ()):
@@ -181,37 +187,24 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def read_record(path: pathlib.Path) -> dict:
-    """The JSON object in ``path`` (a run's record or a summary); ValueError in one line for a file that is not one."""
-    try:
-        record = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"--reuse: {path} is not a results file (JSON): {error}; move it away or run without "
-                         "--reuse") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"--reuse: {path} holds a {type(record).__name__}, not a results file's JSON object")
-    return record
-
-
 def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int, configs: dict[str, dict]) -> dict:
     """The runs ``--reuse`` keeps: ``(method, seed) -> row`` for each of ``jobs`` whose ``OUT/METHOD/seed<S>.json``
     holds this budget (a run overshoots it by less than one collection) and config, with the yardstick timed beside it
     (a run recorded without one takes its invocation's, from ``OUT/summary.json``). ValueError in one line for a file
-    that is not a results file or a run's record without the fields read here."""
+    that is not this script's record of that run (``runs.grid.read_record``: not JSON, NaN, a field missing or of
+    another type, another method's or seed's)."""
     previous = out / "summary.json"  # a kept run without its own yardstick takes its invocation's
-    earlier_raw = read_record(previous).get("raw_steps_per_s") if previous.exists() else None
+    earlier_raw = read_record(previous, SUMMARY)["raw_steps_per_s"] if previous.exists() else None
     kept = {}
     for method, seed in jobs:
         path = out / method / f"seed{seed}.json"
         if not path.exists():
             continue
-        row = read_record(path)
-        try:
-            same = (row["episodes"] >= episodes and row["config"]["n_envs"] > row["episodes"] - episodes
-                    and row["config"] == configs[method])
-        except (KeyError, TypeError) as error:
-            raise ValueError(f"--reuse: {path} is not a run's record of this benchmark (no {error})") from None
-        if same:
+        row = read_record(path, RECORD, {"method": method, "seed": seed})  # (refused unless this script's own)
+        n_envs = row["config"].get("n_envs")
+        if type(n_envs) is not int:
+            raise ValueError(f"--reuse: {path} is not a run's record of this benchmark: its config has no n_envs")
+        if row["episodes"] >= episodes and n_envs > row["episodes"] - episodes and row["config"] == configs[method]:
             kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}
     return kept
 
@@ -226,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
                                                              "--address, the cluster's CPUs decide")
     add_runner_options(parser)
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "results" / "foraging",
+    parser.add_argument("--out", type=str, default=ROOT / "results" / "foraging",
                         help="results folder (default: results/foraging)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep runs whose OUT/METHOD/seed<S>.json holds this budget and config (an interrupted "
@@ -235,20 +228,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="config values on top of every method's (tuning: use seeds 100+ and another --out; the "
                              "committed results/foraging holds the defaults only)")
     args = parser.parse_args(argv)
-    if min(args.episodes, args.eval_every, args.jobs) < 1 or len(set(args.seeds)) != len(args.seeds) \
-            or min(args.seeds) < 0:
-        parser.error("--episodes, --eval-every and --jobs must be positive, --seeds distinct non-negative ints")
+    check_options(parser, args)
     check_runner_options(parser, args)
-    if args.pairs and args.out.resolve() == (ROOT / "results" / "foraging").resolve():
+    if args.pairs and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")
     try:
         configs = {method: dataclasses.asdict(method_config(method, args.pairs)) for method in args.methods}
     except ValueError as error:
         parser.error(f"--set {error}")
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
+    args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
     try:
         kept = kept_runs(args.out, jobs, args.episodes, configs) if args.reuse else {}
     except ValueError as error:
+        if held is not None:
+            held.close()
         parser.error(str(error))
     start = time.perf_counter()
     raw = raw_speed()

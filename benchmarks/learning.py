@@ -28,6 +28,7 @@ from marl_edu.envs.planning import optimal_team_return
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig
 from marl_edu.learners.table import algo_name_of_class, entry
+from marl_edu.runs.grid import check_options, open_out
 from marl_edu.runs.seed import run_seed
 from marl_edu.training.checkpoints import save_policy
 
@@ -52,13 +53,13 @@ def main(argv=None) -> int:
     parser.add_argument("--feed-forward", action="store_true", help="COMA with feed-forward instead of GRU actors")
     parser.add_argument("--per-agent-reward", action="store_true",
                         help="COMA whose critic row a learns agent a's own reward instead of the team reward")
-    parser.add_argument("--out", type=pathlib.Path, default=None,
+    parser.add_argument("--out", type=str, default=None,
                         help="write summary.json, run.json and policy.pt (first seed) to this folder")
     args = parser.parse_args(argv)
     if args.episodes is None:
         args.episodes = entry(args.algo).episodes
-    if args.episodes < 1:
-        parser.error("--episodes must be positive")
+    check_options(parser, args)
+    args.out, held = open_out(parser, args.out) if args.out is not None else (None, None)  # (held to the end)
     optimum = optimal_team_return(args.env)
     off_policy = entry(args.algo).config is MADDPGConfig
     if off_policy:

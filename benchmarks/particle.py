@@ -35,8 +35,8 @@ from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG
 from marl_edu.learners.inference import InferringMADDPG
 from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
-from marl_edu.runs.grid import (add_runner_options, check_runner_options, drop_runner_options, run_files, run_grid,
-                                write_files)
+from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
+                                open_out, run_files, run_grid, write_files)
 from marl_edu.runs.seed import rounded, run_seed, save_artifacts
 from marl_edu.training.evaluation import evaluate_particle
 
@@ -130,16 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
                                                              "--address, the cluster's CPUs decide")
     add_runner_options(parser)
-    parser.add_argument("--out", type=pathlib.Path, default=None, help="write summary.json, policies and GIFs here")
+    parser.add_argument("--out", type=str, default=None, help="write summary.json, policies and GIFs here")
     args = parser.parse_args(argv)
-    if args.episodes < 1 or args.jobs < 1 or len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
-        parser.error("--episodes and --jobs must be positive, --seeds distinct non-negative ints")
+    check_options(parser, args)
     check_runner_options(parser, args)
     try:
         for method in args.methods:
             method_config(method, args.pairs)
     except ValueError as error:
         parser.error(f"--set {error}")
+    args.out, held = open_out(parser, args.out) if args.out is not None else (None, None)  # (held to the end)
     start = time.perf_counter()
     print(f"{'method':>7} {'seed':>4} {'return':>7} {'distance':>8} {'final':>6} {'coll/step':>9} {'wall_s':>7}")
     rows = []

@@ -84,7 +84,7 @@ def test_compare_reuse_of_a_file_that_is_not_a_record_is_one_line(capsys, tmp_pa
     (tmp_path / "Switch2-v0" / method / "seed0.json").write_text("<html>")
     line = refused("compare", ["--envs", "Switch2-v0", "--methods", method, "--seeds", "0", "--runner", "pool",
                                "--reuse", "--out", str(tmp_path)], capsys)
-    assert f"{method}/seed0.json is not a run's record" in line
+    assert f"{method}/seed0.json is not a results file (JSON)" in line
 
 
 @pytest.mark.parametrize("name", ["foraging", "particle", "competition"])
@@ -161,3 +161,177 @@ def test_on_ray_the_grid_yields_as_runs_finish_or_in_order_and_always_shuts_ray_
     assert list(grid.run_grid(abs, [-3, 2, -1], "ray", 2)) == [1, 2, 3]  # as they finished: last first
     assert list(grid.run_grid(abs, [-3, 2, -1], "ray", 2, ordered=True)) == [3, 2, 1]  # in the order of the jobs
     assert fake.calls == ["init", "shutdown", "init", "shutdown"]
+
+
+# -- round three (issue 47): every script's options, --out and results files checked as the command line's ----------
+
+# each script with a small valid base (nothing trains: every case below is refused first), and the options it takes
+SCRIPTS = {
+    "sweep": ["--episodes", "4", "--seeds", "0", "--runner", "pool"],
+    "compare": ["--envs", "Switch2-v0", "--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
+    "foraging": ["--episodes", "4", "--eval-every", "2", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
+    "particle": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
+    "competition": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
+    "learning": ["--episodes", "4", "--seeds", "0"],
+}
+WITH_OUT = [name for name in SCRIPTS if name != "sweep"]
+
+
+def _with(base: list[str], **options) -> list[str]:
+    """``base`` with each ``--option value`` replaced or added (``seeds=["1", "1"]`` for nargs options)."""
+    argv = list(base)
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if flag in argv:
+            at = argv.index(flag)
+            end = next((k for k in range(at + 1, len(argv)) if argv[k].startswith("--")), len(argv))
+            del argv[at:end]
+        argv += [flag, *(value if isinstance(value, list) else [value])]
+    return argv
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("option, value, said", [
+    ("seeds", ["-1"], "--seeds must be distinct ints in [0, 2147483647], got -1"),
+    ("seeds", ["3", "3"], "--seeds must be distinct ints in [0, 2147483647], got 3 3"),
+    ("episodes", "0", "--episodes must be between 1 and 10,000,000, got 0"),
+    ("episodes", "10000001", "--episodes must be between 1 and 10,000,000, got 10000001"),
+])
+def test_every_scripts_shared_options_are_checked_in_one_line(name, option, value, said, capsys, tmp_path):
+    if option == "episodes" and name == "compare":
+        said = said.replace("--episodes must be between 1 and 10,000,000", "--episodes")  # (N|METHOD=N, its own)
+        value = "0"
+    line = refused(name, _with(SCRIPTS[name], **{option: value}), capsys)
+    assert said in line if name != "compare" or option != "episodes" else "--episodes" in line
+
+
+@pytest.mark.parametrize("name, argv, said", [
+    ("sweep", ["--eval-every", "0"], "--eval-every must be between 1 and --episodes (4), got 0"),
+    ("foraging", ["--eval-every", "5"], "--eval-every must be between 1 and --episodes (4), got 5"),
+    ("sweep", ["--env", "Switch9-v0"], "--env: unknown ma-gym environment 'Switch9-v0'"),
+    ("sweep", ["--env", "simple_spread_v3"], "--env: coma acts with discrete actions"),
+    ("learning", ["--env", "Switch9-v0"], "--env: unknown ma-gym environment 'Switch9-v0'"),
+])
+def test_a_scripts_env_and_evaluation_period_are_checked_in_one_line(name, argv, said, capsys):
+    assert said in refused(name, _with(SCRIPTS[name], **{argv[0][2:]: argv[1]}), capsys)
+
+
+def _bad_out(kind: str, tmp_path) -> str:
+    (tmp_path / "a_file").write_text("not a folder")
+    if kind == "dangling":
+        (tmp_path / "link").symlink_to(tmp_path / "nowhere" / "x")
+        return str(tmp_path / "link")
+    return {"file": str(tmp_path / "a_file"), "empty": "", "under a file": str(tmp_path / "a_file" / "out")}[kind]
+
+
+@pytest.mark.parametrize("name", WITH_OUT)
+@pytest.mark.parametrize("kind, said", [
+    ("file", "is a file, not a folder"), ("empty", "--out must name a folder, got an empty string"),
+    ("dangling", "is a symbolic link to nothing"), ("under a file", "cannot be written: Not a directory"),
+])
+def test_a_bad_out_is_one_line_before_any_run(name, kind, said, capsys, tmp_path):
+    line = refused(name, _with(SCRIPTS[name], out=_bad_out(kind, tmp_path)), capsys)
+    assert said in line and "--out" in line
+    assert not (tmp_path / "nowhere").exists()  # (a link to nowhere made nothing there)
+
+
+@pytest.mark.parametrize("name", WITH_OUT)
+def test_a_read_only_out_is_one_line(name, capsys, tmp_path, monkeypatch):
+    from marl_edu.runs import folder
+
+    def read_only(path):  # (the tests may run as root, who writes anywhere: the probe is what fails)
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(folder, "probe_writable", read_only)
+    line = refused(name, _with(SCRIPTS[name], out=str(tmp_path / "results")), capsys)
+    assert f"--out {tmp_path / 'results'} cannot be written: Permission denied" in line
+
+
+@pytest.mark.parametrize("name", WITH_OUT)
+def test_two_runs_into_one_folder_are_refused(name, capsys, tmp_path):
+    from marl_edu.runs.folder import lock
+
+    held = lock(tmp_path)  # another script (or the command line) writing this folder, not yet ended
+    try:
+        line = refused(name, _with(SCRIPTS[name], out=str(tmp_path)), capsys)
+    finally:
+        held.close()
+    assert f"--out {tmp_path} is in use by another run that has not ended" in line
+
+
+def _foraging_record(method: str, /, **changes) -> dict:
+    """A run's record as foraging.py writes it (seed 0), with ``changes``."""
+    row = {"method": method, "seed": 0, "final": 0.5, "episodes_to_target": None, "steps_to_target": None,
+           "seconds_to_target": None, "episodes": 4, "env_steps": 200, "updates": 1, "wall_s": 1.0,
+           "steps_per_s": 200.0, "config": {"n_envs": 8}, "evaluations": [], "raw_steps_per_s": 5000.0}
+    return {**row, **changes}
+
+
+@pytest.mark.parametrize("changes, text, said", [
+    ({}, '"final": NaN', "NaN is not a number a results file holds"),
+    ({}, '"final": Infinity', "Infinity is not a number a results file holds"),
+    ({}, '"final": 1e400', "the number 1e400 is out of range"),  # (json reads it as infinity)
+    ({"final": "0.9"}, None, "its 'final' must be float or int, got str 0.9"),
+    ({"method": "someone-else"}, None, "is another run's record: its 'method' is someone-else"),
+    ({"seed": 7}, None, "is another run's record: its 'seed' is 7"),
+    ({"config": None}, None, "its 'config' must be dict, got NoneType None"),
+])
+def test_foraging_reuse_trusts_only_its_own_record_of_that_run(changes, text, said, capsys, tmp_path):
+    import json
+
+    method = next(iter(script("foraging").METHODS))
+    record = json.dumps(_foraging_record(method, **changes))
+    (tmp_path / method).mkdir()
+    (tmp_path / method / "seed0.json").write_text(record if text is None else record.replace('"final": 0.5', text))
+    line = refused("foraging", _with(SCRIPTS["foraging"], methods=method, reuse=[], out=str(tmp_path)), capsys)
+    assert f"{method}/seed0.json" in line and said in line
+
+
+def test_foraging_reuse_refuses_another_scripts_record(capsys, tmp_path):
+    method = next(iter(script("foraging").METHODS))
+    (tmp_path / method).mkdir()
+    (tmp_path / method / "seed0.json").write_text('{"env": "Switch2-v0", "method": "vdn-gru", "seed": 0, '
+                                                  '"greedy": 8.0}')  # compare.py's
+    line = refused("foraging", _with(SCRIPTS["foraging"], methods=method, reuse=[], out=str(tmp_path)), capsys)
+    assert "is not a run's record of this benchmark: its 'final' must be float or int, got nothing" in line
+
+
+def test_foraging_reuse_refuses_a_summary_whose_yardstick_is_not_a_number(capsys, tmp_path):
+    method = next(iter(script("foraging").METHODS))
+    (tmp_path / "summary.json").write_text('{"raw_steps_per_s": "fast"}')
+    line = refused("foraging", _with(SCRIPTS["foraging"], methods=method, reuse=[], out=str(tmp_path)), capsys)
+    assert "summary.json is not a run's record of this benchmark: its 'raw_steps_per_s' must be" in line
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"greedy": "NaN"}, "NaN is not a number a results file holds"),
+    ({"seed": 3}, "is another run's record: its 'seed' is 3"),
+    ({"env": "Switch2-v2"}, "is another run's record: its 'env' is Switch2-v2"),
+    ({"episodes": None}, "its 'episodes' must be int, got NoneType None"),
+])
+def test_compare_reuse_trusts_only_its_own_record_of_that_run(change, said, capsys, tmp_path):
+    import json
+
+    method = script("compare").METHODS[0]
+    row = {"env": "Switch2-v0", "method": method, "seed": 0, "greedy": 8.0, "sampled": 7.9, "episodes": 4,
+           "env_steps": 100, "wall_s": 1.0, "steps_per_s": 100, "updates": 1, "episodes_to_solve": None,
+           "seconds_to_solve": None, "evaluations": []}
+    text = json.dumps({**row, **change}).replace('"NaN"', "NaN")
+    (tmp_path / "Switch2-v0" / method).mkdir(parents=True)
+    (tmp_path / "Switch2-v0" / method / "seed0.json").write_text(text)
+    line = refused("compare", _with(SCRIPTS["compare"], methods=method, reuse=[], out=str(tmp_path)), capsys)
+    assert f"{method}/seed0.json" in line and said in line
+
+
+def test_every_committed_record_is_one_its_script_trusts():
+    from marl_edu.runs.grid import read_record
+
+    compare, foraging = script("compare"), script("foraging")
+    records = sorted((ROOT / "results" / "compare").glob("*/*/seed*.json"))
+    for path in records:
+        read_record(path, compare.RECORD, {"env": path.parent.parent.name, "method": path.parent.name})
+    kept = sorted((ROOT / "results" / "foraging").glob("*/seed*.json"))
+    for path in kept:
+        read_record(path, foraging.RECORD, {"method": path.parent.name, "seed": int(path.stem[4:])})
+    read_record(ROOT / "results" / "foraging" / "summary.json", foraging.SUMMARY)
+    assert len(records) > 100 and len(kept) > 30

@@ -10,6 +10,7 @@ runs it holds the folder's lock (``LOCK_FILE``), so a second run or resume on th
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
 import tempfile
@@ -125,20 +126,29 @@ def remove_run(folder: pathlib.Path, paths: list[pathlib.Path]) -> None:
             seed.rmdir()
 
 
-def open_folder(out: str, overwrite: bool, resume: bool) -> tuple[pathlib.Path, IO | None]:
-    """``--out``: the output folder, proven writable (a probe file created and removed), and its lock (``lock``),
-    taken before its contents are looked at and held while the returned file stays open. ValueError for an empty
-    name, a file, a folder that cannot be written or that another run holds, or one holding another run
-    (``run_files``) unless ``overwrite`` (or ``resume``: continuing that run). Nothing in it is removed here."""
-    if not out.strip():
+def writable_folder(out: str | pathlib.Path) -> pathlib.Path:
+    """``--out`` as a folder (made if missing) proven writable by a probe file created and removed. ValueError in one
+    line for an empty name, a file, or a folder that cannot be written (read-only, or a link to nowhere)."""
+    if not str(out).strip():
         raise ValueError("--out must name a folder, got an empty string")
     folder = pathlib.Path(out)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"--out {folder} is a file, not a folder")
+    if folder.is_symlink() and not folder.exists():
+        raise ValueError(f"--out {folder} is a symbolic link to nothing ({os.readlink(folder)}), not a folder")
     try:
         probe_writable(folder)
     except OSError as error:
         raise ValueError(f"--out {folder} cannot be written: {error.strerror or error}") from None
+    return folder
+
+
+def open_folder(out: str, overwrite: bool, resume: bool) -> tuple[pathlib.Path, IO | None]:
+    """``--out``: the output folder, proven writable (``writable_folder``), and its lock (``lock``), taken before its
+    contents are looked at and held while the returned file stays open. ValueError for an empty name, a file, a
+    folder that cannot be written or that another run holds, or one holding another run (``run_files``) unless
+    ``overwrite`` (or ``resume``: continuing that run). Nothing in it is removed here."""
+    folder = writable_folder(out)
     held = lock(folder)
     if not resume and not overwrite and run_files(folder):
         if held is not None:

@@ -11,21 +11,31 @@ commands they record (``drop_runner_options``).
 
 A run's files (its policy, its GIF, its record) travel back as bytes (``run_files``) and the process that started
 the grid writes them, each atomically (``write_files``): a run on another machine leaves nothing there.
+
+What every script checks as the command line does (``course.cli``), before any run, one ``error:`` line and exit
+status 2 for a bad one: its ``--out`` (``open_out``: a writable folder, locked for the whole script, so a second
+script writing the same folder meanwhile is refused) and each record it reads back (``read_record``: the script's
+own fields and types, finite numbers, the run the path names; anything else is refused, never trusted).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import math
 import multiprocessing
 import os
 import pathlib
 import sys
 import tempfile
-from typing import Callable, Iterator
+from typing import IO, Callable, Iterator
 
 from marl_edu.base.files import atomic_write_bytes
 from marl_edu.base.validate import positive_int
+from marl_edu.envs.make import resolve
+from marl_edu.learners.table import check_env
+from marl_edu.runs.folder import lock, writable_folder
 
 RUNNERS = ("ray", "pool")
 RUNNER_OPTIONS = ("--runner", "--address")
@@ -53,6 +63,33 @@ def check_runner_options(parser: argparse.ArgumentParser, args: argparse.Namespa
         parser.error("--address needs --runner ray (and Ray installed: pip install -e '.[ray]')")
     if args.runner == "ray" and importlib.util.find_spec("ray") is None:
         parser.error("--runner ray needs Ray: pip install -e '.[ray]' (or --runner pool)")
+
+
+# the command line's bounds (course.cli.LIMITS) on what every script takes too
+MAX_SEED, MAX_EPISODES = 2**31 - 1, 10_000_000
+
+
+def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The options most scripts share, checked as the command line checks its own, before any run (one ``error:``
+    line, exit status 2): ``--seeds`` distinct ints in [0, 2^31 - 1], ``--episodes`` (an int) in [1, 10,000,000],
+    ``--eval-every`` (unless None) in [1, --episodes], ``--jobs`` at least 1, and ``--env`` (unless None) an env the
+    script's ``--algo`` (if it has one) trains on. A script checks its own options beside these."""
+    seeds = getattr(args, "seeds", [0])
+    if len(set(seeds)) != len(seeds) or min(seeds) < 0 or max(seeds) > MAX_SEED:
+        parser.error(f"--seeds must be distinct ints in [0, {MAX_SEED}], got {' '.join(map(str, seeds))[:80]}")
+    episodes = getattr(args, "episodes", None)
+    if type(episodes) is int and not 1 <= episodes <= MAX_EPISODES:
+        parser.error(f"--episodes must be between 1 and {MAX_EPISODES:,}, got {episodes}")
+    every = getattr(args, "eval_every", None)
+    if every is not None and not 1 <= every <= (episodes if type(episodes) is int else MAX_EPISODES):
+        parser.error(f"--eval-every must be between 1 and --episodes ({episodes}), got {every}")
+    if getattr(args, "jobs", 1) < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if getattr(args, "env", None) is not None:
+        try:
+            args.env = check_env(args.algo, args.env) if getattr(args, "algo", None) else resolve(args.env)
+        except ValueError as error:
+            parser.error(f"--env: {error}")
 
 
 def where(args: argparse.Namespace) -> str:
@@ -152,3 +189,70 @@ def write_files(folder: pathlib.Path, files: dict[str, bytes]) -> None:
         if not isinstance(data, bytes) or pathlib.Path(name).name != name:
             raise ValueError(f"write_files takes {{file name: bytes}}, got {name!r}: {type(data).__name__}")
         atomic_write_bytes(folder / name, data)
+
+
+def open_out(parser: argparse.ArgumentParser, out: str | pathlib.Path) -> tuple[pathlib.Path, IO | None]:
+    """A benchmark's ``--out`` checked as the command line's, before any run: a folder (made if missing) that can be
+    written (``runs.folder.writable_folder``), and its lock (``runs.folder.lock``), held while the returned file stays
+    open: keep it until the script ends, so that a second script writing the same folder meanwhile is refused. Unlike
+    the command line's, a folder holding results is taken: a benchmark adds its runs to its own folder. A bad one is
+    ``parser.error``'s one line, exit status 2."""
+    try:
+        folder = writable_folder(out)
+        return folder, lock(folder)
+    except ValueError as error:
+        parser.error(str(error))
+
+
+def _strict_number(text: str) -> float:
+    """A JSON number read as a float, refused if it is out of float's range (``1e400`` would be infinity)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number a results file holds")
+
+
+def read_record(path: pathlib.Path, fields: dict[str, type | tuple[type, ...]], expected: dict | None = None,
+                what: str = "--reuse") -> dict:
+    """The JSON object a benchmark wrote at ``path`` (a run's record or a summary), checked before it is trusted:
+    strict JSON (no NaN or Infinity, no number out of float's range), each of ``fields`` present with its type
+    (``{"seed": int, "final": float, "steps_to_target": (int, type(None))}``; a float field takes an int, a bool is
+    no number), and each of ``expected``'s fields equal to its value (the run the path names: its method, seed, env).
+    A file written by another script, another run or a hand is refused, never trusted: ValueError in one line, after
+    ``what`` (the option that reads it), naming the file and the field."""
+    try:
+        record = json.loads(pathlib.Path(path).read_text(), parse_constant=_no_constant,
+                            parse_float=_strict_number, parse_int=_whole)
+    except (ValueError, UnicodeDecodeError, OSError, RecursionError) as error:
+        raise ValueError(f"{what}: {path} is not a results file (JSON): {str(error)[:120]}; move it away or run "
+                         f"without {what}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{what}: {path} holds a {type(record).__name__}, not a results file's JSON object")
+    for name, kind in fields.items():
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        kinds = (*kinds, int) if float in kinds else kinds
+        value = record.get(name, _MISSING)
+        if value is _MISSING or (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            got = "nothing" if value is _MISSING else f"{type(value).__name__} {str(value)[:40]}"
+            raise ValueError(f"{what}: {path} is not a run's record of this benchmark: its {name!r} must be "
+                             f"{' or '.join(k.__name__ for k in kinds)}, got {got}; move it away or run without "
+                             f"{what}")
+    for name, value in (expected or {}).items():
+        if record.get(name) != value:
+            raise ValueError(f"{what}: {path} is another run's record: its {name!r} is {str(record.get(name))[:40]}, "
+                             f"this run's {value}; move it away or run without {what}")
+    return record
+
+
+_MISSING = object()
+
+
+def _whole(text: str) -> int:
+    """A JSON int, refused past 20 digits (json reads any length; a file's seed of 10^6 digits is no run's)."""
+    if len(text.lstrip("-")) > 20:
+        raise ValueError(f"the int {text[:20]}... is out of range")
+    return int(text)
