@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 
 START = time.monotonic()  # (importing tools/results_page.py imports torch: part of the build's time)
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -133,6 +134,11 @@ def results_pages() -> dict[str, str]:
 
 # -- the home page -----------------------------------------------------------------------------------------------------
 
+def repository() -> str:
+    """The course's public address, pyproject.toml's [project.urls] Repository (as tools/colab.py reads it)."""
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+
+
 def index_page(parts: list[tuple[str, list[str]]]) -> str:
     lines = ["# marl-edu: cooperative multi-agent RL, hands on", "",
              *results_page.paragraph(
@@ -140,9 +146,9 @@ def index_page(parts: list[tuple[str, list[str]]]) -> str:
                  "implementing MADDPG and COMA yourself, then value decomposition, PPO with many agents, the families",
                  "side by side, and forces, inferred policies and competition. Each page below is one notebook with",
                  "its committed outputs: read it here, or run it with the **Colab** button (the rocket at the top of",
-                 "the page) or locally in JupyterLab (`make lab`, see the repository's README). The slider panels",
-                 "run only in a live notebook (JupyterLab or Colab); the pages say where each one is."),
-             ]
+                 "the page) or locally in JupyterLab (`make lab`: the repository's",
+                 f"[README]({repository()})). The slider panels run only in a live notebook (JupyterLab or Colab);",
+                 "the pages say where each one is.")]
     for part, names in parts:
         lines += ["```{toctree}", f":caption: {part_title(part)}", ":maxdepth: 1", "",
                   *(f"notebooks/{pathlib.PurePosixPath(name).stem}" for name in names), "```", ""]
