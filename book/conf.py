@@ -20,7 +20,8 @@ copyright = "the marl-edu authors; text and media CC BY 4.0, code MIT"
 
 extensions = ["myst_nb", "widget_note", "results_link"]  # the last two: book/*.py
 root_doc = "index"
-exclude_patterns = ["**/.ipynb_checkpoints", "_assets", "_extra"]
+# (results/*/**: a file a benchmark leaves beside its runs is no page; the results pages are results/*.md)
+exclude_patterns = ["**/.ipynb_checkpoints", "_assets", "_extra", "results/*/**"]
 
 # myst-nb: the committed outputs as they are; $...$ and $$...$$ math as the notebooks write it (rendered by MathJax).
 nb_execution_mode = "off"
