@@ -1,8 +1,8 @@
 """Sphinx's settings for the course's website (`make site`; tools/site.py lays out its source and runs Sphinx).
 
-The source Sphinx reads is laid out by tools/site.py in _site/source/ as the repository is: notebooks/ and media/ are
-links to the committed folders, results/ holds the pages generated from the committed runs beside links to their
-folders. So a notebook's `../media/x.gif` resolves, and every page's path is its path in the repository, which the
+The source Sphinx reads is laid out by tools/site.py in _site/source/ as the repository is: notebooks/ holds copies
+of the committed notebooks, media/ is a link to the committed folder, results/ holds the pages generated from the
+committed runs beside links to their folders. So a notebook's `../media/x.gif` resolves, and every page's path is its path in the repository, which the
 Colab button needs. The notebooks are shown with their committed outputs, never executed here (nbval checks them).
 """
 
@@ -27,7 +27,7 @@ exclude_patterns = ["**/.ipynb_checkpoints", "_assets", "_extra", "results/*/**"
 nb_execution_mode = "off"
 myst_enable_extensions = ["dollarmath", "amsmath"]
 nb_ipywidgets_js = {}  # no ipywidgets JavaScript from a CDN: book/widget_note.py puts a note where a panel was
-suppress_warnings = ["mystnb.unknown_mime_type", "misc.highlighting_failure"]  # 19's pseudocode in python blocks
+suppress_warnings = ["misc.highlighting_failure"]  # 19's pseudocode in python blocks
 
 html_theme = "sphinx_book_theme"
 html_title = "marl-edu: cooperative multi-agent RL, hands on"
