@@ -145,3 +145,30 @@ def test_the_policies_keep_the_attributes_the_committed_policy_files_hold():  # 
     assert {name for name, key in attributes.items() if key == "actor"} == {*ON_POLICY, "mappo_continuous",
                                                                              "ippo_continuous"}
     assert all(key in ("actor", "actors", "q_net") for key in attributes.values())
+
+
+@pytest.mark.parametrize("algo", list(LEARNERS))
+@pytest.mark.parametrize("sizes, message", [
+    ((0, 4, 5), r"^n_agents must be a positive int, got 0"),
+    ((2, -1, 5), r"^obs_dim must be a positive int, got -1"),
+    ((2, 4, 0), r"^(n_actions|action_dim) must be a positive int, got 0"),
+    ((2.0, 4, 5), r"^n_agents must be a positive int, got 2.0"),
+    ((10**5, 10**3, 5), r"^n_agents must be a positive int at most 64, got 100000"),
+    ((2, 10**6, 5), r"^obs_dim must be a positive int at most 100,000, got 1000000"),
+    ((2, 4, 10**5), r"^(n_actions|action_dim) must be a positive int at most 10,000, got 100000"),
+])
+def test_every_learner_names_a_size_out_of_the_limits_before_building_anything(algo, sizes, message):
+    row = LEARNERS[algo]
+    with pytest.raises(ValueError, match=message):
+        row.learner(*sizes, row.config(hidden=8), seed=0)
+
+
+@pytest.mark.parametrize("algo", ["mappo", "qmix", "coma"])
+def test_a_network_layer_beyond_the_limit_is_named_not_allocated(algo):
+    # N=64, O=100,000 are each within their limits, but a centralised network's first layer on N*O = 6,400,000
+    # inputs would hold 6,400,000 * 8 = 51,200,000 weights (QMIX's hypernetworks more): over the limit of one layer
+    row = LEARNERS[algo]
+    with pytest.raises(ValueError, match=r"in_dim=6,[45]\d\d,\d\d\d by \d+ outputs: [\d,]+ weights in one layer, more "
+                                         r"than the 33,554,432"):
+        row.learner(64, 100_000, 5, row.config(hidden=8), seed=0)
+

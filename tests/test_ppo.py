@@ -269,7 +269,7 @@ def test_ppo_update_bad_inputs():
         ppo_update(learner, policy, values, torch.ones(1, 1), torch.ones(1, 1), ones, ones, 0.1)
     with pytest.raises(ValueError, match=r"^critic_mask: expected shape \(1, 1, 1\)"):
         ppo_update(learner, policy, values, ones, torch.ones(1, 1), ones, torch.ones(1, 1), 0.1)
-    with pytest.raises(ValueError, match=r"^surrogate's mask must be 0 or 1 in every entry, got 0.5"):
+    with pytest.raises(ValueError, match=r"^actor_mask must be 0 or 1 in every entry, got 0.5"):
         ppo_update(learner, policy, values, ones, torch.ones(1, 1), ones * 0.5, ones, 0.1)
     assert learner.updates == 0 and learner.actor.theta.item() == 0.0  # refused before any step
 
@@ -289,3 +289,56 @@ def test_both_ppo_configs_check_their_shared_fields_alike(field, value, message)
     for config_class in (PPOConfig, ContinuousPPOConfig):
         with pytest.raises(ValueError, match=message):
             config_class(**{field: value}).validate()
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("log_prob", math.nan, r"^log_prob must be finite, got 1 NaN and 0 infinite of 6 entries, the first at index "
+                           r"\(0, 1, 0\)$"),
+    ("old_log_prob", -math.inf, r"^old_log_prob must be finite, got 0 NaN and 1 infinite"),
+    ("advantage", math.inf, r"^advantage must be finite, got 0 NaN and 1 infinite"),
+    ("log_prob", 5.0, r"^log_prob must be log-probabilities, at most 0, got 5 at index \(0, 1, 0\)"),
+    ("old_log_prob", 0.5, r"^old_log_prob must be log-probabilities, at most 0, got 0.5 at index \(0, 1, 0\)"),
+    ("mask", 2.0, r"^mask must be 0 or 1 in every entry, got 2.0 at index \(0, 1, 0\)"),
+    ("mask", -1.0, r"^mask must be 0 or 1 in every entry, got -1.0 at index \(0, 1, 0\)"),
+])
+def test_the_clipped_loss_names_a_non_finite_or_impossible_input(name, value, message):
+    inputs = dict(zip(("log_prob", "old_log_prob", "advantage", "mask"), _clip_case()))
+    inputs[name] = inputs[name].detach().clone()
+    inputs[name][0, 1, 0] = value
+    with pytest.raises(ValueError, match=message):
+        clipped_surrogate_loss(**inputs, clip=0.2)
+
+
+def test_a_log_density_may_be_positive():
+    # a Gaussian's log-density is not a log-probability: density=True takes log pi > 0. Both shifted by +5, the
+    # ratios and so the loss are the hand-worked 0.22 of the three steps above
+    log_prob, old_log_prob, advantage, mask = _clip_case()
+    loss = clipped_surrogate_loss(log_prob + 5.0, old_log_prob + 5.0, advantage, mask, clip=0.2, density=True)
+    assert loss.item() == pytest.approx(0.22, abs=1e-6)
+    with pytest.raises(ValueError, match="density must be True or False"):
+        clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip=0.2, density=1)
+
+
+def test_normalised_advantages_without_a_spread_are_only_centred():
+    from marl_edu.learners.ppo import normalised_advantages
+
+    advantage = torch.tensor([[[1.0, 0.5], [-0.5, 2.0], [9.0, -9.0]]])  # (1, 3, 2), as in the by-hand case above
+    # no acting step: the masked mean is 0 and there is no spread: the advantages come back as they are (not * 1e8)
+    assert torch.equal(normalised_advantages(advantage, torch.zeros(1, 3, 2)), advantage)
+    # one acting step, holding 1.0: mean 1.0, std 0, so centred only: 1.0 - 1.0 = 0 there, every other entry less 1.0
+    one = torch.zeros(1, 3, 2)
+    one[0, 0, 0] = 1.0
+    assert normalised_advantages(advantage, one).flatten().tolist() == [0.0, -0.5, -1.5, 1.0, 8.0, -10.0]
+    # two acting steps alike (0.5 and 0.5, the others masked): std 0 again, centred only: 0.5 - 0.5 = 0 at both
+    alike = torch.tensor([[[0.5, 0.5], [3.0, 4.0], [5.0, 6.0]]])
+    two = torch.tensor([[[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]])
+    assert normalised_advantages(alike, two).flatten().tolist() == [0.0, 0.0, 2.5, 3.5, 4.5, 5.5]
+
+
+def test_gae_names_an_episode_without_a_step_and_an_overflow():
+    with pytest.raises(ValueError, match=r"^rewards: expected T >= 1 steps, got shape \(1, 0, 2\)"):
+        gae_advantages(torch.zeros(1, 0, 2), torch.zeros(1, 1, 2), torch.zeros(1, 0), gamma=0.9, lam=0.5)
+    # finite rewards of 3e38 (float32 holds up to 3.4e38): delta_2 = 3e38 + 0.99 * 3e38 overflows to inf
+    with pytest.raises(ValueError, match=r"^the advantages of these rewards and values must be finite, got 0 NaN and "
+                                         r"\d+ infinite .*: rewards or values too large for float32"):
+        gae_advantages(torch.full((1, 3, 2), 3e38), torch.full((1, 4, 2), 3e38), torch.zeros(1, 3), 0.99, 0.95)

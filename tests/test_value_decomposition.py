@@ -215,3 +215,44 @@ def test_an_interrupted_run_resumes_to_the_same_bits(tmp_path):
     resumed = train(**kwargs, checkpoint=RunCheckpoint(path, math.inf, resume=load_run_state(path)[1]))
     assert_same_run(whole, resumed)
     assert np.array_equal(whole.buffer.obs, resumed.buffer.obs)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_vdn_and_qmix_refuse_non_finite_utilities_and_states(value):
+    q = torch.tensor([[1.0, value]])  # (B=1, N=2)
+    with pytest.raises(ValueError, match=r"^q_taken must be finite, got"):
+        vdn_mix(q)
+    mixer = QMixer(n_agents=2, state_dim=2, embed=4, hyper_hidden=4)
+    with pytest.raises(ValueError, match=r"^q_taken must be finite, got"):
+        mixer(q, torch.zeros(1, 2))
+    with pytest.raises(ValueError, match=r"^state must be finite, got"):
+        mixer(torch.ones(1, 2), torch.tensor([[0.0, value]]))
+
+
+def test_qmix_names_a_dtype_other_than_its_weights_and_sizes_beyond_the_limits():
+    mixer = QMixer(n_agents=2, state_dim=2, embed=4, hyper_hidden=4)
+    with pytest.raises(ValueError, match=r"^q_taken: expected torch.float32 elements \(the mixer's weights'\), got "
+                                         r"torch.float64"):
+        mixer(torch.ones(1, 2, dtype=torch.float64), torch.zeros(1, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"^state: expected torch.float32 elements"):
+        mixer(torch.ones(1, 2), torch.zeros(1, 2, dtype=torch.float64))
+    for kwargs, message in [({"hyper_hidden": 10**7}, r"^hyper_hidden must be a positive int at most 4,096"),
+                            ({"embed": 10**6}, r"^embed must be a positive int at most 4,096"),
+                            ({"n_agents": 10**5}, r"^n_agents must be a positive int at most 64"),
+                            ({"state_dim": 0}, r"^state_dim must be a positive int, got 0")]:
+        with pytest.raises(ValueError, match=message):
+            QMixer(**({"n_agents": 2, "state_dim": 2} | kwargs))
+
+
+def test_td_loss_names_an_empty_mask_and_a_broadcast():
+    with pytest.raises(ValueError, match=r"mask is all zero"):
+        IQL.td_loss(torch.ones(2, 3), torch.zeros(2, 3), torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"^targets: expected shape \(2, 3\), got \(2, 1\)"):
+        IQL.td_loss(torch.ones(2, 3), torch.zeros(2, 1), torch.ones(2, 3))  # (B, T) against (B, 1): no broadcast
+    with pytest.raises(ValueError, match=r"^step_mask: expected shape \(B=2, T=3\)"):
+        IQL.td_loss(torch.ones(2, 3, 2), torch.zeros(2, 3, 2), torch.ones(2, 3, 2))  # IQL's mask is per step
+
+
+def test_config_names_a_batch_larger_than_the_replay():
+    with pytest.raises(ValueError, match=r"^batch_episodes must be at most buffer_episodes \(8\), got 64"):
+        ValueDecompositionConfig(batch_episodes=64, buffer_episodes=8).validate()

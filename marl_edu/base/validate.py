@@ -40,7 +40,10 @@ def _first(mask) -> tuple[int, ...]:
 LIMITS = {"hidden": 4096, "n_envs": 4096, "batch_size": 65_536, "buffer_size": 10_000_000, "warmup_steps": 10_000_000,
           "n_step": 1000, "updates_per_step": 1000, "critic_steps": 1000, "target_update_every": 1_000_000,
           "n_subpolicies": 64, "learning_rate": 1.0, "temperature": 100.0, "grad_clip": 1e6, "coefficient": 100.0,
-          "noise": 10.0}
+          "noise": 10.0, "n_agents": 64, "obs_dim": 100_000, "n_actions": 10_000, "layer_weights": 2**25}
+# (n_agents, obs_dim, n_actions: a learner's N, O and A, each bounded alone, as a policy file's header; layer_weights:
+# the weights of one linear layer a network may hold, 2**25 = 33,554,432, twice a 4,096 by 4,096 layer: the sizes
+# each within their bounds can still ask for one layer of gigabytes, a centralised network's on N*O inputs)
 
 
 def _at_most(value, at_most, name: str, kind: str):
@@ -55,6 +58,14 @@ def positive_int(value, name: str, at_most: int | None = None):
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     _at_most(value, at_most, name, "a positive int")
     return int(value)
+
+
+def learner_sizes(n_agents, obs_dim, n_actions, actions: str = "n_actions") -> tuple[int, int, int]:
+    """A learner's N, O and A (``actions``: the name of A, ``"action_dim"`` for forces), each a positive int within
+    ``LIMITS``, checked before any network is built: a slip is a ValueError naming the size, not the allocator's
+    error for gigabytes."""
+    return (positive_int(n_agents, "n_agents", LIMITS["n_agents"]), positive_int(obs_dim, "obs_dim", LIMITS["obs_dim"]),
+            positive_int(n_actions, actions, LIMITS["n_actions"]))
 
 
 def non_negative_int(value, name: str, at_most: int | None = None):

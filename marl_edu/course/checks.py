@@ -997,7 +997,8 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
                   empty[5]))
     for case, new, old, advantage, mask, clip in cases:
         log_prob = new.clone().requires_grad_()
-        expected = clipped_surrogate_loss(log_prob, old, advantage, mask, clip)
+        # (density=True: a case's log pi_theta = log pi_old + noise may exceed 0; the arithmetic is what is checked)
+        expected = clipped_surrogate_loss(log_prob, old, advantage, mask, clip, density=True)
         expected_grad, = torch.autograd.grad(expected, log_prob)
         given = [new.clone().requires_grad_(), old.clone().requires_grad_(), advantage.clone().requires_grad_()]
         out = output(fn, case, expected.detach(), (given[0], given[1] * 1.0, given[2] * 1.0, mask.clone(), clip),

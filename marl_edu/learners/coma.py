@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import (LIMITS, boolean, finite, index_range, non_negative_number,
+from marl_edu.base.validate import (LIMITS, boolean, finite, index_range, learner_sizes, non_negative_number,
                                positive_int, positive_number, unit_interval, zero_one)
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.pieces.masked import masked_mean
@@ -224,6 +224,7 @@ class COMA(SharedActorLearner):
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: COMAConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         self.config = (config or COMAConfig()).validate()
+        n_agents, obs_dim, n_actions = learner_sizes(n_agents, obs_dim, n_actions)  # before anything is built
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)

@@ -31,7 +31,7 @@ from torch import nn
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import LIMITS, index_range, non_negative_number, positive_int
+from marl_edu.base.validate import LIMITS, index_range, learner_sizes, non_negative_number, positive_int
 from marl_edu.data.buffers import ReplayBuffer, check_replay_batch
 from marl_edu.learners.continuous import ContinuousMADDPGConfig, deterministic_actor_loss
 from marl_edu.learners.maddpg import flatten_for_critic, td_loss
@@ -131,6 +131,7 @@ class EnsembleMADDPG:
             raise ValueError(f"EnsembleMADDPG needs an EnsembleConfig (ContinuousMADDPGConfig plus n_subpolicies), "
                              f"got {type(config).__name__}")
         self.config = (config or EnsembleConfig()).validate()
+        n_agents, obs_dim, action_dim = learner_sizes(n_agents, obs_dim, action_dim, "action_dim")  # before building
         self.n_agents, self.obs_dim, self.action_dim = n_agents, obs_dim, action_dim
         self.n_actions = action_dim  # (the name policy files use for A)
         self.n_subpolicies = M = self.config.n_subpolicies

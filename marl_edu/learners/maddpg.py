@@ -16,8 +16,8 @@ from torch import nn
 
 from marl_edu.base.shapes import check_shape, flatten_for_critic  # the critic's input row (notebook 02 builds it)
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import (LIMITS, finite, non_negative_int, non_negative_number, positive_int,
-                               positive_number, unit_interval)
+from marl_edu.base.validate import (LIMITS, finite, learner_sizes, non_negative_int, non_negative_number,
+                               positive_int, positive_number, unit_interval)
 from marl_edu.data.buffers import check_replay_batch
 from marl_edu.pieces.nets import Actor, Critic, check_policy_output, gradient_step
 from marl_edu.pieces.policies import seeded_generator
@@ -178,6 +178,8 @@ class MADDPG:
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: MADDPGConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         self.config = (config or MADDPGConfig()).validate()
+        n_agents, obs_dim, n_actions = learner_sizes(n_agents, obs_dim, n_actions,  # before anything is built
+                                                     "n_actions" if self.one_hot_actions else "action_dim")
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)  # the networks' initial weights depend on the seed only

@@ -33,8 +33,8 @@ import torch
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import (LIMITS, boolean, finite, non_negative_number, positive_int, positive_number,
-                               unit_interval, zero_one)
+from marl_edu.base.validate import (LIMITS, boolean, finite, learner_sizes, non_negative_number, positive_int,
+                               positive_number, unit_interval, zero_one)
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.learners.coma import SharedActorLearner
 from marl_edu.pieces.masked import masked_mean
@@ -60,9 +60,15 @@ def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Ten
 
     Returns:
         Adv, float ``(B, T, N)``, detached.
+
+    Raises:
+        ValueError naming the argument: a wrong shape or dtype, T = 0, NaN or infinity in rewards or values, dones
+        other than 0/1, and finite rewards and values whose advantages overflow float32 (3e38 + 0.99 * 3e38).
     """
     gamma, lam = float(unit_interval(gamma, "gamma")), float(unit_interval(lam, "lam"))
     dims = check_shape(rewards, ("B", "T", "N"), "rewards", dtype="float")
+    if dims["T"] < 1:
+        raise ValueError(f"rewards: expected T >= 1 steps, got shape {tuple(rewards.shape)}")
     check_shape(values, (dims["B"], dims["T"] + 1, dims["N"]), "values", dtype="float")
     check_shape(dones, (dims["B"], dims["T"]), "dones", dtype="float")
     for tensor, name in ((rewards, "rewards"), (values, "values")):
@@ -76,21 +82,35 @@ def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Ten
         for t in reversed(range(dims["T"])):
             running = delta[:, t] + gamma * lam * not_done[:, t] * running  # (B, N)
             advantages[:, t] = running
-        return advantages
+    try:  # finite rewards and values can still overflow: 3e38 + 0.99 * 3e38 is inf in float32
+        finite(advantages, "the advantages of these rewards and values")
+    except ValueError as error:
+        raise ValueError(f"{error}: rewards or values too large for float32") from None
+    return advantages
 
 
 def normalised_advantages(advantage: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Advantages scaled to mean 0 and standard deviation 1 over the entries where ``mask`` is 1 (the steps agents
     act), ``(Adv - mean) / (std + 1e-8)`` with both statistics masked; the other entries are shifted and scaled alike
     and stay masked out of every loss. advantage and mask ``(B, T, N)`` -> ``(B, T, N)``. Normalising over every
-    entry instead lets the padding after an episode's end and the steps after an agent is home drag the mean."""
+    entry instead lets the padding after an episode's end and the steps after an agent is home drag the mean.
+
+    Without a spread to scale by (the acting steps' std below ``MIN_STD``: no acting step, one, or all alike) the
+    advantages are centred only, ``Adv - mean``: an all-zero mask returns them as they are (the masked mean of nothing
+    is 0), one acting step is 0 there. Dividing by ``std + 1e-8`` would multiply every other entry by about 1e8, and an
+    entry made infinite so becomes NaN under the mask's 0 in a loss."""
     dims = check_shape(advantage, ("B", "T", "N"), "advantage", dtype="float")
     check_shape(mask, (dims["B"], dims["T"], dims["N"]), "mask", dtype="float")
     finite(advantage, "advantage")
     zero_one(mask, "mask")
     mean = masked_mean(advantage, mask, allow_empty=True, name="advantage")  # over the acting steps
     std = masked_mean((advantage - mean) ** 2, mask, allow_empty=True, name="advantage").sqrt()
-    return (advantage - mean) / (std + 1e-8)  # (B, T, N)
+    scale = torch.where(std < MIN_STD, 1.0, std + 1e-8)  # 0-d: no spread, no scaling
+    return (advantage - mean) / scale  # (B, T, N)
+
+
+MIN_STD = 1e-6  # normalised_advantages: a spread of the acting steps' advantages below this is none
+
 
 def clip_range(clip, name: str = "clip") -> float:
     """c, checked: a number in (0, 1), so that the ratio's range [1 - c, 1 + c] stays positive."""
@@ -101,18 +121,48 @@ def clip_range(clip, name: str = "clip") -> float:
 
 
 def clipped_surrogate_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor,
-                           mask: torch.Tensor, clip: float) -> torch.Tensor:
+                           mask: torch.Tensor, clip: float, density: bool = False) -> torch.Tensor:
     """PPO's actor loss, the negated clipped surrogate averaged over the steps an agent acts:
 
         -sum m min(rho Adv, clip(rho, 1 - c, 1 + c) Adv) / sum m,    rho = exp(log pi_theta - log pi_old)
 
     log_prob ``(B, T, N)`` log pi_theta(a_{i,t} | h_{i,t}, i) with its gradient, old_log_prob ``(B, T, N)`` log
     pi_old of the same actions when the batch was played (no gradient), advantage ``(B, T, N)`` (no gradient), mask
-    ``(B, T, N)`` 1 where agent i acts (``agent_mask``), clip c in (0, 1). Returns a 0-d tensor."""
+    ``(B, T, N)`` 1 where agent i acts (``agent_mask``), clip c in (0, 1). ``density``: the log-probabilities are a
+    density's (a Gaussian's, which may exceed 0); False: a categorical's, at most 0. Returns a 0-d tensor.
+
+    A ValueError names the argument: a wrong shape or dtype, NaN or infinity in any (an old_log_prob of -inf is an
+    action the policy could not have played), a log-probability above 0, a mask entry other than 0 or 1."""
     clip = clip_range(clip)
+    check_surrogate_inputs(log_prob, old_log_prob, advantage, mask, density)
+    return _clipped_surrogate(log_prob, old_log_prob, advantage, mask, clip)
+
+
+def check_log_prob(log_prob: torch.Tensor, name: str, density: bool) -> None:
+    """log-probabilities of the actions taken, any shape: finite, and (unless ``density``) at most 0 (float
+    rounding's 1e-6 forgiven: log(1 - eps + eps / A) may round above 0)."""
+    finite(log_prob, name)
+    if not boolean(density, "density") and (log_prob > 1e-6).any():
+        index = tuple(int(i) for i in (log_prob > 1e-6).nonzero()[0])
+        raise ValueError(f"{name} must be log-probabilities, at most 0, got {log_prob[index].item():g} at index "
+                         f"{index} (a Gaussian's log-density may be positive: density=True)")
+
+
+def check_surrogate_inputs(log_prob, old_log_prob, advantage, mask, density: bool) -> dict[str, int]:
+    """``clipped_surrogate_loss``'s inputs checked (shapes ``(B, T, N)`` alike, float, finite, log-probabilities at
+    most 0 unless ``density``, mask 0/1); returns the sizes."""
     dims = check_shape(log_prob, ("B", "T", "N"), "log_prob", dtype="float")
     for tensor, name in ((old_log_prob, "old_log_prob"), (advantage, "advantage"), (mask, "mask")):
         check_shape(tensor, (dims["B"], dims["T"], dims["N"]), name, dtype="float")
+    check_log_prob(log_prob, "log_prob", density)
+    check_log_prob(old_log_prob, "old_log_prob", density)
+    finite(advantage, "advantage")
+    zero_one(mask, "mask")
+    return dims
+
+
+def _clipped_surrogate(log_prob, old_log_prob, advantage, mask, clip: float) -> torch.Tensor:
+    """``clipped_surrogate_loss``'s arithmetic on inputs already checked (``ppo_update`` checks the batch's once)."""
     ratio = torch.exp(log_prob - old_log_prob.detach())  # (B, T, N) rho_{i,t}
     clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip)  # (B, T, N)
     advantage = advantage.detach()  # (B, T, N) a score for the actor, not a path into the critic
@@ -140,7 +190,8 @@ def validate_ppo_fields(config) -> None:
 
 
 def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tensor, dones: torch.Tensor,
-               actor_mask: torch.Tensor, critic_mask: torch.Tensor, entropy_coef: float) -> dict[str, float]:
+               actor_mask: torch.Tensor, critic_mask: torch.Tensor, entropy_coef: float,
+               density: bool = False) -> dict[str, float]:
     """One PPO update of a batch of B whole episodes, for any policy: the discrete learners' and the continuous ones'
     differ only in ``policy``.
 
@@ -163,17 +214,24 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
         actor_mask, critic_mask: float ``(B, T, N)``: the steps at which agent i acts (the actor's loss) and the real
             steps (the critic's), 0/1.
         entropy_coef: beta >= 0.
+        density: the policy's log pi is a density's (the Gaussian's, which may exceed 0); False: a categorical's.
 
     Returns:
         The last minibatch's critic and actor losses and its mean entropy.
+
+    Everything is checked once, before the epochs: the arguments, the policy's log pi_old of the whole batch (finite,
+    at most 0 unless ``density``) and the advantages; the minibatches are slices of what was checked.
     """
     c = learner.config
     dims = check_shape(rewards, ("B", "T", "N"), "rewards", dtype="float")
     B, T, N = dims["B"], dims["T"], dims["N"]
     for mask, name in ((actor_mask, "actor_mask"), (critic_mask, "critic_mask")):
         check_shape(mask, (B, T, N), name, dtype="float")
+        zero_one(mask, name)
     with torch.no_grad():  # 1. what the batch was played with, fixed for every epoch
         old_log_prob, _ = policy(slice(None))  # (B, T, N) log pi_old(a_{i,t})
+        check_shape(old_log_prob, (B, T, N), "the policy's log pi_old", dtype="float")
+        check_log_prob(old_log_prob, "the policy's log pi_old", density)
         old_values = values(slice(None))  # (B, T+1, N) V_old
         rewards = critic_rewards(rewards, c.team_reward)  # (B, T, N) the reward each row learns
         advantages = gae_advantages(rewards, old_values, dones, c.gamma, c.lam)  # (B, T, N)
@@ -190,7 +248,7 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
             m = actor_mask[idx]  # (b, T, N)
             bonus = entropy_coef * entropy if entropy.dim() == 0 else \
                 masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H
-            actor_loss = clipped_surrogate_loss(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) - bonus
+            actor_loss = _clipped_surrogate(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) - bonus
             gradient_step(learner.actor_optimizer, learner.actor, actor_loss, c.grad_clip, "actor loss",
                           learner.updates + 1)
             v = values(idx)[:, :T]  # (b, T, N) V_{i,t} with a gradient
@@ -267,6 +325,7 @@ class MAPPO(SharedActorLearner):
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: PPOConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         self.config = (config or PPOConfig()).validate()
+        n_agents, obs_dim, n_actions = learner_sizes(n_agents, obs_dim, n_actions)  # before anything is built
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)

@@ -34,7 +34,7 @@ from torch import nn
 
 from marl_edu.base.shapes import check_shape, one_hot
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import LIMITS, finite, non_negative_number, positive_int, zero_one
+from marl_edu.base.validate import LIMITS, finite, learner_sizes, non_negative_number, zero_one
 from marl_edu.learners.ppo import ppo_update, validate_ppo_fields
 from marl_edu.pieces.nets import MLP
 from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob, seeded_generator
@@ -114,8 +114,8 @@ class ContinuousMAPPO:
     def __init__(self, n_agents: int, obs_dim: int, action_dim: int, config: ContinuousPPOConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         self.config = (config or ContinuousPPOConfig()).validate()
-        self.n_agents = positive_int(n_agents, "n_agents")
-        self.obs_dim, self.action_dim = positive_int(obs_dim, "obs_dim"), positive_int(action_dim, "action_dim")
+        n_agents, obs_dim, action_dim = learner_sizes(n_agents, obs_dim, action_dim, "action_dim")  # before building
+        self.n_agents, self.obs_dim, self.action_dim = n_agents, obs_dim, action_dim
         self.n_actions = self.action_dim  # A: the name policy files and check_fits read, as continuous MADDPG's
         self.device = torch.device(device)
         torch.manual_seed(seed)
@@ -189,7 +189,7 @@ class ContinuousMAPPO:
         every_step = torch.ones(B, T, self.n_agents, device=self.device)  # (B, T, N)
         stats = ppo_update(self, lambda idx: (self.actor.log_prob(x[idx], actions[idx]), self.actor.entropy()),
                            lambda idx: self.values(obs[idx]), batch["rewards"], batch["dones"], every_step, every_step,
-                           self.config.entropy_coef)  # log pi (b, T, N) and H (), V (b, T+1, N)
+                           self.config.entropy_coef, density=True)  # log pi (b, T, N) and H (), V (b, T+1, N)
         return {**stats, "sigma": self.actor.log_std.exp().mean().item()}
 
     def state_dict(self) -> dict:

@@ -28,19 +28,21 @@ from torch import nn
 
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import LIMITS, boolean, positive_int, positive_number, unit_interval
+from marl_edu.base.validate import (LIMITS, boolean, finite, learner_sizes, positive_int, positive_number,
+                                    unit_interval)
 from marl_edu.data.rollout import check_episode_batch
 from marl_edu.pieces.masked import masked_mean
-from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, shared_agent_input
+from marl_edu.pieces.nets import MLP, RecurrentActor, check_policy_output, gradient_step, linear, shared_agent_input
 from marl_edu.pieces.policies import sample_categorical, seeded_generator
 from marl_edu.pieces.recurrent import episode_policy, replay_episodes
 from marl_edu.pieces.targets import make_target, td_lambda_targets, update_target
 
 
 def vdn_mix(q_taken: torch.Tensor) -> torch.Tensor:
-    """VDN's Q_tot: the sum of the agents' chosen utilities, q_taken ``(..., N)`` -> ``(...)``."""
+    """VDN's Q_tot: the sum of the agents' chosen utilities, q_taken float ``(..., N)``, finite -> ``(...)``."""
     if not isinstance(q_taken, torch.Tensor) or not q_taken.dtype.is_floating_point or q_taken.dim() < 1:
         raise ValueError(f"q_taken must be a float tensor (..., N), got {getattr(q_taken, 'dtype', type(q_taken))}")
+    finite(q_taken, "q_taken")
     return q_taken.sum(dim=-1)  # (...)
 
 
@@ -53,21 +55,29 @@ class QMixer(nn.Module):
     Q_tot is monotonic in every Q_i (dQ_tot/dQ_i >= 0) whatever the state; the biases v_1 ``(E,)`` and v_2 (a scalar;
     ``b1`` and ``b2`` in the code) may be negative and carry what the state alone says about the team's value. E is
     ``embed``; the hypernetworks of the weights have one hidden layer of ``hyper_hidden`` units, v_2's one of E, as in
-    the QMIX paper.
+    the QMIX paper. N, E and the hidden units are bounded by ``validate.LIMITS`` (and every layer by its
+    ``layer_weights``: S is N*O) before anything is built; the inputs must be finite and of the weights' dtype.
     """
 
     def __init__(self, n_agents: int, state_dim: int, embed: int = 32, hyper_hidden: int = 64):
         super().__init__()
-        self.n_agents, self.state_dim = positive_int(n_agents, "n_agents"), positive_int(state_dim, "state_dim")
-        self.embed = positive_int(embed, "embed")
+        self.n_agents = positive_int(n_agents, "n_agents", LIMITS["n_agents"])
+        self.state_dim = positive_int(state_dim, "state_dim")
+        self.embed = positive_int(embed, "embed", LIMITS["hidden"])
+        hyper_hidden = positive_int(hyper_hidden, "hyper_hidden", LIMITS["hidden"])
         self.hyper_w1 = MLP(state_dim, n_agents * embed, (hyper_hidden,))  # s -> W_1, (N*E)
-        self.hyper_b1 = nn.Linear(state_dim, embed)  # s -> v_1, (E)
+        self.hyper_b1 = linear(state_dim, embed)  # s -> v_1, (E)
         self.hyper_w2 = MLP(state_dim, embed, (hyper_hidden,))  # s -> w_2, (E)
         self.hyper_b2 = MLP(state_dim, 1, (embed,))  # s -> v_2, (1)
 
     def forward(self, q_taken: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         dims = check_shape(q_taken, ("B", self.n_agents), "q_taken", dtype="float")
         check_shape(state, (dims["B"], self.state_dim), "state", dtype="float")
+        for tensor, name in ((q_taken, "q_taken"), (state, "state")):
+            if tensor.dtype != self.hyper_b1.weight.dtype:
+                raise ValueError(f"{name}: expected {self.hyper_b1.weight.dtype} elements (the mixer's weights'), got "
+                                 f"{tensor.dtype}")
+            finite(tensor, name)
         B, N, E = dims["B"], self.n_agents, self.embed
         w1 = torch.abs(self.hyper_w1(state)).view(B, N, E)  # (B, N, E) non-negative
         b1 = self.hyper_b1(state).view(B, 1, E)  # (B, 1, E)
@@ -127,6 +137,9 @@ class ValueDecompositionConfig:
             setattr(self, name, positive_int(getattr(self, name), name, LIMITS[limit]))
         for name in ("recurrent", "double_q"):
             setattr(self, name, boolean(getattr(self, name), name))
+        if self.batch_episodes > self.buffer_episodes:
+            raise ValueError(f"batch_episodes must be at most buffer_episodes ({self.buffer_episodes}), got "
+                             f"{self.batch_episodes}: a batch draws from the episodes the replay holds")
         return self
 
 
@@ -140,6 +153,7 @@ class IQL:
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: ValueDecompositionConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
         self.config = (config or ValueDecompositionConfig()).validate()
+        n_agents, obs_dim, n_actions = learner_sizes(n_agents, obs_dim, n_actions)  # before anything is built
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
         torch.manual_seed(seed)
@@ -249,7 +263,12 @@ class IQL:
     @staticmethod
     def td_loss(q_tot: torch.Tensor, targets: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
         """The mean squared TD error over real steps: q_tot and targets ``(B, T)`` (or ``(B, T, N)``, IQL: every
-        agent's), step_mask ``(B, T)``: ``sum m (Q_tot - y)^2 / sum m``, padding left out."""
+        agent's), step_mask ``(B, T)``: ``sum m (Q_tot - y)^2 / sum m``, padding left out. targets must have q_tot's
+        shape exactly ((B, T) against (B, 1) would broadcast into a wrong loss), step_mask a 1 somewhere."""
+        dims = check_shape(q_tot, ("B", "T", "N")[:max(q_tot.dim(), 2)] if q_tot.dim() in (2, 3) else ("B", "T"),
+                           "q_tot", dtype="float")
+        check_shape(targets, tuple(q_tot.shape), "targets", dtype="float")
+        check_shape(step_mask, ("B", "T"), "step_mask", dims, dtype="float")
         mask = step_mask if q_tot.dim() == 2 else step_mask.unsqueeze(-1).expand_as(q_tot)  # as q_tot's shape
         return masked_mean((q_tot - targets) ** 2, mask, name="squared TD error")
 

@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from marl_edu.base.shapes import check_shape
-from marl_edu.base.validate import finite, positive_int
+from marl_edu.base.validate import LIMITS, finite, positive_int
 
 
 def _tensor(x, name: str, spec: str) -> None:
@@ -20,6 +20,17 @@ def _tensor(x, name: str, spec: str) -> None:
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name}: expected a torch tensor of shape {spec}, got {type(x).__name__}; "
                          f"torch.as_tensor(x) converts a numpy array")
+
+
+def linear(in_dim: int, out_dim: int) -> nn.Linear:
+    """``nn.Linear(in_dim, out_dim)``, every network's linear layer, refused with a ValueError before it is allocated
+    when it would hold more than ``LIMITS["layer_weights"]`` weights (a centralised network on N*O inputs can ask for
+    gigabytes with N and O each within their limits)."""
+    weights = positive_int(in_dim, "in_dim") * positive_int(out_dim, "out_dim")
+    if weights > LIMITS["layer_weights"]:
+        raise ValueError(f"a layer of in_dim={in_dim:,} by {out_dim:,} outputs: {weights:,} weights in one layer, more "
+                         f"than the {LIMITS['layer_weights']:,} a network may hold in one (smaller sizes)")
+    return nn.Linear(in_dim, out_dim)
 
 
 class MLP(nn.Module):
@@ -31,7 +42,7 @@ class MLP(nn.Module):
                  positive_int(out_dim, "out_dim")]
         layers: list[nn.Module] = []
         for k in range(len(sizes) - 1):
-            layers.append(nn.Linear(sizes[k], sizes[k + 1]))
+            layers.append(linear(sizes[k], sizes[k + 1]))
             if k < len(sizes) - 2:
                 layers.append(nn.ReLU())
         self.net = nn.Sequential(*layers)
@@ -78,9 +89,9 @@ class RecurrentActor(nn.Module):
         super().__init__()
         self.in_dim, self.hidden = positive_int(in_dim, "in_dim"), positive_int(hidden, "hidden")
         self.recurrent = recurrent
-        self.encode = nn.Linear(in_dim, hidden)
-        self.memory = nn.GRUCell(hidden, hidden) if recurrent else nn.Linear(hidden, hidden)
-        self.head = nn.Linear(hidden, positive_int(n_actions, "n_actions"))
+        self.encode = linear(in_dim, hidden)
+        self.memory = nn.GRUCell(hidden, hidden) if recurrent else linear(hidden, hidden)
+        self.head = linear(hidden, positive_int(n_actions, "n_actions"))
 
     def initial_hidden(self, batch: int, device: str | torch.device = "cpu") -> torch.Tensor:
         return torch.zeros(batch, self.hidden, device=device)  # (B, H)
