@@ -33,3 +33,47 @@ def entry_set(key, index, value):
         array[index] = value
         return batch | {key: array}
     return change
+
+
+def force_batch(B=2, T=3, N=2, O=2, A=2) -> dict:
+    """A batch of whole episodes with forces, ``collect_force_episodes``'s layout: obs ``(B, T+1, N, O)``, actions
+    ``(B, T, N, A)`` (the Gaussian's samples), rewards ``(B, T, N)``, dones ``(B, T)``, every step real."""
+    generator = torch.Generator().manual_seed(0)
+    return {"obs": torch.rand(B, T + 1, N, O, generator=generator),
+            "actions": torch.randn(B, T, N, A, generator=generator), "rewards": torch.full((B, T, N), -0.5),
+            "dones": torch.zeros(B, T)}
+
+
+def batch_for(row, N=2, O=2, A=5) -> dict:
+    """A correct batch for the update of a learner of table row ``row`` (N agents, obs dim O; A actions, or a force
+    dimension of 2): what its loop kind gives its ``update``."""
+    if row.loop in ("on_policy", "episode_replay"):
+        return episode_batch(N=N, O=O, A=A)
+    if row.loop == "continuous_on_policy":
+        return force_batch(N=N, O=O)
+    batch = replay_batch(N=N, O=O, A=A if row.loop == "off_policy" else 2)
+    if row.loop == "continuous":
+        batch["actions"] = batch["actions"] * 1.4 - 0.7  # forces in [-0.7, 0.7], not one-hot rows
+        if row.policy.subpolicies:  # an ensemble's: the sub-policies played, and no slice batch yet (None: skipped)
+            batch["subpolicies"] = np.zeros((8, N), dtype=np.int64)
+            batch["slices"] = [[None] * row.config().n_subpolicies for _ in range(N)]
+    return batch
+
+
+def entries_set(key, value, *indices):
+    """A change of a batch: entries ``indices`` of ``batch[key]`` (copied first) set to ``value``."""
+    def change(batch):
+        array = batch[key].clone() if isinstance(batch[key], torch.Tensor) else batch[key].copy()
+        for index in indices:
+            array[index] = value
+        return batch | {key: array}
+    return change
+
+
+def changes(*steps):
+    """Several changes of a batch, applied in order."""
+    def change(batch):
+        for step in steps:
+            batch = step(batch)
+        return batch
+    return change

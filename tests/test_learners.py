@@ -2,13 +2,16 @@
 by loop agree with the rows, and an unknown name is a clear error."""
 
 import dataclasses
+import math
 
 import pytest
+import torch
 
 from marl_edu.learners.coma import COMAConfig
 from marl_edu.learners.maddpg import MADDPGConfig
 from marl_edu.learners.table import (ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS, LOOPS, ON_POLICY, algo_name,
                                      algo_name_of_class, config_class, config_with, entry)
+from batches import batch_for, changes, entries_set
 
 
 @pytest.mark.parametrize("algo", list(LEARNERS))
@@ -172,3 +175,83 @@ def test_a_network_layer_beyond_the_limit_is_named_not_allocated(algo):
                                          r"than the 33,554,432"):
         row.learner(64, 100_000, 5, row.config(hidden=8), seed=0)
 
+
+# The batch contract every update checks once, at the batch's boundary (data/: check_episode_batch, check_force_batch,
+# check_replay_batch), by the kind of batch a row's loop gives it: (change, the ValueError's message)
+EPISODE_CONTRACT = {  # B=2 episodes of T=3 steps, N=2, O=2, A=5, every step real
+    "a hole in step_mask (real, padding, real)": (
+        changes(entries_set("step_mask", 0.0, (0, 1)), entries_set("agent_mask", 0.0, (0, 1)),
+                entries_set("dones", 1.0, (0, 1))),
+        r"^batch\['step_mask'\]: a real step after padding \(episode 0, step 2\): padding comes only after an "
+        r"episode's end"),
+    "an episode without a real step": (
+        changes(entries_set("step_mask", 0.0, (1,)), entries_set("agent_mask", 0.0, (1,)),
+                entries_set("dones", 1.0, (1,))),
+        r"^batch\['step_mask'\]: episode 1 has no real step \(every episode starts with one\)"),
+    "a padded step whose done is 0": (
+        changes(entries_set("step_mask", 0.0, (0, 2)), entries_set("agent_mask", 0.0, (0, 2))),
+        r"^batch\['dones'\]: 0 on a padded step \(episode 0, step 2\): padding has d = 1"),
+    "a done at t = 0 followed by real steps": (
+        entries_set("dones", 1.0, (0, 0)),
+        r"^batch\['dones'\]: a real step after a done \(episode 0, done at step 0, step 1 real\)"),
+    "an agent acting again after its end": (
+        entries_set("agent_mask", 0.0, (1, 1, 1)),
+        r"^batch\['agent_mask'\]: agent 1 acts again after its end \(episode 1, step 2\)"),
+    "a step_mask of 2": (entries_set("step_mask", 2.0, (0, 1)), r"^batch\['step_mask'\] must be 0 or 1"),
+    "NaN obs": (entries_set("obs", math.nan, (1, 3, 0, 1)), r"^batch\['obs'\] must be finite"),
+    "float64 rewards": (lambda b: b | {"rewards": b["rewards"].double()},
+                        r"^batch\['rewards'\]: expected torch.float32 elements"),
+    "team rewards (B, T)": (lambda b: b | {"rewards": b["rewards"][..., 0]}, r"^batch\['rewards'\]: expected shape"),
+}
+FORCE_CONTRACT = {  # B=2 episodes of T=3 steps with forces, every step real
+    "a done at t = 0 followed by real steps": (
+        entries_set("dones", 1.0, (1, 0)),
+        r"^batch\['dones'\]: a real step after a done \(episode 1, done at step 0, step 1 real\)"),
+    "dones of 0.5": (entries_set("dones", 0.5, (0, 2)), r"^batch\['dones'\] must be 0 or 1"),
+    "NaN actions": (entries_set("actions", math.nan, (0, 1, 1, 0)), r"^batch\['actions'\] must be finite"),
+    "infinite reward": (entries_set("rewards", -math.inf, (0, 0, 0)), r"^batch\['rewards'\] must be finite"),
+    "float64 obs": (lambda b: b | {"obs": b["obs"].double()}, r"^batch\['obs'\]: expected torch.float32 elements"),
+    "actions (B, T, N)": (lambda b: b | {"actions": b["actions"][..., 0]}, r"^batch\['actions'\]: expected shape"),
+    "a missing key": (lambda b: {k: v for k, v in b.items() if k != "dones"}, r"^batch is missing \['dones'\]"),
+}
+REPLAY_CONTRACT = {  # B=8 transitions
+    "dones of 2": (entries_set("dones", 2.0, (3, 1)), r"^batch\['dones'\] must be 0 or 1"),
+    "NaN reward": (entries_set("rewards", math.nan, (0, 1)), r"^batch\['rewards'\] must be finite"),
+    "infinite next_obs": (entries_set("next_obs", math.inf, (2, 0, 1)), r"^batch\['next_obs'\] must be finite"),
+    "obs (B, N)": (lambda b: b | {"obs": b["obs"][..., 0]}, r"^batch\['obs'\]: expected shape"),
+    "a missing key": (lambda b: {k: v for k, v in b.items() if k != "dones"}, r"^batch is missing \['dones'\]"),
+}
+CONTRACTS = {"on_policy": EPISODE_CONTRACT, "episode_replay": EPISODE_CONTRACT, "off_policy": REPLAY_CONTRACT,
+             "continuous": REPLAY_CONTRACT, "continuous_on_policy": FORCE_CONTRACT}
+
+
+def _weights(agent) -> dict:
+    """Every tensor of every network a learner holds, copied."""
+    return {f"{key}.{name}": value.clone() for key, module in vars(agent).items() if isinstance(module, torch.nn.Module)
+            for name, value in module.state_dict().items()}
+
+
+@pytest.mark.parametrize("algo, case", [(algo, case) for algo, row in LEARNERS.items() for case in CONTRACTS[row.loop]])
+def test_every_update_refuses_a_batch_that_breaks_its_contract_before_learning(algo, case):
+    row = LEARNERS[algo]
+    A = 2 if row.continuous else 5
+    agent = row.learner(2, 2, A, row.config(hidden=8), seed=0)
+    before = _weights(agent)
+    change, message = CONTRACTS[row.loop][case]
+    with pytest.raises(ValueError, match=message):
+        agent.update(change(batch_for(row)))
+    after = _weights(agent)
+    assert agent.updates == 0 and all(torch.equal(before[key], after[key]) for key in before)  # nothing learned
+
+
+@pytest.mark.parametrize("algo", list(LEARNERS))
+def test_every_update_takes_a_batch_that_keeps_its_contract(algo):
+    # the hand-made batches the test above breaks are themselves accepted, and so is padding after an episode's end
+    row = LEARNERS[algo]
+    agent = row.learner(2, 2, 2 if row.continuous else 5, row.config(hidden=8), seed=0)
+    agent.update(batch_for(row))
+    if row.loop in ("on_policy", "episode_replay"):  # episode 1 ended (terminal) at step 1, padded after
+        padded = changes(entries_set("step_mask", 0.0, (1, 2)), entries_set("agent_mask", 0.0, (1, 2)),
+                         entries_set("dones", 1.0, (1, 1), (1, 2)))
+        agent.update(padded(batch_for(row)))
+    assert agent.updates == (2 if row.loop in ("on_policy", "episode_replay") else 1)

@@ -271,11 +271,17 @@ def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: 
     Returns:
         The sizes ``{"B": ..., "T+1": ..., "T": ..., "N": ..., "O": ..., "A": ...}``.
 
+    The contract of padding (``collect_episodes`` pads so, and the learners' targets rely on it): every episode starts
+    with a real step and its padding comes only after its end (no real step after a padded one); a padded step has
+    d = 1 (nothing flows back from padding into the last real step's target) and no real step follows a done; an
+    agent acts only on real steps and, once it has stopped, not again.
+
     Raises:
         ValueError naming the entry, what was expected and what came: a missing key, something other than a tensor,
         a wrong shape (B, T, N, O tied across the tensors) or dtype, B = 0 or T = 0, epsilon outside [0, 1],
-        NaN or infinity in obs or rewards, masks or dones other than 0/1, an action outside [0, A). A few reductions
-        per tensor: cheap next to an update.
+        NaN or infinity in obs or rewards, masks or dones other than 0/1, padding that breaks the contract above
+        (naming the episode and step), an action outside [0, A). A few reductions per tensor: cheap next to an
+        update.
     """
     if not isinstance(batch, Mapping):
         raise ValueError(f"batch must be a dict of tensors (collect_episodes's), got {type(batch).__name__}")
@@ -311,8 +317,91 @@ def check_episode_batch(batch: Mapping, n_agents: int, obs_dim: int, n_actions: 
         zero_one(batch[key], f"batch['{key}']")
     if not batch["step_mask"].any():
         raise ValueError("batch['step_mask']: expected at least one real step (a 1), got all zeros")
-    if (batch["agent_mask"] > batch["step_mask"].unsqueeze(-1)).any():  # (B, T, N) against (B, T, 1)
+    check_padding(batch["step_mask"], batch["dones"])
+    agent_mask = batch["agent_mask"]  # (B, T, N)
+    if (agent_mask > batch["step_mask"].unsqueeze(-1)).any():  # (B, T, N) against (B, T, 1)
         raise ValueError("batch['agent_mask']: 1 on a padded step (where batch['step_mask'] is 0); an agent can only "
                          "act on a real step")
+    again = agent_mask[:, 1:] > agent_mask[:, :-1]  # (B, T-1, N) acting at t+1, not at t
+    if again.any():
+        b, t, i = (int(x) for x in again.nonzero()[0])
+        raise ValueError(f"batch['agent_mask']: agent {i} acts again after its end (episode {b}, step {t + 1}): once "
+                         f"an agent has stopped acting (arrived) its mask stays 0")
     index_range(batch["actions"], n_actions, "batch['actions']")
+    return dims
+
+
+def check_padding(step_mask: torch.Tensor, dones: torch.Tensor) -> None:
+    """The contract of an episode batch's padding, ``check_episode_batch``'s: step_mask and dones float ``(B, T)``,
+    0/1 (checked before). Every episode starts with a real step, padding comes only after an episode's end (no hole:
+    real, padding, real), a padded step has d = 1 and no real step follows a done. ValueError naming the entry, the
+    episode and the step."""
+    if not (step_mask[:, 0] == 1).all():
+        b = int((step_mask[:, 0] != 1).nonzero()[0, 0])
+        raise ValueError(f"batch['step_mask']: episode {b} has no real step (every episode starts with one)")
+    hole = step_mask[:, 1:] > step_mask[:, :-1]  # (B, T-1) real at t+1 after padding at t
+    if hole.any():
+        b, t = (int(x) for x in hole.nonzero()[0])
+        raise ValueError(f"batch['step_mask']: a real step after padding (episode {b}, step {t + 1}): padding comes "
+                         f"only after an episode's end")
+    undone = (step_mask == 0) & (dones == 0)  # (B, T)
+    if undone.any():
+        b, t = (int(x) for x in undone.nonzero()[0])
+        raise ValueError(f"batch['dones']: 0 on a padded step (episode {b}, step {t}): padding has d = 1, so no "
+                         f"target carries it back into the episode's last real step")
+    after = (dones[:, :-1] == 1) & (step_mask[:, 1:] == 1)  # (B, T-1) a done at t, a real step at t+1
+    if after.any():
+        b, t = (int(x) for x in after.nonzero()[0])
+        raise ValueError(f"batch['dones']: a real step after a done (episode {b}, done at step {t}, step {t + 1} "
+                         f"real): a done ends the episode, padding (step_mask 0) follows it")
+
+
+FORCE_BATCH_KEYS = ("obs", "actions", "rewards", "dones")
+
+
+def check_force_batch(batch: Mapping, n_agents: int, obs_dim: int, action_dim: int) -> dict[str, int]:
+    """Check a batch of whole episodes with forces (``collect_force_episodes``'s) before a learner's update touches it:
+    the one check of continuous PPO's batch.
+
+    Args:
+        batch: a dict of tensors, obs float32 ``(B, T+1, N, O)`` (the last index the state each episode was cut in),
+            actions float32 ``(B, T, N, A)`` (the Gaussian's samples), rewards float32 ``(B, T, N)``, dones float32
+            ``(B, T)`` 0/1; every step is real (the particle envs end all copies together), so no real step follows
+            a done. Other keys are ignored.
+        n_agents, obs_dim, action_dim: the learner's N, O and A.
+
+    Returns:
+        The sizes ``{"B": ..., "T+1": ..., "T": ..., "N": ..., "O": ..., "A": ...}``.
+
+    Raises:
+        ValueError naming the entry: a missing key, something other than a tensor, a wrong shape or dtype, B = 0 or
+        T = 0, NaN or infinity in obs, actions or rewards, dones other than 0/1 or followed by a step.
+    """
+    if not isinstance(batch, Mapping):
+        raise ValueError(f"batch must be a dict of tensors (collect_force_episodes's), got {type(batch).__name__}")
+    missing = [key for key in FORCE_BATCH_KEYS if key not in batch]
+    if missing:
+        raise ValueError(f"batch is missing {missing}: a batch of episodes with forces holds "
+                         f"{', '.join(FORCE_BATCH_KEYS)}")
+    specs = {"obs": ("B", "T+1", "N", "O"), "actions": ("B", "T", "N", "A"), "rewards": ("B", "T", "N"),
+             "dones": ("B", "T")}
+    dims = {"N": n_agents, "O": obs_dim, "A": action_dim}
+    for key, spec in specs.items():
+        value, name = batch[key], f"batch['{key}']"
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"{name}: expected a torch tensor (collect_force_episodes makes them), "
+                             f"got {type(value).__name__}")
+        check_shape(value, spec, name, dims)
+        if value.dtype != torch.float32:
+            raise ValueError(f"{name}: expected torch.float32 elements, got {value.dtype}")
+        if key == "obs":
+            if dims["B"] < 1 or dims["T+1"] < 2:
+                raise ValueError(f"{name}: expected B >= 1 episodes of T >= 1 steps (T+1 >= 2 observations), got "
+                                 f"B = {dims['B']}, T+1 = {dims['T+1']}")
+            dims["T"] = dims["T+1"] - 1
+    for key in ("obs", "actions", "rewards"):
+        finite(batch[key], f"batch['{key}']")
+    dones = batch["dones"]  # (B, T)
+    zero_one(dones, "batch['dones']")
+    check_padding(torch.ones_like(dones), dones)  # every step real: a done only at an episode's last step
     return dims

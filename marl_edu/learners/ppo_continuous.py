@@ -34,7 +34,8 @@ from torch import nn
 
 from marl_edu.base.shapes import check_shape, one_hot
 from marl_edu.base.threads import on_enclosing_threads
-from marl_edu.base.validate import LIMITS, finite, learner_sizes, non_negative_number, zero_one
+from marl_edu.base.validate import LIMITS, finite, learner_sizes, non_negative_number
+from marl_edu.data.rollout import check_force_batch
 from marl_edu.learners.ppo import ppo_update, validate_ppo_fields
 from marl_edu.pieces.nets import MLP
 from marl_edu.pieces.policies import gaussian_entropy, gaussian_log_prob, seeded_generator
@@ -164,26 +165,15 @@ class ContinuousMAPPO:
                 return np.clip(self.actor.mean_of(x).cpu().numpy(), -1.0, 1.0)  # (N, A)
         return policy
 
-    def check_batch(self, batch: dict) -> tuple[int, int]:
-        """The contract of a batch of whole episodes (``rollout.collect_episodes``'): obs ``(B, T+1, N, O)`` (the
-        last index the state each episode was cut in), actions ``(B, T, N, A)``, rewards ``(B, T, N)``, dones ``(B, T)``
-        (1 at a real terminal step), every entry finite. Returns (B, T); ValueError names a bad entry."""
-        dims = check_shape(batch["obs"], ("B", "T+1", self.n_agents, self.obs_dim), "batch['obs']", dtype="float")
-        B, T = dims["B"], dims["T+1"] - 1
-        check_shape(batch["actions"], (B, T, self.n_agents, self.action_dim), "batch['actions']", dtype="float")
-        check_shape(batch["rewards"], (B, T, self.n_agents), "batch['rewards']", dtype="float")
-        check_shape(batch["dones"], (B, T), "batch['dones']", dtype="float")
-        for name in ("obs", "actions", "rewards"):
-            finite(batch[name], f"batch['{name}']")
-        zero_one(batch["dones"], "batch['dones']")
-        return B, T
-
     @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
-        """One PPO update from a batch of whole episodes (``check_batch``): discrete PPO's ``ppo_update`` with the
-        Gaussian policy, log pi_theta(a_{i,t}) the log-density of the sample taken and H the Gaussian's, the same at
-        every step. Every step of every agent counts in both losses (no padding, nobody home early)."""
-        B, T = self.check_batch(batch)
+        """One PPO update from a batch of whole episodes (``collect_force_episodes``'s, checked first by
+        ``rollout.check_force_batch``: obs ``(B, T+1, N, O)``, actions ``(B, T, N, A)``, rewards ``(B, T, N)``, dones
+        ``(B, T)``): discrete PPO's ``ppo_update`` with the Gaussian policy, log pi_theta(a_{i,t}) the log-density of
+        the sample taken and H the Gaussian's, the same at every step. Every step of every agent counts in both losses
+        (no padding, nobody home early)."""
+        dims = check_force_batch(batch, self.n_agents, self.obs_dim, self.action_dim)  # ValueError naming an entry
+        B, T = dims["B"], dims["T"]
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T, N, A)
         x = self.actor_input(obs[:, :T])  # (B, T, N, O + N)
         every_step = torch.ones(B, T, self.n_agents, device=self.device)  # (B, T, N)
