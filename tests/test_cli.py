@@ -803,3 +803,93 @@ def test_a_learner_added_as_one_table_row_trains_saves_and_replays(tmp_path, cap
     assert type(load_policy(out / "seed0" / "policy.pt")) is TwinCOMA
     assert main(["--replay", str(out / "seed0" / "policy.pt"), "--episodes", "2", "--no-progress"]) == 0
     assert f"greedy={recorded['seeds'][0]['greedy']}" in capsys.readouterr().out
+
+
+# -- round three (issue 47): every new learner interrupted every way, resumed to the same bytes ------------------------
+
+# the learners that came after the interrupt tests above, one tiny run each (three collections of K = 4 episodes; of
+# K = 2 on the particle envs, whose episodes cost more), and the signal each is stopped with (both signals, each on
+# about half of them); discrete navigation's runs too
+NEW_LEARNERS = [
+    ("iql", "Switch2-v0", "SIGINT", ["--batch-episodes", "4"]),
+    ("vdn", "Switch2-v0", "SIGTERM", ["--batch-episodes", "4"]),
+    ("qmix", "Switch2-v0", "SIGINT", ["--batch-episodes", "4"]),
+    ("ippo", "Switch2-v0", "SIGTERM", []),
+    ("mappo", "Switch2-v0", "SIGINT", []),
+    ("mappo_continuous", "simple_spread_v3", "SIGTERM", ["--n-envs", "2", "--minibatches", "2"]),
+    ("vdn", "simple_spread_v3_discrete", "SIGINT", ["--n-envs", "2", "--batch-episodes", "2"]),
+]
+
+
+def kill_at_save(monkeypatch, n: int) -> None:
+    """Kill the run, as ``kill_at_write`` does, at its ``n``-th save of a run in progress (``seed<S>/run.pt``): the
+    learner's whole state, mid-run."""
+    import marl_edu.training.checkpoints
+
+    saves, original = [], marl_edu.training.checkpoints.atomic_write
+
+    def write(path, writer):
+        if pathlib.Path(path).name == "run.pt":
+            saves.append(path)
+            if len(saves) == n:
+                (pathlib.Path(path).parent / ".run.pt.k1ll3d.tmp").write_bytes(b"half")
+                raise _Killed
+        return original(path, writer)
+
+    monkeypatch.setattr(marl_edu.training.checkpoints, "atomic_write", write)
+
+
+@pytest.fixture
+def small_gifs():
+    """Every GIF of the test drawn from every 7th pixel of frames over 350 pixels wide (discrete navigation's 700 x 700
+    frames took 7 s of an 11 s run to quantize), through its own patch, which the test's monkeypatch.undo() keeps."""
+    import marl_edu.runs.seed
+
+    save_gif = marl_edu.runs.seed.save_gif
+
+    def small_gif(frames, path, **kwargs):
+        return save_gif([frame[::7, ::7] if frame.shape[1] > 350 else frame for frame in frames], path, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(marl_edu.runs.seed, "save_gif", small_gif)
+        yield
+
+
+@pytest.mark.parametrize("algo, env_id, signame, extra", NEW_LEARNERS, ids=lambda v: v if isinstance(v, str) else "")
+def test_every_new_learner_killed_stopped_and_killed_again_resumes_to_the_same_bytes(algo, env_id, signame, extra,
+                                                                                     tmp_path, capsys, monkeypatch,
+                                                                                     small_gifs):
+    import signal
+
+    from marl_edu.training.resume import RunCheckpoint
+
+    K = int(extra[extra.index("--n-envs") + 1]) if "--n-envs" in extra else 4  # episodes per collection
+    argv = ["--algo", algo, "--env", env_id, "--seeds", "0", "--episodes", str(3 * K), "--n-envs", str(K),
+            "--hidden", "8", "--eval-every", str(3 * K), "--final-episodes", "1", "--no-progress", *extra]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    out = tmp_path / "cut"
+    # 1. killed (SIGKILL: no handler runs) while its second save in progress is written: the first one is on disk
+    kill_at_save(monkeypatch, 2)
+    with pytest.raises(_Killed):
+        main([*argv, "--checkpoint-every", "1e-9", "--out", str(out)])
+    monkeypatch.undo()
+    assert json.loads((out / "runs.json").read_text())["status"] == "running"
+    assert (out / "seed0" / "run.pt").is_file()
+    # 2. resumed, then stopped by the signal after its next collection: saved again, one line, 130 or 143
+    signal_inside(monkeypatch, RunCheckpoint, "save", signum=getattr(signal, signame))
+    capsys.readouterr()
+    assert main(["--resume", str(out), "--no-progress"]) == {"SIGINT": 130, "SIGTERM": 143}[signame]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"interrupted: no seed finished; seed 0 saved after {2 * K} ")
+    monkeypatch.undo()
+    # 3. resumed and killed at a write of its outputs (the k-th, k the learner's row: the table covers writes 1-7)
+    k = [row[:2] for row in NEW_LEARNERS].index((algo, env_id)) + 1
+    writes = kill_at_write(monkeypatch, k)
+    with pytest.raises(_Killed):
+        main(["--resume", str(out), "--no-progress"])
+    monkeypatch.undo()
+    # 4. resumed to the end: the same bytes as the run that was never stopped, and nothing left behind
+    assert main(["--resume", str(out), "--no-progress"]) == 0, writes[-1]
+    assert comparable(out) == comparable(tmp_path / "whole")
+    assert json.loads((out / "runs.json").read_text())["status"] == "complete"
+    assert not list(out.rglob("*.tmp")) and not list(out.rglob("run.pt")) and not list(out.rglob(".probe*"))
