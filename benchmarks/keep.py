@@ -36,6 +36,7 @@ import torch
 
 from marl_edu.envs.planning import optimal_team_return
 from marl_edu.learners.table import ALGORITHMS, config_class, config_with, entry
+from marl_edu.runs.grid import check_options
 from marl_edu.runs.seed import run_seed, solve_line
 from marl_edu.training.evaluation import greedy_team_return
 from marl_edu.training.loops import train
@@ -121,6 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--diagnose", action="store_true", help="record every update (value decomposition only)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the first seed: N functions")
     args = parser.parse_args(argv)
+    check_options(parser, args)  # (seeds, episodes, the evaluation period, the env: as every script's)
     env_id = args.env or ("Switch2-v2" if args.algo in ("maddpg", "iddpg") else "Switch2-v0")
     episodes = entry(args.algo).episodes if args.episodes is None else args.episodes
     for name, value in (("--episodes", episodes), ("--eval-every", args.eval_every)):
@@ -132,8 +134,11 @@ def main(argv=None) -> int:
         config = config_with(config_class(args.algo), args.settings)
     except ValueError as error:
         parser.error(f"--set {error}")
+    try:
+        optimum = optimal_team_return(env_id)
+    except ValueError as error:
+        parser.error(f"--env: {error}")
     torch.set_num_threads(1)
-    optimum = optimal_team_return(env_id)
     line = solve_line(optimum)
     yardstick = yardstick_seconds()
     print(f"{args.algo} on {env_id}, {episodes} episodes, set: {' '.join(args.settings) or 'the defaults'}; "

@@ -173,8 +173,9 @@ SCRIPTS = {
     "particle": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
     "competition": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
     "learning": ["--episodes", "4", "--seeds", "0"],
+    "keep": ["--episodes", "4", "--eval-every", "2", "--seeds", "0"],
 }
-WITH_OUT = [name for name in SCRIPTS if name != "sweep"]
+WITH_OUT = [name for name in SCRIPTS if name not in ("sweep", "keep")]
 
 
 def _with(base: list[str], **options) -> list[str]:
@@ -211,6 +212,9 @@ def test_every_scripts_shared_options_are_checked_in_one_line(name, option, valu
     ("sweep", ["--env", "Switch9-v0"], "--env: unknown ma-gym environment 'Switch9-v0'"),
     ("sweep", ["--env", "simple_spread_v3"], "--env: coma acts with discrete actions"),
     ("learning", ["--env", "Switch9-v0"], "--env: unknown ma-gym environment 'Switch9-v0'"),
+    ("keep", ["--env", "Switch9-v0"], "--env: unknown ma-gym environment 'Switch9-v0'"),
+    ("keep", ["--env", "PredatorPrey5x5-v0"], "--env: exact planning is implemented for the Switch environments only"),
+    ("keep", ["--eval-every", "0"], "--eval-every must be between 1 and --episodes (4), got 0"),
 ])
 def test_a_scripts_env_and_evaluation_period_are_checked_in_one_line(name, argv, said, capsys):
     assert said in refused(name, _with(SCRIPTS[name], **{argv[0][2:]: argv[1]}), capsys)
