@@ -9,7 +9,10 @@ every agent learning the team reward (the sum of the agents' rewards: loading ev
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``); the env steps and seconds of one core at which that mean first reached 0.8; and at
-the end the mean over 100 greedy episodes. The textbook's exercises report, for the same task with 4M env steps
+the end the mean over 100 greedy episodes. Beside each, the sampled policy's (``evaluation.sampled_team_return``:
+10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX epsilon-greedy with 0.05, the others drawing from
+their policy), recorded as ``sampled``, ``sampled_as`` and ``sampled_evaluations`` (runs committed before these were
+kept have only the greedy ones). The textbook's exercises report, for the same task with 4M env steps
 (MLP 128x128 agents with shared parameters, Adam 3e-4, a replay of 10k transitions, batch 32, target every 200
 updates, epsilon 1.0 -> 0.05 over the first 10%, rewards standardised), 5 seeds each: IDQN first reached a mean
 return of 0.8 after 2.0-2.6M env steps and ended at 0.82-1.0; VDN after 2.0-2.9M, ending at 0.88-1.0; QMIX never
@@ -50,7 +53,7 @@ from marl_edu.learners.table import algo_name_of_class, config_class, config_wit
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
                                 open_out, read_record, run_files, run_grid, write_files)
-from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts
+from marl_edu.runs.seed import SOLVED_MARGIN, replay_figures, run_seed, save_artifacts
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV_ID = "Foraging-8x8-2p-3f-v3"
@@ -75,6 +78,7 @@ RECORD = {"method": str, "seed": int, "final": float, "episodes_to_target": MAYB
           "seconds_to_target": MAYBE_FLOAT, "episodes": int, "env_steps": int, "updates": int, "wall_s": float,
           "steps_per_s": float, "config": dict, "evaluations": list}
 SUMMARY = {"raw_steps_per_s": MAYBE_FLOAT}
+CURVES = ("evaluations", "sampled_evaluations")  # a seed's file keeps its curves; the summary's rows leave them out
 
 
 def method_config(method: str, pairs: list[str] = ()):
@@ -98,6 +102,7 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     first = next((k for k, (episode, _) in enumerate(run.evaluations) if episode == figures["episodes_to_solve"]),
                  None)
     row = {"method": method, "seed": seed, "final": round(figures["greedy"], 4),
+           "sampled": round(figures["sampled"], 4), "sampled_as": figures["sampled_as"],
            "episodes_to_target": figures["episodes_to_solve"],
            "steps_to_target": None if first is None else run.eval_env_steps[first],
            "seconds_to_target": None if first is None else round(figures["seconds_to_solve"], 1),
@@ -105,7 +110,9 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
            "wall_s": round(figures["wall_s"], 1), "steps_per_s": round(figures["steps_per_s"], 1),
            "config": dataclasses.asdict(config),
            "evaluations": [[episode, steps, round(value, 4)]  # (episodes, env steps, greedy mean of 10 episodes)
-                           for (episode, value), steps in zip(run.evaluations, run.eval_env_steps)]}
+                           for (episode, value), steps in zip(run.evaluations, run.eval_env_steps)],
+           "sampled_evaluations": [[episode, steps, round(value, 4)]  # the sampled policy's mean of 10, the same times
+                                   for (episode, value), steps in zip(run.sampled_evaluations, run.eval_env_steps)]}
     files = run_files(lambda folder: save_artifacts(run, ENV_ID, folder, threads=1)) if keep_artifacts else {}
     return row, files
 
@@ -209,6 +216,30 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int, con
     return kept
 
 
+KEPT_FIGURES = "greedy_and_sampled.json"  # --replay-kept: every kept policy's greedy and sampled figures
+
+
+def kept_policy_figures(out: pathlib.Path, episodes: int = FINAL_EPISODES) -> dict:
+    """Each method's kept policy (``OUT/METHOD/policy.pt``, its first seed's final policy) replayed as a run's final
+    figures are measured (``runs.seed.replay_figures``, seed 0): the greedy mean over ``episodes`` episodes beside
+    the sampled one (``sampled_as`` says what the sampled policy plays). For runs recorded before their sampled
+    figures were kept. Returns ``{"env", "episodes", "seed", "methods": {method: {"policy_seed", "greedy",
+    "sampled", "sampled_as"}}}``, the methods in ``METHODS``' order."""
+    from marl_edu.training.checkpoints import load_policy
+    from marl_edu.training.evaluation import sampled_as
+
+    summary = json.loads((out / "summary.json").read_text())
+    figures = {}
+    for method in METHODS:
+        seeds = [run["seed"] for run in summary["runs"] if run["method"] == method]
+        if not seeds or not (out / method / "policy.pt").exists():
+            continue
+        agent = load_policy(out / method / "policy.pt", algo=method, env_id=ENV_ID)
+        figures[method] = {"policy_seed": min(seeds), **replay_figures(agent, ENV_ID, episodes, seed=0, threads=1),
+                           "sampled_as": sampled_as(agent)}
+    return {"env": ENV_ID, "episodes": episodes, "seed": 0, "methods": figures}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -227,8 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="pairs", nargs="+", default=[], metavar="FIELD=VALUE",
                         help="config values on top of every method's (tuning: use seeds 100+ and another --out; the "
                              "committed results/foraging holds the defaults only)")
+    parser.add_argument("--replay-kept", action="store_true",
+                        help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) greedy and sampled, "
+                             f"{FINAL_EPISODES} episodes each, into OUT/{KEPT_FIGURES}")
     args = parser.parse_args(argv)
     check_options(parser, args)
+    if args.replay_kept:
+        figures = kept_policy_figures(pathlib.Path(args.out))
+        for method, row in figures["methods"].items():
+            print(f"{method:>10} seed {row['policy_seed']}: greedy {row['greedy']:.2f} sampled {row['sampled']:.3f} "
+                  f"({row['sampled_as']})")
+        atomic_write_text(pathlib.Path(args.out) / KEPT_FIGURES, json.dumps(figures, indent=1) + "\n")
+        return 0
     check_runner_options(parser, args)
     if args.pairs and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")
@@ -275,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["benchmarks/foraging.py", *drop_runner_options([a for a in given if a != "--reuse"])])
     summary = {"command": command, "env": ENV_ID, "target": TARGET, "textbook": TEXTBOOK, "table": lines,
                "raw_steps_per_s": round(raw, 1),
-               "runs": [{key: value for key, value in row.items() if key != "evaluations"} for row in rows]}
+               "runs": [{key: value for key, value in row.items() if key not in CURVES} for row in rows]}
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=1) + "\n")
     print(f"curves: {figure(rows, args.out / 'curves.png')}")

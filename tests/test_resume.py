@@ -55,6 +55,7 @@ def tensors(agent) -> dict:
 def assert_same_run(a, b):
     assert a.episode_returns == b.episode_returns
     assert a.evaluations == b.evaluations
+    assert a.sampled_evaluations == b.sampled_evaluations
     assert (a.env_steps, a.updates) == (b.env_steps, b.updates)
     ta, tb = tensors(a.agent), tensors(b.agent)
     assert ta.keys() == tb.keys()

@@ -71,8 +71,8 @@ def test_a_bad_method_name_is_named(method):
         method_config(method)
 
 
-DISCRETE_KEYS = ["seed", "greedy", "sampled", "episodes", "env_steps", "wall_s", "steps_per_s", "updates",
-                 "episodes_to_solve", "seconds_to_solve", "evaluations"]
+DISCRETE_KEYS = ["seed", "greedy", "sampled", "sampled_as", "episodes", "env_steps", "wall_s", "steps_per_s",
+                 "updates", "episodes_to_solve", "seconds_to_solve", "evaluations", "sampled_evaluations"]
 
 
 @pytest.mark.parametrize("algo, config", [
@@ -91,6 +91,8 @@ def test_run_seed_measures_what_train_returns(algo, config):
         len(direct.episode_returns), direct.env_steps, direct.updates)
     assert figures["wall_s"] == run.seconds and figures["steps_per_s"] == run.env_steps / run.seconds
     assert figures["evaluations"] == direct.evaluations
+    assert figures["sampled_evaluations"] == direct.sampled_evaluations and len(direct.sampled_evaluations) == 2
+    assert figures["sampled_as"] == "actions drawn from the policy"
     # an optimum of -9.7 makes -10.0 "solved": the untrained policy's first greedy evaluation already reaches it
     assert figures["episodes_to_solve"] == run.evaluations[0][0] and figures["seconds_to_solve"] == run.eval_seconds[0]
     unknown = run_seed(algo, "Switch2-v2", 4, config, seed=3, eval_every=2)[1]  # no optimum: never solved
@@ -120,11 +122,12 @@ def test_run_seed_trains_a_continuous_learner_with_the_one_loop():
 def test_rounded_gives_the_figures_as_the_files_record_them():
     figures = {"seed": 2, "greedy": 8.19999997317791, "sampled": 8.152999972477556, "episodes": 3001,
                "env_steps": 79392, "wall_s": 86.55585186799999, "steps_per_s": 917.2343439132798, "updates": 4896,
-               "episodes_to_solve": None, "seconds_to_solve": None, "evaluations": [(64, -10.0), (100, 7.8999999)]}
+               "episodes_to_solve": None, "seconds_to_solve": None, "evaluations": [(64, -10.0), (100, 7.8999999)],
+               "sampled_evaluations": [(64, -9.86000001), (100, 7.1234999)]}
     row = rounded(figures)
     assert row == {"seed": 2, "greedy": 8.2, "sampled": 8.153, "episodes": 3001, "env_steps": 79392, "wall_s": 86.6,
                    "steps_per_s": 917, "updates": 4896, "episodes_to_solve": None, "seconds_to_solve": None,
-                   "evaluations": [(64, -10.0), (100, 7.9)]}
+                   "evaluations": [(64, -10.0), (100, 7.9)], "sampled_evaluations": [(64, -9.86), (100, 7.123)]}
     assert list(row) == list(figures) and type(row["steps_per_s"]) is int
     assert rounded({**figures, "seconds_to_solve": 52.84})["seconds_to_solve"] == 52.8
     continuous = rounded({"seed": 0, "episodes": 40, "env_steps": 1000, "wall_s": 2.04, "steps_per_s": 490.2,

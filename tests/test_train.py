@@ -157,6 +157,7 @@ class Bar:
 
 # what each kind's bar shows beside the evaluation: only what its learner explores with (MAPPO's epsilon is 0 by
 # default: no eps; a Gaussian policy: nothing)
+SMALL_DISCRETE = ("off_policy", "on_policy", "episode_replay")
 SHOWN = {"off_policy": {"eps"}, "on_policy": {"beta"}, "episode_replay": {"eps"}, "continuous": {"noise"},
          "continuous_on_policy": set()}
 
@@ -168,7 +169,8 @@ def test_the_progress_bar_counts_what_the_loop_runs_and_shows_the_learners_own_f
     run = small_run(kind)
     (bar,) = Bar.bars
     assert bar.n == bar.total == len(run.episode_returns)  # MAPPO: 20 episodes asked, 3 batches of 8 run, 24/24
-    assert set(bar.postfix) == {"eval"} | SHOWN[kind]
+    sampled = {"sampled"} if run.sampled_evaluations else set()  # the discrete envs: the sampled evaluation too
+    assert set(bar.postfix) == {"eval"} | sampled | SHOWN[kind] and bool(sampled) == (kind in SMALL_DISCRETE)
     assert bar.postfix["eval"] == f"{run.evaluations[-1][1]:.1f}"
 
 
@@ -177,3 +179,93 @@ def test_the_bar_of_a_whole_batch_run_is_rounded_up_to_whole_batches(monkeypatch
     Bar.bars.clear()
     run = small_run("on_policy")
     assert Bar.bars[0].total == 24 and len(run.episode_returns) == 24  # ceil(20 / 8) = 3 batches of K = 8
+
+
+# -- greedy and sampled evaluation side by side ---------------------------------------------------------------------
+
+def _all_zero(network):
+    import torch
+
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.zero_()
+    return network
+
+
+def test_a_tie_deadlocks_greedy_evaluation_and_not_the_sampled_policy():
+    # every weight zero: every agent's logits tie at 0 over Switch's 5 actions. Greedy's argmax of a tie is the first
+    # action, DOWN, at every step: both agents press into their room's wall for all 50 steps, nobody home,
+    # 2 agents x 50 steps x -0.1 = -10.0 exactly. The sampled policy draws uniformly and leaves the wall: above
+    # -10.0 on these seeded episodes, the same every time.
+    from marl_edu.learners.coma import COMA
+    from marl_edu.training.evaluation import greedy_team_return, sampled_as, sampled_returns, sampled_team_return
+
+    agent = COMA(2, 2, 5, seed=0)
+    _all_zero(agent.actor)
+    assert greedy_team_return(agent, "Switch2-v0") == pytest.approx(-10.0)
+    sampled = sampled_returns(agent, "Switch2-v0", n_episodes=10, seed=0)  # (10,)
+    assert sampled.shape == (10,) and sampled.min() >= -10.0 - 1e-5 and sampled.mean() > -10.0 + 0.05
+    # each episode: nobody home (-10.0) or one agent home (its +5 less its steps, the other's 50 x -0.1: -5 to -0.6)
+    assert all(abs(r + 10.0) < 1e-5 or -5.0 <= r <= -0.6 + 1e-5 for r in sampled)
+    assert sampled_team_return(agent, "Switch2-v0") == pytest.approx(sampled.mean())  # eval_seed 0, 10 episodes
+    assert sampled_team_return(agent, "Switch2-v0", 4) == sampled_team_return(agent, "Switch2-v0", 4)  # seeded
+    assert sampled_as(agent) == "actions drawn from the policy"
+
+
+def test_a_value_based_learner_is_evaluated_epsilon_greedily_with_the_textbooks_epsilon():
+    # IQL with every weight zero: the Q-values tie, greedy picks DOWN (action 0). Sampled is epsilon-greedy with
+    # 0.05: DOWN with probability 0.95 + 0.05 / 5 = 0.96, each other action 0.01. Over 2 agents x 1,000 steps the
+    # other actions are expected 2,000 x 0.04 = 80 times (sd sqrt(2,000 x 0.04 x 0.96) = 8.8); greedy never plays them.
+    import numpy as np
+
+    from marl_edu.learners.value_decomposition import IQL
+    from marl_edu.training.evaluation import SAMPLED_EPSILON, own_generator, sampled_as, sampled_policy
+
+    agent = _all_zero_q(IQL(2, 2, 5, seed=0))
+    assert SAMPLED_EPSILON == 0.05 and sampled_as(agent) == "epsilon-greedy, epsilon 0.05"
+    obs = np.zeros((2, 2), dtype=np.float32)
+    greedy, sampled = agent.greedy_policy(), None
+    with own_generator(agent, 0):
+        sampled = sampled_policy(agent)
+        actions = np.array([sampled(obs) for _ in range(1000)])  # (1000, 2)
+    assert all((greedy(obs) == 0).all() for _ in range(20))
+    assert 80 - 4 * 8.8 < (actions != 0).sum() < 80 + 4 * 8.8
+
+
+def _all_zero_q(agent):
+    _all_zero(agent.q_net)
+    return agent
+
+
+def test_a_sampled_evaluation_leaves_the_learners_own_generator_alone():
+    from marl_edu.learners.coma import COMA
+    from marl_edu.training.evaluation import sampled_returns
+
+    agent = COMA(2, 2, 5, seed=0)
+    before = agent.generator.get_state()
+    sampled_returns(agent, "Switch2-v0", n_episodes=3, seed=5)
+    assert agent.generator.get_state().equal(before)
+    with pytest.raises(ValueError, match="epsilon must be a number in \\[0, 1\\], got 2"):
+        __import__("marl_edu.learners.value_decomposition", fromlist=["IQL"]).IQL(2, 2, 5).sampled_policy(epsilon=2)
+
+
+@pytest.mark.parametrize("kind", ["off_policy", "on_policy", "episode_replay"])
+def test_the_sampled_evaluations_change_no_number_of_training(kind):
+    # the same seed with and without the sampled evaluation: the same episodes, greedy evaluations and weights
+    import torch
+
+    plain, both = small_run(kind, sampled_episodes=0), small_run(kind, sampled_episodes=2)
+    assert plain.episode_returns == both.episode_returns and plain.evaluations == both.evaluations
+    assert plain.sampled_evaluations == [] and [e for e, _ in both.sampled_evaluations] == [
+        e for e, _ in both.evaluations]
+    for p, q in zip(plain.agent.__dict__.values(), both.agent.__dict__.values()):
+        if isinstance(p, torch.nn.Module):
+            assert all(torch.equal(a, b) for a, b in zip(p.state_dict().values(), q.state_dict().values()))
+
+
+def test_bad_sampled_episodes_are_named():
+    with pytest.raises(ValueError, match="sampled_episodes must be a non-negative int, got -1"):
+        small_run("on_policy", sampled_episodes=-1)
+    with pytest.raises(ValueError, match="sampled_episodes: a run on simple_spread_v3 is evaluated by its noise-free"):
+        small_run("continuous_on_policy", sampled_episodes=3)
+    assert small_run("continuous_on_policy").sampled_evaluations == []  # forces: the noise-free score only

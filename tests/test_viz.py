@@ -193,3 +193,28 @@ def test_q_tables_write_every_entry_and_outline_the_greedy_joint_action():
         plot_q_tables({"x": np.zeros((2, 3))})
     with pytest.raises(ValueError, match="tables is empty"):
         plot_q_tables({})
+
+
+def test_sampled_evaluations_are_drawn_dotted_beside_the_greedy_ones_where_recorded():
+    from marl_edu.base.viz import plot_comparison, plot_env_step_evaluations, seed_band
+
+    old = {"seed": 0, "evaluations": [(50, -10.0), (100, 8.0)]}  # recorded before sampled evaluations were kept
+    new = {"seed": 1, "evaluations": [(50, -10.0), (100, 8.0)], "sampled_evaluations": [(50, -9.5), (100, 6.5)]}
+    ax = plot_seed_evaluations([old, new], optimal=8.3)
+    assert [line.get_label() for line in ax.lines] == ["seed 0", "seed 1", "seed 1, sampled", "exact optimum (8.3)"]
+    assert ax.lines[2].get_linestyle() == ":" and ax.lines[2].get_color() == ax.lines[1].get_color()
+    assert list(ax.lines[2].get_ydata()) == [-9.5, 6.5] and "dotted: sampled" in ax.get_ylabel()
+    assert plot_seed_evaluations([old]).get_ylabel() == "greedy team return"  # old records: greedy only, as before
+    # the sampled mean over seeds: (-9.5 + -8.5) / 2 = -9.0 and (6.5 + 7.5) / 2 = 7.0
+    other = {"seed": 2, "evaluations": [(50, -0.6), (100, 8.3)], "sampled_evaluations": [(50, -8.5), (100, 7.5)]}
+    np.testing.assert_allclose(seed_band([new, other], "sampled_evaluations")[1], [[-9.5, 6.5], [-8.5, 7.5]])
+    ax = plot_comparison({"coma-gru": [new, other], "vdn-gru": [old]})
+    assert [line.get_label() for line in ax.lines] == [
+        "coma-gru (mean of 2 seeds; band: min to max)", "coma-gru, sampled",
+        "vdn-gru (mean of 1 seeds; band: min to max)"]
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), [-9.0, 7.0])
+    lbf = {"seed": 0, "evaluations": [(200, 10_000, 0.1)], "sampled_evaluations": [(200, 10_000, 0.6)]}
+    ax = plot_env_step_evaluations([lbf])
+    assert list(ax.lines[1].get_ydata()) == [0.6] and ax.lines[1].get_linestyle() == ":"
+    with pytest.raises(ValueError, match=r"every run needs at least one evaluation \(sampled_evaluations\)"):
+        seed_band([old], "sampled_evaluations")

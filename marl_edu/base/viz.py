@@ -217,11 +217,13 @@ def greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style: 
 
 def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, ax: plt.Axes | None = None,
                           title: str = "") -> plt.Axes:
-    """One line per training run of its periodic greedy evaluations, against the exact optimum.
+    """One line per training run of its periodic greedy evaluations, against the exact optimum; where a run also
+    recorded its sampled policy's (``sampled_evaluations``, the same form), a dotted line of the same colour beside it.
 
     Args:
         seeds: one dict per run with ``seed`` and ``evaluations``, a list of ``(episode, greedy team return)``
-            (the rows of a ``benchmarks/learning.py`` summary.json).
+            (the rows of a ``benchmarks/learning.py`` summary.json), and optionally ``sampled_evaluations``, a list
+            of ``(episode, sampled policy's mean team return)`` (runs recorded before it was kept have none).
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.4))
@@ -229,8 +231,18 @@ def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, a
         if not row["evaluations"]:
             raise ValueError(f"seed {row['seed']} has no evaluations to plot")
         episodes, greedy = zip(*row["evaluations"])
-        ax.plot(episodes, greedy, "-o", markersize=2, linewidth=0.8, label=f"seed {row['seed']}")
-    return greedy_axes(ax, optimal, title, optimum_style=("C2", "--"))
+        line, = ax.plot(episodes, greedy, "-o", markersize=2, linewidth=0.8, label=f"seed {row['seed']}")
+        if row.get("sampled_evaluations"):
+            episodes, sampled = zip(*row["sampled_evaluations"])
+            ax.plot(episodes, sampled, ":", linewidth=1.1, color=line.get_color(), label=f"seed {row['seed']}, sampled")
+    return sampled_ylabel(greedy_axes(ax, optimal, title, optimum_style=("C2", "--")), seeds)
+
+
+def sampled_ylabel(ax: plt.Axes, rows: Sequence[dict]) -> plt.Axes:
+    """Where any of ``rows`` drew its sampled evaluations, the y label says which line is which."""
+    if any(row.get("sampled_evaluations") for row in rows):
+        ax.set_ylabel("team return\n(solid: greedy, dotted: sampled)")
+    return ax
 
 
 def plot_env_step_evaluations(seeds: Sequence[dict], target: float | None = None, ax: plt.Axes | None = None,
@@ -240,7 +252,9 @@ def plot_env_step_evaluations(seeds: Sequence[dict], target: float | None = None
 
     Args:
         seeds: one dict per run with ``seed`` and ``evaluations``, a list of ``(episode, env steps so far, greedy
-            team return)`` (the per-seed files of ``benchmarks/foraging.py``).
+            team return)`` (the per-seed files of ``benchmarks/foraging.py``), and optionally
+            ``sampled_evaluations`` of the same form with the sampled policy's mean team return, drawn dotted in the
+            run's colour.
         target: the return to draw (None: not drawn).
     """
     if ax is None:
@@ -252,31 +266,36 @@ def plot_env_step_evaluations(seeds: Sequence[dict], target: float | None = None
             raise ValueError(f"seed {row['seed']}: each evaluation must be (episode, env steps, greedy team return), "
                              f"got {row['evaluations'][0]!r}")
         _, steps, greedy = zip(*row["evaluations"])
-        ax.plot(np.array(steps) / 1e6, greedy, "-", linewidth=0.9, label=f"seed {row['seed']}")
+        line, = ax.plot(np.array(steps) / 1e6, greedy, "-", linewidth=0.9, label=f"seed {row['seed']}")
+        if row.get("sampled_evaluations"):
+            _, steps, sampled = zip(*row["sampled_evaluations"])
+            ax.plot(np.array(steps) / 1e6, sampled, ":", linewidth=1.1, color=line.get_color())
     if target is not None:
         ax.axhline(target, color="black", linestyle="--", linewidth=0.8, label=f"target ({target:g})")
     ax.set_xlabel("env steps (millions)")
     ax.set_ylabel("greedy team return")
+    sampled_ylabel(ax, seeds)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     return ax
 
 
-def seed_band(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+def seed_band(rows: Sequence[dict], key: str = "evaluations") -> tuple[np.ndarray, np.ndarray]:
     """Several runs' periodic greedy evaluations on one axis: ``(episodes (evals,), greedy (seeds, evals))``.
 
     Args:
         rows: one dict per seed with ``evaluations``, a list of ``(episode, greedy team return)``. Runs of a
             batched learner are evaluated at the same episodes, give or take the last batch: the episode axis is
             the mean over seeds, cut to the shortest run.
+        key: ``"sampled_evaluations"`` for the sampled policy's evaluations instead (the same form).
     """
-    if not rows or any(not row["evaluations"] for row in rows):
-        raise ValueError("every run needs at least one evaluation")
-    n = min(len(row["evaluations"]) for row in rows)
-    episodes = np.array([[e for e, _ in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, evals)
-    greedy = np.array([[g for _, g in row["evaluations"][:n]] for row in rows], dtype=float)  # (seeds, evals)
-    return episodes.mean(axis=0), greedy  # (evals,), (seeds, evals)
+    if not rows or any(not row.get(key) for row in rows):
+        raise ValueError(f"every run needs at least one evaluation ({key})")
+    n = min(len(row[key]) for row in rows)
+    episodes = np.array([[e for e, _ in row[key][:n]] for row in rows], dtype=float)  # (seeds, evals)
+    values = np.array([[g for _, g in row[key][:n]] for row in rows], dtype=float)  # (seeds, evals)
+    return episodes.mean(axis=0), values  # (evals,), (seeds, evals)
 
 
 # Greedy team returns on Switch2 fall into four levels: exactly -10.0 when nobody arrives (-0.1 per agent per step for
@@ -345,7 +364,9 @@ def plot_outcomes(rows: Sequence[dict], ax: plt.Axes | None = None, color: str =
 
 def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = None, ax: plt.Axes | None = None,
                     title: str = "", colors: dict[str, str] | None = None, random: float | None = None) -> plt.Axes:
-    """Per method, the mean greedy team return over seeds (line) and its range (band) against training episodes.
+    """Per method, the mean greedy team return over seeds (line) and its range (band) against training episodes;
+    where every run of a method also recorded its sampled policy's evaluations (``sampled_evaluations``), their mean
+    as a thin dotted line of the method's colour.
 
     Args:
         results: method name -> that method's runs, each a dict with ``evaluations`` (see ``seed_band``).
@@ -361,7 +382,11 @@ def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = 
         ax.plot(episodes, greedy.mean(axis=0), style, color=color, linewidth=max(2.4 - 0.5 * k, 0.9),
                 label=f"{method} (mean of {len(rows)} seeds; band: min to max)")  # thinner on top: overlaps show
         ax.fill_between(episodes, greedy.min(axis=0), greedy.max(axis=0), color=color, alpha=0.12, linewidth=0)
-    return greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random)
+        if all(row.get("sampled_evaluations") for row in rows):
+            episodes, sampled = seed_band(rows, "sampled_evaluations")  # (evals,), (seeds, evals)
+            ax.plot(episodes, sampled.mean(axis=0), ":", color=color, linewidth=1.2, label=f"{method}, sampled")
+    rows = [row for runs in results.values() for row in runs]
+    return sampled_ylabel(greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random), rows)
 
 
 def plot_qmix(ax: plt.Axes | None = None) -> plt.Axes:

@@ -37,6 +37,7 @@ from marl_edu.runs.folder import RunLog, open_folder, overwritten, probe_writabl
 from marl_edu.runs.seed import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
                            rounded, run_seed, solve_line, write_gif)
 from marl_edu.training.competition import DECEPTION
+from marl_edu.training.evaluation import sampled_as
 from marl_edu.training.loops import TrainResult
 from marl_edu.training.resume import BeforeTraining, StopOnSignal, TrainingInterrupted, seed_checkpoint
 
@@ -485,7 +486,8 @@ def _print_start(plan: _Plan, run_log: RunLog) -> None:
     if plan.continuous:
         measure = f"scored without noise on {plan.final_episodes} episodes"
     else:
-        measure = f"exact optimum {'unknown' if plan.optimum is None else f'{plan.optimum:.2f}'}"
+        measure = (f"exact optimum {'unknown' if plan.optimum is None else f'{plan.optimum:.2f}'}, sampled: "
+                   f"{sampled_as(plan.args.algo)}")
     finished = sorted(row["seed"] for row in run_log.rows)
     print(f"{plan.args.algo} on {plan.env_id}, {plan.episodes} episodes per seed, {measure}, outputs in {plan.out}"
           + (f" (resumed: seeds {finished} already finished)" if plan.saved is not None and finished else ""))
@@ -680,7 +682,7 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(_one_line(error))
     what = (f"without noise, {plan.episodes} episodes from seed {plan.seed}" if plan.continuous else
             f"greedy ({'one episode' if family(plan.env_id).deterministic else f'{plan.episodes} episodes'}) and "
-            f"sampled ({plan.episodes} episodes, seed {plan.seed})")
+            f"sampled ({sampled_as(plan.agent)}, {plan.episodes} episodes, seed {plan.seed})")
     print(f"{plan.algo} policy {args.replay} (trained on {plan.trained_on}) played on {plan.env_id}: {what}",
           flush=True)
     try:

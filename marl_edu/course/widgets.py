@@ -86,7 +86,8 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
     """Learning curves of a reference run and a new run on one set of axes; returns the figure.
 
     Each run is a dict with ``episode_returns`` (episodes,) (team return of every training episode; may be empty) and
-    ``evaluations``, a list of ``(episode, team return of an evaluation)``; ``label`` names it in the legend.
+    ``evaluations``, a list of ``(episode, team return of an evaluation)``; ``label`` names it in the legend;
+    ``sampled_evaluations`` (optional, same form): the sampled policy's at the same episodes, drawn as open circles.
     ``evaluation_label`` says what the evaluations (the dots) played, in the legend and the title: "greedy" (the
     argmax of a discrete policy, Switch's learners) or, for the continuous learners, "noise-free" (the forces
     mu_i(o_{i,t}) without exploration noise).
@@ -104,9 +105,15 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
             episodes, evaluated = zip(*data["evaluations"])
             ax.plot(episodes, evaluated, "o", color=color, markersize=3.5,
                     label=f"{data.get('label', name)}: {evaluation_label}")
+        if data.get("sampled_evaluations"):
+            episodes, sampled = zip(*data["sampled_evaluations"])
+            ax.plot(episodes, sampled, "o", color=color, markersize=4.5, markerfacecolor="none",
+                    label=f"{data.get('label', name)}: sampled")
     if optimal is not None:
         ax.set_ylim(top=optimal + 1.5)
-    ax.set_title(f"team return per training episode (exploring) and {evaluation_label} evaluations (dots)")
+    sampled = any(data and data.get("sampled_evaluations") for data in (reference, run))
+    ax.set_title(f"team return per training episode (exploring) and {evaluation_label} evaluations (dots"
+                 + ("; open: sampled" if sampled else "") + ")")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize=7)
     return fig
@@ -199,6 +206,7 @@ def maddpg_panel(reference: dict | None = None, env_id: str = "Switch2-v2", opti
                                      batch_size=batch_size)
         run = loops.train(MADDPG, env_id, episodes, config, seed=seed, eval_every=max(episodes // 10, 16))
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "sampled_evaluations": run.sampled_evaluations,
                 "label": f"your run (seed {seed})"}
 
     return training_panel(controls, train, reference, optimal, random)
@@ -234,6 +242,7 @@ def coma_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optima
                                      entropy_start=entropy_start, n_envs=n_envs, recurrent=recurrent)
         run = loops.train(COMA, env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, n_envs))
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "sampled_evaluations": run.sampled_evaluations,
                 "label": f"your run (seed {seed})"}
 
     return training_panel(controls, train, reference, optimal, random)
@@ -273,6 +282,7 @@ def ppo_panel(reference: dict | None = None, env_id: str = "Switch2-v0", optimal
                                      entropy_start=entropy_start)
         run = loops.train(learner, env_id, episodes, config, seed=seed, eval_every=max(episodes // 20, config.n_envs))
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "sampled_evaluations": run.sampled_evaluations,
                 "label": f"your {learner.upper()} (seed {seed})"}
 
     return training_panel(controls, train, reference, optimal, random)
@@ -309,6 +319,7 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
         run = loops.train(learner, env_id, episodes, config, seed=seed, eval_every=max(episodes // 8, 16),
                           eval_episodes=5)
         return {"episode_returns": run.episode_returns, "evaluations": run.evaluations,
+                "sampled_evaluations": run.sampled_evaluations,
                 "label": f"your {'MADDPG' if centralised else 'independent DDPG'} (seed {seed})"}
 
     return training_panel(controls, train, reference, evaluation_label="noise-free")

@@ -209,10 +209,11 @@ class IQL:
         state from step to step (make a new one for every episode)."""
         return self._episode_policy(0.0)
 
-    def sampled_policy(self):
-        """Like ``greedy_policy`` but epsilon-greedy with the schedule's final ``epsilon_end``: what the learner
-        played at the end of training."""
-        return self._episode_policy(self.config.epsilon_end)
+    def sampled_policy(self, epsilon: float | None = None):
+        """Like ``greedy_policy`` but epsilon-greedy: with ``epsilon`` (a probability), or None for the schedule's
+        final ``epsilon_end``, what the learner played at the end of training (``training.evaluation`` evaluates
+        with the MARL textbook's 0.05)."""
+        return self._episode_policy(self.config.epsilon_end if epsilon is None else unit_interval(epsilon, "epsilon"))
 
     def _episode_policy(self, epsilon: float):
         """obs ``(N, O)`` -> actions ``(N,)`` of the epsilon-greedy policy, the hidden state kept between calls."""

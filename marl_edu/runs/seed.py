@@ -29,7 +29,8 @@ from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, check_env, config_class, entry
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
-from marl_edu.training.evaluation import evaluate_particle, greedy_return, greedy_team_return, sampled_returns
+from marl_edu.training.evaluation import (evaluate_particle, greedy_return, greedy_team_return, sampled_as,
+                                         sampled_returns)
 from marl_edu.training.loops import TrainResult, train
 from marl_edu.training.resume import KIND
 
@@ -108,12 +109,15 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
     Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
     record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return:
     one episode on Switch, which is deterministic, else the mean of ``final_episodes``,
-    ``train.greedy_team_return``) and ``sampled`` (mean team return of ``final_episodes`` episodes with sampled
-    actions, env seeded with ``seed``); ``episodes``,
+    ``train.greedy_team_return``), ``sampled`` (mean team return of ``final_episodes`` episodes of the sampled
+    policy, ``evaluation.sampled_returns``: the env and the draws seeded with ``seed``) and ``sampled_as`` (what the
+    sampled policy plays, ``evaluation.sampled_as``); ``episodes``,
     ``env_steps``, ``wall_s`` (training's wall-clock), ``steps_per_s``, ``updates``; for a discrete learner
     ``episodes_to_solve`` and ``seconds_to_solve`` (when a periodic greedy evaluation first reached
     ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None); ``evaluations``, the periodic
-    ``(episode, value)`` of ``run.evaluations``. (A continuous learner's final score is ``particle_figures``.)
+    ``(episode, value)`` of ``run.evaluations``; for a discrete learner ``sampled_evaluations``, the sampled
+    policy's at the same episodes (``run.sampled_evaluations``). (A continuous learner's final score is
+    ``particle_figures``.)
     """
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
                 threads)
@@ -123,10 +127,10 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=final_episodes, seed=seed, threads=threads).mean())
     target = float("inf") if optimum is None else solve_line(optimum)
     first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= target), None)
-    return run, {"seed": seed, "greedy": greedy, "sampled": sampled, **_counts(run),
-                 "episodes_to_solve": None if first is None else run.evaluations[first][0],
+    return run, {"seed": seed, "greedy": greedy, "sampled": sampled, "sampled_as": sampled_as(run.agent),
+                 **_counts(run), "episodes_to_solve": None if first is None else run.evaluations[first][0],
                  "seconds_to_solve": None if first is None else run.eval_seconds[first],
-                 "evaluations": list(run.evaluations)}
+                 "evaluations": list(run.evaluations), "sampled_evaluations": list(run.sampled_evaluations)}
 
 
 def noise_free_policies(agent) -> list:
@@ -160,7 +164,8 @@ DIGITS = {"greedy": 2, "sampled": 3, "team_return": 2, "landmark_distance": 3, "
 def rounded(figures: dict) -> dict:
     """``run_seed``'s figures (with ``particle_figures``' if any) as the files record them, with the same keys in the
     same order: ``greedy``, ``team_return``, every agent's return and every evaluation to 0.01 (every Switch reward
-    is a multiple of 0.1), ``sampled`` and the particle distances and collisions to 0.001, ``wall_s`` and
+    is a multiple of 0.1), ``sampled``, every sampled evaluation (a mean over episodes) and the particle distances
+    and collisions to 0.001, ``wall_s`` and
     ``seconds_to_solve`` to 0.1 s, ``steps_per_s`` to a whole int; the others (and Nones) as they are."""
     row = dict(figures)
     for key, digits in DIGITS.items():
@@ -170,6 +175,8 @@ def rounded(figures: dict) -> dict:
         row["agent_returns"] = [round(value, 2) for value in row["agent_returns"]]
     if "evaluations" in row:
         row["evaluations"] = [(episode, round(value, 2)) for episode, value in figures["evaluations"]]
+    if "sampled_evaluations" in row:
+        row["sampled_evaluations"] = [(episode, round(value, 3)) for episode, value in figures["sampled_evaluations"]]
     return row
 
 
@@ -216,12 +223,12 @@ def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progr
                    threads: int | None = None) -> dict:
     """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``greedy``
     (``greedy_team_return``: one episode on Switch, exact; else the mean of ``episodes``) and ``sampled`` (mean team
-    return of ``episodes`` episodes with actions sampled from the actors, the env and the sampling generator seeded
-    with ``seed``); continuous, ``particle_figures`` over ``episodes`` episodes from ``seed``."""
+    return of ``episodes`` episodes of the sampled policy, ``evaluation.sampled_returns``: the env and the draws
+    seeded with ``seed``, as ``run_seed``'s final figure); continuous, ``particle_figures`` over ``episodes``
+    episodes from ``seed``."""
     if entry(algo_name(agent)).continuous:
         return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads))
     greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
-    agent.generator.manual_seed(seed)  # the actors' samples: the replay's own stream (training's is not saved)
     sampled = float(sampled_returns(agent, env_id, n_episodes=episodes, seed=seed, threads=threads).mean())
     return rounded({"greedy": greedy, "sampled": sampled})
 

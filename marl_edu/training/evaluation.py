@@ -1,23 +1,35 @@
 """Evaluation of a trained learner: its greedy policy's team return (one exact episode where the env's family is
-deterministic, else a mean over episodes), its sampled policy's returns, and a particle-env policy's score."""
+deterministic, else a mean over episodes), its sampled policy's returns, and a particle-env policy's score.
+
+Greedy and sampled evaluate two policies. Greedy plays every agent's argmax; sampled plays the policy that was
+trained: actions drawn from an actor's probabilities, or, for a learner that acts greedily on Q-values (IQL, VDN,
+QMIX), epsilon-greedy with ``SAMPLED_EPSILON`` = 0.05, as the MARL textbook's runs evaluate (``sampled_as`` says
+which, for a run's record). A sampled evaluation draws its actions from a generator of its own, seeded by its
+caller, never from the learner's: evaluating during training leaves training's random stream as it was.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from marl_edu.base.threads import torch_threads
 from marl_edu.base.validate import positive_int
-from marl_edu.data.rollout import run_episode
+from marl_edu.data.rollout import collect_episodes, run_episode
 from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES
-from marl_edu.envs.make import family, make_env
+from marl_edu.envs.make import family, make_env, make_vec_env
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
-from marl_edu.learners.table import check_fits
+from marl_edu.learners.table import algo_name, check_fits, entry
 
 GREEDY_EPISODES = EVAL_EPISODES  # a periodic greedy evaluation where episodes are random (not Switch): this many
 FINAL_GREEDY_EPISODES = FINAL_EVAL_EPISODES  # ... and a run's final greedy figure there (envs.family's numbers)
+SAMPLED_EPISODES = 10  # a periodic sampled evaluation: the mean of this many episodes (on Switch too: sampled
+# episodes differ where greedy ones do not)
+SAMPLED_EPSILON = 0.05  # a value-based learner's sampled policy: epsilon-greedy with this epsilon (the textbook's)
 
 
 def greedy_return(agent, env_id: str, record_frames: bool = False, threads: int | None = None):
@@ -42,13 +54,64 @@ def greedy_team_return(agent, env_id: str, episodes: int = GREEDY_EPISODES, thre
         return float(np.mean([run_episode(env, agent.greedy_policy()).team_return for _ in range(episodes)]))
 
 
+def acts_on_q_values(learner) -> bool:
+    """Whether a learner (an agent, or a name of ``learners.LEARNERS``) acts greedily on Q-values (its row's loop
+    ``"episode_replay"``: IQL, VDN, QMIX), so that its sampled policy is epsilon-greedy rather than drawn from an
+    actor's probabilities."""
+    return entry(learner if isinstance(learner, str) else algo_name(learner)).loop == "episode_replay"
+
+
+def sampled_as(learner) -> str:
+    """What a learner's (an agent's, or a name's) sampled evaluation plays, in the words a run's record keeps
+    (``"sampled_as"``)."""
+    if acts_on_q_values(learner):
+        return f"epsilon-greedy, epsilon {SAMPLED_EPSILON}"
+    return "actions drawn from the policy"
+
+
+def sampled_policy(agent):
+    """A fresh sampled policy for ``run_episode`` (obs ``(N, O)`` -> actions ``(N,)``; make one per episode): the
+    learner's ``sampled_policy()``, epsilon-greedy with ``SAMPLED_EPSILON`` where it acts on Q-values."""
+    return agent.sampled_policy(epsilon=SAMPLED_EPSILON) if acts_on_q_values(agent) else agent.sampled_policy()
+
+
+@contextlib.contextmanager
+def own_generator(agent, seed: int):
+    """For the ``with`` block, ``agent`` draws its actions from a new generator seeded ``seed``; after it, the
+    learner's own generator (training's stream) is back where it was, untouched."""
+    training = agent.generator
+    agent.generator = torch.Generator(device=training.device).manual_seed(int(seed))
+    try:
+        yield
+    finally:
+        agent.generator = training
+
+
 def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, threads: int | None = None) -> np.ndarray:
-    """Team returns of ``n_episodes`` episodes with actions sampled from the actors (no epsilon)."""
+    """Team returns ``(n_episodes,)`` of ``n_episodes`` episodes of the sampled policy, the actions drawn from a
+    generator seeded ``seed`` (``own_generator``): the same returns for the same policy and seed, and the learner's
+    own generator untouched. A learner that trains on whole episodes (its row's loop ``"on_policy"`` or
+    ``"episode_replay"``) plays them all at once, as its training does (``rollout.collect_episodes``, on
+    ``make_vec_env``'s copies seeded ``seed``, ``seed + 1``, ...; epsilon ``SAMPLED_EPSILON`` where it acts on
+    Q-values): one network call per step for every episode. Any other plays them one after the other on one env
+    seeded ``seed`` (``sampled_policy``)."""
     positive_int(n_episodes, "n_episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
         check_fits(agent, env)
-        return np.array([run_episode(env, agent.sampled_policy()).team_return for _ in range(n_episodes)])
+        with own_generator(agent, seed):
+            if entry(algo_name(agent)).loop in ("on_policy", "episode_replay"):
+                epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
+                _, returns, _ = collect_episodes(agent, make_vec_env(env_id, n_episodes, seed), epsilon)
+                return np.array(returns, dtype=np.float64)  # (n_episodes,)
+            return np.array([run_episode(env, sampled_policy(agent)).team_return for _ in range(n_episodes)])
+
+
+def sampled_team_return(agent, env_id: str, episodes: int = SAMPLED_EPISODES, threads: int | None = None) -> float:
+    """The sampled policy's mean team return over ``episodes`` episodes (``sampled_returns``) on an env seeded the
+    family's ``eval_seed``, the actions drawn from a generator seeded the same: a periodic evaluation's, the same
+    episodes and draws at every evaluation, so the curve moves only when the policy does."""
+    return float(sampled_returns(agent, env_id, episodes, family(env_id).eval_seed, threads).mean())
 
 
 @dataclass

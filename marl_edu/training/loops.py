@@ -35,7 +35,9 @@ The contract between the loop and a learner, the one place it is written (ARCHIT
   What it returns (a dict of losses) is not read.
 - acting: ``act`` (off-policy, continuous on-policy) or ``policy_step``/``sample``/``initial_hidden`` (discrete whole
   episodes); ``end_episode(k)`` when copy k's episode ends (particle off-policy); evaluation: ``greedy_policy()`` (an
-  ensemble: ``policy(subpolicies)``).
+  ensemble: ``policy(subpolicies)``) and, discrete, the sampled policy (``evaluation.sampled_returns``: the whole-
+  episode learners' ``policy_step``/``sample``, the others' ``sampled_policy()``, IQL's kin's with ``epsilon``), its
+  draws from a generator the evaluation puts in ``agent.generator`` for the while (``evaluation.own_generator``).
 
 Every loop and evaluation here runs on ``threads`` torch threads (default 1: networks this small run fastest on one,
 and two fight any other work on the machine) and gives the caller's count back after (``threads.torch_threads``).
@@ -55,14 +57,14 @@ from tqdm.auto import tqdm
 from marl_edu.base.schedules import linear
 from marl_edu.base.shapes import one_hot
 from marl_edu.base.threads import torch_threads
-from marl_edu.base.validate import positive_int
+from marl_edu.base.validate import non_negative_int, positive_int
 from marl_edu.data.buffers import EpisodeReplay, ReplayBuffer, n_step_transitions
 from marl_edu.data.rollout import collect_episodes
 from marl_edu.envs.make import family, make_vec_env
 from marl_edu.learners.ensembles import SubpolicyReplayBuffer
 from marl_edu.learners.table import algo_name, algo_name_of_class, check_env, entry
 from marl_edu.pieces.targets import critic_rewards
-from marl_edu.training.evaluation import evaluate_particle, greedy_team_return
+from marl_edu.training.evaluation import SAMPLED_EPISODES, evaluate_particle, greedy_team_return, sampled_team_return
 from marl_edu.training.resume import RunCheckpoint
 
 
@@ -70,12 +72,14 @@ from marl_edu.training.resume import RunCheckpoint
 @dataclass
 class TrainResult:
     """What a training run produced: per-episode team returns (while exploring), periodic evaluations ``(episode,
-    greedy team return)`` (particle envs: the noise-free policy's mean team return), counts and wall-clock time, the
-    learner and, off-policy, its replay at the end."""
+    greedy team return)`` (particle envs: the noise-free policy's mean team return) and on the discrete envs, at the
+    same episodes, ``(episode, sampled policy's mean team return)`` (``evaluation.sampled_team_return``), counts and
+    wall-clock time, the learner and, off-policy, its replay at the end."""
 
     agent: object
     episode_returns: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
+    sampled_evaluations: list[tuple[int, float]] = field(default_factory=list)  # discrete envs; [] if switched off
     eval_seconds: list[float] = field(default_factory=list)  # wall-clock since the start, per evaluation
     eval_env_steps: list[int] = field(default_factory=list)  # env steps so far, per evaluation
     env_steps: int = 0
@@ -222,7 +226,7 @@ def exploration(loop: str, config, done: int, episodes: int) -> dict[str, float]
 def train(learner, env_id: str | None = None, episodes: int | None = None, config=None, seed: int = 0,
           eval_every: int | None = None, progress: bool = True, device: str = "cpu", stop_at: float | None = None,
           env_backend: str = "batched", checkpoint: RunCheckpoint | None = None, threads: int | None = None,
-          update=None, eval_episodes: int | None = None) -> TrainResult:
+          update=None, eval_episodes: int | None = None, sampled_episodes: int | None = None) -> TrainResult:
     """Train ``learner`` (a name of ``learners.LEARNERS`` or its class) on K lock-step copies of ``env_id`` (None: its
     default, ``learners.check_env``; ``make_vec_env``'s, stepped by ``env_backend``: the same transitions) for
     ``episodes`` episodes (None: its row's budget), or until a periodic evaluation reaches ``stop_at``. Deterministic
@@ -232,8 +236,11 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
     its row's); an evaluation plays the greedy policy (``greedy_team_return``) or, with forces, the noise-free one
     (``evaluate_particle``; an ensemble's evaluation e plays every agent's sub-policy e mod M), as the env's family
     says (``envs.family.EnvFamily``: one episode where it is deterministic, else the mean of ``eval_episodes``, None:
-    the family's, on an env seeded its ``eval_seed``). ``checkpoint``: a ``resume.RunCheckpoint`` that saves the run
-    at every iteration's end and continues a saved one to the same bits (every family's vec env saves its state).
+    the family's, on an env seeded its ``eval_seed``); on the discrete envs each evaluation also plays the sampled
+    policy (``sampled_team_return``: the mean of ``sampled_episodes`` episodes, None: ``SAMPLED_EPISODES``, 0: not
+    played), its draws from a generator of its own, so training is the same with it or without. ``checkpoint``: a
+    ``resume.RunCheckpoint`` that saves the run at every iteration's end and continues a saved one to the same bits
+    (every family's vec env saves its state).
     ``update``: a function ``update(agent, batch)`` called for each batch in place of ``agent.update(batch)`` (the
     capstones pass the learner's own update). The contract with the learner is this module's docstring."""
     with torch_threads(threads):
@@ -243,6 +250,12 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         eval_every = row.eval_every if eval_every is None else positive_int(eval_every, "eval_every")
         found = family(env_id)
         eval_episodes = found.eval_episodes if eval_episodes is None else positive_int(eval_episodes, "eval_episodes")
+        discrete = found.actions == "discrete"
+        sampled_episodes = ((SAMPLED_EPISODES if discrete else 0) if sampled_episodes is None
+                            else non_negative_int(sampled_episodes, "sampled_episodes"))
+        if sampled_episodes and not discrete:
+            raise ValueError(f"sampled_episodes: a run on {env_id} is evaluated by its noise-free policy's score, not "
+                             f"a sampled one; pass None or 0, got {sampled_episodes}")
         if update is not None and not callable(update):
             raise ValueError(f"update must be None (the learner's own agent.update) or a function update(agent, "
                              f"batch), got {type(update).__name__}")
@@ -279,9 +292,13 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
                 state.next_eval += eval_every
                 value = _evaluate(agent, env_id, eval_episodes, len(result.evaluations), threads)
                 result.evaluations.append((len(result.episode_returns), value))
+                if sampled_episodes:
+                    sampled = sampled_team_return(agent, env_id, sampled_episodes, threads)
+                    result.sampled_evaluations.append((len(result.episode_returns), sampled))
                 result.eval_seconds.append(time.perf_counter() - result.started)
                 result.eval_env_steps.append(result.env_steps)
-                bar.set_postfix(eval=f"{value:.1f}", **{SHOWN[key]: f"{v:.2f}" for key, v in explore.items()})
+                shown = {"sampled": f"{result.sampled_evaluations[-1][1]:.1f}"} if sampled_episodes else {}
+                bar.set_postfix(eval=f"{value:.1f}", **shown, **{SHOWN[key]: f"{v:.2f}" for key, v in explore.items()})
                 if stop_at is not None and value >= stop_at - 1e-6:
                     break
             if checkpoint is not None:

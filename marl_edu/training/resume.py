@@ -261,13 +261,15 @@ class RunCheckpoint:
 
 def _result_state(result) -> dict:
     return {"episode_returns": list(result.episode_returns), "evaluations": [list(e) for e in result.evaluations],
+            "sampled_evaluations": [list(e) for e in result.sampled_evaluations],
             "eval_seconds": list(result.eval_seconds), "eval_env_steps": list(result.eval_env_steps),
             "env_steps": result.env_steps, "updates": result.updates,
             "update_seconds": result.update_seconds, "elapsed": time.perf_counter() - result.started}
 
 
 def _restore_result(result, saved: dict) -> None:
-    for name in ("episode_returns", "evaluations", "eval_seconds", "eval_env_steps"):
+    saved = {"sampled_evaluations": [], **saved}  # (a run saved before sampled evaluations were kept: none)
+    for name in ("episode_returns", "evaluations", "sampled_evaluations", "eval_seconds", "eval_env_steps"):
         values = np.asarray(saved[name], dtype=np.float64)  # (ValueError for what is not numbers)
         if not np.isfinite(values).all():
             raise ValueError(f"the saved {name} hold NaN or infinity")
@@ -281,6 +283,7 @@ def _restore_result(result, saved: dict) -> None:
             raise ValueError(f"the saved {name} is {saved[name]!r}, not a number of seconds")
     result.episode_returns[:] = saved["episode_returns"]
     result.evaluations[:] = [tuple(e) for e in saved["evaluations"]]
+    result.sampled_evaluations[:] = [tuple(e) for e in saved["sampled_evaluations"]]
     result.eval_seconds[:] = saved["eval_seconds"]
     result.eval_env_steps[:] = saved["eval_env_steps"]
     result.env_steps, result.updates = saved["env_steps"], saved["updates"]
