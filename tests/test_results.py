@@ -252,3 +252,24 @@ def test_readme_foraging_table_is_what_the_benchmark_printed():
          .items() if key not in foraging.CURVES} for run in summary["runs"]]
     readme = (RESULTS / "README.md").read_text()  # the generated results page
     assert all(line in readme for line in summary["table"])
+
+
+def test_the_kept_foraging_policies_replay_their_greedy_and_sampled_figures():
+    # results/foraging/greedy_and_sampled.json (foraging.py --replay-kept): the runs committed before sampled figures
+    # were recorded, each method's kept policy replayed both ways; its greedy mean is the run's recorded final one
+    from marl_edu.training.evaluation import sampled_as, sampled_returns
+
+    foraging = _module("foraging")
+    kept = json.loads((FORAGING / foraging.KEPT_FIGURES).read_text())
+    summary = json.loads((FORAGING / "summary.json").read_text())
+    assert (kept["env"], kept["episodes"], kept["seed"]) == (foraging.ENV_ID, foraging.FINAL_EPISODES, 0)
+    assert set(kept["methods"]) == {run["method"] for run in summary["runs"]}
+    for method, row in kept["methods"].items():
+        record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == row["policy_seed"])
+        assert row["greedy"] == pytest.approx(record["final"], abs=0.006), method  # recorded to 0.0001, here 0.01
+        if method not in ("mappo", "iql"):  # (CI's time: one learner drawing from its policy, one epsilon-greedy)
+            continue
+        agent = load_policy(FORAGING / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
+        sampled = sampled_returns(agent, foraging.ENV_ID, kept["episodes"], seed=kept["seed"], threads=1).mean()
+        assert round(float(sampled), 3) == pytest.approx(row["sampled"], abs=1e-9), method
+        assert row["sampled_as"] == sampled_as(agent)
