@@ -32,3 +32,18 @@ def test_a_nested_check_is_counted_once():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-2:] == ["1", "2"]  # one call each, however many checks the first made inside
+
+
+def test_every_learner_of_the_table_is_measured_and_every_check_exists():
+    import importlib
+
+    from marl_edu.learners.table import LEARNERS
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import check_cost
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert list(check_cost.RUNS) == list(LEARNERS)  # every row, in the table's order
+    for home, name in check_cost.CHECKS:  # a renamed check would silently leave the count
+        assert callable(getattr(importlib.import_module(f"marl_edu.{home}"), name)), (home, name)
