@@ -255,3 +255,25 @@ def test_every_update_takes_a_batch_that_keeps_its_contract(algo):
                          entries_set("dones", 1.0, (1, 1), (1, 2)))
         agent.update(padded(batch_for(row)))
     assert agent.updates == (2 if row.loop in ("on_policy", "episode_replay") else 1)
+
+
+@pytest.mark.parametrize("algo", list(LEARNERS))
+def test_every_update_checks_its_batch_once(algo, monkeypatch):
+    # the batch contract's checks (data/), wherever a learner's module holds them, counted over one update
+    import importlib
+    import pkgutil
+
+    import marl_edu.learners
+
+    calls = []
+    for info in pkgutil.iter_modules(marl_edu.learners.__path__, "marl_edu.learners."):
+        module = importlib.import_module(info.name)
+        for name in ("check_episode_batch", "check_force_batch", "check_replay_batch"):
+            original = getattr(module, name, None)
+            if original is not None:
+                monkeypatch.setattr(module, name, lambda *args, _f=original, _n=name, **kwargs: (
+                    calls.append(_n), _f(*args, **kwargs))[1])
+    row = LEARNERS[algo]
+    agent = row.learner(2, 2, 2 if row.continuous else 5, row.config(hidden=8), seed=0)
+    agent.update(batch_for(row))
+    assert len(calls) == 1, calls  # the whole batch once (an ensemble's slices are batches of their own: None here)

@@ -620,7 +620,8 @@ _LIBRARY_METHOD = {"coma_critic_rows": "critic_rows", "coma_critic_targets": "cr
 # the library's own update, its two losses, and the capstone's reference update (the four parts it is given stay
 # callable: the check passes the library's; so do the taught helpers nets.gradient_step and targets.hard_update)
 @capstones.refuses_library_answers("coma_update", "marl_edu.learners.coma:COMA.update", "marl_edu.learners.coma:COMA.critic_loss",
-                                   "marl_edu.learners.coma:COMA.actor_loss", "marl_edu.course.capstone_coma:_update",
+                                   "marl_edu.learners.coma:COMA.update_steps", "marl_edu.learners.coma:COMA.actor_loss",
+                                   "marl_edu.course.capstone_coma:_update",
                                    "marl_edu.course.capstone_coma:_reference_update")
 @on_one_thread
 def check_coma_update(fn: Callable) -> None:

@@ -161,7 +161,7 @@ class CentralQV(COMA):
             value_loss = masked_mean((v - targets) ** 2, step_mask, name="squared TD error")
             gradient_step(self.value_optimizer, self.value_critic, value_loss, c.grad_clip, "value loss",
                           self.updates + 1)
-        stats = super().update(batch)  # Q's steps, the actor's step with Adv = Q - V, updates += 1, Q's copy
+        stats = self.update_steps(batch)  # COMA's: Q's steps, the actor's step with Adv = Q - V, updates += 1, Q's copy
         update_target(self.target_value_critic, self.value_critic, self.updates, every=c.target_update_every)
         return {**stats, "value_loss": value_loss.item()}
 

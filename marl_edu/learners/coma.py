@@ -339,8 +339,13 @@ class COMA(SharedActorLearner):
         beta * H(pi) weighted by ``self.entropy_coef``, which the training loop decays (the paper explores with
         epsilon alone; benchmarks/TUNING.md says why).
         """
-        c = self.config
         check_episode_batch(batch, self.n_agents, self.obs_dim, self.n_actions)  # ValueError naming a bad entry
+        return self.update_steps(batch)
+
+    def update_steps(self, batch: dict) -> dict[str, float]:
+        """``update``'s steps on a batch already checked (``check_episode_batch``, once: central-QV's ``update``
+        checks it, takes its own steps, then these)."""
+        c = self.config
         epsilon, entropy_coef = float(batch["epsilon"]), self.entropy_coef
         obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
         B, T1, N, _ = obs.shape
