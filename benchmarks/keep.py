@@ -10,12 +10,17 @@ whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` 
   Switch2), in yardsticks: one yardstick is the time raw ma-gym takes for 200,000 random steps of Switch2-v0, timed in
   the same run (``speed.raw_ma_gym_speed``), so machines and loads compare; ``-`` if it never got there;
 - ``final``: the final policy's greedy team return (Switch is deterministic: one episode is that policy's exact return,
-  the mean of 100 would be the same) and ``kept``: whether it is still solved.
+  the mean of 100 would be the same) and ``kept``: whether it is still solved;
+- ``late``: the share of the greedy evaluations in the last third of the budget that were solved, a steadier measure of
+  keeping than the final one alone (a policy that flips between paths of 8.0 and 7.9 ends on either).
 
 ``--diagnose`` also records what every update saw and did (``Diagnosis``): the TD loss, Q_tot on the replayed steps,
 the gradient norm before clipping, the size of the step the weights took, epsilon, and how many of the replay's
 episodes got both agents home; printed per evaluation window beside the greedy return, so a collapse is seen as it
 happens. ``--profile N`` runs the first seed under cProfile and prints its N most costly functions.
+``--time-updates`` only times the learner's update alone (no training): batches of 16, 32 and 64 replayed episodes of
+the whole 50 steps (random actions: what every batch holds before the first solve), its milliseconds per update, and
+cProfile's most costly functions for the default batch.
 
 A SUMMARY line per invocation: median yardsticks to the first solve (a seed that never solved counts as never), how
 many seeds solved at some point and how many ended solved. Tune on seeds 100 and up, never the tables' 0-4.
@@ -111,6 +116,39 @@ class Diagnosis:
         return lines
 
 
+def time_updates(algo: str, config, repeats: int = 30, shown: int = 15) -> None:
+    """Milliseconds per ``update`` of ``algo`` on batches of 16, 32 and 64 random 50-step episodes of Switch2-v0, then
+    cProfile's ``shown`` most costly functions over ``repeats`` updates with the config's own batch."""
+    from marl_edu.data.buffers import EpisodeReplay
+    from marl_edu.data.rollout import collect_episodes
+    from marl_edu.envs.make import make_vec_env
+
+    venv = make_vec_env("Switch2-v0", 8, 0)
+    for size in sorted({16, 32, 64, config.batch_episodes}):
+        agent = entry(algo).learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=0)
+        replay = EpisodeReplay(64, venv.max_steps, venv.n_agents, venv.obs_dim, venv.n_actions)
+        for _ in range(8):
+            replay.add(collect_episodes(agent, venv, 1.0)[0])  # random actions: nobody gets home, 50 steps each
+        rng = np.random.default_rng(0)
+        batches = [replay.sample(size, rng) for _ in range(repeats)]
+        agent.update(batches[0])  # the first call allocates
+        tic = time.perf_counter()
+        for batch in batches:
+            agent.update(batch)
+        print(f"update of {size} episodes x {batches[0]['rewards'].shape[1]} steps: "
+              f"{(time.perf_counter() - tic) / repeats * 1e3:.1f} ms", flush=True)
+        if size == config.batch_episodes:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for batch in batches:
+                agent.update(batch)
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(shown)
+            profile = out.getvalue()
+    print(profile)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", default="vdn", choices=list(ALGORITHMS))
@@ -121,6 +159,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", dest="settings", nargs="*", default=[], help="field=value on top of the defaults")
     parser.add_argument("--diagnose", action="store_true", help="record every update (value decomposition only)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the first seed: N functions")
+    parser.add_argument("--time-updates", action="store_true", help="time the update alone (value decomposition)")
     args = parser.parse_args(argv)
     check_options(parser, args)  # (seeds, episodes, the evaluation period, the env: as every script's)
     env_id = args.env or ("Switch2-v2" if args.algo in ("maddpg", "iddpg") else "Switch2-v0")
@@ -128,8 +167,9 @@ def main(argv=None) -> int:
     for name, value in (("--episodes", episodes), ("--eval-every", args.eval_every)):
         if value < 1:
             parser.error(f"{name} must be a positive number of episodes, got {value}")
-    if args.diagnose and entry(args.algo).loop != "episode_replay":
-        parser.error("--diagnose records the value-decomposition learners' updates (iql, vdn, qmix)")
+    for flag, given in (("--diagnose", args.diagnose), ("--time-updates", args.time_updates)):
+        if given and entry(args.algo).loop != "episode_replay":
+            parser.error(f"{flag} measures the value-decomposition learners' updates (iql, vdn, qmix)")
     try:
         config = config_with(config_class(args.algo), args.settings)
     except ValueError as error:
@@ -139,13 +179,16 @@ def main(argv=None) -> int:
     except ValueError as error:
         parser.error(f"--env: {error}")
     torch.set_num_threads(1)
+    if args.time_updates:
+        time_updates(args.algo, config)
+        return 0
     line = solve_line(optimum)
     yardstick = yardstick_seconds()
     print(f"{args.algo} on {env_id}, {episodes} episodes, set: {' '.join(args.settings) or 'the defaults'}; "
           f"yardstick {yardstick:.2f} s ({YARDSTICK_STEPS:,} raw ma-gym Switch2-v0 random steps, timed now)")
-    print(f"{'seed':>5} {'to_solve':>8} {'episodes':>8} {'final':>6} {'kept':>5} {'best':>5} {'wall_s':>7} "
+    print(f"{'seed':>5} {'to_solve':>8} {'episodes':>8} {'final':>6} {'kept':>5} {'late':>5} {'best':>5} {'wall_s':>7} "
           f"{'update_s':>8}", flush=True)
-    results = []
+    results, late_share = [], []
     for index, seed in enumerate(args.seeds):
         profiler = cProfile.Profile() if args.profile and index == 0 else None
         diagnosis = Diagnosis() if args.diagnose else None
@@ -168,9 +211,12 @@ def main(argv=None) -> int:
         to_solve = None if figures["seconds_to_solve"] is None else figures["seconds_to_solve"] / yardstick
         kept = figures["greedy"] >= line
         best = max(g for _, g in figures["evaluations"])
+        late = [g >= line for e, g in figures["evaluations"] if e > episodes * 2 / 3]
+        late_share.extend(late)
         results.append((to_solve, figures["episodes_to_solve"] is not None, kept))
         print(f"{seed:>5} {'-' if to_solve is None else f'{to_solve:.1f}':>8} "
               f"{str(figures['episodes_to_solve'] or '-'):>8} {figures['greedy']:6.2f} {'yes' if kept else 'no':>5} "
+              f"{np.mean(late) if late else float('nan'):5.2f} "
               f"{best:5.1f} {figures['wall_s']:7.1f} {figures['update_s']:8.1f}", flush=True)
         if diagnosis is not None:
             print("\n".join("      " + text for text in diagnosis.windows(run, config, episodes)))
@@ -182,7 +228,8 @@ def main(argv=None) -> int:
     print(f"SUMMARY algo={args.algo} env={env_id} episodes={episodes} set={','.join(args.settings) or 'defaults'} "
           f"seeds={len(results)} median_yardsticks_to_solve={'never' if median == float('inf') else f'{median:.1f}'} "
           f"solved_ever={sum(s for _, s, _ in results)}/{len(results)} "
-          f"solved_at_end={sum(k for _, _, k in results)}/{len(results)} yardstick_s={yardstick:.2f}")
+          f"solved_at_end={sum(k for _, _, k in results)}/{len(results)} late_solved={np.mean(late_share):.2f} "
+          f"yardstick_s={yardstick:.2f}")
     return 0
 
 

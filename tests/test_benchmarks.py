@@ -72,7 +72,8 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
 
 
 @pytest.mark.parametrize("argv, named", [(["--episodes", "0"], "--episodes"), (["--eval-every", "-5"], "--eval-every"),
-                                         (["--algo", "coma", "--diagnose"], "--diagnose")])
+                                         (["--algo", "coma", "--diagnose"], "--diagnose"),
+                                         (["--algo", "maddpg", "--time-updates"], "--time-updates")])
 def test_keep_refuses_a_count_that_is_not_positive_and_a_diagnosis_it_cannot_make(argv, named, capsys):
     assert named in refused("keep", argv, capsys)
 
