@@ -147,22 +147,8 @@ def test_update_checks_the_batch_and_names_the_entry():
         assert all(torch.equal(a, b) for a, b in zip(before, agent.q_net.parameters()))  # nothing learned
 
 
-def test_the_learning_rate_decays_linearly_by_update_then_stays():
-    config = ValueDecompositionConfig(n_envs=4, hidden=16, batch_episodes=2, lr=1e-3, lr_end_fraction=0.1,
-                                      lr_decay_updates=10)
-    agent = VDN(2, 2, 5, config, seed=0)
-    # 1e-3 at 0; halfway 1e-3 + (1e-4 - 1e-3) * 5 / 10 = 5.5e-4; 1e-3 * 0.1 = 1e-4 from update 10 on
-    assert [agent.lr_at(k) for k in (0, 5, 10, 20)] == pytest.approx([1e-3, 5.5e-4, 1e-4, 1e-4], rel=1e-12)
-    batch = {key: value for key, value in episode_batch(B=2, T=3).items() if key != "epsilon"}
-    for _ in range(3):
-        agent.update(batch)
-    assert agent.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 - 9e-4 * 2 / 10)  # the third used lr_at(2)
-    assert VDN(2, 2, 5, ValueDecompositionConfig(), seed=0).lr_at(10**6) == 2e-3  # the default: constant
-
-
 def test_config_names_a_bad_value():
-    for field, value, match in [("lr", -1.0, "lr"), ("lr_end_fraction", 1.5, "lr_end_fraction"),
-                                ("lr_decay_updates", 0, "lr_decay_updates"), ("gamma", 1.5, "gamma"), ("batch_episodes", 0, "batch_episodes"),
+    for field, value, match in [("lr", -1.0, "lr"), ("gamma", 1.5, "gamma"), ("batch_episodes", 0, "batch_episodes"),
                                 ("epsilon_end", float("nan"), "epsilon_end"), ("double_q", 1, "double_q"),
                                 ("mixer_embed", 10_000, "mixer_embed")]:
         with pytest.raises(ValueError, match=match):

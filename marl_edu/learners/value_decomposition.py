@@ -26,7 +26,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from marl_edu.base.schedules import linear
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.threads import on_enclosing_threads
 from marl_edu.base.validate import (LIMITS, boolean, finite, learner_sizes, positive_int, positive_number,
@@ -100,10 +99,6 @@ class ValueDecompositionConfig:
 
     # Adam, for the agent network and the mixer together
     lr: float = field(default=2e-3, metadata={"help": "learning rate of the agent network and the mixer"})
-    # the learning rate decays linearly from lr to lr * lr_end_fraction over the first lr_decay_updates updates
-    lr_end_fraction: float = field(default=1.0, metadata={
-        "help": "the learning rate's final value as a fraction of lr (1: constant)"})
-    lr_decay_updates: int = 3000   # updates over which it decays (the default budget's: 3000 episodes, 1 per episode)
     gamma: float = field(default=0.99, metadata={"help": "discount in [0, 1]"})
     hidden: int = field(default=64, metadata={"help": "hidden units per layer"})  # the agent network's GRU width
     # GRU agents over [o_{i,t}, a_{i,t-1}, id]; False: feed-forward on [o_{i,t}, id]
@@ -133,12 +128,11 @@ class ValueDecompositionConfig:
     def validate(self) -> ValueDecompositionConfig:
         self.lr = positive_number(self.lr, "lr", LIMITS["learning_rate"])
         self.grad_clip = positive_number(self.grad_clip, "grad_clip", LIMITS["grad_clip"])
-        for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "epsilon_fraction", "lr_end_fraction"):
+        for name in ("gamma", "lam", "epsilon_start", "epsilon_end", "epsilon_fraction"):
             setattr(self, name, unit_interval(getattr(self, name), name))
         for name, limit in (("hidden", "hidden"), ("n_envs", "n_envs"), ("buffer_episodes", "buffer_size"),
                             ("batch_episodes", "batch_size"), ("updates_per_collection", "updates_per_step"),
                             ("target_update_every", "target_update_every"), ("mixer_embed", "hidden"),
-                            ("lr_decay_updates", "target_update_every"),
                             ("hyper_hidden", "hidden")):
             setattr(self, name, positive_int(getattr(self, name), name, LIMITS[limit]))
         for name in ("recurrent", "double_q"):
@@ -279,12 +273,6 @@ class IQL:
         mask = step_mask if q_tot.dim() == 2 else step_mask.unsqueeze(-1).expand_as(q_tot)  # as q_tot's shape
         return masked_mean((q_tot - targets) ** 2, mask, name="squared TD error")
 
-    def lr_at(self, updates: int) -> float:
-        """The learning rate of the update after ``updates`` updates: ``lr`` at 0, a straight line down to
-        ``lr * lr_end_fraction`` at ``lr_decay_updates``, that value after (``schedules.linear``)."""
-        c = self.config
-        return linear(c.lr, c.lr * c.lr_end_fraction, updates, c.lr_decay_updates)
-
     @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """One gradient step on a batch of B whole episodes (``buffers.EpisodeReplay.sample``'s): obs
@@ -303,8 +291,6 @@ class IQL:
         targets = self.td_targets(batch, q)  # (B, T) y_t (IQL: (B, T, N))
         loss = self.td_loss(q_tot, targets, batch["step_mask"])
         learned = nn.ModuleList([self.q_net] + ([self.mixer] if self.mixer is not None else []))
-        for group in self.optimizer.param_groups:  # this update's step size (lr_at)
-            group["lr"] = self.lr_at(self.updates)
         gradient_step(self.optimizer, learned, loss, c.grad_clip, "TD loss", self.updates + 1)
         self.updates += 1
         update_target(self.target_q_net, self.q_net, self.updates, every=c.target_update_every)
