@@ -90,11 +90,12 @@ def own_generator(agent, seed: int):
 def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, threads: int | None = None) -> np.ndarray:
     """Team returns ``(n_episodes,)`` of ``n_episodes`` episodes of the sampled policy, the actions drawn from a
     generator seeded ``seed`` (``own_generator``): the same returns for the same policy and seed, and the learner's
-    own generator untouched. A learner that trains on whole episodes (its row's loop ``"on_policy"`` or
-    ``"episode_replay"``) plays them all at once, as its training does (``rollout.collect_episodes``, on
-    ``make_vec_env``'s copies seeded ``seed``, ``seed + 1``, ...; epsilon ``SAMPLED_EPSILON`` where it acts on
-    Q-values): one network call per step for every episode. Any other plays them one after the other on one env
-    seeded ``seed`` (``sampled_policy``)."""
+    own generator untouched. Every discrete learner plays them all at once, as its training does, on
+    ``make_vec_env``'s copies seeded ``seed``, ``seed + 1``, ...: one network call per step for every episode. One
+    that trains on whole episodes (its row's loop ``"on_policy"`` or ``"episode_replay"``) through
+    ``rollout.collect_episodes`` (epsilon ``SAMPLED_EPSILON`` where it acts on Q-values); one that acts on
+    transitions (``"off_policy"``: MADDPG, IDDPG) through its ``act`` (``first_episode_returns``). Any other plays
+    them one after the other on one env seeded ``seed`` (``sampled_policy``)."""
     positive_int(n_episodes, "n_episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
@@ -104,7 +105,22 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
                 epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
                 _, returns, _ = collect_episodes(agent, make_vec_env(env_id, n_episodes, seed), epsilon)
                 return np.array(returns, dtype=np.float64)  # (n_episodes,)
+            if entry(algo_name(agent)).loop == "off_policy":
+                return first_episode_returns(agent, make_vec_env(env_id, n_episodes, seed))  # (n_episodes,)
             return np.array([run_episode(env, sampled_policy(agent)).team_return for _ in range(n_episodes)])
+
+
+def first_episode_returns(agent, venv) -> np.ndarray:
+    """The team return of each of the K copies' first episode, every copy stepped with ``agent.act(obs (K, N, O))``'s
+    sampled actions ``(K, N)`` (no epsilon) until each has ended once (a copy that ends is reset by the vec env and
+    plays on, not counted): ``(K,)``."""
+    returns = np.full(venv.n_envs, np.nan)  # (K,) NaN until copy k's first episode ends
+    obs = venv.reset()  # (K, N, O)
+    while np.isnan(returns).any():
+        obs, _, _, info = venv.step(agent.act(obs))  # (K, N, O)
+        ended = np.asarray(info["episode_done"]) & np.isnan(returns)  # (K,)
+        returns[ended] = np.asarray(info["episode_team_return"], dtype=np.float64)[ended]
+    return returns
 
 
 def sampled_team_return(agent, env_id: str, episodes: int = SAMPLED_EPISODES, threads: int | None = None) -> float:
