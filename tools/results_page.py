@@ -133,8 +133,9 @@ def words() -> list[str]:
     return [*bullet("**greedy**: every agent takes its most likely action. Switch is deterministic, so one greedy",
                     "episode is that policy's exact return; on tasks with randomness (PredatorPrey, Level-Based",
                     "Foraging) a greedy figure is a mean over episodes."),
-            *bullet("**sampled**: actions drawn from the trained, stochastic policy; a mean team return over",
-                    "episodes."),
+            *bullet("**sampled**: actions drawn from the trained, stochastic policy (IQL, VDN and QMIX:",
+                    "epsilon-greedy; runs that record `sampled_as` say which, with the MARL textbook's epsilon",
+                    "0.05, and keep a sampled curve beside the greedy one); a mean team return over episodes."),
             *bullet(f"**solved**: a greedy team return within {SOLVED_MARGIN} of the task's exact optimum (on",
                     f"Switch2: {number(solved_threshold(switch2))}, optimum {number(switch2)}). **First solve**: the",
                     "first periodic greedy evaluation during training that was solved."),
@@ -323,7 +324,7 @@ def foraging() -> list[str]:
     for method in module.METHODS:
         for path in sorted((RESULTS / "foraging" / method).glob("seed*.json"),
                            key=lambda path: int(path.stem.removeprefix("seed"))):
-            runs.append({key: value for key, value in load(path).items() if key != "evaluations"})
+            runs.append({key: value for key, value in load(path).items() if key not in module.CURVES})
     seeds = sorted({run["seed"] for run in runs})
     seed_rows = []
     for method in module.METHODS:
@@ -354,6 +355,17 @@ def foraging() -> list[str]:
                          "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`."),
               "Reproduce (two runs at a time; `--reuse` keeps the runs already on disk):", "",
               *command(summary["command"]), ""]
+    kept_path = RESULTS / "foraging" / module.KEPT_FIGURES
+    if kept_path.exists():  # the committed runs predate their sampled figures: the kept policies, replayed both ways
+        kept = load(kept_path)
+        rows = [[method, str(row["policy_seed"]), number(row["greedy"], 2), number(row["sampled"], 3),
+                 row["sampled_as"]] for method, row in kept["methods"].items()]
+        lines += [*paragraph("Greedy against sampled: these runs were recorded before sampled figures were kept, so",
+                             "each method's kept policy (its first seed's final one) was replayed both ways,",
+                             f"{kept['episodes']} episodes each, env and draws seeded {kept['seed']}, into",
+                             f"`{rel(kept_path)}`:"),
+                  *markdown_table(["method", "seed", "greedy", "sampled", "sampled policy"], rows), "",
+                  *command("benchmarks/foraging.py --replay-kept"), ""]
     return lines
 
 
