@@ -36,9 +36,11 @@ SOLVED = 8.0
 
 
 def _rounded(run) -> dict:
-    """Per-episode returns and greedy evaluations, rounded to 0.01 (every Switch reward is a multiple of 0.1)."""
+    """Per-episode returns and greedy evaluations, rounded to 0.01 (every Switch reward is a multiple of 0.1), and
+    the sampled evaluations at the same episodes (means over episodes) to 0.001."""
     return {"episode_returns": [round(r, 2) for r in run.episode_returns],
-            "evaluations": [(episode, round(greedy, 2)) for episode, greedy in run.evaluations]}
+            "evaluations": [(episode, round(greedy, 2)) for episode, greedy in run.evaluations],
+            "sampled_evaluations": [(episode, round(sampled, 3)) for episode, sampled in run.sampled_evaluations]}
 
 
 def main(argv=None) -> int:
@@ -72,9 +74,10 @@ def main(argv=None) -> int:
         run, figures = run_seed(args.algo, args.env, args.episodes, config, seed, eval_every=50 if off_policy else 400,
                                 threads=1)  # one core per run, as the target says
         # this script's rows keep the exact figures (the command line and compare.py round them), no updates
-        row = {key: figures[key] for key in ("seed", "greedy", "sampled", "episodes", "env_steps", "wall_s",
-                                             "steps_per_s")}
-        row["evaluations"] = _rounded(run)["evaluations"]
+        row = {key: figures[key] for key in ("seed", "greedy", "sampled", "sampled_as", "episodes", "env_steps",
+                                             "wall_s", "steps_per_s")}
+        row["evaluations"], row["sampled_evaluations"] = (_rounded(run)[key] for key in ("evaluations",
+                                                                                        "sampled_evaluations"))
         rows.append(row)
         print(f"{seed:>4} {row['greedy']:7.2f} {row['sampled']:8.2f} {row['episodes']:>8} {row['env_steps']:>9} "
               f"{row['wall_s']:7.1f} {row['steps_per_s']:8.0f}", flush=True)
