@@ -151,8 +151,10 @@ def time_updates(algo: str, config, repeats: int = 30, shown: int = 15) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", default="vdn", choices=list(ALGORITHMS))
-    parser.add_argument("--env", default=None, help="default: Switch2-v2 for maddpg, else Switch2-v0")
+    parser.add_argument("--algo", required=True, choices=list(ALGORITHMS))
+    parser.add_argument("--env", default=None, help="default: Switch2-v2 for the learners that replay transitions "
+                                                    "(MADDPG's family: the clock helps a feed-forward actor), else "
+                                                    "Switch2-v0")
     parser.add_argument("--seeds", type=int, nargs="+", default=[100, 101, 102])
     parser.add_argument("--episodes", type=int, default=None, help="default: the learner's budget (learner table)")
     parser.add_argument("--eval-every", type=int, default=50)
@@ -162,7 +164,7 @@ def main(argv=None) -> int:
     parser.add_argument("--time-updates", action="store_true", help="time the update alone (value decomposition)")
     args = parser.parse_args(argv)
     check_options(parser, args)  # (seeds, episodes, the evaluation period, the env: as every script's)
-    env_id = args.env or ("Switch2-v2" if args.algo in ("maddpg", "iddpg") else "Switch2-v0")
+    env_id = args.env or ("Switch2-v2" if entry(args.algo).replay == "transitions" else "Switch2-v0")
     episodes = entry(args.algo).episodes if args.episodes is None else args.episodes
     for name, value in (("--episodes", episodes), ("--eval-every", args.eval_every)):
         if value < 1:

@@ -38,7 +38,7 @@ def refused(name: str, argv: list[str], capsys) -> str:
     ("sweep", ["--episodes", "8"]),
     ("foraging", ["--out", "OUT"]),
     ("particle", []),
-    ("keep", []),
+    ("keep", ["--algo", "vdn"]),
 ])
 def test_an_int_field_set_out_of_range_is_one_line(name, argv, capsys, tmp_path):
     # 1e400 is infinity as a float and no int: once an OverflowError traceback from int(float("1e400"))
@@ -48,7 +48,7 @@ def test_an_int_field_set_out_of_range_is_one_line(name, argv, capsys, tmp_path)
 
 
 @pytest.mark.parametrize("name, argv", [("sweep", ["--episodes", "8"]), ("foraging", ["--out", "OUT"]),
-                                        ("particle", []), ("keep", [])])
+                                        ("particle", []), ("keep", ["--algo", "vdn"])])
 def test_an_unknown_field_is_named(name, argv, capsys, tmp_path):
     argv = [str(tmp_path) if arg == "OUT" else arg for arg in argv]
     assert "hidden_size" in refused(name, [*argv, "--set", "hidden_size=64"], capsys)
@@ -71,7 +71,8 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
     assert "summary.json is not a results file (JSON)" in line
 
 
-@pytest.mark.parametrize("argv, named", [(["--episodes", "0"], "--episodes"), (["--eval-every", "-5"], "--eval-every"),
+@pytest.mark.parametrize("argv, named", [(["--algo", "vdn", "--episodes", "0"], "--episodes"),
+                                         (["--algo", "vdn", "--eval-every", "-5"], "--eval-every"),
                                          (["--algo", "coma", "--diagnose"], "--diagnose"),
                                          (["--algo", "maddpg", "--time-updates"], "--time-updates")])
 def test_keep_refuses_a_count_that_is_not_positive_and_a_diagnosis_it_cannot_make(argv, named, capsys):
@@ -174,7 +175,7 @@ SCRIPTS = {
     "particle": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
     "competition": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
     "learning": ["--episodes", "4", "--seeds", "0"],
-    "keep": ["--episodes", "4", "--eval-every", "2", "--seeds", "0"],
+    "keep": ["--algo", "vdn", "--episodes", "4", "--eval-every", "2", "--seeds", "0"],
 }
 WITH_OUT = [name for name in SCRIPTS if name not in ("sweep", "keep")]
 
