@@ -228,7 +228,7 @@ def kept_policy_figures(out: pathlib.Path, episodes: int = FINAL_EPISODES) -> di
     from marl_edu.training.checkpoints import load_policy
     from marl_edu.training.evaluation import sampled_as
 
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_record(out / "summary.json", {"runs": list}, what="--replay-kept")  # ValueError: not this script's
     figures = {}
     for method in METHODS:
         seeds = [run["seed"] for run in summary["runs"] if run["method"] == method]
@@ -264,12 +264,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_options(parser, args)
     if args.replay_kept:
-        figures = kept_policy_figures(pathlib.Path(args.out))
-        for method, row in figures["methods"].items():
-            print(f"{method:>10} seed {row['policy_seed']}: greedy {row['greedy']:.2f} sampled {row['sampled']:.3f} "
-                  f"({row['sampled_as']})")
-        atomic_write_text(pathlib.Path(args.out) / KEPT_FIGURES, json.dumps(figures, indent=1) + "\n")
-        return 0
+        out, held = open_out(parser, args.out)  # (a folder this script may write, one script at a time)
+        try:
+            try:
+                figures = kept_policy_figures(out)
+            except ValueError as error:  # no summary.json of this script's in OUT, or one of another's
+                parser.error(str(error))
+            for method, row in figures["methods"].items():
+                print(f"{method:>10} seed {row['policy_seed']}: greedy {row['greedy']:.2f} "
+                      f"sampled {row['sampled']:.3f} ({row['sampled_as']})")
+            atomic_write_text(out / KEPT_FIGURES, json.dumps(figures, indent=1) + "\n")
+            return 0
+        finally:
+            if held is not None:
+                held.close()
     check_runner_options(parser, args)
     if args.pairs and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")

@@ -105,7 +105,7 @@ class Diagnosis:
             eps = max(config.epsilon_end, config.epsilon_start - (config.epsilon_start - config.epsilon_end)
                       * episode / (config.epsilon_fraction * episodes))
             held = returns[max(0, episode - config.buffer_episodes):episode]
-            home = f"{(held > HOME).mean():5.2f} {(returns[episode - 50:episode] > HOME).mean():6.2f}"
+            home = f"{(held > HOME).mean():5.2f} {(returns[max(0, episode - 50):episode] > HOME).mean():6.2f}"
             if not rows:
                 lines.append(f"{episode:>7} {greedy:6.1f} {eps:5.2f} {'':>43} {home}")
                 continue

@@ -341,3 +341,13 @@ def test_every_committed_record_is_one_its_script_trusts():
         read_record(path, foraging.RECORD, {"method": path.parent.name, "seed": int(path.stem[4:])})
     read_record(ROOT / "results" / "foraging" / "summary.json", foraging.SUMMARY)
     assert len(records) > 100 and len(kept) > 30
+
+
+@pytest.mark.parametrize("summary", [None, "{half a file", '{"runs": "not a list"}'])
+def test_foraging_replay_kept_without_this_script_s_summary_is_one_line(summary, capsys, tmp_path):
+    # --replay-kept read OUT/summary.json unchecked: an empty --out was a FileNotFoundError traceback
+    if summary is not None:
+        (tmp_path / "summary.json").write_text(summary)
+    line = refused("foraging", ["--replay-kept", "--out", str(tmp_path)], capsys)
+    assert "--replay-kept" in line and "summary.json" in line
+    assert not (tmp_path / "greedy_and_sampled.json").exists()

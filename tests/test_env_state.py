@@ -151,3 +151,32 @@ def test_a_saved_state_names_no_class_but_the_known_records():
     saved = through_a_file(to_plain(Agent(0, pos=(1, 1))))
     with pytest.raises(ValueError, match="names the class 'os.system', which is not one of envs.state.records()"):
         from_plain({**saved, "record": "os.system"})
+
+
+def test_a_state_saved_before_traffic_junction_had_its_own_generator_still_restores_and_a_bad_generator_is_refused():
+    env = make_env("PredatorPrey5x5-v0", seed=0)
+    env.reset()
+    state = env.get_state()
+    old = {key: value for key, value in state.items() if key != "python_random"}  # a run.pt of an earlier marl_edu
+    make_env("PredatorPrey5x5-v0", seed=0).set_state(old)
+    junction = make_env("TrafficJunction4-v0", seed=0)
+    junction.reset()
+    with pytest.raises(ValueError, match="its Python generator is missing"):
+        make_env("TrafficJunction4-v0", seed=0).set_state({k: v for k, v in junction.get_state().items()
+                                                           if k != "python_random"})
+    with pytest.raises(ValueError, match="python_random must be a Python generator's state, got dict"):
+        make_env("TrafficJunction4-v0", seed=0).set_state({**junction.get_state(), "python_random": {"a": 1}})
+
+
+def test_stepping_puts_back_whatever_the_module_held():
+    import ma_gym.envs.traffic_junction.traffic_junction as module
+
+    env = make_env("TrafficJunction4-v0", seed=0)
+    stand_in = random.Random(5)
+    module.random = stand_in  # (a test's monkeypatch, say)
+    try:
+        env.reset()
+        env.step(np.zeros(4, dtype=np.int64))
+        assert module.random is stand_in
+    finally:
+        module.random = random

@@ -134,3 +134,21 @@ def test_rounded_gives_the_figures_as_the_files_record_them():
                           "updates": 3, "evaluations": [(20, -71.234)]})
     assert continuous == {"seed": 0, "episodes": 40, "env_steps": 1000, "wall_s": 2.0, "steps_per_s": 490,
                           "updates": 3, "evaluations": [(20, -71.23)]}
+
+
+@pytest.mark.parametrize("algo, env_id", [("coma", "Switch2-v0"), ("maddpg", "Switch2-v2")])
+def test_many_sampled_episodes_are_played_in_chunks_of_env_copies(algo, env_id, monkeypatch):
+    # a final figure over 5,000 episodes once asked make_vec_env for 5,000 copies (more than n_envs' limit) after the
+    # training: the episodes come in chunks of SAMPLED_COPIES copies, seeded on, and the first chunk is the same
+    import numpy as np
+
+    from marl_edu.envs.make import make_env
+    from marl_edu.learners.table import entry
+    from marl_edu.training import evaluation
+
+    env = make_env(env_id)
+    agent = entry(algo).learner(env.n_agents, env.obs_dim, env.n_actions, seed=0)
+    monkeypatch.setattr(evaluation, "SAMPLED_COPIES", 3)
+    seven = sampled_returns(agent, env_id, n_episodes=7, seed=3)  # chunks of 3, 3 and 1 copies
+    assert seven.shape == (7,) and np.isfinite(seven).all()
+    assert (seven[:3] == sampled_returns(agent, env_id, n_episodes=3, seed=3)).all()  # one chunk: the same draws

@@ -129,11 +129,11 @@ class MultiAgentEnv:
         if self._python_random is None:
             yield
             return
-        self._module.random = self._python_random
+        before, self._module.random = self._module.random, self._python_random
         try:
             yield
         finally:
-            self._module.random = random
+            self._module.random = before
 
     def reset(self) -> np.ndarray:
         """Start an episode. Returns obs float32 ``(N, O)``."""
@@ -204,6 +204,8 @@ class MultiAgentEnv:
 
     def set_state(self, state: dict) -> None:
         """Restore ``get_state``'s ``state`` (ValueError if it is not one of an env of this id)."""
+        if isinstance(state, dict) and set(state) == {"step_count", "dones", "env"}:  # saved before TrafficJunction
+            state = {**state, "python_random": None}  # had a generator of its own: right for every other task
         if not isinstance(state, dict) or set(state) != {"step_count", "dones", "env", "python_random"}:
             raise ValueError(f"the saved state is not a {self.env_id} env's")
         dones = np.asarray(state["dones"])
@@ -212,6 +214,9 @@ class MultiAgentEnv:
         if self._step_count is None:  # a fresh env: reset first, so that it holds every attribute a saved one does
             self.reset()
         python_random = from_plain(state["python_random"])
+        if python_random is not None and not isinstance(python_random, random.Random):
+            raise ValueError(f"the saved state's python_random must be a Python generator's state, got "
+                             f"{type(python_random).__name__}")
         if (python_random is None) != (self._python_random is None):
             raise ValueError(f"the saved state is not a {self.env_id} env's: its Python generator is "
                              f"{'missing' if python_random is None else 'one this env does not draw from'}")

@@ -324,7 +324,8 @@ MAX_CRITIC_WEIGHTS = 20_000_000
 # Loading a policy builds its whole learner (critics, mixers and target copies untrained): its networks' weights
 # together, counted before anything is built, stay under 50 million (200 MB of float32). A 4 KB QMIX file whose header
 # asked for mixer_embed=4096 and hyper_hidden=4096 once built 101 million (1.2 GB); the course's largest learners
-# have under 100,000.
+# have under 160,000 (the inferred-policy MADDPG on cooperative navigation: 147,906; MADDPG on PredatorPrey7x7:
+# 152,624).
 MAX_LEARNER_WEIGHTS = 50_000_000
 
 

@@ -30,6 +30,7 @@ FINAL_GREEDY_EPISODES = FINAL_EVAL_EPISODES  # ... and a run's final greedy figu
 SAMPLED_EPISODES = 10  # a periodic sampled evaluation: the mean of this many episodes (on Switch too: sampled
 # episodes differ where greedy ones do not)
 SAMPLED_EPSILON = 0.05  # a value-based learner's sampled policy: epsilon-greedy with this epsilon (the textbook's)
+SAMPLED_COPIES = 100  # at most this many env copies play sampled episodes at once (more episodes: in chunks)
 
 
 def greedy_return(agent, env_id: str, record_frames: bool = False, threads: int | None = None):
@@ -95,19 +96,27 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
     that trains on whole episodes (its row's loop ``"on_policy"`` or ``"episode_replay"``) through
     ``rollout.collect_episodes`` (epsilon ``SAMPLED_EPSILON`` where it acts on Q-values); one that acts on
     transitions (``"off_policy"``: MADDPG, IDDPG) through its ``act`` (``first_episode_returns``). Any other plays
-    them one after the other on one env seeded ``seed`` (``sampled_policy``)."""
+    them one after the other on one env seeded ``seed`` (``sampled_policy``). More than ``SAMPLED_COPIES`` episodes
+    are played in chunks of that many copies, seeded on (``seed + 100``, ... for the second chunk), so that a final
+    figure over thousands of episodes never holds thousands of envs at once. These start states are not the greedy
+    evaluation's (successive episodes of one env seeded ``seed``): compare the two as means, not episode by episode."""
     positive_int(n_episodes, "n_episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
         check_fits(agent, env)
         with own_generator(agent, seed):
-            if entry(algo_name(agent)).loop in ("on_policy", "episode_replay"):
-                epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
-                _, returns, _ = collect_episodes(agent, make_vec_env(env_id, n_episodes, seed), epsilon)
-                return np.array(returns, dtype=np.float64)  # (n_episodes,)
-            if entry(algo_name(agent)).loop == "off_policy":
-                return first_episode_returns(agent, make_vec_env(env_id, n_episodes, seed))  # (n_episodes,)
-            return np.array([run_episode(env, sampled_policy(agent)).team_return for _ in range(n_episodes)])
+            kind = entry(algo_name(agent)).loop
+            if kind not in ("on_policy", "episode_replay", "off_policy"):
+                return np.array([run_episode(env, sampled_policy(agent)).team_return for _ in range(n_episodes)])
+            returns = []
+            for start in range(0, n_episodes, SAMPLED_COPIES):
+                venv = make_vec_env(env_id, min(SAMPLED_COPIES, n_episodes - start), seed + start)  # copies seed + k
+                if kind == "off_policy":
+                    returns.extend(first_episode_returns(agent, venv))  # (K,)
+                else:
+                    epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
+                    returns.extend(collect_episodes(agent, venv, epsilon)[1])  # K returns
+            return np.array(returns, dtype=np.float64)  # (n_episodes,)
 
 
 def first_episode_returns(agent, venv) -> np.ndarray:
