@@ -20,8 +20,10 @@ copyright = "the marl-edu authors; text and media CC BY 4.0, code MIT"
 
 extensions = ["myst_nb", "widget_note", "results_link"]  # the last two: book/*.py
 root_doc = "index"
-# (results/*/**: a file a benchmark leaves beside its runs is no page; the results pages are results/*.md)
-exclude_patterns = ["**/.ipynb_checkpoints", "_assets", "_extra", "results/*/**"]
+# (results/*/**.md and .ipynb: a note a benchmark leaves beside its runs is no page; the results pages are
+# results/*.md. Only pages: Sphinx applies these patterns to html_extra_path too, and a pattern that matched every file
+# under results/*/ left out the GIFs that notebooks 11 and 12 show with <img>, which the browser test caught)
+exclude_patterns = ["**/.ipynb_checkpoints", "_assets", "_extra", "results/*/**.md", "results/*/**.ipynb"]
 
 # myst-nb: the committed outputs as they are; $...$ and $$...$$ math as the notebooks write it (rendered by MathJax).
 nb_execution_mode = "off"
