@@ -375,6 +375,7 @@ def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = 
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.6))
+    drawn = []  # the runs of the methods whose sampled line is drawn (the y label then says which line is which)
     for k, (method, rows) in enumerate(results.items()):
         episodes, greedy = seed_band(rows)
         color = (colors or {}).get(method, f"C{k}")
@@ -385,8 +386,8 @@ def plot_comparison(results: dict[str, Sequence[dict]], optimal: float | None = 
         if all(row.get("sampled_evaluations") for row in rows):
             episodes, sampled = seed_band(rows, "sampled_evaluations")  # (evals,), (seeds, evals)
             ax.plot(episodes, sampled.mean(axis=0), ":", color=color, linewidth=1.2, label=f"{method}, sampled")
-    rows = [row for runs in results.values() for row in runs]
-    return sampled_ylabel(greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random), rows)
+            drawn += rows
+    return sampled_ylabel(greedy_axes(ax, optimal, title, optimum_style=("black", ":"), random=random), drawn)
 
 
 def plot_qmix(ax: plt.Axes | None = None) -> plt.Axes:

@@ -68,7 +68,6 @@ from marl_edu.training.evaluation import SAMPLED_EPISODES, evaluate_particle, gr
 from marl_edu.training.resume import RunCheckpoint
 
 
-
 @dataclass
 class TrainResult:
     """What a training run produced: per-episode team returns (while exploring), periodic evaluations ``(episode,
