@@ -107,14 +107,18 @@ def test_an_id_must_be_a_string(bad):
 def test_a_declaration_is_checked():
     fields = dict(name="bad", backend="mpe2", example="x", recognises=bool, resolve=str, ids=list, env=object,
                   actions="discrete", deterministic=False, eval_episodes=10, final_eval_episodes=100, eval_seed=0,
-                  optimum=None, render="none")
+                  optimum=None, render="none", gif_scale=2, gif_fps=4)
     EnvFamily(**fields)
+    EnvFamily(**{**fields, "gif_scale": 0.25})  # a quarter: downscale by 4
     with pytest.raises(ValueError, match="actions must be one of"):
         EnvFamily(**{**fields, "actions": "continuous"})
     with pytest.raises(ValueError, match="a deterministic family's evaluation is one episode, got 10"):
         EnvFamily(**{**fields, "deterministic": True})
     with pytest.raises(ValueError, match="evaluation episodes must be positive"):
         EnvFamily(**{**fields, "final_eval_episodes": 0})
+    for bad in (0, 0.3, 9, 1.5):  # a GIF's pixels are whole blocks: scale by 1-8 or shrink by 2-8
+        with pytest.raises(ValueError, match=f"gif_scale must be an integer 1-8 or its reciprocal, got {bad}"):
+            EnvFamily(**{**fields, "gif_scale": bad})
 
 
 def test_a_vec_env_says_its_action_kind_from_the_family():

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from marl_edu.course.cli import main
 from marl_edu.envs.make import make_env, make_vec_env
@@ -137,3 +138,5 @@ def test_every_discrete_learner_trains_on_it_from_the_command_line(algo, tmp_pat
     row = summary["seeds"][0]
     assert summary["env"] == SPREAD_DISCRETE_ID and row["episodes"] >= 4 and row["env_steps"] >= 4 * 25
     assert summary["optimal"] is None and np.isfinite(row["greedy"]) and row["greedy"] < 0  # distances cost
+    if algo == "vdn":  # the GIF at the family's size: a quarter of mpe2's 700 x 700 pictures (175 = 700 / 4)
+        assert Image.open(tmp_path / "seed0" / "greedy.gif").size == (175, 175)

@@ -45,6 +45,9 @@ class EnvFamily:
     eval_seed: the seed of the env the evaluation episodes are played on (the same start states for every policy).
     optimum: ``optimum(env_id) -> float``, the exact optimal team return, or None when it is not known.
     render: how one of its envs draws itself (``render_frame()``: a uint8 RGB image ``(H, W, 3)``).
+    gif_scale: how a GIF of an episode sizes those pictures: 2 doubles a small grid world's pixels (``save_gif``'s
+        ``scale``), 0.25 shows a quarter of the particle envs' 700 x 700 (``viz.downscale`` by 4).
+    gif_fps: the GIF's frames per second (``save_gif``'s ``fps``).
     batched: a class stepping K copies as arrays, ``batched(env_id, n_envs, seed)`` (``make_vec_env``'s
         ``backend="batched"``), or None (then K copies of ``env`` step one after the other, ``VecEnv``).
     """
@@ -63,6 +66,8 @@ class EnvFamily:
     eval_seed: int
     optimum: Callable[[str], float] | None
     render: str
+    gif_scale: float
+    gif_fps: float
     batched: type | None = None
 
     def __post_init__(self):
@@ -73,6 +78,8 @@ class EnvFamily:
                              f"{self.eval_episodes}")
         if min(self.eval_episodes, self.final_eval_episodes) < 1:
             raise ValueError(f"{self.name}: evaluation episodes must be positive")
+        if not (self.gif_scale in range(1, 9) or (self.gif_scale > 0 and 1 / self.gif_scale in range(2, 9))):
+            raise ValueError(f"{self.name}: gif_scale must be an integer 1-8 or its reciprocal, got {self.gif_scale}")
 
     def __repr__(self) -> str:
         return f"EnvFamily({self.name!r}: {self.backend}, e.g. {self.example!r}, {self.actions} actions)"

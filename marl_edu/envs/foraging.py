@@ -253,4 +253,5 @@ FORAGING = EnvFamily(
     eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
     optimum=None,
     render="the grid drawn with Pillow: agents as coloured discs, food as green squares, each with its level",
+    gif_scale=2, gif_fps=4,  # each cell's pixels doubled, 4 steps a second
 )

@@ -255,4 +255,5 @@ MA_GYM = EnvFamily(
     eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=0,
     optimum=None,
     render="ma-gym's own grid picture",
+    gif_scale=2, gif_fps=4,  # each cell's pixels doubled, 4 steps a second
 )

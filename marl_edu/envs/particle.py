@@ -255,4 +255,5 @@ PARTICLE = EnvFamily(
     eval_episodes=EVAL_EPISODES, final_eval_episodes=FINAL_EVAL_EPISODES, eval_seed=PARTICLE_EVAL_SEED,
     optimum=None,
     render="mpe2's own picture of the agents and landmarks (pygame, no window)",
+    gif_scale=0.25, gif_fps=8,  # a quarter of 700 x 700, 8 steps a second (25-step episodes)
 )

@@ -84,8 +84,10 @@ def _step(pos: np.ndarray, actions: np.ndarray, move_to: np.ndarray, goals: np.n
     for i in range(pos.shape[1]):  # agents move one after another, in index order
         done = pos[:, i] == goals[i]  # (P,) a done agent stays on its goal
         target = move_to[pos[:, i], actions[i]]  # (P,)
-        others = np.delete(pos, i, axis=1)  # (P, N-1) where the others stand right now
-        vacant = (target >= 0) & ~(others == target[:, None]).any(axis=1)  # (P,)
+        vacant = target >= 0  # (P,) ... and no other agent stands there right now:
+        for j in range(pos.shape[1]):
+            if j != i:
+                vacant &= pos[:, j] != target
         moves = ~done & vacant
         pos[moves, i] = target[moves]
         arrived = ~done & (pos[:, i] == goals[i])
@@ -117,14 +119,20 @@ def optimal_plan(env_id: str = "Switch2-v0") -> OptimalPlan:
 
     # Finite-horizon dynamic programming, backwards from the time limit.
     value = np.zeros(len(states), dtype=np.int64)  # V_H = 0, (P,)
+    previous = value
     best = np.empty((H, len(states)), dtype=np.int64)  # (H, P) an optimal joint action per step
     n_noops = (joint == _NOOP).sum(axis=1)  # (A^N,) among equally good joint actions, prefer waiting
     for t in reversed(range(H)):
+        if t + 2 < H and np.array_equal(value, previous):
+            # V_{t+1} = V_{t+2}: then Q_t = Q_{t+1}, so step t's choice and value are step t+1's, and so on back
+            # to the start (every state is done or home within a few steps, long before the time limit is far)
+            best[:t + 1] = best[t + 1]
+            break
         q = reward + value[next_state]  # (P, A^N)
         # q is an integer (tenths) and n_noops <= N < N + 1, so scaling q by N + 1 before adding the
         # NOOP count keeps every strict order of q and only breaks ties, in favour of waiting.
         best[t] = (q * (N + 1) + n_noops).argmax(axis=1)
-        value = q.max(axis=1)
+        previous, value = value, q.max(axis=1)
 
     # Play the plan forward from the start to read off the actions and each agent's rewards.
     s = int(lookup[starts @ powers])

@@ -23,5 +23,6 @@ SWITCH = EnvFamily(
     eval_episodes=1, final_eval_episodes=1, eval_seed=0,
     optimum=known_optimum,
     render="ma-gym's own grid picture",
+    gif_scale=2, gif_fps=4,  # each cell's pixels doubled, 4 steps a second
     batched=BatchedSwitch,
 )

@@ -191,12 +191,17 @@ def save_artifacts(run: TrainResult, env_id: str, folder: pathlib.Path, threads:
 def write_gif(agent, env_id: str, path: pathlib.Path, threads: int | None = None) -> pathlib.Path:
     """A GIF of one episode of ``agent``'s final policy from the env seeded 0, written atomically (``viz.save_gif``):
     a discrete learner's greedy episode (``greedy_return``), a continuous learner's noise-free one (an ensemble's:
-    sub-policy 0 of every agent), its frames a quarter of the particle envs' 700 x 700 at 8 per second."""
+    sub-policy 0 of every agent), sized and timed as the env's family says (``gif_scale``, ``gif_fps``: the particle
+    envs' 700 x 700 at a quarter, 8 steps a second)."""
     if not entry(algo_name(agent)).continuous:
-        return save_gif(greedy_return(agent, env_id, record_frames=True, threads=threads).frames, path)
-    with torch_threads(threads):
-        frames = run_episode(make_env(env_id, seed=0), noise_free_policies(agent)[0], record_frames=True).frames
-    return save_gif([downscale(frame, 4) for frame in frames], path, fps=8, scale=1)
+        frames = greedy_return(agent, env_id, record_frames=True, threads=threads).frames
+    else:
+        with torch_threads(threads):
+            frames = run_episode(make_env(env_id, seed=0), noise_free_policies(agent)[0], record_frames=True).frames
+    scale, fps = family(env_id).gif_scale, family(env_id).gif_fps
+    if scale < 1:
+        return save_gif([downscale(frame, round(1 / scale)) for frame in frames], path, fps=fps, scale=1)
+    return save_gif(frames, path, fps=fps, scale=int(scale))
 
 
 def write_curve(rows: list[dict], optimum: float | None, title: str, path: pathlib.Path,
