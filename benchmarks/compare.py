@@ -47,8 +47,8 @@ from marl_edu.learners.coma import COMA
 from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
-from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
-                                open_out, read_record, run_files, run_grid, where, write_files)
+from marl_edu.runs.grid import (MAX_EPISODES, add_runner_options, check_options, check_runner_options,
+                                drop_runner_options, open_out, read_record, run_files, run_grid, where, write_files)
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.runs.seed import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
 
@@ -193,14 +193,15 @@ def plot(env_id: str, results: dict[str, list[dict]], optimum: float, media: pat
 def parse_episodes(values: list[str], methods: list[str]) -> dict[str, int]:
     """``--episodes``' values -> episodes per method of ``methods`` that has a budget given (the others keep their
     learner's own): ``["15000", "vdn-gru=3000"]`` gives vdn-gru 3000 and every other method 15000. Refuses a method
-    that is not run, a count that is not a positive integer, and two plain counts."""
+    that is not run, a count that is not an integer in [1, ``MAX_EPISODES``], and two plain counts."""
     every, given = None, {}
     for value in values:
         method, _, count = value.rpartition("=")
         if method and method not in methods:
             raise ValueError(f"--episodes {value}: {method} is not one of the --methods run ({' '.join(methods)})")
-        if not count.isdigit() or int(count) < 1:
-            raise ValueError(f"--episodes {value}: the episodes must be a positive integer, got {count!r}")
+        if not count.isdigit() or not 1 <= int(count) <= MAX_EPISODES:
+            raise ValueError(f"--episodes {value}: the episodes must be an integer between 1 and {MAX_EPISODES:,} "
+                             f"(check_options' bound, as every script's), got {count[:20]!r}")
         if not method and every is not None:
             raise ValueError(f"--episodes: two counts for every method ({every} and {count}); give one, and "
                              "METHOD=N for the others")

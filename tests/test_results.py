@@ -92,8 +92,10 @@ def test_episodes_per_method_are_parsed_and_bad_ones_named():
     assert parse(["15000", "vdn-gru=3000"], methods) == {"coma-gru": 15000, "vdn-gru": 3000, "qmix-gru": 15000}
     assert parse(["vdn-gru=3000"], methods) == {"vdn-gru": 3000}
     for values, named in [(["maddpg-mlp=10"], "maddpg-mlp is not one of the --methods"),
-                          (["vdn-gru=0"], "positive integer"), (["vdn-gru=1e3"], "positive integer"),
-                          (["-5"], "positive integer"), (["10", "20"], "two counts")]:
+                          (["vdn-gru=0"], "an integer between 1 and 10,000,000"), (["vdn-gru=1e3"], "got '1e3'"),
+                          (["vdn-gru=10000001"], "between 1 and 10,000,000"),
+                          (["9" * 400], "got '99999999999999999999'"),  # (the first 20 digits of 400)
+                          (["-5"], "an integer between 1"), (["10", "20"], "two counts")]:
         with pytest.raises(ValueError, match=named):
             parse(values, methods)
 
