@@ -47,8 +47,9 @@ from marl_edu.learners.coma import COMA
 from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
-from marl_edu.runs.grid import (MAX_EPISODES, add_runner_options, check_options, check_runner_options,
-                                drop_runner_options, open_out, read_record, run_files, run_grid, where, write_files)
+from marl_edu.runs.grid import (MAX_EPISODES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
+                                check_runner_options, drop_runner_options, open_out, read_record, run_files, run_grid,
+                                where, write_files)
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.runs.seed import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
 
@@ -75,7 +76,6 @@ def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str
 
 
 # a run's record as run_one writes it (ENV/METHOD/seed<S>.json): what --reuse and the tables trust
-MAYBE_INT, MAYBE_FLOAT = (int, type(None)), (float, type(None))
 RECORD = {"env": str, "method": str, "seed": int, "greedy": float, "sampled": float, "episodes": int, "env_steps": int,
           "wall_s": float, "steps_per_s": float, "updates": int, "episodes_to_solve": MAYBE_INT,
           "seconds_to_solve": MAYBE_FLOAT, "evaluations": list}

@@ -51,8 +51,8 @@ from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
-from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
-                                open_out, read_record, run_files, run_grid, write_files)
+from marl_edu.runs.grid import (MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options, check_runner_options,
+                                drop_runner_options, open_out, read_record, run_files, run_grid, write_files)
 from marl_edu.runs.seed import SOLVED_MARGIN, replay_figures, run_seed, save_artifacts
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -73,7 +73,6 @@ TEXTBOOK = {algo_name_of_class(learner): figures for learner, figures in [
 METHODS = {name: {} for name in TEXTBOOK}  # name -> config values other than the learner's defaults
 FINAL_EPISODES = 100
 # a run's record as run_one writes it (OUT/METHOD/seed<S>.json) and the summary's yardstick: what --reuse trusts
-MAYBE_INT, MAYBE_FLOAT = (int, type(None)), (float, type(None))
 RECORD = {"method": str, "seed": int, "final": float, "episodes_to_target": MAYBE_INT, "steps_to_target": MAYBE_INT,
           "seconds_to_target": MAYBE_FLOAT, "episodes": int, "env_steps": int, "updates": int, "wall_s": float,
           "steps_per_s": float, "config": dict, "evaluations": list}

@@ -216,11 +216,15 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number a results file holds")
 
 
+# a record field's type for ``read_record`` when the run may have none of it (never solved: no episode, no seconds)
+MAYBE_INT, MAYBE_FLOAT = (int, type(None)), (float, type(None))
+
+
 def read_record(path: pathlib.Path, fields: dict[str, type | tuple[type, ...]], expected: dict | None = None,
                 what: str = "--reuse") -> dict:
     """The JSON object a benchmark wrote at ``path`` (a run's record or a summary), checked before it is trusted:
     strict JSON (no NaN or Infinity, no number out of float's range), each of ``fields`` present with its type
-    (``{"seed": int, "final": float, "steps_to_target": (int, type(None))}``; a float field takes an int, a bool is
+    (``{"seed": int, "final": float, "steps_to_target": MAYBE_INT}``; a float field takes an int, a bool is
     no number), and each of ``expected``'s fields equal to its value (the run the path names: its method, seed, env).
     A file written by another script, another run or a hand is refused, never trusted: ValueError in one line, after
     ``what`` (the option that reads it), naming the file and the field."""
