@@ -176,6 +176,25 @@ def test_a_network_layer_beyond_the_limit_is_named_not_allocated(algo):
         row.learner(64, 100_000, 5, row.config(hidden=8), seed=0)
 
 
+@pytest.mark.parametrize("algo", ["coma", "vdn", "mappo"])
+def test_a_recurrent_agent_beyond_the_layer_limit_is_named_not_allocated(algo):
+    # hidden=4,096 is within the hidden bound, but the GRU's hidden-to-hidden weights are 3 gates x 4,096 by 4,096
+    # = 50,331,648 > 33,554,432 = 2**25; hidden=3,000 gives 27,000,000 (within), so a GRU of 3,000 is built
+    row = LEARNERS[algo]
+    with pytest.raises(ValueError, match=r"a GRU of 4,096 inputs and hidden=4,096: its input-to-hidden weights "
+                                         r"\(3 gates x 4,096 by 4,096\) are 50,331,648 weights in one layer, more than "
+                                         r"the 33,554,432"):
+        row.learner(2, 2, 5, row.config(hidden=4096), seed=0)
+
+
+def test_the_gru_bound_counts_each_weight_matrix():
+    from marl_edu.pieces.nets import gru_cell
+    cell = gru_cell(3000, 3000)  # 3 x 3,000 x 3,000 = 27,000,000 <= 33,554,432
+    assert cell.weight_hh.shape == (9000, 3000)
+    with pytest.raises(ValueError, match=r"its hidden-to-hidden weights \(3 gates x 3,400 by 3,400\) are 34,680,000"):
+        gru_cell(10, 3400)  # input: 3 x 3,400 x 10 = 102,000, fine; hidden: 3 x 3,400 x 3,400 = 34,680,000, over
+
+
 # The batch contract every update checks once, at the batch's boundary (data/: check_episode_batch, check_force_batch,
 # check_replay_batch), by the kind of batch a row's loop gives it: (change, the ValueError's message)
 EPISODE_CONTRACT = {  # B=2 episodes of T=3 steps, N=2, O=2, A=5, every step real

@@ -33,6 +33,19 @@ def linear(in_dim: int, out_dim: int) -> nn.Linear:
     return nn.Linear(in_dim, out_dim)
 
 
+def gru_cell(in_dim: int, hidden: int) -> nn.GRUCell:
+    """``nn.GRUCell(in_dim, hidden)``, refused as ``linear`` refuses a layer: its input-to-hidden and hidden-to-hidden
+    weights are each three gates' worth, ``3 * hidden`` by ``in_dim`` and by ``hidden``, each bounded by
+    ``LIMITS["layer_weights"]`` (a GRU of hidden=4,096, within the hidden bound, would hold 100,663,296 weights)."""
+    for name, rows, cols in (("input", 3 * positive_int(hidden, "hidden"), positive_int(in_dim, "in_dim")),
+                             ("hidden", 3 * hidden, hidden)):
+        if rows * cols > LIMITS["layer_weights"]:
+            raise ValueError(f"a GRU of {in_dim:,} inputs and hidden={hidden:,}: its {name}-to-hidden weights "
+                             f"(3 gates x {hidden:,} by {cols:,}) are {rows * cols:,} weights in one layer, more than the "
+                             f"{LIMITS['layer_weights']:,} a network may hold in one (a smaller hidden)")
+    return nn.GRUCell(in_dim, hidden)
+
+
 class MLP(nn.Module):
     """``in_dim -> hidden... -> out_dim`` with ReLU between layers. ``(B, in_dim) -> (B, out_dim)``."""
 
@@ -90,7 +103,7 @@ class RecurrentActor(nn.Module):
         self.in_dim, self.hidden = positive_int(in_dim, "in_dim"), positive_int(hidden, "hidden")
         self.recurrent = recurrent
         self.encode = linear(in_dim, hidden)
-        self.memory = nn.GRUCell(hidden, hidden) if recurrent else linear(hidden, hidden)
+        self.memory = gru_cell(hidden, hidden) if recurrent else linear(hidden, hidden)
         self.head = linear(hidden, positive_int(n_actions, "n_actions"))
 
     def initial_hidden(self, batch: int, device: str | torch.device = "cpu") -> torch.Tensor:
