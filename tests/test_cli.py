@@ -464,19 +464,33 @@ def test_a_signal_before_training_stops_in_one_line(signame, status, tmp_path, c
     assert main(["--resume", str(tmp_path / "b")]) == 0  # and it does
 
 
+def _wait_for_torch(pid: int, timeout: float = 60.0) -> None:
+    """Until process ``pid`` has torch's C++ library mapped: it is importing torch (or past it), its handlers in place
+    (``marl_edu/__main__.py`` puts them there before any import)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while "libtorch" not in pathlib.Path(f"/proc/{pid}/maps").read_text():
+        assert time.monotonic() < deadline, "the command line did not start loading torch within a minute"
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps (Linux)")
 @pytest.mark.parametrize("signame, status", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_a_signal_while_the_command_line_starts_is_one_line(signame, status, tmp_path):
     import signal
     import time
 
-    # (torch and the course's modules take seconds to load.) Several moments of the load: a signal that landed while
-    # torch's C++ code was importing torch.distributed, about 0.3 s in, once aborted the process (SIGABRT, a C++
-    # traceback) instead of the one line (a fresh clone's CI run, 2026-11-27); that window is narrow and moves with
-    # the machine's speed, so these moments catch it only some of the time.
-    for delay in (0.2, 0.25, 0.3, 0.35, 0.5):
+    # (torch and the course's modules take seconds to load.) Several moments of torch's import: a signal that landed
+    # while torch's C++ code was importing torch.distributed once aborted the process (SIGABRT, a C++ traceback)
+    # instead of the one line (a fresh clone's CI run, 2026-11-27). The moments count from when torch's library is
+    # mapped, not from the start: on a loaded machine the interpreter itself can take longer than a fixed delay to
+    # start, and a signal before any of this package's code runs is the interpreter's to handle, not ours.
+    for delay in (0.0, 0.05, 0.1, 0.2, 0.4):
         child = subprocess.Popen([sys.executable, "-m", "marl_edu", "--algo", "coma", "--no-progress", "--out",
                                   str(tmp_path / f"run{delay}")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
+        _wait_for_torch(child.pid)
         time.sleep(delay)
         child.send_signal(getattr(signal, signame))
         stdout, stderr = child.communicate(timeout=60)
