@@ -593,7 +593,8 @@ def test_resume_refuses_a_saved_seed_of_another_run_in_one_line(tmp_path, capsys
 CONTINUOUS_TINY = ["--episodes", "4", "--n-envs", "2", "--hidden", "8", "--eval-every", "2", "--batch-size", "8",
                    "--warmup", "16", *FEW, "--no-progress"]
 NAVIGATION_KEYS = ["seed", "team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step",
-                   "agent_returns", "episodes", "env_steps", "wall_s", "steps_per_s", "updates", "evaluations"]
+                   "agent_returns", "sampled", "sampled_as", "episodes", "env_steps", "wall_s", "steps_per_s",
+                   "updates", "evaluations", "sampled_evaluations"]
 
 
 @pytest.fixture(scope="module")
@@ -634,6 +635,8 @@ def test_a_continuous_run_writes_every_output(runs):
     (row,) = summary["seeds"]
     assert list(row) == NAVIGATION_KEYS and row["seed"] == 1 and row["updates"] > 0
     assert row["episodes"] == 4 and [episode for episode, _ in row["evaluations"]] == [2, 4]
+    assert [episode for episode, _ in row["sampled_evaluations"]] == [2, 4]
+    assert row["sampled_as"] == "Gaussian noise, sigma 0.1"  # --noise-end
     assert row["team_return"] == pytest.approx(sum(row["agent_returns"]), abs=0.02)  # the sum over the 3 agents
     assert row["episodes"] == len((out / "returns.csv").read_text().splitlines()[1:])
     assert (out / "curve.png").read_bytes()[:4] == b"\x89PNG"
@@ -645,10 +648,11 @@ def test_a_continuous_run_writes_every_output(runs):
     assert (row["team_return"], row["landmark_distance"], row["collisions_per_step"]) == (
         round(score.team_return, 2), round(score.landmark_distance, 3), round(score.collisions_per_step, 3))
     lines = printed.splitlines()
-    assert lines[0] == f"maddpg_continuous on simple_spread_v3, 4 episodes per seed, scored without noise on 5 " \
-                       f"episodes, outputs in {out}"
-    assert lines[1].split() == ["seed", "return", "distance", "final", "coll/step", "wall_s", "steps/s"]
-    assert lines[2].split()[:3] == ["1", f"{row['team_return']:.2f}", f"{row['landmark_distance']:.3f}"]
+    assert lines[0] == f"maddpg_continuous on simple_spread_v3, 4 episodes per seed, scored without noise and " \
+                       f"sampled (Gaussian noise, sigma 0.1) on 5 episodes, outputs in {out}"
+    assert lines[1].split() == ["seed", "return", "sampled", "distance", "final", "coll/step", "wall_s", "steps/s"]
+    assert lines[2].split()[:4] == ["1", f"{row['team_return']:.2f}", f"{row['sampled']:.2f}",
+                                    f"{row['landmark_distance']:.3f}"]
     assert lines[-1] == (f"SUMMARY algo=maddpg_continuous env=simple_spread_v3 median_return={row['team_return']:.2f} "
                          f"min_return={row['team_return']:.2f} landmark_distance={row['landmark_distance']:.3f} "
                          f"collisions_per_step={row['collisions_per_step']:.3f}")  # no "solved", no optimum
@@ -662,7 +666,7 @@ def test_a_deception_run_reports_the_adversary_and_the_good_agents(runs):
     assert list(row) == [key for key in NAVIGATION_KEYS if "distance" not in key and "collisions" not in key]
     adversary, good, other_good = row["agent_returns"]
     assert good == other_good  # the good agents share their reward
-    assert printed.splitlines()[1].split() == ["seed", "return", "adversary", "good", "wall_s", "steps/s"]
+    assert printed.splitlines()[1].split() == ["seed", "return", "sampled", "adversary", "good", "wall_s", "steps/s"]
     assert printed.splitlines()[-1].endswith(f"adversary_return={adversary:.2f} good_return={good:.2f}")
     assert (out / "seed0" / "greedy.gif").read_bytes()[:3] == b"GIF" and (out / "curve.png").is_file()
 
@@ -679,8 +683,8 @@ def replayed(argv, capsys) -> dict:
 
 @pytest.mark.parametrize("name, keys", [
     ("navigation", ["team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step",
-                    "agent_returns"]),
-    ("deception", ["team_return", "agent_returns"]),  # an ensemble: the mean over its sub-policies
+                    "agent_returns", "sampled"]),
+    ("deception", ["team_return", "agent_returns", "sampled"]),  # an ensemble: the mean over its sub-policies
 ])
 def test_replay_of_a_continuous_policy_gives_the_recorded_score_and_gif(name, keys, runs, tmp_path, capsys):
     out, _ = runs[name]

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from marl_edu.learners.maddpg import MADDPGConfig
@@ -157,7 +158,6 @@ class Bar:
 
 # what each kind's bar shows beside the evaluation: only what its learner explores with (MAPPO's epsilon is 0 by
 # default: no eps; a Gaussian policy: nothing)
-SMALL_DISCRETE = ("off_policy", "on_policy", "episode_replay")
 SHOWN = {"off_policy": {"eps"}, "on_policy": {"beta"}, "episode_replay": {"eps"}, "continuous": {"noise"},
          "continuous_on_policy": set()}
 
@@ -169,8 +169,7 @@ def test_the_progress_bar_counts_what_the_loop_runs_and_shows_the_learners_own_f
     run = small_run(kind)
     (bar,) = Bar.bars
     assert bar.n == bar.total == len(run.episode_returns)  # MAPPO: 20 episodes asked, 3 batches of 8 run, 24/24
-    sampled = {"sampled"} if run.sampled_evaluations else set()  # the discrete envs: the sampled evaluation too
-    assert set(bar.postfix) == {"eval"} | sampled | SHOWN[kind] and bool(sampled) == (kind in SMALL_DISCRETE)
+    assert set(bar.postfix) == {"eval", "sampled"} | SHOWN[kind] and run.sampled_evaluations  # every kind samples
     assert bar.postfix["eval"] == f"{run.evaluations[-1][1]:.1f}"
 
 
@@ -249,8 +248,8 @@ def test_a_sampled_evaluation_leaves_the_learners_own_generator_alone():
         __import__("marl_edu.learners.value_decomposition", fromlist=["IQL"]).IQL(2, 2, 5).sampled_policy(epsilon=2)
 
 
-@pytest.mark.parametrize("kind", ["off_policy", "on_policy", "episode_replay"])
-def test_the_sampled_evaluations_change_no_number_of_training(kind):
+@pytest.mark.parametrize("kind", ["off_policy", "on_policy", "episode_replay", "continuous_on_policy"])
+def test_the_sampled_evaluations_change_no_number_of_training(kind):  # ("continuous", the ensemble's: fingerprints.py)
     # the same seed with and without the sampled evaluation: the same episodes, greedy evaluations and weights
     import torch
 
@@ -266,6 +265,62 @@ def test_the_sampled_evaluations_change_no_number_of_training(kind):
 def test_bad_sampled_episodes_are_named():
     with pytest.raises(ValueError, match="sampled_episodes must be a non-negative int, got -1"):
         small_run("on_policy", sampled_episodes=-1)
-    with pytest.raises(ValueError, match="sampled_episodes: a run on simple_spread_v3 is evaluated by its noise-free"):
-        small_run("continuous_on_policy", sampled_episodes=3)
-    assert small_run("continuous_on_policy").sampled_evaluations == []  # forces: the noise-free score only
+
+
+def _zero_forces(algo: str):
+    """A continuous learner (N=3, O=18, A=2: simple_spread_v3's sizes) whose every actor outputs 0 before its tanh (or
+    as its Gaussian's mean): its noise-free policy stands still, force (0, 0) for every agent."""
+    import torch
+
+    from marl_edu.learners.table import entry
+
+    agent = entry(algo).learner(3, 18, 2, seed=0)
+    ppo = isinstance(getattr(agent, "actor", None), torch.nn.Module)  # (an ensemble's actor(i, m) is a method)
+    _all_zero(agent.actor.mean if ppo else agent.actors)
+    if ppo:  # sigma = exp(log 0.5) = 0.5
+        with torch.no_grad():
+            agent.actor.log_std.fill_(float(np.log(0.5)))
+    return agent
+
+
+@pytest.mark.parametrize("algo, sigma", [("maddpg_continuous", 0.05), ("maddpg_ensemble", 0.05),
+                                         ("mappo_continuous", 0.5)])
+def test_a_continuous_learners_sampled_forces_are_its_noise_by_hand(algo, sigma):
+    # every actor outputs 0, so mu = tanh(0) = 0 (PPO: the mean is 0) and the sampled force is clip(0 + sigma * eps,
+    # -1, 1) with eps the generator's standard normals: MADDPG's kin add their last exploration noise, noise_end =
+    # 0.05; PPO draws from its Gaussian, sigma 0.5. An ensemble first draws the episode's sub-policies (1, N) from the
+    # same generator, then the noise. The noise-free policy plays (0, 0).
+    import torch
+
+    from marl_edu.training.evaluation import own_generator, sampled_policy
+
+    agent = _zero_forces(algo)
+    obs = np.zeros((3, 18), dtype=np.float32)
+    noise_free = agent.policy(np.zeros(3, dtype=np.int64)) if algo == "maddpg_ensemble" else agent.greedy_policy()
+    assert (noise_free(obs) == 0).all()
+    with own_generator(agent, 7):
+        forces = sampled_policy(agent)(obs)  # (3, 2)
+    by_hand = torch.Generator().manual_seed(7)
+    if algo == "maddpg_ensemble":
+        torch.randint(0, agent.n_subpolicies, (1, 3), generator=by_hand)  # the sub-policies' draw
+    eps = torch.randn((1, 3, 2), generator=by_hand)[0].numpy()  # (3, 2)
+    assert forces.shape == (3, 2) and np.allclose(forces, np.clip(sigma * eps, -1.0, 1.0), atol=1e-7)
+
+
+def test_a_continuous_learners_noise_free_and_sampled_scores_differ_by_construction():
+    # every actor outputs 0: the noise-free policy stands still, so its score is exactly the standing-still policy's
+    # on the same start states; the sampled one adds noise_end = 0.05 noise to every force, so it moves and scores
+    # otherwise. Both seeded: the same figures twice, the learner's own generator untouched.
+    from marl_edu.runs.seed import particle_figures
+    from marl_edu.training.evaluation import evaluate_particle, sampled_as
+
+    agent = _zero_forces("maddpg_continuous")
+    before = agent.generator.get_state()
+    figures = particle_figures(agent, "simple_spread_v3", episodes=2)
+    still = evaluate_particle(lambda obs: np.zeros((3, 2), dtype=np.float32), "simple_spread_v3", episodes=2)
+    assert figures["team_return"] == still.team_return and figures["sampled"] != still.team_return
+    assert particle_figures(agent, "simple_spread_v3", episodes=2) == figures
+    assert agent.generator.get_state().equal(before)
+    assert sampled_as(agent) == "Gaussian noise, sigma 0.05"
+    assert sampled_as("maddpg_ensemble") == "every agent's sub-policy drawn per episode, Gaussian noise, sigma 0.05"
+    assert sampled_as("ippo_continuous") == "forces drawn from the Gaussian policy"

@@ -55,7 +55,8 @@ returns.csv (every training episode's team return), curve.png (the periodic eval
 exact optimum), seed<S>/policy.pt (the final actors) and seed<S>/greedy.gif (one episode of them, greedy or without
 noise), each written when its seed finishes. A discrete learner's row: the greedy and sampled team returns; a
 continuous learner's: the noise-free score over 100 episodes (team return; on cooperative navigation the landmark
-distance and collisions; every agent's return; an ensemble's: the mean over its sub-policies).
+distance and collisions; every agent's return; an ensemble's: the mean over its sub-policies) and the sampled team
+return (MADDPG's kin with their last exploration noise, continuous PPO drawing from its Gaussian).
 Ctrl-C stops with exit status 130, the finished seeds on disk. The seed in progress is saved (seed<S>/run.pt) and
 --resume OUT continues it to the same result, on every environment.
 examples:
@@ -456,14 +457,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _columns(plan: _Plan) -> list[tuple[str, int, object]]:
     """The per-seed table's columns: ``(title, width, row -> text)``: a discrete learner's greedy and sampled returns
-    and when it solved; a continuous learner's final score (navigation: distances and collisions; deception: the
-    adversary's and a good agent's return); then the wall-clock and speed."""
+    and when it solved; a continuous learner's final noise-free and sampled team returns (navigation: distances and
+    collisions; deception: the adversary's and a good agent's return); then the wall-clock and speed."""
     if not plan.continuous:
         solved_at = lambda r: "-" if r["episodes_to_solve"] is None else f"{r['episodes_to_solve']} ep"  # noqa: E731
         columns = [("greedy", 7, lambda r: f"{r['greedy']:.2f}"), ("sampled", 8, lambda r: f"{r['sampled']:.2f}"),
                    ("solved at", 10, solved_at)]
     else:
-        columns = [("return", 7, lambda r: f"{r['team_return']:.2f}")]
+        columns = [("return", 7, lambda r: f"{r['team_return']:.2f}"), ("sampled", 8, lambda r: f"{r['sampled']:.2f}")]
         if plan.env_id == "simple_spread_v3":
             columns += [("distance", 8, lambda r: f"{r['landmark_distance']:.3f}"),
                         ("final", 6, lambda r: f"{r['final_landmark_distance']:.3f}"),
@@ -484,7 +485,8 @@ def _print_row(plan: _Plan, row: dict | None = None) -> None:
 def _print_start(plan: _Plan, run_log: RunLog) -> None:
     """What is trained and where it goes, the table's titles and the rows of the seeds a resumed run finished."""
     if plan.continuous:
-        measure = f"scored without noise on {plan.final_episodes} episodes"
+        measure = (f"scored without noise and sampled ({sampled_as(plan.args.algo, plan.config)}) on "
+                   f"{plan.final_episodes} episodes")
     else:
         measure = (f"exact optimum {'unknown' if plan.optimum is None else f'{plan.optimum:.2f}'}, sampled: "
                    f"{sampled_as(plan.args.algo)}")
@@ -680,7 +682,8 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         plan = _check_replay(parser, args)
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(_one_line(error))
-    what = (f"without noise, {plan.episodes} episodes from seed {plan.seed}" if plan.continuous else
+    what = (f"without noise and sampled ({sampled_as(plan.agent)}), {plan.episodes} episodes from seed {plan.seed}"
+            if plan.continuous else
             f"greedy ({'one episode' if family(plan.env_id).deterministic else f'{plan.episodes} episodes'}) and "
             f"sampled ({sampled_as(plan.agent)}, {plan.episodes} episodes, seed {plan.seed})")
     print(f"{plan.algo} policy {args.replay} (trained on {plan.trained_on}) played on {plan.env_id}: {what}",

@@ -139,7 +139,18 @@ class ContinuousMADDPG(MADDPG):
         """A policy for ``run_episode`` that explores as in training with standard deviation ``noise``."""
         return lambda obs: self.act(obs[None], noise)[0]
 
-    sampled_policy = greedy_policy  # a deterministic policy has nothing to sample
+    def sampled_actions(self, copies: int):
+        """The policy as it explores at the end of training, for the next episode of ``copies`` env copies: a function
+        obs ``(copies, N, O)`` -> ``clip(mu(o) + noise_end * eps, -1, 1)`` ``(copies, N, A)``, eps ~ N(0, I) from the
+        learner's generator (an evaluation puts one of its own there, ``evaluation.own_generator``). A deterministic
+        policy has nothing to sample, so its sampled evaluation plays the Gaussian exploration noise it trains with,
+        at its last sigma."""
+        return lambda obs: self.act(obs, self.config.noise_end)  # (copies, N, A)
+
+    def sampled_policy(self):
+        """``sampled_actions`` for ``run_episode``, one env (make one per episode): obs ``(N, O)`` -> ``(N, A)``."""
+        act = self.sampled_actions(1)
+        return lambda obs: act(obs[None])[0]
 
     # -- the actor's loss -----------------------------------------------------------------------
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:

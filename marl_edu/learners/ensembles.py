@@ -220,6 +220,19 @@ class EnsembleMADDPG:
         index_range(subpolicies, self.n_subpolicies, "subpolicies")
         return lambda obs: self.act(obs[None], 0.0, subpolicies[None])[0]
 
+    def sampled_actions(self, copies: int):
+        """The ensemble as it explores at the end of training, for the next episode of ``copies`` env copies (make one
+        per episode: it draws the episode's sub-policies, int ``(copies, N)``, uniform in [0, M)): a function obs
+        ``(copies, N, O)`` -> ``clip(mu_i^(m)(o_i) + noise_end * eps, -1, 1)`` ``(copies, N, A)``. Both draws come
+        from the learner's generator (an evaluation puts one of its own there, ``evaluation.own_generator``)."""
+        subpolicies = self.draw_subpolicies(copies)  # (copies, N) these episodes'
+        return lambda obs: self.act(obs, self.config.noise_end, subpolicies)  # (copies, N, A)
+
+    def sampled_policy(self):
+        """``sampled_actions`` for ``run_episode``, one env (make one per episode): obs ``(N, O)`` -> ``(N, A)``."""
+        act = self.sampled_actions(1)
+        return lambda obs: act(obs[None])[0]
+
     # -- the losses -----------------------------------------------------------------------------
     def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """What every critic sees: ``x = [o_1..o_N, a_1..a_N]``, ``(B, N*(O+A))`` (``i`` is unused)."""

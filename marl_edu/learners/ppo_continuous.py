@@ -165,6 +165,18 @@ class ContinuousMAPPO:
                 return np.clip(self.actor.mean_of(x).cpu().numpy(), -1.0, 1.0)  # (N, A)
         return policy
 
+    def sampled_actions(self, copies: int):
+        """The policy itself, for the next episode of ``copies`` env copies: a function obs ``(copies, N, O)`` ->
+        clip(a, -1, 1) ``(copies, N, A)`` with a ~ N(m_theta(o_i, i), diag(sigma^2)) drawn from the learner's
+        generator (an evaluation puts one of its own there, ``evaluation.own_generator``), as the env receives it in
+        training."""
+        return lambda obs: np.clip(self.act(obs), -1.0, 1.0)  # (copies, N, A)
+
+    def sampled_policy(self):
+        """``sampled_actions`` for ``run_episode``, one env (make one per episode): obs ``(N, O)`` -> ``(N, A)``."""
+        act = self.sampled_actions(1)
+        return lambda obs: act(np.asarray(obs)[None])[0]
+
     @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """One PPO update from a batch of whole episodes (``collect_force_episodes``'s, checked first by

@@ -1,8 +1,8 @@
 """One seed of any learner, with its figures and files: what the command line, the benchmarks and the widgets share.
 
 ``run_seed`` trains one seed of a learner of ``learners.LEARNERS`` with its loop and measures it (the final greedy and
-sampled team returns on a discrete task, when it first solved; a continuous learner's noise-free score is
-``particle_figures``); ``rounded`` gives the figures as the files record them; ``save_artifacts`` writes a seed's
+sampled team returns on a discrete task, when it first solved; a continuous learner's noise-free and sampled score
+is ``particle_figures``); ``rounded`` gives the figures as the files record them; ``save_artifacts`` writes a seed's
 ``policy.pt`` and ``greedy.gif``, ``write_curve`` the runs' evaluations as a PNG; ``load_replay_policy`` loads a
 saved policy (never a run in progress) and ``replay_figures`` measures it as training measured it. ``METHODS`` and
 ``method_config`` name the variants (a GRU or feed-forward actor) ``benchmarks/compare.py`` and ``benchmarks/speed.py``
@@ -115,14 +115,16 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
     ``env_steps``, ``wall_s`` (training's wall-clock), ``steps_per_s``, ``updates``; for a discrete learner
     ``episodes_to_solve`` and ``seconds_to_solve`` (when a periodic greedy evaluation first reached
     ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None); ``evaluations``, the periodic
-    ``(episode, value)`` of ``run.evaluations``; for a discrete learner ``sampled_evaluations``, the sampled
-    policy's at the same episodes (``run.sampled_evaluations``). (A continuous learner's final score is
-    ``particle_figures``.)
+    ``(episode, value)`` of ``run.evaluations``; ``sampled_evaluations``, the sampled policy's at the same episodes
+    (``run.sampled_evaluations``). A continuous learner's: ``seed``, ``sampled_as``, the counts, ``evaluations``
+    (the noise-free policy's) and ``sampled_evaluations``; its final score, noise-free and sampled, is
+    ``particle_figures``.
     """
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
                 threads)
     if entry(algo).continuous:
-        return run, {"seed": seed, **_counts(run), "evaluations": list(run.evaluations)}
+        return run, {"seed": seed, "sampled_as": sampled_as(run.agent), **_counts(run),
+                     "evaluations": list(run.evaluations), "sampled_evaluations": list(run.sampled_evaluations)}
     greedy = greedy_team_return(run.agent, env_id, final_episodes, threads=threads)
     sampled = float(sampled_returns(run.agent, env_id, n_episodes=final_episodes, seed=seed, threads=threads).mean())
     target = float("inf") if optimum is None else solve_line(optimum)
@@ -148,13 +150,17 @@ def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: i
     ``episodes`` episodes from ``seed`` (an ensemble's: the mean over its sub-policies, each over those episodes):
     ``team_return``; on cooperative navigation ``landmark_distance`` (mean over steps), ``final_landmark_distance``
     and ``collisions_per_step`` (other envs do not report them: left out); ``agent_returns``, one per agent (on
-    physical deception the adversary's first, then the good agents')."""
+    physical deception the adversary's first, then the good agents'); then ``sampled``, the sampled policy's mean
+    team return over the same start states (``evaluation.sampled_returns``, its draws seeded ``seed`` too;
+    ``evaluation.sampled_as`` says what it plays)."""
     scores = [evaluate_particle(policy, env_id, episodes, seed, progress, threads)
               for policy in noise_free_policies(agent)]
     figures = {key: float(np.mean([getattr(score, key) for score in scores]))
                for key in ("team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step")}
     figures = {key: value for key, value in figures.items() if not np.isnan(value)}
-    return {**figures, "agent_returns": np.mean([score.agent_returns for score in scores], axis=0).tolist()}
+    sampled = float(sampled_returns(agent, env_id, n_episodes=episodes, seed=seed, threads=threads).mean())
+    return {**figures, "agent_returns": np.mean([score.agent_returns for score in scores], axis=0).tolist(),
+            "sampled": sampled}
 
 
 DIGITS = {"greedy": 2, "sampled": 3, "team_return": 2, "landmark_distance": 3, "final_landmark_distance": 3,

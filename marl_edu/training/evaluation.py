@@ -1,10 +1,12 @@
 """Evaluation of a trained learner: its greedy policy's team return (one exact episode where the env's family is
 deterministic, else a mean over episodes), its sampled policy's returns, and a particle-env policy's score.
 
-Greedy and sampled evaluate two policies. Greedy plays every agent's argmax; sampled plays the policy that was
-trained: actions drawn from an actor's probabilities, or, for a learner that acts greedily on Q-values (IQL, VDN,
-QMIX), epsilon-greedy with ``SAMPLED_EPSILON`` = 0.05, as the MARL textbook's runs evaluate (``sampled_as`` says
-which, for a run's record). A sampled evaluation draws its actions from a generator of its own, seeded by its
+Greedy and sampled evaluate two policies. Greedy plays every agent's argmax (with forces: the noise-free policy);
+sampled plays the policy that was trained: actions drawn from an actor's probabilities, or, for a learner that acts
+greedily on Q-values (IQL, VDN, QMIX), epsilon-greedy with ``SAMPLED_EPSILON`` = 0.05, as the MARL textbook's runs
+evaluate; with forces, continuous PPO's draws from its Gaussian, and the deterministic MADDPG family's adds the
+Gaussian exploration noise it trains with at its last sigma, ``noise_end`` (an ensemble also draws every agent's
+sub-policy per episode). ``sampled_as`` says which, for a run's record. A sampled evaluation draws its actions from a generator of its own, seeded by its
 caller, never from the learner's: evaluating during training leaves training's random stream as it was.
 """
 
@@ -62,16 +64,24 @@ def acts_on_q_values(learner) -> bool:
     return entry(learner if isinstance(learner, str) else algo_name(learner)).loop == "episode_replay"
 
 
-def sampled_as(learner) -> str:
-    """What a learner's (an agent's, or a name's) sampled evaluation plays, in the words a run's record keeps
-    (``"sampled_as"``)."""
-    if acts_on_q_values(learner):
+def sampled_as(learner, config=None) -> str:
+    """What a learner's (an agent's, or a name's with its ``config``, None: its row's defaults) sampled evaluation
+    plays, in the words a run's record keeps (``"sampled_as"``)."""
+    row = entry(learner if isinstance(learner, str) else algo_name(learner))
+    if row.loop == "episode_replay":  # (acts_on_q_values)
         return f"epsilon-greedy, epsilon {SAMPLED_EPSILON}"
+    if row.loop == "continuous":  # deterministic forces: the exploration noise of training's end
+        sigma = (learner.config if not isinstance(learner, str) else config or row.config()).noise_end
+        drawn = "every agent's sub-policy drawn per episode, " if row.policy.subpolicies else ""
+        return f"{drawn}Gaussian noise, sigma {sigma}"
+    if row.loop == "continuous_on_policy":
+        return "forces drawn from the Gaussian policy"
     return "actions drawn from the policy"
 
 
 def sampled_policy(agent):
-    """A fresh sampled policy for ``run_episode`` (obs ``(N, O)`` -> actions ``(N,)``; make one per episode): the
+    """A fresh sampled policy for ``run_episode``, one episode at a time (obs ``(N, O)`` -> actions ``(N,)`` or forces
+    ``(N, A)``; make one per episode; ``sampled_returns`` plays many at once): the
     learner's ``sampled_policy()``, epsilon-greedy with ``SAMPLED_EPSILON`` where it acts on Q-values."""
     return agent.sampled_policy(epsilon=SAMPLED_EPSILON) if acts_on_q_values(agent) else agent.sampled_policy()
 
@@ -91,42 +101,43 @@ def own_generator(agent, seed: int):
 def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, threads: int | None = None) -> np.ndarray:
     """Team returns ``(n_episodes,)`` of ``n_episodes`` episodes of the sampled policy, the actions drawn from a
     generator seeded ``seed`` (``own_generator``): the same returns for the same policy and seed, and the learner's
-    own generator untouched. Every discrete learner plays them all at once, as its training does, on
-    ``make_vec_env``'s copies seeded ``seed``, ``seed + 1``, ...: one network call per step for every episode. One
-    that trains on whole episodes (its row's loop ``"on_policy"`` or ``"episode_replay"``) through
-    ``rollout.collect_episodes`` (epsilon ``SAMPLED_EPSILON`` where it acts on Q-values); one that acts on
-    transitions (``"off_policy"``: MADDPG, IDDPG) through its ``act`` (``first_episode_returns``). Any other plays
-    them one after the other on one env seeded ``seed`` (``sampled_policy``). More than ``SAMPLED_COPIES`` episodes
-    are played in chunks of that many copies, seeded on (``seed + 100``, ... for the second chunk), so that a final
-    figure over thousands of episodes never holds thousands of envs at once. These start states are not the greedy
-    evaluation's (successive episodes of one env seeded ``seed``): compare the two as means, not episode by episode."""
+    own generator untouched. Every learner plays them all at once, as its training does, on ``make_vec_env``'s
+    copies seeded ``seed``, ``seed + 1``, ...: one network call per step for every episode. One that trains on whole
+    discrete episodes (its row's loop ``"on_policy"`` or ``"episode_replay"``) through ``rollout.collect_episodes``
+    (epsilon ``SAMPLED_EPSILON`` where it acts on Q-values); one that acts on transitions (``"off_policy"``: MADDPG,
+    IDDPG) through its ``act``, and a continuous learner through its ``sampled_actions`` (``first_episode_returns``).
+    More than ``SAMPLED_COPIES`` episodes are played in chunks of that many copies, seeded on (``seed + 100``, ... for
+    the second chunk), so that a final figure over thousands of episodes never holds thousands of envs at once. These start states are not the greedy (or noise-free) evaluation's, successive
+    episodes of one env seeded ``seed``: compare the two as means, not episode by episode."""
     positive_int(n_episodes, "n_episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
         check_fits(agent, env)
         with own_generator(agent, seed):
             kind = entry(algo_name(agent)).loop
-            if kind not in ("on_policy", "episode_replay", "off_policy"):
-                return np.array([run_episode(env, sampled_policy(agent)).team_return for _ in range(n_episodes)])
             returns = []
             for start in range(0, n_episodes, SAMPLED_COPIES):
-                venv = make_vec_env(env_id, min(SAMPLED_COPIES, n_episodes - start), seed + start)  # copies seed + k
+                copies = min(SAMPLED_COPIES, n_episodes - start)
+                venv = make_vec_env(env_id, copies, seed + start)  # copies seeded seed + start + k
                 if kind == "off_policy":
-                    returns.extend(first_episode_returns(agent, venv))  # (K,)
+                    returns.extend(first_episode_returns(agent.act, venv))  # (K,)
+                elif kind.startswith("continuous"):
+                    returns.extend(first_episode_returns(agent.sampled_actions(copies), venv))  # (K,)
                 else:
                     epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
                     returns.extend(collect_episodes(agent, venv, epsilon)[1])  # K returns
             return np.array(returns, dtype=np.float64)  # (n_episodes,)
 
 
-def first_episode_returns(agent, venv) -> np.ndarray:
-    """The team return of each of the K copies' first episode, every copy stepped with ``agent.act(obs (K, N, O))``'s
-    sampled actions ``(K, N)`` (no epsilon) until each has ended once (a copy that ends is reset by the vec env and
-    plays on, not counted): ``(K,)``."""
+def first_episode_returns(act, venv) -> np.ndarray:
+    """The team return of each of the K copies' first episode, every copy stepped with ``act(obs (K, N, O))``'s
+    actions ``(K, N)`` or forces ``(K, N, A)`` (an off-policy learner's ``act``, sampled without epsilon; a continuous
+    learner's ``sampled_actions(K)``) until each has ended once (a copy that ends is reset by the vec env and plays
+    on, not counted): ``(K,)``."""
     returns = np.full(venv.n_envs, np.nan)  # (K,) NaN until copy k's first episode ends
     obs = venv.reset()  # (K, N, O)
     while np.isnan(returns).any():
-        obs, _, _, info = venv.step(agent.act(obs))  # (K, N, O)
+        obs, _, _, info = venv.step(act(obs))  # (K, N, O)
         ended = np.asarray(info["episode_done"]) & np.isnan(returns)  # (K,)
         returns[ended] = np.asarray(info["episode_team_return"], dtype=np.float64)[ended]
     return returns

@@ -36,8 +36,9 @@ The contract between the loop and a learner, the one place it is written (ARCHIT
 - acting: ``act`` (off-policy, continuous on-policy) or ``policy_step``/``sample``/``initial_hidden`` (discrete whole
   episodes); ``end_episode(k)`` when copy k's episode ends (particle off-policy); evaluation: ``greedy_policy()`` (an
   ensemble: ``policy(subpolicies)``) and, discrete, the sampled policy (``evaluation.sampled_returns``: the whole-
-  episode learners' ``policy_step``/``sample``, the others' ``sampled_policy()``, IQL's kin's with ``epsilon``), its
-  draws from a generator the evaluation puts in ``agent.generator`` for the while (``evaluation.own_generator``).
+  episode learners' ``policy_step``/``sample``, the others' ``sampled_policy()``, IQL's kin's with ``epsilon``; the
+  continuous learners' ``sampled_policy()``), its draws from a generator the evaluation puts in ``agent.generator``
+  for the while (``evaluation.own_generator``).
 
 Every loop and evaluation here runs on ``threads`` torch threads (default 1: networks this small run fastest on one,
 and two fight any other work on the machine) and gives the caller's count back after (``threads.torch_threads``).
@@ -71,14 +72,14 @@ from marl_edu.training.resume import RunCheckpoint
 @dataclass
 class TrainResult:
     """What a training run produced: per-episode team returns (while exploring), periodic evaluations ``(episode,
-    greedy team return)`` (particle envs: the noise-free policy's mean team return) and on the discrete envs, at the
-    same episodes, ``(episode, sampled policy's mean team return)`` (``evaluation.sampled_team_return``), counts and
+    greedy team return)`` (particle envs: the noise-free policy's mean team return) and, at the same episodes,
+    ``(episode, sampled policy's mean team return)`` (``evaluation.sampled_team_return``), counts and
     wall-clock time, the learner and, off-policy, its replay at the end."""
 
     agent: object
     episode_returns: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
-    sampled_evaluations: list[tuple[int, float]] = field(default_factory=list)  # discrete envs; [] if switched off
+    sampled_evaluations: list[tuple[int, float]] = field(default_factory=list)  # [] if switched off
     eval_seconds: list[float] = field(default_factory=list)  # wall-clock since the start, per evaluation
     eval_env_steps: list[int] = field(default_factory=list)  # env steps so far, per evaluation
     env_steps: int = 0
@@ -235,9 +236,10 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
     its row's); an evaluation plays the greedy policy (``greedy_team_return``) or, with forces, the noise-free one
     (``evaluate_particle``; an ensemble's evaluation e plays every agent's sub-policy e mod M), as the env's family
     says (``envs.family.EnvFamily``: one episode where it is deterministic, else the mean of ``eval_episodes``, None:
-    the family's, on an env seeded its ``eval_seed``); on the discrete envs each evaluation also plays the sampled
-    policy (``sampled_team_return``: the mean of ``sampled_episodes`` episodes, None: ``SAMPLED_EPISODES``, 0: not
-    played), its draws from a generator of its own, so training is the same with it or without. ``checkpoint``: a
+    the family's, on an env seeded its ``eval_seed``); each evaluation also plays the sampled policy
+    (``sampled_team_return``: the mean of ``sampled_episodes`` episodes, None: ``SAMPLED_EPISODES``, 0: not played;
+    ``evaluation.sampled_as`` says what it plays), its draws from a generator of its own, so training is the same
+    with it or without. ``checkpoint``: a
     ``resume.RunCheckpoint`` that saves the run at every iteration's end and continues a saved one to the same bits
     (every family's vec env saves its state).
     ``update``: a function ``update(agent, batch)`` called for each batch in place of ``agent.update(batch)`` (the
@@ -249,12 +251,8 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         eval_every = row.eval_every if eval_every is None else positive_int(eval_every, "eval_every")
         found = family(env_id)
         eval_episodes = found.eval_episodes if eval_episodes is None else positive_int(eval_episodes, "eval_episodes")
-        discrete = found.actions == "discrete"
-        sampled_episodes = ((SAMPLED_EPISODES if discrete else 0) if sampled_episodes is None
+        sampled_episodes = (SAMPLED_EPISODES if sampled_episodes is None
                             else non_negative_int(sampled_episodes, "sampled_episodes"))
-        if sampled_episodes and not discrete:
-            raise ValueError(f"sampled_episodes: a run on {env_id} is evaluated by its noise-free policy's score, not "
-                             f"a sampled one; pass None or 0, got {sampled_episodes}")
         if update is not None and not callable(update):
             raise ValueError(f"update must be None (the learner's own agent.update) or a function update(agent, "
                              f"batch), got {type(update).__name__}")
