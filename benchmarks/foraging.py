@@ -6,17 +6,18 @@ every agent learning the team reward (the sum of the agents' rewards: loading ev
     .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix coma central_v --reuse  # keep the runs on disk
     .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 0 --episodes 2000 --out results/tmp/foraging
     .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 100 101 --set lr=5e-4 --out results/tmp/tuning
+    .venv/bin/python benchmarks/foraging.py --redraw   # train nothing: the table and curves.png from the files
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``); the env steps and seconds of one core at which that mean first reached 0.8; and at
 the end the mean over 100 greedy episodes. Beside each, the sampled policy's (``evaluation.sampled_team_return``:
 10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX epsilon-greedy with 0.05, the others drawing from
 their policy), recorded as ``sampled``, ``sampled_as`` and ``sampled_evaluations`` (runs committed before these were
-kept have only the greedy ones). The textbook's exercises report, for the same task with 4M env steps
-(MLP 128x128 agents with shared parameters, Adam 3e-4, a replay of 10k transitions, batch 32, target every 200
-updates, epsilon 1.0 -> 0.05 over the first 10%, rewards standardised), 5 seeds each: IDQN first reached a mean
-return of 0.8 after 2.0-2.6M env steps and ended at 0.82-1.0; VDN after 2.0-2.9M, ending at 0.88-1.0; QMIX never
-reached 0.8 in 3.9M steps and ended at 0.21-0.74 (``TEXTBOOK`` below).
+kept have only the greedy ones). The textbook's exercises publish their runs of the same task (IDQN, VDN and QMIX,
+5 seeds each, 4M env steps, evaluated every 100k env steps epsilon-greedy with 0.05): results/foraging/textbook.json
+holds them as published, with their source (tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK``
+below computes its columns of the table from that file: the env steps at which each seed's evaluation first reached
+0.8 (the range over seeds) and the range of the last evaluations; curves.png draws their mean and range.
 
 Our learners use their defaults (``ValueDecompositionConfig``: GRU agents, TD(lambda) targets, tuned on Switch2-v0;
 COMA and central-V ``COMAConfig``'s), with any other values in ``METHODS``. Tried on seed 100 and left out:
@@ -25,10 +26,11 @@ choices where ours has one) stayed at a greedy mean of 0.02-0.11 over 400k env s
 collection, a target copy every 50) reached 0.13-0.22 in 200k.
 
 Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation),
-the first seed's OUT/METHOD/policy.pt and greedy.gif, OUT/curves.png (every run's evaluations) and OUT/summary.json
-(the table and the command); prints one line per run, the table, and one SUMMARY line per method. With ``--reuse``
-the runs already on disk are kept, each with its own yardstick (machines of the same kind differ in speed by more
-than twice), so a run's speed is read as its ratio to raw lbforaging, never in seconds against another's.
+the first seed's OUT/METHOD/policy.pt and greedy.gif, OUT/curves.png (the runs' evaluations beside the textbook's
+runs) and OUT/summary.json (the table and the command); prints one line per run, the table, and one SUMMARY line per
+method. With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines of the same kind
+differ in speed by more than twice), so a run's speed is read as its ratio to raw lbforaging, never in seconds against
+another's. With ``--redraw`` nothing is trained: the summary's table and curves.png are rewritten from the records.
 
 The runs go where compare.py's go (``--runner``: a local process pool, or Ray when it is installed; ``--address``: a
 Ray cluster; ``marl_edu.runs.grid``), one torch thread each; the files come back to this process, which writes them.
@@ -53,7 +55,7 @@ from marl_edu.learners.table import algo_name_of_class, config_class, config_wit
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.grid import (MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options, check_runner_options,
                                 drop_runner_options, open_out, read_record, run_files, run_grid, write_files)
-from marl_edu.runs.seed import SOLVED_MARGIN, replay_figures, run_seed, save_artifacts
+from marl_edu.runs.seed import SOLVED_MARGIN, replay_figures, run_seed, save_artifacts, solve_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV_ID = "Foraging-8x8-2p-3f-v3"
@@ -62,15 +64,61 @@ TARGET = 0.8  # the mean greedy return the textbook's figures count "reached" at
 # target as the line: an optimum SOLVED_MARGIN above it
 REACHED_AS_SOLVED = TARGET + SOLVED_MARGIN
 NO_RUN = {"steps_to_target": "-", "final": "-"}
-# the learners (by class, named as the table names them), in the order the tables list them, with the MARL
-# textbook's published runs on this task (5 seeds each): env steps to a mean of 0.8, final mean
-TEXTBOOK = {algo_name_of_class(learner): figures for learner, figures in [
-    (IQL, {"steps_to_target": "2.0-2.6M", "final": "0.82-1.0"}),
-    (VDN, {"steps_to_target": "2.0-2.9M", "final": "0.88-1.0"}),
-    (QMIX, {"steps_to_target": "never in 3.9M", "final": "0.21-0.74"}),
-    (COMA, NO_RUN), (CentralV, NO_RUN),  # (the textbook's exercises publish no COMA or central-V run)
-    (MAPPO, NO_RUN), (IPPO, NO_RUN)]}  # (nor of MAPPO or IPPO on this task)
-METHODS = {name: {} for name in TEXTBOOK}  # name -> config values other than the learner's defaults
+# the MARL textbook's published runs on this task, as published, with their source (tools/textbook_curves.py)
+TEXTBOOK_FILE = ROOT / "results" / "foraging" / "textbook.json"
+
+
+def textbook_runs(path: pathlib.Path = TEXTBOOK_FILE) -> dict[str, dict[str, list]]:
+    """The textbook's runs in ``path``: ``method -> seed -> [[env steps, mean team return], ...]`` (our method names:
+    its IDQN is our iql). ValueError naming the file for one that is not JSON, a method the benchmark does not have,
+    or a seed's curve that is empty, not of (int, finite number) pairs, or whose env steps do not increase."""
+    try:
+        runs = json.loads(path.read_text())["runs"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not the textbook's runs ({error})") from None
+    curves = {}
+    for method, run in runs.items():
+        if method not in METHODS or not isinstance(run, dict) or not isinstance(run.get("seeds"), dict):
+            raise ValueError(f"{path}: {str(method)[:40]!r} is not a method of this benchmark with its seeds")
+        for seed, pairs in run["seeds"].items():
+            ok = isinstance(pairs, list) and len(pairs) > 0 and all(
+                isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and type(pair[1]) in (int, float)
+                and np.isfinite(pair[1]) for pair in pairs)
+            if not ok or any(a[0] >= b[0] for a, b in zip(pairs, pairs[1:])):
+                raise ValueError(f"{path}: {method} seed {seed}: needs [env steps, mean return] pairs, env steps "
+                                 f"increasing, every return finite")
+        curves[method] = run["seeds"]
+    return curves
+
+
+def textbook_figures(seeds: dict[str, list]) -> dict[str, str]:
+    """The table's textbook columns from one learner's published runs (``seed -> [[env steps, mean return], ...]``):
+    ``steps_to_target``, the range over seeds of the env steps at which a seed's evaluation first reached ``TARGET``
+    (in millions, one decimal; counted as ours are, ``solve_line``; "(k/n)" when only k of n seeds reached it;
+    "never in X M" when none did, X the shortest run), and ``final``, the range of the seeds' last evaluations."""
+    if not seeds:
+        raise ValueError("textbook_figures needs at least one seed's curve, got none")
+    line = solve_line(REACHED_AS_SOLVED)
+    firsts = [next((steps for steps, value in pairs if value >= line), None) for pairs in seeds.values()]
+    reached = [steps for steps in firsts if steps is not None]
+    finals = [pairs[-1][1] for pairs in seeds.values()]
+    if not reached:
+        to_target = f"never in {min(pairs[-1][0] for pairs in seeds.values()) / 1e6:.1f}M"
+    else:
+        low, high = f"{min(reached) / 1e6:.1f}", f"{max(reached) / 1e6:.1f}"
+        to_target = (low if low == high else f"{low}-{high}") + "M"
+        if len(reached) < len(seeds):
+            to_target += f" ({len(reached)}/{len(seeds)})"
+    return {"steps_to_target": to_target, "final": f"{min(finals):.2f}-{max(finals):.2f}"}
+
+
+# the learners (by class, named as the tables name them), in the order the tables list them: each one's config
+# values other than its defaults (none)
+METHODS = {algo_name_of_class(learner): {} for learner in (IQL, VDN, QMIX, COMA, CentralV, MAPPO, IPPO)}
+# per learner, the textbook's figures on this task, computed from TEXTBOOK_FILE (its exercises publish no COMA,
+# central-V, MAPPO or IPPO run here)
+TEXTBOOK = {method: NO_RUN for method in METHODS} | {method: textbook_figures(seeds)
+                                                    for method, seeds in textbook_runs().items()}
 FINAL_EPISODES = 100
 # a run's record as run_one writes it (OUT/METHOD/seed<S>.json) and the summary's yardstick: what --reuse trusts
 RECORD = {"method": str, "seed": int, "final": float, "episodes_to_target": MAYBE_INT, "steps_to_target": MAYBE_INT,
@@ -164,29 +212,67 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+EPISODE_STEPS = 50  # the task's episodes end after 50 steps: a budget of N episodes is at most 50 N env steps
+# a learner's colour, ours and the textbook's alike (notebook 12's colours)
+COLORS = {algo_name_of_class(learner): color for learner, color in [
+    (IQL, "C6"), (VDN, "C8"), (QMIX, "C9"), (COMA, "C0"), (CentralV, "C1"), (MAPPO, "darkviolet"), (IPPO, "k")]}
+
+
 def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
-    """Every run's periodic greedy mean against env steps, one panel per method, the target dashed and the textbook's
-    steps to it in the title: OUT/curves.png."""
+    """One panel per method, against env steps on one axis for every panel: our runs' greedy evaluations (mean
+    over seeds, band from min to max; the sampled policy's mean dotted where records have it) and, in the same
+    colour and dashed, the textbook's published runs (``TEXTBOOK_FILE``), mean and a lighter band; the target dotted
+    and our budget (the largest run's episodes, at most ``EPISODE_STEPS`` env steps each) a vertical line.
+    OUT/curves.png."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from marl_edu.base.viz import plot_env_step_evaluations
+    from marl_edu.base.viz import plot_env_step_band
 
+    textbook = textbook_runs()
+    published = json.loads(TEXTBOOK_FILE.read_text())  # its source, and its names (its IDQN is our iql)
     methods = [method for method in METHODS if any(row["method"] == method for row in rows)]
+    budget = max(row["episodes"] for row in rows) * EPISODE_STEPS / 1e6  # millions of env steps
+    right = max([budget, *(pairs[-1][0] / 1e6 for method in methods for pairs in textbook.get(method, {}).values())])
     columns = min(3, len(methods))
     rows_of_panels = -(-len(methods) // columns)
-    fig, axes = plt.subplots(rows_of_panels, columns, figsize=(5.5 * columns, 3.6 * rows_of_panels), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(rows_of_panels, columns, figsize=(5.5 * columns, 3.6 * rows_of_panels + 0.4),
+                             squeeze=False, sharey=True)
     for ax in axes.flat[len(methods):]:
         ax.set_visible(False)
     for ax, method in zip(axes.flat, methods):
         mine = sorted((row for row in rows if row["method"] == method), key=lambda row: row["seed"])
-        textbook = TEXTBOOK[method]["steps_to_target"]
-        beside = f"the textbook's {method}: {textbook} env steps to {TARGET}" if textbook != "-" else "no textbook run"
-        plot_env_step_evaluations(mine, TARGET, ax=ax, title=f"{method} on {ENV_ID}\n({beside})")
+        color = COLORS[method]
+        plot_env_step_band([[(steps, value) for _, steps, value in row["evaluations"]] for row in mine], ax=ax,
+                           color=color, label=f"ours, greedy: mean of {len(mine)} seeds (band: min to max)",
+                           band_alpha=0.25)
+        sampled = [row for row in mine if row.get("sampled_evaluations")]  # (runs recorded since they are kept)
+        if sampled:
+            plot_env_step_band([[(steps, value) for _, steps, value in row["sampled_evaluations"]] for row in sampled],
+                               ax=ax, color=color, linestyle=":", label=f"ours, sampled: mean of {len(sampled)} seeds",
+                               band_alpha=0.0)
+        if method in textbook:
+            seeds, name = textbook[method], published["runs"][method]["algorithm"].upper()
+            plot_env_step_band(list(seeds.values()), ax=ax, color=color, linestyle="--", band_alpha=0.08,
+                               label=f"textbook's {name}, epsilon 0.05: mean of {len(seeds)} seeds (light band)")
+            beside = f"textbook: {TEXTBOOK[method]['steps_to_target']} env steps to {TARGET}"
+        else:
+            beside = "no textbook run"
+        ax.axhline(TARGET, color="0.3", linestyle=":", linewidth=0.8, label=f"target ({TARGET:g})")
+        ax.axvline(budget, color="0.3", linestyle="-.", linewidth=0.8, label=f"our budget ({budget:g}M env steps)")
+        ax.set_xlim(0, right * 1.02)
         ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("env steps (millions)")
+        ax.set_ylabel("team return")
+        ax.set_title(f"{method} on {ENV_ID}\n({beside})", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6.5, loc="upper left")
+    source = published["source"]
+    fig.suptitle(f"Solid: our runs (greedy mean of 10 episodes every 200 episodes). Dashed: the MARL textbook's "
+                 f"published runs, {source['repository'].removeprefix('https://')} at "
+                 f"{source['commit'][:7]} ({TEXTBOOK_FILE.relative_to(ROOT)})", fontsize=9)
     fig.tight_layout()
     atomic_write(path, lambda file: fig.savefig(file, dpi=90, format="png"))
     plt.close(fig)
@@ -239,6 +325,20 @@ def kept_policy_figures(out: pathlib.Path, episodes: int = FINAL_EPISODES) -> di
     return {"env": ENV_ID, "episodes": episodes, "seed": 0, "methods": figures}
 
 
+def redraw(out: pathlib.Path) -> tuple[dict, list[dict]]:
+    """Train nothing: read OUT/summary.json and the records of the runs it lists (``read_record``: ValueError for a
+    file that is not this script's), rewrite the summary's ``textbook`` and ``table`` with today's ``TEXTBOOK`` and
+    ``table`` (its runs and command unchanged) and redraw OUT/curves.png from the records. Returns the summary and
+    the records."""
+    summary = read_record(out / "summary.json", {"runs": list, "table": list, "command": str}, what="--redraw")
+    rows = [read_record(out / run["method"] / f"seed{run['seed']}.json", RECORD,
+                        {"method": run["method"], "seed": run["seed"]}, what="--redraw") for run in summary["runs"]]
+    summary = {**summary, "textbook": TEXTBOOK, "table": table(summary["runs"])}
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    figure(rows, out / "curves.png")
+    return summary, rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -260,8 +360,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay-kept", action="store_true",
                         help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) greedy and sampled, "
                              f"{FINAL_EPISODES} episodes each, into OUT/{KEPT_FIGURES}")
+    parser.add_argument("--redraw", action="store_true",
+                        help="train nothing: from the runs OUT/summary.json lists (their OUT/METHOD/seed<S>.json), "
+                             "rewrite the summary's table and textbook columns and redraw OUT/curves.png")
     args = parser.parse_args(argv)
     check_options(parser, args)
+    if args.redraw and args.replay_kept:
+        parser.error("--redraw and --replay-kept each train nothing and write other files: give one of them")
+    if args.redraw:
+        out, held = open_out(parser, args.out)  # (a folder this script may write, one script at a time)
+        try:
+            try:
+                summary, rows = redraw(out)
+            except ValueError as error:  # no summary.json of this script's in OUT, or a record not its run's
+                parser.error(str(error))
+            print("\n".join(summary["table"]))
+            print(f"curves: {out / 'curves.png'} ({len(rows)} runs)")
+            return 0
+        finally:
+            if held is not None:
+                held.close()
     if args.replay_kept:
         out, held = open_out(parser, args.out)  # (a folder this script may write, one script at a time)
         try:

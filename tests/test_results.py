@@ -6,6 +6,7 @@ import json
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 
 from marl_edu.training.checkpoints import load_policy
@@ -243,6 +244,12 @@ def test_foraging_benchmark_keeps_each_runs_own_yardstick(tmp_path, monkeypatch,
     assert f"| {ratio:.2f}-{ratio:.2f} |" in vdn_row
     assert (tmp_path / "coma" / "policy.pt").exists() and (tmp_path / "curves.png").exists()
     assert "SUMMARY method=coma" in capsys.readouterr().out
+    # --redraw trains nothing: a stale table is rewritten from the records, the runs and command kept, curves redrawn
+    (tmp_path / "curves.png").unlink()
+    (tmp_path / "summary.json").write_text(json.dumps({**summary, "table": ["stale"], "textbook": {}}))
+    assert foraging.main(["--redraw", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "summary.json").read_text()) == {**summary, "textbook": foraging.TEXTBOOK}
+    assert (tmp_path / "curves.png").exists()
 
 
 def test_readme_foraging_table_is_what_the_benchmark_printed():
@@ -254,6 +261,88 @@ def test_readme_foraging_table_is_what_the_benchmark_printed():
          .items() if key not in foraging.CURVES} for run in summary["runs"]]
     readme = (RESULTS / "README.md").read_text()  # the generated results page
     assert all(line in readme for line in summary["table"])
+
+
+def test_foraging_textbook_figures_by_hand(tmp_path):
+    foraging = _module("foraging")
+    # seed "a" first reaches 0.8 at its second evaluation (a published 0.8 counts, as our runs' 0.8 does), 2.04M
+    # env steps; seed "b" at 2.56M (0.79 before it does not); the last evaluations 0.9 and 0.8249
+    seeds = {"a": [[1_000_000, 0.5], [2_040_000, 0.8], [3_900_000, 0.9]],
+             "b": [[1_000_000, 0.79], [2_560_000, 0.81], [3_860_000, 0.8249]]}
+    assert foraging.textbook_figures(seeds) == {"steps_to_target": "2.0-2.6M", "final": "0.82-0.90"}
+    # none reaches 0.8: "never in" the shortest run's env steps, 3.86M to one decimal
+    never = {"a": [[1_000_000, 0.1], [3_900_000, 0.74]], "b": [[3_860_000, 0.21]]}
+    assert foraging.textbook_figures(never) == {"steps_to_target": "never in 3.9M", "final": "0.21-0.74"}
+    # one of two: its env steps, and how many seeds reached it
+    assert foraging.textbook_figures({**never, "c": [[2_000_000, 0.85]]})["steps_to_target"] == "2.0M (1/3)"
+    with pytest.raises(ValueError, match="at least one seed"):
+        foraging.textbook_figures({})
+    bad = tmp_path / "textbook.json"
+    for runs, match in [({"dqn": {"seeds": {}}}, "'dqn' is not a method"),
+                        ({"iql": {"seeds": {"0": []}}}, "iql seed 0: needs"),
+                        ({"iql": {"seeds": {"0": [[200, 0.1], [100, 0.2]]}}}, "env steps increasing"),
+                        ({"iql": {"seeds": {"0": [[100, "0.1"]]}}}, "iql seed 0: needs")]:
+        bad.write_text(json.dumps({"runs": runs}))
+        with pytest.raises(ValueError, match=match):
+            foraging.textbook_runs(bad)
+    bad.write_text("[]")
+    with pytest.raises(ValueError, match="not the textbook's runs"):
+        foraging.textbook_runs(bad)
+
+
+def test_the_textbooks_published_runs_and_the_figures_printed_from_them():
+    # results/foraging/textbook.json (tools/textbook_curves.py): the textbook's runs as published, with their source;
+    # the table's textbook columns, the summary's and the page's are computed from it
+    foraging = _module("foraging")
+    published = json.loads(foraging.TEXTBOOK_FILE.read_text())
+    source = published["source"]
+    assert source["repository"] == "https://github.com/LukasSchaefer/marl-book-exercises"
+    assert len(source["commit"]) == 40 and "results.csv" in source["paths"] and "epsilon" in source["evaluation"]
+    assert set(source["columns"]) == {"environment_steps", "mean_episode_returns"}
+    assert published["env"] == foraging.ENV_ID
+    runs = foraging.textbook_runs()
+    assert {method: run["algorithm"] for method, run in published["runs"].items()} == {
+        "iql": "idqn", "vdn": "vdn", "qmix": "qmix"}
+    assert all(len(seeds) == 5 and all(len(pairs) == 39 for pairs in seeds.values()) for seeds in runs.values())
+    # IDQN's seed 0 published exactly 0.8 at 2,200,408 env steps: reached there, as our runs count it
+    assert runs["iql"]["0"][21] == [2_200_408, 0.8]
+    assert next(steps for steps, value in runs["iql"]["0"] if value >= 0.8 - 1e-6) == 2_200_408
+    # the 5 seeds' mean at their 10th evaluation (about 1M env steps) and 20th (about 2M), as issue 48 quotes them
+    at = {method: [np.mean([pairs[k][1] for pairs in seeds.values()]) for k in (9, 19)]
+          for method, seeds in runs.items()}
+    assert {method: [round(value, 2) for value in means] for method, means in at.items()} == {
+        "iql": [0.23, 0.64], "vdn": [0.16, 0.50], "qmix": [0.05, 0.15]}
+    summary = json.loads((FORAGING / "summary.json").read_text())
+    assert summary["textbook"] == foraging.TEXTBOOK  # (foraging.py --redraw rewrites it when the file changes)
+    for method, figures in foraging.TEXTBOOK.items():  # the columns the summary, the page and notebook 12 print
+        row = next(line for line in summary["table"] if line.startswith(f"| {method} |"))
+        assert row.endswith(f"| {figures['steps_to_target']} | {figures['final']} |"), method
+
+
+def test_textbook_curves_keeps_the_published_columns_as_their_text_reads(tmp_path):
+    # tools/textbook_curves.py on a made-up copy of the repository's folder (the real one is not here: no network)
+    spec = importlib.util.spec_from_file_location("textbook_curves", ROOT / "tools" / "textbook_curves.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for algorithm in tool.ALGORITHMS.values():
+        for seed in tool.SEEDS:
+            folder = tmp_path / tool.FOLDER / algorithm / seed
+            folder.mkdir(parents=True)
+            (folder / "results.csv").write_text("environment_steps,epsilon,mean_episode_returns\n"
+                                                f"100013,0.76,0.12190477\n200015,0.52,{seed}.0\n")
+    commit = "0123456789abcdef" * 2 + "01234567"
+    assert tool.main([str(tmp_path), "--commit", commit, "--out", str(tmp_path / "t.json")]) == 0
+    written = json.loads((tmp_path / "t.json").read_text())
+    assert written["source"]["commit"] == commit and written["env"] == "Foraging-8x8-2p-3f-v3"
+    assert written["runs"]["iql"] == {"algorithm": "idqn", "seeds": {
+        seed: [[100013, 0.12190477], [200015, float(seed)]] for seed in tool.SEEDS}}  # every digit; epsilon left out
+    assert "0.12190477" in (tmp_path / "t.json").read_text()
+    with pytest.raises(ValueError, match="40 hex digits"):
+        tool.textbook_json(tmp_path, "main")
+    (tmp_path / tool.FOLDER / "qmix" / "4" / "results.csv").write_text("environment_steps,mean_episode_returns\n"
+                                                                       "200,0.1\n100,0.2\n")
+    with pytest.raises(ValueError, match="must increase"):
+        tool.textbook_json(tmp_path, commit)
 
 
 def test_the_kept_foraging_policies_replay_their_greedy_and_sampled_figures():

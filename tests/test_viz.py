@@ -126,6 +126,32 @@ def test_seed_band_by_hand_and_comparison_plot():
         seed_band([{"evaluations": []}])
 
 
+def test_env_step_band_by_hand_and_its_plot():
+    from marl_edu.base.viz import env_step_band, plot_env_step_band
+
+    # two runs evaluated every 100k env steps, give or take a few; the second has one evaluation more
+    curves = [[(100_010, 0.1), (200_020, 0.5)], [(99_990, 0.3), (199_980, 0.9), (300_000, 1.0)]]
+    steps, values = env_step_band(curves)
+    # cut to the shorter run (2 points); env steps (100,010 + 99,990) / 2 = 100,000 and (200,020 + 199,980) / 2
+    np.testing.assert_allclose(steps, [100_000.0, 200_000.0])
+    np.testing.assert_allclose(values, [[0.1, 0.5], [0.3, 0.9]])
+    ax = plot_env_step_band(curves, color="C6", linestyle="--", label="published", band_alpha=0.08)
+    line, = ax.get_lines()
+    np.testing.assert_allclose(line.get_xdata(), [0.1, 0.2])  # in millions
+    np.testing.assert_allclose(line.get_ydata(), [0.2, 0.7])  # means: (0.1 + 0.3) / 2, (0.5 + 0.9) / 2
+    assert line.get_linestyle() == "--" and line.get_label() == "published"
+    band, = ax.collections
+    assert band.get_alpha() == 0.08
+    np.testing.assert_allclose(band.get_paths()[0].vertices[:, 1].min(), 0.1)  # the band's floor: the lowest run
+    np.testing.assert_allclose(band.get_paths()[0].vertices[:, 1].max(), 0.9)  # its ceiling: the highest
+    with pytest.raises(ValueError, match="at least one run"):
+        env_step_band([[(100, 0.1)], []])
+    with pytest.raises(ValueError, match="an \\(env steps, value\\) pair"):
+        env_step_band([[(0, 100, 0.1)]])
+    with pytest.raises(ValueError, match="finite"):
+        env_step_band([[(100, float("nan"))]])
+
+
 def test_downscale_averages_blocks_by_hand():
     import numpy as np
     import pytest

@@ -335,18 +335,32 @@ def foraging() -> list[str]:
                                         else f"{run['steps_to_target'] / 1e3:.0f}k" for run in mine),
                               span([run["wall_s"] for run in mine], 0, " s")])
     target = number(summary["target"])
+    source = load(module.TEXTBOOK_FILE)["source"]
+    published = {method: run["algorithm"].upper() for method, run in load(module.TEXTBOOK_FILE)["runs"].items()}
     lines = ["## Level-Based Foraging", "",
              *paragraph(f"`{summary['env']}`: two agents, three food items, the team reward. Every learner with its",
-                        f"Switch defaults, {seeds_text(seeds)}, beside the MARL textbook's published runs (the",
-                        "textbook's columns are `benchmarks/foraging.py`'s `TEXTBOOK`). A seed has reached",
-                        f"{target} when a periodic greedy mean of episodes did; \"final\" is the mean of",
+                        f"Switch defaults, {seeds_text(seeds)}, beside the MARL textbook's published runs. A seed has",
+                        f"reached {target} when a periodic greedy mean of episodes did; \"final\" is the mean of",
                         f"{module.FINAL_EPISODES} greedy episodes after the last update; speed is each run's env steps",
-                        "per second over raw lbforaging's, timed beside it."),
+                        "per second over raw lbforaging's, timed beside it. The textbook's columns are computed (by",
+                        "`benchmarks/foraging.py`'s `textbook_figures`) from its runs' evaluations as ours are: the",
+                        f"env steps of the first evaluation at {target} or above, and the last evaluation."),
              *module.table(runs), ""]
+    textbook_runs = module.textbook_runs()
+    lines += paragraph("**The textbook's runs:**", ", ".join(
+        f"{published[method]} (our {method})" for method in textbook_runs) + ",",
+        f"{' and '.join(sorted({str(len(seeds)) for seeds in textbook_runs.values()}))} seeds each, from",
+        f"{source['repository']} at commit `{source['commit']}`, files `{source['paths'].split(' for ')[0]}`:",
+        f"their columns `environment_steps` and `mean_episode_returns`",
+        f"({source['columns']['mean_episode_returns']}), kept as published in `{rel(module.TEXTBOOK_FILE)}` by",
+        f"`tools/textbook_curves.py`. They are evaluated {source['evaluation'].split(' (')[0]}, where ours are",
+        "greedy.")
     curves = RESULTS / "foraging" / "curves.png"
     if curves.exists():  # drawn by foraging.py from the same files
-        lines += [f"![every learner's greedy mean on {summary['env']} against env steps, one panel per learner, one "
-                  "line per seed](foraging/curves.png)", ""]
+        lines += [f"![per learner on {summary['env']} against env steps: our runs' greedy mean and range over seeds "
+                  "(solid), the textbook's published runs' mean and range (dashed, its source named above), our "
+                  "budget a vertical line](foraging/curves.png)", "",
+                  *command("benchmarks/foraging.py --redraw"), ""]
     lines += [f"Per seed ({seeds_text(seeds)}):", "",
               *markdown_table(["method", f"final mean ({module.FINAL_EPISODES} episodes), per seed",
                                f"env steps to {target}, per seed", "wall-clock per run"], seed_rows), "",

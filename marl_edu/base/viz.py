@@ -281,6 +281,41 @@ def plot_env_step_evaluations(seeds: Sequence[dict], target: float | None = None
     return ax
 
 
+def env_step_band(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[np.ndarray, np.ndarray]:
+    """Several runs' curves against env steps on one axis: ``(env steps (points,), values (runs, points))``.
+
+    Args:
+        curves: one per run, a list of ``(env steps, value)`` pairs. Runs evaluated at the same points (every so
+            many episodes, or env steps), give or take a few env steps: the env-step axis is the mean over runs,
+            cut to the shortest run.
+    """
+    if not curves or any(len(curve) == 0 for curve in curves):
+        raise ValueError("env_step_band needs at least one run, each with at least one (env steps, value) pair")
+    if any(len(pair) != 2 for curve in curves for pair in curve):
+        raise ValueError("env_step_band: each point of a curve must be an (env steps, value) pair")
+    n = min(len(curve) for curve in curves)
+    points = np.array([curve[:n] for curve in curves], dtype=float)  # (runs, points, 2)
+    if not np.isfinite(points).all():
+        raise ValueError("env_step_band: env steps and values must be finite (no NaN)")
+    return points[:, :, 0].mean(axis=0), points[:, :, 1]  # (points,), (runs, points)
+
+
+def plot_env_step_band(curves: Sequence[Sequence[Sequence[float]]], ax: plt.Axes | None = None, color: str = "C0",
+                       linestyle: str = "-", label: str = "", band_alpha: float = 0.15) -> plt.Axes:
+    """Several runs' mean (a line in ``linestyle``) and range (a band from min to max, opacity ``band_alpha``)
+    against env steps in millions, in one ``color``: our runs and published ones drawn on the same axes.
+
+    Args:
+        curves: one per run, a list of ``(env steps, value)`` pairs (see ``env_step_band``).
+    """
+    steps, values = env_step_band(curves)  # (points,), (runs, points)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.4))
+    ax.plot(steps / 1e6, values.mean(axis=0), linestyle, color=color, linewidth=1.4, label=label)
+    ax.fill_between(steps / 1e6, values.min(axis=0), values.max(axis=0), color=color, alpha=band_alpha, linewidth=0)
+    return ax
+
+
 def seed_band(rows: Sequence[dict], key: str = "evaluations") -> tuple[np.ndarray, np.ndarray]:
     """Several runs' periodic greedy evaluations on one axis: ``(episodes (evals,), greedy (seeds, evals))``.
 
