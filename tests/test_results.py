@@ -317,6 +317,11 @@ def test_the_textbooks_published_runs_and_the_figures_printed_from_them():
     for method, figures in foraging.TEXTBOOK.items():  # the columns the summary, the page and notebook 12 print
         row = next(line for line in summary["table"] if line.startswith(f"| {method} |"))
         assert row.endswith(f"| {figures['steps_to_target']} | {figures['final']} |"), method
+    notebook = json.loads((ROOT / "notebooks" / "12_comparison_more_agents.ipynb").read_text())
+    printed = "".join(text for cell in notebook["cells"] if cell["cell_type"] == "code"
+                      for output in cell.get("outputs", []) for text in output.get("text", []))
+    readme = (RESULTS / "README.md").read_text()
+    assert all(line in printed and line in readme for line in summary["table"])  # as saved, re-executed after a change
 
 
 def test_textbook_curves_keeps_the_published_columns_as_their_text_reads(tmp_path):
