@@ -56,13 +56,26 @@ def yardstick_seconds() -> float:
     return YARDSTICK_STEPS / raw_ma_gym_speed("Switch2-v0", YARDSTICK_STEPS)
 
 
-class Diagnosis:
-    """What a value-decomposition learner's updates saw, one row per update, through ``train``'s ``update`` hook.
+def parameter_groups(agent) -> dict[str, list[torch.Tensor]]:
+    """The weights a learner's update moves, by the network they belong to: a value-decomposition learner's one
+    optimiser (``""``), MADDPG's critics and actors (``"critic"``, ``"actor"``)."""
+    if hasattr(agent, "optimizer"):
+        return {"": list(agent.optimizer.param_groups[0]["params"])}
+    return {"critic": [p for net in agent.critics for p in net.parameters()],
+            "actor": [p for net in agent.actors for p in net.parameters()]}
 
-    Per update: ``td_loss`` and ``q_taken`` (the learner's own figures: the mean squared TD error and the mean
-    Q_i(h, a) taken), ``grad_norm`` (the gradient's norm before ``gradient_step`` clips it, read from the clip) and
-    ``step`` (the norm of the change of every weight). What the replay holds comes from the run's episode returns
-    afterwards (``windows``): the replay keeps the last ``buffer_episodes`` episodes played."""
+
+class Diagnosis:
+    """What a learner's updates saw, one row per update, through ``train``'s ``update`` hook: the value-decomposition
+    learners (iql, vdn, qmix) and MADDPG's discrete family (maddpg, iddpg).
+
+    Per update: ``td_loss`` and ``q_taken`` (the mean squared TD error and the mean Q taken on the batch: Q_i(h, a)
+    of the value-decomposition learners, as they report them; MADDPG's critics' loss and Q_i(x_t, a_t) averaged over
+    the agents), MADDPG's ``entropy`` (the actors' policies softmax(logits) on the batch's observations, in nats, the
+    mean over agents; the behaviour policy samples from them), and for each network (``parameter_groups``) the
+    gradient's norm before ``gradient_step`` clips it (read from the clip; MADDPG: the mean over the agents' N
+    networks) and ``step``, the norm of the change of all its weights. ``time``: when the update ended, which puts it
+    in its evaluation window. What the replay holds comes from the run's episode returns afterwards (``windows``)."""
 
     def __init__(self):
         self.rows: list[dict] = []
@@ -82,62 +95,99 @@ class Diagnosis:
 
     def update(self, agent, batch) -> None:
         """``update(agent, batch)`` for ``train``: the learner's own update, measured."""
-        params = agent.optimizer.param_groups[0]["params"]
-        before = [p.detach().clone() for p in params]
+        groups = parameter_groups(agent)
+        before = {name: [p.detach().clone() for p in params] for name, params in groups.items()}
+        row = {}
+        if not groups.keys() == {""}:  # MADDPG: Q_i(x_t, a_t) and the actors' entropy on the batch, before the step
+            with torch.no_grad():
+                b = agent.checked_tensors(batch)
+                row["q_taken"] = float(np.mean([agent.critics[i](agent.critic_input(i, b["obs"], b["actions"]))
+                                                .mean() for i in range(agent.n_agents)]))
+                log_pi = torch.log_softmax(agent.logits(b["obs"]), dim=-1)  # (B, N, A)
+                row["entropy"] = float(-(log_pi.exp() * log_pi).sum(dim=-1).mean())
+        first = len(self._norms)
         figures = agent.update(batch)
-        step = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in zip(params, before))))
-        self.rows.append({"td_loss": figures["td_loss"], "q_taken": figures["q_taken"],
-                          "grad_norm": self._norms[-1], "step": step})
+        norms = self._norms[first:]  # one per gradient_step, in its order: (value decomposition) or N critics, N actors
+        row["td_loss"] = figures["td_loss"] if "td_loss" in figures else figures["critic_loss"]
+        row.setdefault("q_taken", figures.get("q_taken"))
+        for k, (name, params) in enumerate(groups.items()):
+            share = norms[k * len(norms) // len(groups):(k + 1) * len(norms) // len(groups)]
+            row[f"{name}|g|".lstrip()] = float(np.mean(share))
+            row[f"{name} step".lstrip()] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
+                                                               for p, b in zip(params, before[name]))))
+        row["time"] = time.perf_counter()
+        self.rows.append(row)
 
     def windows(self, run, config, episodes: int) -> list[str]:
         """One line per evaluation window: its greedy return, epsilon at its end, the updates' figures in it (means,
-        and the largest gradient norm) and the share of the replay's episodes that got both agents home."""
-        K, U = config.n_envs, config.updates_per_collection
-        first = -(-config.batch_episodes // K) * K  # the episodes played when the first update came
-        episode_of = [first + (k // U) * K for k in range(len(self.rows))]  # the episodes played before update k
+        and each gradient norm's largest) and the share of the replay's episodes that got both agents home (``home``;
+        a replay of transitions holds the last ``buffer_size`` env steps: its episodes are counted as the last
+        share buffer_size / env steps of those played, all of them while it is not full) and of the last 50."""
+        keys = [key for key in self.rows[0] if key != "time"] if self.rows else []
+        header = [f"{'episode':>7} {'greedy':>6} {'eps':>5}"]
+        for key in keys:
+            header.append(f"{key:>11}" + (f" {key + 'max':>11}" if key.endswith("|g|") else ""))
+        lines = [" ".join(header) + f" {'home':>5} {'home50':>6}"]
         returns = np.array(run.episode_returns)
-        lines = [f"{'episode':>7} {'greedy':>6} {'eps':>5} {'td_loss':>8} {'q_taken':>7} {'|g| mean':>8} "
-                 f"{'|g| max':>8} {'step':>7} {'home':>5} {'home50':>6}"]
-        start = 0
-        for episode, greedy in run.evaluations:
-            rows = [r for r, e in zip(self.rows, episode_of) if start < e <= episode]
-            start = episode
+        start = run.started
+        for (episode, greedy), seconds, steps in zip(run.evaluations, run.eval_seconds, run.eval_env_steps):
+            end = run.started + seconds
+            rows = [r for r in self.rows if start < r["time"] <= end]
+            start = end
             eps = max(config.epsilon_end, config.epsilon_start - (config.epsilon_start - config.epsilon_end)
                       * episode / (config.epsilon_fraction * episodes))
-            held = returns[max(0, episode - config.buffer_episodes):episode]
+            if hasattr(config, "buffer_episodes"):
+                held = returns[max(0, episode - config.buffer_episodes):episode]
+            else:
+                held = returns[episode - max(1, round(episode * min(1.0, config.buffer_size / steps))):episode]
             home = f"{(held > HOME).mean():5.2f} {(returns[max(0, episode - 50):episode] > HOME).mean():6.2f}"
-            if not rows:
-                lines.append(f"{episode:>7} {greedy:6.1f} {eps:5.2f} {'':>43} {home}")
-                continue
-            mean = lambda key: float(np.mean([r[key] for r in rows]))  # noqa: E731
-            lines.append(f"{episode:>7} {greedy:6.1f} {eps:5.2f} {mean('td_loss'):8.4f} {mean('q_taken'):7.2f} "
-                         f"{mean('grad_norm'):8.3f} {max(r['grad_norm'] for r in rows):8.3f} {mean('step'):7.4f} "
-                         f"{home}")
+            text = [f"{episode:>7} {greedy:6.1f} {eps:5.2f}"]
+            for key in keys:
+                values = [r[key] for r in rows if r[key] is not None]
+                text.append(f"{np.mean(values):11.4f}" if values else f"{'':>11}")
+                if key.endswith("|g|"):
+                    text.append(f"{max(values):11.3f}" if values else f"{'':>11}")
+            lines.append(" ".join(text) + f" {home}")
         return lines
 
 
-def time_updates(algo: str, config, repeats: int = 30, shown: int = 15) -> None:
-    """Milliseconds per ``update`` of ``algo`` on batches of 16, 32 and 64 random 50-step episodes of Switch2-v0, then
-    cProfile's ``shown`` most costly functions over ``repeats`` updates with the config's own batch."""
+def time_updates(algo: str, config, env_id: str, repeats: int = 30, shown: int = 15) -> None:
+    """Milliseconds per ``update`` of ``algo``, then cProfile's ``shown`` most costly functions over ``repeats``
+    updates with the config's own batch. The value-decomposition learners: batches of 16, 32 and 64 random 50-step
+    episodes of Switch2-v0. MADDPG's family: batches of 128, 512 and 2,048 transitions of ``env_id`` from a replay
+    filled by 200 episodes of its own training (a fresh learner, seed 0, updates each batch)."""
     from marl_edu.data.buffers import EpisodeReplay
     from marl_edu.data.rollout import collect_episodes
     from marl_edu.envs.make import make_vec_env
 
-    venv = make_vec_env("Switch2-v0", 8, 0)
-    for size in sorted({16, 32, 64, config.batch_episodes}):
-        agent = entry(algo).learner(venv.n_agents, venv.obs_dim, venv.n_actions, config, seed=0)
+    rng = np.random.default_rng(0)
+    if entry(algo).loop == "off_policy":
+        replay = train(algo, env_id, 200, config, 0, 1000, False, threads=1).buffer
+        sizes, field = sorted({128, 512, 2048, config.batch_size}), "batch_size"
+        learner = lambda: entry(algo).learner(replay.n_agents, replay.obs_dim, replay.act_dim, config,  # noqa: E731
+                                              seed=0)
+        sample = lambda size: replay.sample(size, rng)  # noqa: E731
+        unit = "transitions"
+    else:
+        venv = make_vec_env("Switch2-v0", 8, 0)
+        sizes, field = sorted({16, 32, 64, config.batch_episodes}), "batch_episodes"
+        learner = lambda: entry(algo).learner(venv.n_agents, venv.obs_dim, venv.n_actions, config,  # noqa: E731
+                                              seed=0)
         replay = EpisodeReplay(64, venv.max_steps, venv.n_agents, venv.obs_dim, venv.n_actions)
+        agent = learner()
         for _ in range(8):
             replay.add(collect_episodes(agent, venv, 1.0)[0])  # random actions: nobody gets home, 50 steps each
-        rng = np.random.default_rng(0)
-        batches = [replay.sample(size, rng) for _ in range(repeats)]
+        sample = lambda size: replay.sample(size, rng)  # noqa: E731
+        unit = "episodes x 50 steps"
+    for size in sizes:
+        agent = learner()
+        batches = [sample(size) for _ in range(repeats)]
         agent.update(batches[0])  # the first call allocates
         tic = time.perf_counter()
         for batch in batches:
             agent.update(batch)
-        print(f"update of {size} episodes x {batches[0]['rewards'].shape[1]} steps: "
-              f"{(time.perf_counter() - tic) / repeats * 1e3:.1f} ms", flush=True)
-        if size == config.batch_episodes:
+        print(f"update of {size} {unit}: {(time.perf_counter() - tic) / repeats * 1e3:.1f} ms", flush=True)
+        if size == getattr(config, field):
             profiler = cProfile.Profile()
             profiler.enable()
             for batch in batches:
@@ -170,8 +220,9 @@ def main(argv=None) -> int:
         if value < 1:
             parser.error(f"{name} must be a positive number of episodes, got {value}")
     for flag, given in (("--diagnose", args.diagnose), ("--time-updates", args.time_updates)):
-        if given and entry(args.algo).loop != "episode_replay":
-            parser.error(f"{flag} measures the value-decomposition learners' updates (iql, vdn, qmix)")
+        if given and entry(args.algo).loop not in ("episode_replay", "off_policy"):
+            parser.error(f"{flag} measures the value-decomposition learners' updates (iql, vdn, qmix) and discrete "
+                         f"MADDPG's (maddpg, iddpg)")
     try:
         config = config_with(config_class(args.algo), args.settings)
     except ValueError as error:
@@ -182,7 +233,7 @@ def main(argv=None) -> int:
         parser.error(f"--env: {error}")
     torch.set_num_threads(1)
     if args.time_updates:
-        time_updates(args.algo, config)
+        time_updates(args.algo, config, env_id)
         return 0
     line = solve_line(optimum)
     yardstick = yardstick_seconds()
