@@ -112,8 +112,8 @@ class Diagnosis:
         row.setdefault("q_taken", figures.get("q_taken"))
         for k, (name, params) in enumerate(groups.items()):
             share = norms[k * len(norms) // len(groups):(k + 1) * len(norms) // len(groups)]
-            row[f"{name}|g|".lstrip()] = float(np.mean(share))
-            row[f"{name} step".lstrip()] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
+            row[f"{name}|g|"] = float(np.mean(share))
+            row[f"{name}_step".lstrip("_")] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
                                                                for p, b in zip(params, before[name]))))
         row["time"] = time.perf_counter()
         self.rows.append(row)

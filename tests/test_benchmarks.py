@@ -3,6 +3,7 @@ one ``error:`` line, exit status 2, no traceback), and the grid every benchmark 
 checks its arguments and hands a run's files back whole."""
 
 import importlib
+import math
 import pathlib
 import sys
 
@@ -74,9 +75,28 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
 @pytest.mark.parametrize("argv, named", [(["--algo", "vdn", "--episodes", "0"], "--episodes"),
                                          (["--algo", "vdn", "--eval-every", "-5"], "--eval-every"),
                                          (["--algo", "coma", "--diagnose"], "--diagnose"),
-                                         (["--algo", "maddpg", "--time-updates"], "--time-updates")])
+                                         (["--algo", "mappo", "--time-updates"], "--time-updates")])
 def test_keep_refuses_a_count_that_is_not_positive_and_a_diagnosis_it_cannot_make(argv, named, capsys):
     assert named in refused("keep", argv, capsys)
+
+
+def test_keep_diagnoses_maddpg_per_evaluation_window():
+    # 4 episodes of 2 copies (50 steps each, nobody home with so little training), an update at every step once the
+    # replay holds 180 transitions (late in the second episodes): the first window (episodes 1-2) without one
+    from marl_edu.learners.table import config_class, config_with
+    from marl_edu.training.loops import train
+    keep = script("keep")
+    config = config_with(config_class("maddpg"), ["n_envs=2", "warmup_steps=180", "batch_size=32"])
+    diagnosis = keep.Diagnosis()
+    with diagnosis:
+        run = train("maddpg", "Switch2-v2", 4, config, 0, 2, False, threads=1, update=diagnosis.update)
+    lines = diagnosis.windows(run, config, 4)
+    assert lines[0].split()[:5] == ["episode", "greedy", "eps", "q_taken", "entropy"]
+    assert len(lines) == 1 + len(run.evaluations) == 3 and len(diagnosis.rows) == run.updates > 0
+    assert len(lines[1].split()) == 5 and len(lines[2].split()) == len(lines[0].split())  # no updates, then some
+    entropy = [row["entropy"] for row in diagnosis.rows]
+    assert 0.0 < min(entropy) and max(entropy) <= math.log(5) + 1e-6  # nats, of 5 actions
+    assert {"critic|g|", "critic_step", "actor|g|", "actor_step"} <= diagnosis.rows[0].keys()
 
 
 def test_compare_reuse_of_a_file_that_is_not_a_record_is_one_line(capsys, tmp_path):
