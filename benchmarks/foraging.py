@@ -53,9 +53,10 @@ from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
-from marl_edu.runs.grid import (MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options, check_runner_options,
-                                drop_runner_options, open_out, read_record, run_files, run_grid, write_files)
-from marl_edu.runs.seed import SOLVED_MARGIN, replay_figures, run_seed, save_artifacts, solve_line
+from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
+                                check_runner_options, drop_runner_options, open_out, read_record, replay_kept,
+                                run_files, run_grid, write_files)
+from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts, solve_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV_ID = "Foraging-8x8-2p-3f-v3"
@@ -301,30 +302,6 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int, con
     return kept
 
 
-KEPT_FIGURES = "greedy_and_sampled.json"  # --replay-kept: every kept policy's greedy and sampled figures
-
-
-def kept_policy_figures(out: pathlib.Path, episodes: int = FINAL_EPISODES) -> dict:
-    """Each method's kept policy (``OUT/METHOD/policy.pt``, its first seed's final policy) replayed as a run's final
-    figures are measured (``runs.seed.replay_figures``, seed 0): the greedy mean over ``episodes`` episodes beside
-    the sampled one (``sampled_as`` says what the sampled policy plays). For runs recorded before their sampled
-    figures were kept. Returns ``{"env", "episodes", "seed", "methods": {method: {"policy_seed", "greedy",
-    "sampled", "sampled_as"}}}``, the methods in ``METHODS``' order."""
-    from marl_edu.training.checkpoints import load_policy
-    from marl_edu.training.evaluation import sampled_as
-
-    summary = read_record(out / "summary.json", {"runs": list}, what="--replay-kept")  # ValueError: not this script's
-    figures = {}
-    for method in METHODS:
-        seeds = [run["seed"] for run in summary["runs"] if run["method"] == method]
-        if not seeds or not (out / method / "policy.pt").exists():
-            continue
-        agent = load_policy(out / method / "policy.pt", algo=method, env_id=ENV_ID)
-        figures[method] = {"policy_seed": min(seeds), **replay_figures(agent, ENV_ID, episodes, seed=0, threads=1),
-                           "sampled_as": sampled_as(agent)}
-    return {"env": ENV_ID, "episodes": episodes, "seed": 0, "methods": figures}
-
-
 def redraw(out: pathlib.Path) -> tuple[dict, list[dict]]:
     """Train nothing: read OUT/summary.json and the records of the runs it lists (``read_record``: ValueError for a
     file that is not this script's), rewrite the summary's ``textbook`` and ``table`` with today's ``TEXTBOOK`` and
@@ -380,21 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if held is not None:
                 held.close()
-    if args.replay_kept:
-        out, held = open_out(parser, args.out)  # (a folder this script may write, one script at a time)
-        try:
-            try:
-                figures = kept_policy_figures(out)
-            except ValueError as error:  # no summary.json of this script's in OUT, or one of another's
-                parser.error(str(error))
-            for method, row in figures["methods"].items():
-                print(f"{method:>10} seed {row['policy_seed']}: greedy {row['greedy']:.2f} "
-                      f"sampled {row['sampled']:.3f} ({row['sampled_as']})")
-            atomic_write_text(out / KEPT_FIGURES, json.dumps(figures, indent=1) + "\n")
-            return 0
-        finally:
-            if held is not None:
-                held.close()
+    if args.replay_kept:  # every kept policy greedy and sampled, env and draws seeded 0
+        return replay_kept(parser, args.out, ENV_ID, {method: method for method in METHODS}, FINAL_EPISODES, seed=0)
     check_runner_options(parser, args)
     if args.pairs and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")

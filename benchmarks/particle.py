@@ -14,8 +14,12 @@ score two reference policies: uniform random forces and standing still.
 
 Figures per run: the mean team return (sum over the 3 agents and 25 steps), the landmark distance (sum over the 3
 landmarks of the distance to the nearest agent) averaged over the steps and at the last step, and the collisions
-(touching pairs) per step. With --out: summary.json (the table, the references, and every run's figures, config and
-evaluations during training) and, for the first seed, <method>/policy.pt (its final actors) and <method>/greedy.gif.
+(touching pairs) per step; beside them the sampled policy's mean team return over 100 episodes (``sampled``,
+``sampled_as``: MADDPG's kin with their last exploration noise, PPO drawing from its Gaussian) and its periodic
+evaluations (``sampled_evaluations``; runs committed before these were kept have none: ``--replay-kept --out FOLDER``
+replays each kept policy both ways into FOLDER/greedy_and_sampled.json). With --out: summary.json (the table, the
+references, and every run's figures, config and evaluations during training) and, for the first seed,
+<method>/policy.pt (its final actors) and <method>/greedy.gif.
 The runs go where compare.py's go (``--runner``, ``--address``: ``marl_edu.runs.grid``), one torch thread each.
 """
 
@@ -35,10 +39,11 @@ from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG
 from marl_edu.learners.inference import InferringMADDPG
 from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
-from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
-                                open_out, run_files, run_grid, write_files)
+from marl_edu.runs.grid import (KEPT_FIGURES, add_runner_options, check_options, check_runner_options,
+                                drop_runner_options, open_out, replay_kept, run_files, run_grid, write_files)
 from marl_edu.runs.seed import rounded, run_seed, save_artifacts
-from marl_edu.training.evaluation import evaluate_particle
+from marl_edu.envs.particle import PARTICLE_EVAL_SEED
+from marl_edu.training.evaluation import evaluate_particle, sampled_returns
 
 ENV_ID = "simple_spread_v3"
 
@@ -83,11 +88,14 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     run, figures = run_seed(algo, ENV_ID, episodes, config, seed, eval_every=200, threads=1)  # evaluations: 10
     # episodes each
     score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES, threads=1)
+    sampled = sampled_returns(run.agent, ENV_ID, EVAL_EPISODES, PARTICLE_EVAL_SEED, threads=1).mean()
     files = run_files(lambda folder: save_artifacts(run, ENV_ID, folder, threads=1)) if keep_artifacts else {}
-    row = rounded(figures)
+    row = rounded({**figures, "sampled": float(sampled)})
     return {"method": method, "seed": seed, **dataclasses.asdict(score),
-            **{key: row[key] for key in ("episodes", "env_steps", "updates", "wall_s", "steps_per_s")},
-            "config": dataclasses.asdict(config), "evaluations": row["evaluations"]}, files
+            **{key: row[key] for key in ("sampled", "sampled_as", "episodes", "env_steps", "updates", "wall_s",
+                                         "steps_per_s")},
+            "config": dataclasses.asdict(config), "evaluations": row["evaluations"],
+            "sampled_evaluations": row["sampled_evaluations"]}, files
 
 
 def reference_scores() -> dict[str, dict]:
@@ -131,7 +139,15 @@ def main(argv: list[str] | None = None) -> int:
                                                              "--address, the cluster's CPUs decide")
     add_runner_options(parser)
     parser.add_argument("--out", type=str, default=None, help="write summary.json, policies and GIFs here")
+    parser.add_argument("--replay-kept", action="store_true",
+                        help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) noise-free and sampled, "
+                             f"{EVAL_EPISODES} episodes each from the evaluation seed, into OUT/{KEPT_FIGURES}")
     args = parser.parse_args(argv)
+    if args.replay_kept:  # every kept policy noise-free and sampled, the final figures' 100 start states
+        if args.out is None:
+            parser.error("--replay-kept needs --out, the folder of a committed grid")
+        return replay_kept(parser, args.out, ENV_ID, {method: algo for method, (algo, _) in METHODS.items()},
+                           EVAL_EPISODES, PARTICLE_EVAL_SEED)
     check_options(parser, args)
     check_runner_options(parser, args)
     try:

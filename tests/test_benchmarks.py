@@ -363,11 +363,16 @@ def test_every_committed_record_is_one_its_script_trusts():
     assert len(records) > 100 and len(kept) > 30
 
 
+@pytest.mark.parametrize("name", ["foraging", "particle"])  # (both through runs.grid.replay_kept)
 @pytest.mark.parametrize("summary", [None, "{half a file", '{"runs": "not a list"}'])
-def test_foraging_replay_kept_without_this_script_s_summary_is_one_line(summary, capsys, tmp_path):
+def test_replay_kept_without_this_script_s_summary_is_one_line(name, summary, capsys, tmp_path):
     # --replay-kept read OUT/summary.json unchecked: an empty --out was a FileNotFoundError traceback
     if summary is not None:
         (tmp_path / "summary.json").write_text(summary)
-    line = refused("foraging", ["--replay-kept", "--out", str(tmp_path)], capsys)
+    line = refused(name, ["--replay-kept", "--out", str(tmp_path)], capsys)
     assert "--replay-kept" in line and "summary.json" in line
     assert not (tmp_path / "greedy_and_sampled.json").exists()
+
+
+def test_particle_replay_kept_needs_out(capsys):
+    assert "--replay-kept needs --out" in refused("particle", ["--replay-kept"], capsys)

@@ -22,6 +22,7 @@ import statistics
 import sys
 import textwrap
 
+from marl_edu.runs.grid import KEPT_FIGURES  # --replay-kept's file in a grid's folder
 from marl_edu.runs.seed import SOLVED_MARGIN, solve_line, solved_threshold  # solved: greedy within the margin of the optimum
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -135,7 +136,9 @@ def words() -> list[str]:
                     "Foraging) a greedy figure is a mean over episodes."),
             *bullet("**sampled**: actions drawn from the trained, stochastic policy (IQL, VDN and QMIX:",
                     "epsilon-greedy; runs that record `sampled_as` say which, with the MARL textbook's epsilon",
-                    "0.05, and keep a sampled curve beside the greedy one); a mean team return over episodes."),
+                    "0.05, and keep a sampled curve beside the greedy one); a mean team return over episodes. With",
+                    "forces (the particle envs) greedy is the **noise-free** policy, and sampled adds the exploration",
+                    "noise MADDPG's kin end training with (sigma `noise_end`) or draws from PPO's Gaussian."),
             *bullet(f"**solved**: a greedy team return within {SOLVED_MARGIN} of the task's exact optimum (on",
                     f"Switch2: {number(solved_threshold(switch2))}, optimum {number(switch2)}). **First solve**: the",
                     "first periodic greedy evaluation during training that was solved."),
@@ -408,6 +411,18 @@ def particle_folder(name: str, title: str) -> list[str]:
     lines += paragraph(files_read([folder / "summary.json"]), "The first seed's `policy.pt` and `greedy.gif` are in",
                        f"{kept}.")
     lines += ["Reproduce:", "", *command(summary["command"]), ""]
+    kept_path = folder / KEPT_FIGURES
+    if kept_path.exists():  # runs recorded before their sampled figures: the kept policies, replayed both ways
+        kept = load(kept_path)
+        rows = [[method, str(row["policy_seed"]), number(row["team_return"], 2), number(row["sampled"], 2),
+                 number(row["sampled_sd"], 1), row["sampled_as"]] for method, row in kept["methods"].items()]
+        lines += [*paragraph("Noise-free against sampled: these runs were recorded before sampled figures were kept,",
+                             "so each method's kept policy (its first seed's final one) was replayed both ways,",
+                             f"{kept['episodes']} episodes each from seed {kept['seed']} (the sampled episodes on",
+                             f"other start states), into `{rel(kept_path)}`:"),
+                  *markdown_table(["method", "seed", "noise-free", "sampled", "sampled's sd over episodes",
+                                   "sampled policy"], rows), "",
+                  *command(f"benchmarks/particle.py --replay-kept --out {rel(folder)}"), ""]
     return lines
 
 

@@ -294,7 +294,8 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
 
     The button trains ``loops.train`` (``ContinuousMADDPG``, or ``ContinuousIDDPG`` with the box off) with
     the other hyperparameters at their defaults (``ContinuousMADDPGConfig``); the dots are the noise-free policy's
-    mean team return on 5 evaluation episodes, drawn over ``reference`` (a run dict, see ``plot_runs``).
+    mean team return on 5 evaluation episodes, the open circles the sampled policy's (with the exploration noise's
+    last sigma, ``noise_end``; 10 episodes), drawn over ``reference`` (a run dict, see ``plot_runs``).
     """
     defaults = ContinuousMADDPGConfig()
     style = {"description_width": "90px"}

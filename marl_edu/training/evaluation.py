@@ -6,8 +6,9 @@ sampled plays the policy that was trained: actions drawn from an actor's probabi
 greedily on Q-values (IQL, VDN, QMIX), epsilon-greedy with ``SAMPLED_EPSILON`` = 0.05, as the MARL textbook's runs
 evaluate; with forces, continuous PPO's draws from its Gaussian, and the deterministic MADDPG family's adds the
 Gaussian exploration noise it trains with at its last sigma, ``noise_end`` (an ensemble also draws every agent's
-sub-policy per episode). ``sampled_as`` says which, for a run's record. A sampled evaluation draws its actions from a generator of its own, seeded by its
-caller, never from the learner's: evaluating during training leaves training's random stream as it was.
+sub-policy per episode). ``sampled_as`` says which, for a run's record. A sampled evaluation draws its actions from
+a generator of its own, seeded by its caller, never from the learner's: evaluating during training leaves training's
+random stream as it was.
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
     (epsilon ``SAMPLED_EPSILON`` where it acts on Q-values); one that acts on transitions (``"off_policy"``: MADDPG,
     IDDPG) through its ``act``, and a continuous learner through its ``sampled_actions`` (``first_episode_returns``).
     More than ``SAMPLED_COPIES`` episodes are played in chunks of that many copies, seeded on (``seed + 100``, ... for
-    the second chunk), so that a final figure over thousands of episodes never holds thousands of envs at once. These start states are not the greedy (or noise-free) evaluation's, successive
-    episodes of one env seeded ``seed``: compare the two as means, not episode by episode."""
+    the second chunk), so that a final figure over thousands of episodes never holds thousands of envs at once. These
+    start states are not the greedy (or noise-free) evaluation's, successive episodes of one env seeded ``seed``:
+    compare the two as means, not episode by episode."""
     positive_int(n_episodes, "n_episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
