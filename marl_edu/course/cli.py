@@ -186,20 +186,21 @@ def _parser() -> argparse.ArgumentParser:
     evaluations = _grouped({algo: row.eval_every for algo, row in LEARNERS.items()})
     p.add_argument("--eval-every", type=int, default=None,
                    help="episodes between evaluations: one greedy episode for the discrete learners, the mean of 10 "
-                        f"noise-free ones for the continuous learners (default: {evaluations})")
+                        "noise-free ones for the continuous learners, each beside the mean of 10 sampled ones "
+                        f"(default: {evaluations})")
     p.add_argument("--final-episodes", type=int, default=None, metavar="N",
                    help=f"episodes the final figures of each seed average over (default: {SCORE_EPISODES}): the "
                         "sampled team return (and off Switch the greedy one) of a discrete learner, the noise-free "
-                        "score of a continuous one")
+                        "score and the sampled team return of a continuous one")
     p.add_argument("--replay", metavar="POLICY", default=None,
                    help="play a saved policy.pt without training and print its figures: discrete, the greedy team "
                         "return (one episode, exact) and the mean sampled one over --episodes; continuous, the "
-                        "noise-free score over --episodes (as training's final score); takes --env, --episodes, "
-                        "--seed, --gif")
+                        "noise-free score and the sampled team return over --episodes (as training's final "
+                        "figures); takes --env, --episodes, --seed, --gif")
     p.add_argument("--seed", type=int, default=None,
                    help="with --replay: the seed of the sampled episodes and actions (discrete, default 0) or of the "
-                        f"start states (continuous, default {PARTICLE_EVAL_SEED}, the ones training's final score "
-                        "uses)")
+                        f"start states and draws (continuous, default {PARTICLE_EVAL_SEED}, the ones training's final "
+                        "figures use)")
     p.add_argument("--gif", metavar="OUT.gif", default=None,
                    help="with --replay: write a GIF of one greedy (or noise-free) episode here, the episode "
                         "training's greedy.gif shows")

@@ -177,7 +177,9 @@ class RunLog:
 
     def draw_curve(self) -> None:
         """``curve.png``: every finished seed's periodic evaluations."""
+        sampled = any(row.get("sampled_evaluations") for row in self.rows)  # (the dotted line: viz's)
         ylabel = (None if not entry(self.header["algo"]).continuous
+                  else "team return, mean of 10 episodes\n(solid: noise-free, dotted: sampled)" if sampled
                   else "noise-free team return\n(mean of 10 episodes)")
         write_curve(self.rows, self.optimum, f"{self.header['algo']} on {self.header['env']}", self.out / "curve.png",
                     ylabel)
