@@ -324,3 +324,42 @@ def test_a_continuous_learners_noise_free_and_sampled_scores_differ_by_construct
     assert sampled_as(agent) == "Gaussian noise, sigma 0.05"
     assert sampled_as("maddpg_ensemble") == "every agent's sub-policy drawn per episode, Gaussian noise, sigma 0.05"
     assert sampled_as("ippo_continuous") == "forces drawn from the Gaussian policy"
+
+
+def test_an_env_step_budget_ends_with_the_first_collection_that_reaches_it():
+    from marl_edu.learners.value_decomposition import ValueDecompositionConfig
+
+    # VDN on Switch2-v0 collects K = 2 whole episodes at a time; an untrained team reaches no switch, so every episode
+    # runs to the 50-step limit: 2 x 50 = 100 env steps a collection, deterministic for the seed
+    config = ValueDecompositionConfig(n_envs=2)  # (no update: fewer episodes than a batch of 16)
+    exact = train("vdn", "Switch2-v0", config=config, env_steps=100, eval_every=1, progress=False, sampled_episodes=0)
+    assert (exact.env_steps, len(exact.episode_returns)) == (100, 2)  # 100 >= 100 after the first collection
+    over = train("vdn", "Switch2-v0", config=config, env_steps=101, eval_every=1, progress=False, sampled_episodes=0)
+    assert (over.env_steps, len(over.episode_returns)) == (200, 4)  # 100 < 101: one more collection, 200
+    assert [episode for episode, _ in over.evaluations] == [2, 4]  # the last collection's evaluation is made
+    # MADDPG on simple_spread_v3 steps its K = 4 copies one step at a time (4 env steps); its episodes last 25 steps:
+    # after 25 steps of each copy, 100 env steps, 4 episodes ended; 101 needs one more step of the 4: 104, no episode
+    from marl_edu.learners.continuous import ContinuousMADDPGConfig
+
+    run = train("maddpg_continuous", "simple_spread_v3", config=ContinuousMADDPGConfig(n_envs=4), env_steps=101,
+                eval_every=50, progress=False, sampled_episodes=0)
+    assert (run.env_steps, len(run.episode_returns), run.updates) == (104, 4, 0)
+
+
+def test_an_env_step_budget_runs_the_exploration_schedule_over_env_steps(monkeypatch):
+    seen = []
+    real = loops.exploration
+    monkeypatch.setattr(loops, "exploration", lambda *args: seen.append(args[2:]) or real(*args))
+    from marl_edu.learners.value_decomposition import ValueDecompositionConfig
+
+    train("vdn", "Switch2-v0", config=ValueDecompositionConfig(n_envs=2), env_steps=250, eval_every=10,
+          progress=False, sampled_episodes=0)
+    assert seen == [(0, 250), (100, 250), (200, 250)]  # (env steps done, budget) before each 100-step collection
+
+
+def test_a_budget_of_episodes_and_env_steps_at_once_or_a_bad_one_is_named():
+    with pytest.raises(ValueError, match="give a budget of episodes or of env_steps, not both"):
+        train("vdn", "Switch2-v0", episodes=10, env_steps=100, progress=False)
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="env_steps must be a positive int"):
+            train("vdn", "Switch2-v0", env_steps=bad, progress=False)

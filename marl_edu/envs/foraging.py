@@ -169,12 +169,13 @@ class ForagingEnv:
         field, every player's position, level and score, the valid actions lbforaging computed, its random generator
         and its wrapper's flag. ``set_state`` on an env made with the same id restores it."""
         players = self._lbf.players
+        valid = self._lbf._valid_actions or {}  # (None in an env never reset: a run's copies before their first step)
         return {"step_count": self._step_count, "over": self._over, "episodes": self._episodes,
                 "wrapper": attributes_state(self._env, ("env",)),
                 "lbf": attributes_state(self._lbf, self.FIXED),
                 "players": [attributes_state(player) for player in players],
-                "valid_actions": [[int(action.value) for action in self._lbf._valid_actions[player]]
-                                  if player in self._lbf._valid_actions else None for player in players]}
+                "valid_actions": [[int(action.value) for action in valid[player]] if player in valid else None
+                                  for player in players]}
 
     def set_state(self, state: dict) -> None:
         """Restore ``get_state``'s ``state`` (ValueError if it is not one of an env of this id)."""

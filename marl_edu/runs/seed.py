@@ -94,17 +94,19 @@ def _counts(run: TrainResult) -> dict:
             "steps_per_s": run.env_steps / run.seconds, "updates": run.updates}
 
 
-def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, eval_every: int | None = None,
+def run_seed(algo: str, env_id: str, episodes: int | None, config=None, seed: int = 0, eval_every: int | None = None,
              optimum: float | None = None, stop_at: float | None = None, progress: bool = False,
              device: str = "cpu", env_backend: str = "batched", checkpoint=None,
-             threads: int | None = None, final_episodes: int = SCORE_EPISODES) -> tuple[TrainResult, dict]:
+             threads: int | None = None, final_episodes: int = SCORE_EPISODES,
+             env_steps: int | None = None) -> tuple[TrainResult, dict]:
     """Train one seed of ``algo`` (a learner of ``LEARNERS``) with ``loops.train``, which stops early when a periodic
     evaluation reaches ``stop_at`` (a continuous learner's evaluations are the mean team return of 10 noise-free
     episodes). ``config``: None for the learner's defaults; ``eval_every``: None for its row's; ``env_backend``: how a
     discrete learner's env copies are stepped (``envs.make_vec_env``; the same transitions); ``checkpoint``: a
     ``resume.RunCheckpoint`` that saves the run in progress (and resumes it), or None; ``threads``: torch
     threads for the training and the final figures (``threads.torch_threads``); ``final_episodes``: how many
-    episodes the final figures average over.
+    episodes the final figures average over; ``env_steps``: a budget of env steps in place of ``episodes`` (give
+    ``episodes=None``): the run ends with the first collection that reaches it (``loops.train``).
 
     Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
     record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return:
@@ -121,7 +123,7 @@ def run_seed(algo: str, env_id: str, episodes: int, config=None, seed: int = 0, 
     ``particle_figures``.
     """
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
-                threads)
+                threads, env_steps=env_steps)
     if entry(algo).continuous:
         return run, {"seed": seed, "sampled_as": sampled_as(run.agent), **_counts(run),
                      "evaluations": list(run.evaluations), "sampled_evaluations": list(run.sampled_evaluations)}

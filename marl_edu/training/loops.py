@@ -206,7 +206,8 @@ PATHS = {None: WholeEpisodes, "transitions": Transitions, "episodes": ReplayedEp
 
 
 def exploration(loop: str, config, done: int, episodes: int) -> dict[str, float]:
-    """How the learner explores after ``done`` of ``episodes`` episodes (and what the progress bar shows): on-policy,
+    """How the learner explores after ``done`` of ``episodes`` episodes (with an env-step budget: ``done`` of
+    ``episodes`` env steps; the schedules read only the fraction done) and what the progress bar shows: on-policy,
     the entropy weight ``entropy_coef`` and, if its schedule is not all zero, ``epsilon``, decayed linearly together
     over the first ``anneal_fraction``; particle off-policy, the noise's sigma; continuous on-policy, nothing (the
     Gaussian's own spread); otherwise ``epsilon``, ``epsilon_start`` to ``epsilon_end`` over ``epsilon_fraction``."""
@@ -226,11 +227,18 @@ def exploration(loop: str, config, done: int, episodes: int) -> dict[str, float]
 def train(learner, env_id: str | None = None, episodes: int | None = None, config=None, seed: int = 0,
           eval_every: int | None = None, progress: bool = True, device: str = "cpu", stop_at: float | None = None,
           env_backend: str = "batched", checkpoint: RunCheckpoint | None = None, threads: int | None = None,
-          update=None, eval_episodes: int | None = None, sampled_episodes: int | None = None) -> TrainResult:
+          update=None, eval_episodes: int | None = None, sampled_episodes: int | None = None,
+          env_steps: int | None = None) -> TrainResult:
     """Train ``learner`` (a name of ``learners.LEARNERS`` or its class) on K lock-step copies of ``env_id`` (None: its
     default, ``learners.check_env``; ``make_vec_env``'s, stepped by ``env_backend``: the same transitions) for
     ``episodes`` episodes (None: its row's budget), or until a periodic evaluation reaches ``stop_at``. Deterministic
     for a seed.
+
+    ``env_steps``: a budget in env steps instead of episodes (give one of them, not both): the run stops at the end of
+    the first collection whose env steps, counted over every copy, reach ``env_steps`` (that iteration's update,
+    evaluation and checkpoint included), so it overshoots by less than one collection (one step of the K copies, or K
+    whole episodes); the exploration schedules then run over env steps (epsilon decays over ``epsilon_fraction`` of the
+    env steps, say). Envs whose episodes end early (Level-Based Foraging) count their budget this way.
 
     ``config``: the learner's config (None: its row's defaults); ``eval_every``: episodes between evaluations (None:
     its row's); an evaluation plays the greedy policy (``greedy_team_return``) or, with forces, the noise-free one
@@ -247,7 +255,12 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
     with torch_threads(threads):
         name = learner if isinstance(learner, str) else algo_name_of_class(learner)
         row, env_id = entry(name), check_env(name, env_id)  # (env_id None: the learner's default env)
+        if env_steps is not None and episodes is not None:
+            raise ValueError(f"give a budget of episodes or of env_steps, not both (got episodes={episodes!r}, "
+                             f"env_steps={env_steps!r})")
+        by_steps = env_steps is not None
         episodes = row.episodes if episodes is None else positive_int(episodes, "episodes")
+        budget = positive_int(env_steps, "env_steps") if by_steps else episodes  # what the loop counts down
         eval_every = row.eval_every if eval_every is None else positive_int(eval_every, "eval_every")
         found = family(env_id)
         eval_episodes = found.eval_episodes if eval_episodes is None else positive_int(eval_episodes, "eval_episodes")
@@ -269,17 +282,19 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
                 parts["buffer"] = path.buffer
             checkpoint.restore(result, parts)
         whole = isinstance(path, (WholeEpisodes, ReplayedEpisodes))  # K episodes an iteration: the total rounds up
-        total = -(-episodes // venv.n_envs) * venv.n_envs if whole else episodes
-        bar = tqdm(total=total, initial=len(result.episode_returns), desc=f"{row.learner.__name__} {env_id} seed "
-                   f"{seed}", disable=not progress, leave=False)
-        while len(result.episode_returns) < episodes:
-            explore = exploration(row.loop, config, len(result.episode_returns), episodes)
+        total = -(-episodes // venv.n_envs) * venv.n_envs if whole and not by_steps else budget
+        done = (lambda: result.env_steps) if by_steps else (lambda: len(result.episode_returns))  # budget's count
+        bar = tqdm(total=total, initial=done(), desc=f"{row.learner.__name__} {env_id} seed {seed}"
+                   + (" (env steps)" if by_steps else ""), disable=not progress, leave=False)
+        while done() < budget:
+            explore = exploration(row.loop, config, done(), budget)
             returns, steps = path.collect(explore)  # collect and store
             result.episode_returns.extend(returns)
             result.env_steps += steps
-            if bar.n + len(returns) > bar.total:  # copies that end together past the budget: counted, not hidden
-                bar.total = bar.n + len(returns)
-            bar.update(len(returns))
+            counted = steps if by_steps else len(returns)
+            if bar.n + counted > bar.total:  # copies that end together past the budget: counted, not hidden
+                bar.total = bar.n + counted
+            bar.update(counted)
             tic = time.perf_counter()
             for batch in path.batches():  # update
                 agent.update(batch) if update is None else update(agent, batch)
