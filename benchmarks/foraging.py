@@ -57,6 +57,7 @@ from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner
                                 check_runner_options, drop_runner_options, open_out, read_record, replay_kept,
                                 run_files, run_grid, write_files)
 from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts, solve_line
+from marl_edu.training.resume import load_run_state, seed_checkpoint
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV_ID = "Foraging-8x8-2p-3f-v3"
@@ -136,17 +137,46 @@ def method_config(method: str, pairs: list[str] = ()):
     return config_with(config_class(method), [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
 
 
+def budget_of(episodes: int | None, env_steps: int | None) -> dict[str, int]:
+    """A run's budget as its record says it: ``{"env_steps": N}`` (the run ends with the first collection that
+    reaches N env steps, ``loops.train``) or ``{"episodes": N}``."""
+    return {"env_steps": env_steps} if env_steps is not None else {"episodes": episodes}
+
+
+def checkpoint_path(out: pathlib.Path, method: str, seed: int) -> pathlib.Path:
+    """Where a run in progress is saved with ``--checkpoint-every``: OUT/METHOD/seed<S>.run.pt (gone once its record
+    is written)."""
+    return pathlib.Path(out) / method / f"seed{seed}.run.pt"
+
+
+def checkpoint_header(method: str, seed: int, budget: dict, eval_every: int, config: dict) -> dict:
+    """What a run-in-progress file records of its run: a file whose header differs is another run's, never resumed
+    (``resume.seed_checkpoint``)."""
+    return {"env": ENV_ID, "method": method, "seed": seed, "budget": budget, "eval_every": eval_every,
+            "config": config}
+
+
 def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     """Train one learner for one seed on one torch thread (``runs.seed.run_seed``) and measure it: when its periodic
     greedy mean first reached ``TARGET`` (episodes, env steps, seconds since the start), and its final greedy mean
     over ``final_episodes`` episodes. ``job``: ``(method, seed, episodes, eval_every, keep_artifacts, pairs,
-    final_episodes)``; ``pairs``: config values on top of the benchmark's (``method_config``). Returns the run's row
-    and, with ``keep_artifacts`` (the first seed), its files as bytes (``run_files``: the final policy and a GIF of its
-    greedy episode from env seed 0, ``save_artifacts``)."""
-    method, seed, episodes, eval_every, keep_artifacts, pairs, final_episodes = job
+    final_episodes, env_steps, checkpoint)``; ``pairs``: config values on top of the benchmark's (``method_config``);
+    ``env_steps``: a budget of env steps in place of ``episodes`` (then None); ``checkpoint``: None, or ``(path,
+    every_seconds, resuming)``: the run in progress is saved at ``path`` at most every ``every_seconds`` (on the disk
+    of the machine that trains it) and, ``resuming``, continued from the file there if there is one, to the same bits
+    as a run straight through (``resume.RunCheckpoint``; its wall-clock counts the sittings' training only). Returns
+    the run's row (its ``budget``, ``budget_of``) and, with ``keep_artifacts`` (the first seed), its files as bytes
+    (``run_files``: the final policy and a GIF of its greedy episode from env seed 0, ``save_artifacts``)."""
+    method, seed, episodes, eval_every, keep_artifacts, pairs, final_episodes, env_steps, saving = job
     config = method_config(method, pairs)
+    budget = budget_of(episodes, env_steps)
+    checkpoint = None
+    if saving is not None:
+        path, every_seconds, resuming = saving
+        header = checkpoint_header(method, seed, budget, eval_every, dataclasses.asdict(config))
+        checkpoint = seed_checkpoint(pathlib.Path(path), header, every_seconds, resuming)
     run, figures = run_seed(method, ENV_ID, episodes, config, seed, eval_every, optimum=REACHED_AS_SOLVED,
-                            threads=1, final_episodes=final_episodes)
+                            checkpoint=checkpoint, threads=1, final_episodes=final_episodes, env_steps=env_steps)
     first = next((k for k, (episode, _) in enumerate(run.evaluations) if episode == figures["episodes_to_solve"]),
                  None)
     row = {"method": method, "seed": seed, "final": round(figures["greedy"], 4),
@@ -156,7 +186,7 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
            "seconds_to_target": None if first is None else round(figures["seconds_to_solve"], 1),
            "episodes": figures["episodes"], "env_steps": figures["env_steps"], "updates": figures["updates"],
            "wall_s": round(figures["wall_s"], 1), "steps_per_s": round(figures["steps_per_s"], 1),
-           "config": dataclasses.asdict(config),
+           "config": dataclasses.asdict(config), "budget": budget,
            "evaluations": [[episode, steps, round(value, 4)]  # (episodes, env steps, greedy mean of 10 episodes)
                            for (episode, value), steps in zip(run.evaluations, run.eval_env_steps)],
            "sampled_evaluations": [[episode, steps, round(value, 4)]  # the sampled policy's mean of 10, the same times
@@ -213,6 +243,7 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+MAX_ENV_STEPS = 100_000_000  # --env-steps' bound
 EPISODE_STEPS = 50  # the task's episodes end after 50 steps: a budget of N episodes is at most 50 N env steps
 # a learner's colour, ours and the textbook's alike (notebook 12's colours)
 COLORS = {algo_name_of_class(learner): color for learner, color in [
@@ -223,7 +254,8 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     """One panel per method, against env steps on one axis for every panel: our runs' greedy evaluations (mean
     over seeds, band from min to max; the sampled policy's mean dotted where records have it) and, in the same
     colour and dashed, the textbook's published runs (``TEXTBOOK_FILE``), mean and a lighter band; the target dotted
-    and our budget (the largest run's episodes, at most ``EPISODE_STEPS`` env steps each) a vertical line.
+    and our budget (the largest run's: its env steps, or its episodes at most ``EPISODE_STEPS`` env steps each) a
+    vertical line.
     OUT/curves.png."""
     import matplotlib
 
@@ -235,7 +267,8 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     textbook = textbook_runs()
     published = json.loads(TEXTBOOK_FILE.read_text())  # its source, and its names (its IDQN is our iql)
     methods = [method for method in METHODS if any(row["method"] == method for row in rows)]
-    budget = max(row["episodes"] for row in rows) * EPISODE_STEPS / 1e6  # millions of env steps
+    budget = max(row.get("budget", {}).get("env_steps") or row["episodes"] * EPISODE_STEPS  # millions of env steps
+                 for row in rows) / 1e6
     right = max([budget, *(pairs[-1][0] / 1e6 for method in methods for pairs in textbook.get(method, {}).values())])
     columns = min(3, len(methods))
     rows_of_panels = -(-len(methods) // columns)
@@ -280,9 +313,11 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int, configs: dict[str, dict]) -> dict:
+def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | None, configs: dict[str, dict],
+              env_steps: int | None = None) -> dict:
     """The runs ``--reuse`` keeps: ``(method, seed) -> row`` for each of ``jobs`` whose ``OUT/METHOD/seed<S>.json``
-    holds this budget (a run overshoots it by less than one collection) and config, with the yardstick timed beside it
+    holds this budget (a run overshoots it by less than one collection; with ``env_steps``, a record whose
+    ``budget`` is those env steps; a record without one had a budget of episodes) and config, with the yardstick timed beside it
     (a run recorded without one takes its invocation's, from ``OUT/summary.json``). ValueError in one line for a file
     that is not this script's record of that run (``runs.grid.read_record``: not JSON, NaN, a field missing or of
     another type, another method's or seed's)."""
@@ -297,7 +332,14 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int, con
         n_envs = row["config"].get("n_envs")
         if type(n_envs) is not int:
             raise ValueError(f"--reuse: {path} is not a run's record of this benchmark: its config has no n_envs")
-        if row["episodes"] >= episodes and n_envs > row["episodes"] - episodes and row["config"] == configs[method]:
+        budget = row.get("budget", {"episodes": row["episodes"]})  # (runs recorded before budgets were: episodes)
+        if not isinstance(budget, dict):
+            raise ValueError(f"--reuse: {path} is not a run's record of this benchmark: its budget is not a dict")
+        if env_steps is not None:
+            same = budget == {"env_steps": env_steps}
+        else:
+            same = "episodes" in budget and row["episodes"] >= episodes and n_envs > row["episodes"] - episodes
+        if same and row["config"] == configs[method]:
             kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}
     return kept
 
@@ -320,8 +362,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--episodes", type=int, default=20_000, help="training episodes per run (default: 20000, "
-                                                                      "at most 1M env steps)")
+    parser.add_argument("--episodes", type=int, default=None, help="training episodes per run (default: 20000, "
+                                                                    "at most 1M env steps; or --env-steps)")
+    parser.add_argument("--env-steps", type=int, default=None, metavar="N",
+                        help="a budget of env steps per run instead of episodes: a run ends with the first collection "
+                             f"that reaches N (at most {MAX_ENV_STEPS:,})")
+    parser.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
+                        help="save each run in progress at most every SECONDS to OUT/METHOD/seed<S>.run.pt (on the "
+                             "machine that trains it); with --reuse a run cut off continues from its file to the same "
+                             "result (default: no saves, a cut-off run starts again)")
     parser.add_argument("--eval-every", type=int, default=200, help="episodes between evaluations (default: 200)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
                                                              "--address, the cluster's CPUs decide")
@@ -341,6 +390,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="train nothing: from the runs OUT/summary.json lists (their OUT/METHOD/seed<S>.json), "
                              "rewrite the summary's table and textbook columns and redraw OUT/curves.png")
     args = parser.parse_args(argv)
+    if args.env_steps is not None:
+        if args.episodes is not None:
+            parser.error("give --episodes or --env-steps, not both")
+        if not 1 <= args.env_steps <= MAX_ENV_STEPS:
+            parser.error(f"--env-steps must be between 1 and {MAX_ENV_STEPS:,}, got {args.env_steps}")
+    elif args.episodes is None:
+        args.episodes = 20_000
+    if args.checkpoint_every is not None and not args.checkpoint_every > 0:
+        parser.error(f"--checkpoint-every must be a positive number of seconds, got {args.checkpoint_every}")
     check_options(parser, args)
     if args.redraw and args.replay_kept:
         parser.error("--redraw and --replay-kept each train nothing and write other files: give one of them")
@@ -369,7 +427,16 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
     args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
     try:
-        kept = kept_runs(args.out, jobs, args.episodes, configs) if args.reuse else {}
+        kept = kept_runs(args.out, jobs, args.episodes, configs, args.env_steps) if args.reuse else {}
+        budget = budget_of(args.episodes, args.env_steps)
+        for method, seed in jobs:  # a run in progress that --reuse would continue must be this run's
+            path = checkpoint_path(args.out, method, seed)
+            if args.reuse and args.checkpoint_every and (method, seed) not in kept and path.exists():
+                saved = load_run_state(path)[0]
+                expected = checkpoint_header(method, seed, budget, args.eval_every, configs[method])
+                if any(saved.get(key) != value for key, value in expected.items()):
+                    raise ValueError(f"--reuse: {path} holds another run in progress (another budget, config or "
+                                     f"evaluation period): delete it to train that run from its start")
     except ValueError as error:
         if held is not None:
             held.close()
@@ -380,19 +447,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'method':>6} {'seed':>4} {'to 0.8':>9} {'seconds':>7} {'final':>6} {'env steps':>9} {'wall_s':>7} "
           f"{'steps/s':>7} {'/ raw':>6}")
     rows = []
-    todo = [(method, seed, args.episodes, args.eval_every, seed == min(args.seeds), args.pairs, FINAL_EPISODES)
-            for method, seed in jobs if (method, seed) not in kept]
-    trained = (({**row, "raw_steps_per_s": round(raw, 1)}, files)
-               for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address, ordered=True))
+    saving = lambda method, seed: None if args.checkpoint_every is None else (  # noqa: E731
+        str(checkpoint_path(args.out, method, seed)), args.checkpoint_every, args.reuse)
+    todo = [(method, seed, args.episodes, args.eval_every, seed == min(args.seeds), args.pairs, FINAL_EPISODES,
+             args.env_steps, saving(method, seed)) for method, seed in jobs if (method, seed) not in kept]
+    trained = (({**row, "raw_steps_per_s": round(raw, 1)}, files)  # each as it ends: its files written at once
+               for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address))
     for row, files in [*((row, {}) for row in kept.values()), *trained]:
         rows.append(row)
         record = (json.dumps(row) + "\n").encode()
         write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last
+        checkpoint_path(args.out, row["method"], row["seed"]).unlink(missing_ok=True)  # (its run in progress: done)
         to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
         seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
         print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
               f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
               f"{row['steps_per_s'] / (row.get('raw_steps_per_s') or float('nan')):6.3f}", flush=True)
+    rows.sort(key=lambda row: jobs.index((row["method"], row["seed"])))  # the summary lists them in the jobs' order
     lines = table(rows)
     print("\n".join(lines))
     for method in args.methods:

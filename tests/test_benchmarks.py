@@ -376,3 +376,62 @@ def test_replay_kept_without_this_script_s_summary_is_one_line(name, summary, ca
 
 def test_particle_replay_kept_needs_out(capsys):
     assert "--replay-kept needs --out" in refused("particle", ["--replay-kept"], capsys)
+
+
+# -- issue 48: the 2M-env-step foraging grid: a budget of env steps, runs resumed across sittings ----------------------
+
+def test_foraging_run_cut_off_and_resumed_from_its_checkpoint_is_the_run_straight_through(tmp_path, monkeypatch):
+    from marl_edu.training import loops, resume
+
+    foraging = script("foraging")
+    pairs = ["n_envs=2", "batch_episodes=2", "updates_per_collection=1", "buffer_episodes=8", "hidden=8"]  # (tiny)
+    job = lambda saving: ("iql", 0, None, 2, False, pairs, 2, 300, saving)  # noqa: E731  (300 env steps, 2 final)
+    monkeypatch.setattr(loops, "SAMPLED_EPISODES", 2)  # (cheaper evaluations: 2 sampled episodes, not 10)
+    straight, _ = foraging.run_one(job(None))
+    assert straight["budget"] == {"env_steps": 300} and 300 <= straight["env_steps"] < 400
+    assert len(straight["evaluations"]) >= 2
+
+    class CutOff(resume.RunCheckpoint):  # the sitting ends at the run's second save
+        def save(self, result, parts):
+            if self.saves == 1:
+                self.request_stop()
+            super().save(result, parts)
+
+    real = foraging.seed_checkpoint
+    monkeypatch.setattr(foraging, "seed_checkpoint", lambda *args: setattr(checkpoint := real(*args), "__class__",
+                                                                            CutOff) or checkpoint)
+    saving = (str(tmp_path / "seed0.run.pt"), 1e-9, True)  # (saved at every collection's end)
+    with pytest.raises(resume.TrainingInterrupted):
+        foraging.run_one(job(saving))
+    cut = resume.load_run_state(saving[0])[1]["result"]
+    assert 0 < cut["env_steps"] < 300 and cut["evaluations"]  # cut off part way, after an evaluation
+    monkeypatch.setattr(foraging, "seed_checkpoint", real)
+    resumed, _ = foraging.run_one(job(saving))  # the next sitting continues it
+    clock = ("wall_s", "steps_per_s", "seconds_to_target")
+    assert {k: v for k, v in resumed.items() if k not in clock} == {k: v for k, v in straight.items() if k not in clock}
+    with pytest.raises(ValueError, match="was saved by another run"):  # another budget's file is never resumed
+        foraging.run_one(("iql", 0, None, 2, False, pairs, 2, 400, saving))
+
+
+def test_foraging_reuse_keeps_a_record_of_the_same_env_step_budget_only(tmp_path):
+    foraging = script("foraging")
+    config = {"n_envs": 8}
+    for seed, budget in enumerate([{"env_steps": 2000}, {"env_steps": 1000}, None]):  # None: recorded before budgets
+        record = _foraging_record("vdn", seed=seed, config=config, **({} if budget is None else {"budget": budget}))
+        (tmp_path / "vdn").mkdir(exist_ok=True)
+        (tmp_path / "vdn" / f"seed{seed}.json").write_text(__import__("json").dumps(record))
+    jobs = [("vdn", 0), ("vdn", 1), ("vdn", 2)]
+    assert set(foraging.kept_runs(tmp_path, jobs, None, {"vdn": config}, env_steps=2000)) == {("vdn", 0)}
+    assert set(foraging.kept_runs(tmp_path, jobs, 4, {"vdn": config})) == {("vdn", 2)}  # its 4 episodes
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--env-steps", "1000"], "give --episodes or --env-steps, not both"),
+    (["--env-steps", "0", "--episodes"], "--env-steps must be between 1 and 100,000,000, got 0"),
+    (["--checkpoint-every", "0"], "--checkpoint-every must be a positive number of seconds, got 0.0"),
+])
+def test_foraging_budget_and_checkpoint_options_are_checked_in_one_line(argv, said, capsys, tmp_path):
+    base = _with(SCRIPTS["foraging"], out=str(tmp_path))
+    if argv[-1] == "--episodes":  # (--env-steps alone: the base's --episodes left out)
+        argv, base = argv[:-1], [arg for k, arg in enumerate(base) if "--episodes" not in base[max(k - 1, 0):k + 1]]
+    assert said in refused("foraging", [*base, *argv], capsys)
