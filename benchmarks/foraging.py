@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import pathlib
 import sys
@@ -453,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
              args.env_steps, saving(method, seed)) for method, seed in jobs if (method, seed) not in kept]
     trained = (({**row, "raw_steps_per_s": round(raw, 1)}, files)  # each as it ends: its files written at once
                for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address))
-    for row, files in [*((row, {}) for row in kept.values()), *trained]:
+    for row, files in itertools.chain(((row, {}) for row in kept.values()), trained):  # (not a list: one run's
+        # files are written as it ends, not once every run has)
         rows.append(row)
         record = (json.dumps(row) + "\n").encode()
         write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last

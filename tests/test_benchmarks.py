@@ -435,3 +435,21 @@ def test_foraging_budget_and_checkpoint_options_are_checked_in_one_line(argv, sa
     if argv[-1] == "--episodes":  # (--env-steps alone: the base's --episodes left out)
         argv, base = argv[:-1], [arg for k, arg in enumerate(base) if "--episodes" not in base[max(k - 1, 0):k + 1]]
     assert said in refused("foraging", [*base, *argv], capsys)
+
+
+def test_foraging_writes_each_runs_files_as_it_ends(tmp_path, monkeypatch):
+    # a grid that runs for hours must leave each finished run on disk at once (a list of the runs waited for them all)
+    foraging = script("foraging")
+    written = []
+
+    def grid(function, todo, *args, **kwargs):
+        for method, seed, *_ in todo:
+            written.append(sorted(path.name for path in tmp_path.glob("*/seed*.json")))  # before this run ends
+            yield _foraging_record(method, seed=seed, evaluations=[[2, 100, 0.1]]), {}
+
+    monkeypatch.setattr(foraging, "run_grid", grid)
+    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
+    monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
+    assert foraging.main(["--methods", "iql", "--seeds", "0", "1", "--episodes", "4", "--eval-every", "2", "--jobs", "1",
+                          "--runner", "pool", "--out", str(tmp_path)]) == 0
+    assert written == [[], ["seed0.json"]]  # seed 0's record was on disk while seed 1 still ran
