@@ -8,6 +8,28 @@ every agent learning the team reward (the sum of the agents' rewards: loading ev
     .venv/bin/python benchmarks/foraging.py --methods vdn --seeds 100 101 --set lr=5e-4 --out results/tmp/tuning
     .venv/bin/python benchmarks/foraging.py --redraw   # train nothing: the table and curves.png from the files
 
+The 2M-env-step grid (issue 48: IQL, VDN, QMIX, MAPPO and IPPO, seeds 0-4, a budget of env steps since this task's
+episodes end early), over as many sittings as it takes: the same command each sitting, in the background.
+
+    nohup nice -n 10 .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix mappo ippo --env-steps 2000000 \
+        --checkpoint-every 300 --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
+    git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
+
+``--reuse`` keeps every seed whose record is on disk; ``--checkpoint-every 300`` saves each run in progress every 5
+minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a value-decomposition learner's replay; deleted when its
+record is written; never committed, .gitignore), so a run cut off by the end of a sitting continues from its last
+save to the same result. Each run's files are written as it ends: commit them per seed as they appear (the summary
+and curves.png are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the
+default then); otherwise the process pool. Its own folder, not results/foraging: the 1M-step runs there are what
+notebook 12, the results page and their tests read, and these differ in kind (a budget of env steps, epsilon decayed
+over 30% of 2M env steps rather than of 20,000 episodes), so each folder's summary holds one experiment.
+Estimate from the committed 1M-step runs on an idle machine (raw lbforaging about 17,500 steps/s): IQL and QMIX
+2,350-2,730 env steps/s, MAPPO 1,110-2,030, IPPO 825-3,190 (VDN's 630-865 were timed beside a raw lbforaging of
+3,590, a machine about 5 times slower: as a ratio to raw it is 0.18-0.24, IQL's 0.15, QMIX's 0.14), so a 2M run takes
+about 13-14 minutes of one core for IQL, VDN and QMIX, 16-30 for MAPPO, 10-40 for IPPO: about 7 core-hours for the 25
+runs, 8.5 with a margin for later, shorter episodes, so about 4.5 hours on 2 idle cores; a machine busy with other
+work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4 times as long.
+
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``); the env steps and seconds of one core at which that mean first reached 0.8; and at
 the end the mean over 100 greedy episodes. Beside each, the sampled policy's (``evaluation.sampled_team_return``:
