@@ -23,12 +23,15 @@ and curves.png are written when a sitting completes the grid). Ray runs it where
 default then); otherwise the process pool. Its own folder, not results/foraging: the 1M-step runs there are what
 notebook 12, the results page and their tests read, and these differ in kind (a budget of env steps, epsilon decayed
 over 30% of 2M env steps rather than of 20,000 episodes), so each folder's summary holds one experiment.
-Estimate from the committed 1M-step runs on an idle machine (raw lbforaging about 17,500 steps/s): IQL and QMIX
-2,350-2,730 env steps/s, MAPPO 1,110-2,030, IPPO 825-3,190 (VDN's 630-865 were timed beside a raw lbforaging of
-3,590, a machine about 5 times slower: as a ratio to raw it is 0.18-0.24, IQL's 0.15, QMIX's 0.14), so a 2M run takes
-about 13-14 minutes of one core for IQL, VDN and QMIX, 16-30 for MAPPO, 10-40 for IPPO: about 7 core-hours for the 25
-runs, 8.5 with a margin for later, shorter episodes, so about 4.5 hours on 2 idle cores; a machine busy with other
-work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4 times as long.
+Its cost, estimated from the committed 1M-step runs' speeds as a ratio to raw lbforaging timed beside each (machines
+of one kind differ by more than twice; a test holds these to results/foraging): IQL 0.15-0.16, VDN 0.18-0.24, QMIX
+0.13-0.14, MAPPO 0.06-0.20, IPPO 0.08-0.18 (VDN's 630-865 env steps/s were timed beside a raw 3,590: not a slower
+learner, a machine about 5 times slower than the others' 17,400; timed in one invocation IQL, VDN and QMIX step
+alike). With raw lbforaging at 17,500 steps/s (an idle machine) a 2M run takes about 12-13 minutes of one core for
+IQL, 8-11 for VDN, 14 for QMIX, 10-30 for MAPPO and 11-23 for IPPO: about 6 core-hours for the 25 runs, 7.5 with a
+margin for the later, shorter episodes (more updates per env step), so about 4 hours on 2 idle cores; a machine busy
+with other work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4 times as long, up to an hour or more a run: hence
+the checkpoints.
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``); the env steps and seconds of one core at which that mean first reached 0.8; and at
@@ -340,7 +343,8 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
               env_steps: int | None = None) -> dict:
     """The runs ``--reuse`` keeps: ``(method, seed) -> row`` for each of ``jobs`` whose ``OUT/METHOD/seed<S>.json``
     holds this budget (a run overshoots it by less than one collection; with ``env_steps``, a record whose
-    ``budget`` is those env steps; a record without one had a budget of episodes) and config, with the yardstick timed beside it
+    ``budget`` is those env steps; a record without one had a budget of episodes) and config, with the yardstick
+    timed beside it
     (a run recorded without one takes its invocation's, from ``OUT/summary.json``). ValueError in one line for a file
     that is not this script's record of that run (``runs.grid.read_record``: not JSON, NaN, a field missing or of
     another type, another method's or seed's)."""

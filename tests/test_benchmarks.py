@@ -450,6 +450,23 @@ def test_foraging_writes_each_runs_files_as_it_ends(tmp_path, monkeypatch):
     monkeypatch.setattr(foraging, "run_grid", grid)
     monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
     monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
-    assert foraging.main(["--methods", "iql", "--seeds", "0", "1", "--episodes", "4", "--eval-every", "2", "--jobs", "1",
-                          "--runner", "pool", "--out", str(tmp_path)]) == 0
+    assert foraging.main(["--methods", "iql", "--seeds", "0", "1", "--episodes", "4", "--eval-every", "2",
+                          "--jobs", "1", "--runner", "pool", "--out", str(tmp_path)]) == 0
     assert written == [[], ["seed0.json"]]  # seed 0's record was on disk while seed 1 still ran
+
+
+def test_foraging_docstrings_speeds_are_the_committed_runs():
+    # the 2M grid's cost estimate reads each learner's speed as a ratio to raw lbforaging timed beside it
+    import json
+
+    foraging = script("foraging")
+    said = " ".join(foraging.__doc__.split())
+    for method in ("iql", "vdn", "qmix", "mappo", "ippo"):
+        folder = ROOT / "results" / "foraging" / method
+        runs = [json.loads(path.read_text()) for path in sorted(folder.glob("seed*.json"))]
+        ratios = [run["steps_per_s"] / run["raw_steps_per_s"] for run in runs]
+        low, high = f"{min(ratios):.2f}", f"{max(ratios):.2f}"
+        assert f"{method.upper()} {low if low == high else f'{low}-{high}'}" in said, method
+    vdn = [json.loads(path.read_text()) for path in (ROOT / "results" / "foraging" / "vdn").glob("seed*.json")]
+    assert f"{min(r['steps_per_s'] for r in vdn):.0f}-{max(r['steps_per_s'] for r in vdn):.0f} env steps/s" in said
+    assert {f"{r['raw_steps_per_s']:,.0f}" for r in vdn} == {"3,590"} and "beside a raw 3,590" in said
