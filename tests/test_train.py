@@ -310,15 +310,26 @@ def test_a_continuous_learners_sampled_forces_are_its_noise_by_hand(algo, sigma)
 def test_a_continuous_learners_noise_free_and_sampled_scores_differ_by_construction():
     # every actor outputs 0: the noise-free policy stands still, so its score is exactly the standing-still policy's
     # on the same start states; the sampled one adds noise_end = 0.05 noise to every force, so it moves and scores
-    # otherwise. Both seeded: the same figures twice, the learner's own generator untouched.
+    # otherwise than standing still on ITS start states (the first episode of copies seeded PARTICLE_EVAL_SEED and
+    # the next, not the noise-free score's; with noise_end = 0 the two are equal). Both seeded: the same figures
+    # twice, the learner's own generator untouched.
+    from marl_edu.envs.make import make_vec_env
+    from marl_edu.envs.particle import PARTICLE_EVAL_SEED
     from marl_edu.runs.seed import particle_figures
-    from marl_edu.training.evaluation import evaluate_particle, sampled_as
+    from marl_edu.training.evaluation import evaluate_particle, first_episode_returns, sampled_as
 
     agent = _zero_forces("maddpg_continuous")
     before = agent.generator.get_state()
     figures = particle_figures(agent, "simple_spread_v3", episodes=2)
-    still = evaluate_particle(lambda obs: np.zeros((3, 2), dtype=np.float32), "simple_spread_v3", episodes=2)
-    assert figures["team_return"] == still.team_return and figures["sampled"] != still.team_return
+    stand_still = lambda obs: np.zeros((*obs.shape[:-1], 2), dtype=np.float32)  # noqa: E731  (copies, N, 2)
+    still = evaluate_particle(lambda obs: stand_still(obs), "simple_spread_v3", episodes=2)
+    still_sampled_starts = first_episode_returns(stand_still, make_vec_env("simple_spread_v3", 2,
+                                                                            PARTICLE_EVAL_SEED)).mean()
+    assert figures["team_return"] == still.team_return
+    assert figures["sampled"] != pytest.approx(still_sampled_starts, abs=1e-6)  # the noise moved the agents
+    agent.config.noise_end = 0.0  # no noise: the sampled figure is standing still's on the same start states
+    assert particle_figures(agent, "simple_spread_v3", episodes=2)["sampled"] == pytest.approx(still_sampled_starts)
+    agent.config.noise_end = 0.05
     assert particle_figures(agent, "simple_spread_v3", episodes=2) == figures
     assert agent.generator.get_state().equal(before)
     assert sampled_as(agent) == "Gaussian noise, sigma 0.05"

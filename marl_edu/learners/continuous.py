@@ -147,11 +147,6 @@ class ContinuousMADDPG(MADDPG):
         at its last sigma."""
         return lambda obs: self.act(obs, self.config.noise_end)  # (copies, N, A)
 
-    def sampled_policy(self):
-        """``sampled_actions`` for ``run_episode``, one env (make one per episode): obs ``(N, O)`` -> ``(N, A)``."""
-        act = self.sampled_actions(1)
-        return lambda obs: act(obs[None])[0]
-
     # -- the actor's loss -----------------------------------------------------------------------
     def actor_loss(self, i: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Agent i's actor loss, ``deterministic_actor_loss`` with its actor mu_i and critic Q_i.

@@ -228,11 +228,6 @@ class EnsembleMADDPG:
         subpolicies = self.draw_subpolicies(copies)  # (copies, N) these episodes'
         return lambda obs: self.act(obs, self.config.noise_end, subpolicies)  # (copies, N, A)
 
-    def sampled_policy(self):
-        """``sampled_actions`` for ``run_episode``, one env (make one per episode): obs ``(N, O)`` -> ``(N, A)``."""
-        act = self.sampled_actions(1)
-        return lambda obs: act(obs[None])[0]
-
     # -- the losses -----------------------------------------------------------------------------
     def critic_input(self, i: int, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """What every critic sees: ``x = [o_1..o_N, a_1..a_N]``, ``(B, N*(O+A))`` (``i`` is unused)."""

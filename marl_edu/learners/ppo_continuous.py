@@ -172,11 +172,6 @@ class ContinuousMAPPO:
         training."""
         return lambda obs: np.clip(self.act(obs), -1.0, 1.0)  # (copies, N, A)
 
-    def sampled_policy(self):
-        """``sampled_actions`` for ``run_episode``, one env (make one per episode): obs ``(N, O)`` -> ``(N, A)``."""
-        act = self.sampled_actions(1)
-        return lambda obs: act(np.asarray(obs)[None])[0]
-
     @on_enclosing_threads
     def update(self, batch: dict) -> dict[str, float]:
         """One PPO update from a batch of whole episodes (``collect_force_episodes``'s, checked first by

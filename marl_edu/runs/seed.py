@@ -153,8 +153,9 @@ def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: i
     ``team_return``; on cooperative navigation ``landmark_distance`` (mean over steps), ``final_landmark_distance``
     and ``collisions_per_step`` (other envs do not report them: left out); ``agent_returns``, one per agent (on
     physical deception the adversary's first, then the good agents'); then ``sampled``, the sampled policy's mean
-    team return over the same start states (``evaluation.sampled_returns``, its draws seeded ``seed`` too;
-    ``evaluation.sampled_as`` says what it plays)."""
+    team return over ``episodes`` episodes of its own (``evaluation.sampled_returns``: the first episode of env copies
+    seeded ``seed``, ``seed + 1``, ..., not the noise-free score's start states, so compare the two as means; its draws
+    seeded ``seed`` too; ``evaluation.sampled_as`` says what it plays)."""
     scores = [evaluate_particle(policy, env_id, episodes, seed, progress, threads)
               for policy in noise_free_policies(agent)]
     figures = {key: float(np.mean([getattr(score, key) for score in scores]))

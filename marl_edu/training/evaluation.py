@@ -82,8 +82,12 @@ def sampled_as(learner, config=None) -> str:
 
 def sampled_policy(agent):
     """A fresh sampled policy for ``run_episode``, one episode at a time (obs ``(N, O)`` -> actions ``(N,)`` or forces
-    ``(N, A)``; make one per episode; ``sampled_returns`` plays many at once): the
-    learner's ``sampled_policy()``, epsilon-greedy with ``SAMPLED_EPSILON`` where it acts on Q-values."""
+    ``(N, A)``; make one per episode; ``sampled_returns`` plays many at once): a discrete learner's
+    ``sampled_policy()``, epsilon-greedy with ``SAMPLED_EPSILON`` where it acts on Q-values; a continuous learner's
+    ``sampled_actions`` for one env copy (an ensemble's sub-policies drawn for this episode)."""
+    if entry(algo_name(agent)).continuous:
+        act = agent.sampled_actions(1)
+        return lambda obs: act(np.asarray(obs)[None])[0]  # (N, O) -> (1, N, O) -> (1, N, A) -> (N, A)
     return agent.sampled_policy(epsilon=SAMPLED_EPSILON) if acts_on_q_values(agent) else agent.sampled_policy()
 
 
