@@ -119,6 +119,9 @@ def test_a_declaration_is_checked():
     for bad in (0, 0.3, 9, 1.5):  # a GIF's pixels are whole blocks: scale by 1-8 or shrink by 2-8
         with pytest.raises(ValueError, match=f"gif_scale must be an integer 1-8 or its reciprocal, got {bad}"):
             EnvFamily(**{**fields, "gif_scale": bad})
+    for bad in (0, -4, 31):
+        with pytest.raises(ValueError, match=f"gif_fps must be in \\[0.5, 30\\], got {bad}"):
+            EnvFamily(**{**fields, "gif_fps": bad})
 
 
 def test_a_vec_env_says_its_action_kind_from_the_family():

@@ -80,6 +80,8 @@ class EnvFamily:
             raise ValueError(f"{self.name}: evaluation episodes must be positive")
         if not (self.gif_scale in range(1, 9) or (self.gif_scale > 0 and 1 / self.gif_scale in range(2, 9))):
             raise ValueError(f"{self.name}: gif_scale must be an integer 1-8 or its reciprocal, got {self.gif_scale}")
+        if not 0.5 <= self.gif_fps <= 30:  # (viz.save_gif's range)
+            raise ValueError(f"{self.name}: gif_fps must be in [0.5, 30], got {self.gif_fps}")
 
     def __repr__(self) -> str:
         return f"EnvFamily({self.name!r}: {self.backend}, e.g. {self.example!r}, {self.actions} actions)"
