@@ -182,7 +182,8 @@ def test_the_kept_particle_policies_replay_their_noise_free_and_sampled_figures(
     assert set(kept["methods"]) == {run["method"] for run in summary["runs"]}
     for method, row in kept["methods"].items():
         record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == row["policy_seed"])
-        assert row["team_return"] == pytest.approx(record["team_return"], abs=0.006), method  # recorded exact, here 0.01
+        # recorded exact, here to 0.01
+        assert row["team_return"] == pytest.approx(record["team_return"], abs=0.006), method
         if method != "mappo":
             continue
         agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method][0], env_id=kept["env"])
@@ -392,6 +393,16 @@ def test_textbook_curves_keeps_the_published_columns_as_their_text_reads(tmp_pat
                                                                        "200,0.1\n100,0.2\n")
     with pytest.raises(ValueError, match="must increase"):
         tool.textbook_json(tmp_path, commit)
+    csv_file = tmp_path / tool.FOLDER / "qmix" / "4" / "results.csv"
+    for body, shown in [("100,n/a\n", "'100', 'n/a'"), ("100,nan\n", "'100', 'nan'"), ("100\n", "'100', ''"),
+                        ("1e5,0.1\n", "'1e5', '0.1'")]:  # a word, NaN, a short row, steps that are not a count
+        csv_file.write_text("environment_steps,mean_episode_returns\n" + body)
+        with pytest.raises(ValueError, match=f"qmix/4/results.csv: not a step count and a finite return: {shown}"):
+            tool.textbook_json(tmp_path, commit)
+    before = (tmp_path / "t.json").read_bytes()
+    with pytest.raises(SystemExit) as refused:  # the command line: one error line, the file already there kept
+        tool.main([str(tmp_path), "--commit", commit, "--out", str(tmp_path / "t.json")])
+    assert refused.value.code == 2 and (tmp_path / "t.json").read_bytes() == before
 
 
 def test_the_kept_foraging_policies_replay_their_greedy_and_sampled_figures():

@@ -20,6 +20,8 @@ import pathlib
 import re
 import sys
 
+from marl_edu.base.files import atomic_write_text
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "foraging" / "textbook.json"
 REPOSITORY = "https://github.com/LukasSchaefer/marl-book-exercises"
@@ -47,6 +49,13 @@ SOURCE = {
 }
 
 
+def _finite(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 def read_run(path: pathlib.Path) -> list[list]:
     """One results.csv: its ``[environment_steps, mean_episode_returns]`` pairs, in its order. ValueError naming the
     file for a missing column, a value that is not a number (or not finite), or env steps that do not increase."""
@@ -56,9 +65,9 @@ def read_run(path: pathlib.Path) -> list[list]:
         raise ValueError(f"{path}: needs the columns {', '.join(COLUMNS)} and at least one row")
     pairs = []
     for row in rows:
-        steps, value = row["environment_steps"], row["mean_episode_returns"]
-        if not re.fullmatch(r"\d+", steps) or not math.isfinite(float(value)):
-            raise ValueError(f"{path}: not a step count and a finite return: {steps!r}, {value!r}")
+        steps, value = row["environment_steps"] or "", row["mean_episode_returns"] or ""  # (a short row: None)
+        if not re.fullmatch(r"\d+", steps) or not re.fullmatch(r"[-+0-9.eE]+", value) or not _finite(value):
+            raise ValueError(f"{path}: not a step count and a finite return: {steps[:40]!r}, {value[:40]!r}")
         pairs.append([int(steps), float(value)])
     if any(a[0] >= b[0] for a, b in zip(pairs, pairs[1:])):
         raise ValueError(f"{path}: environment_steps must increase row by row")
@@ -94,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         text = textbook_json(args.checkout, args.commit)
     except (OSError, ValueError) as error:
         parser.error(str(error))
-    args.out.write_text(text)
+    try:
+        atomic_write_text(args.out, text)  # whole or not at all: a textbook.json already there stays as it was
+    except OSError as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
     print(f"wrote {args.out}")
     return 0
 

@@ -41,8 +41,8 @@ def gru_cell(in_dim: int, hidden: int) -> nn.GRUCell:
                              ("hidden", 3 * hidden, hidden)):
         if rows * cols > LIMITS["layer_weights"]:
             raise ValueError(f"a GRU of {in_dim:,} inputs and hidden={hidden:,}: its {name}-to-hidden weights "
-                             f"(3 gates x {hidden:,} by {cols:,}) are {rows * cols:,} weights in one layer, more than the "
-                             f"{LIMITS['layer_weights']:,} a network may hold in one (a smaller hidden)")
+                             f"(3 gates x {hidden:,} by {cols:,}) are {rows * cols:,} weights in one layer, more "
+                             f"than the {LIMITS['layer_weights']:,} a network may hold in one (a smaller hidden)")
     return nn.GRUCell(in_dim, hidden)
 
 
