@@ -330,7 +330,12 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, loc="upper left")
     source = published["source"]
-    fig.suptitle(f"Solid: our runs (greedy mean of 10 episodes every 200 episodes). Dashed: the MARL textbook's "
+    # the runs' --eval-every: an evaluation comes at the first collection's end past each multiple of it (208, 400,
+    # 608, ... with 16 copies), so their mean spacing
+    periods = {round((row["evaluations"][-1][0] - row["evaluations"][0][0]) / (len(row["evaluations"]) - 1))
+               for row in rows if len(row["evaluations"]) > 1}
+    every = f"every {periods.pop()} episodes" if len(periods) == 1 else "periodically"
+    fig.suptitle(f"Solid: our runs (greedy mean of 10 episodes {every}). Dashed: the MARL textbook's "
                  f"published runs, {source['repository'].removeprefix('https://')} at "
                  f"{source['commit'][:7]} ({TEXTBOOK_FILE.relative_to(ROOT)})", fontsize=9)
     fig.tight_layout()
