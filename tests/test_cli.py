@@ -366,7 +366,7 @@ def test_a_killed_run_resumes_from_its_last_periodic_save_to_the_same_bytes(tmp_
     import signal
     import time
 
-    argv = ["--algo", "coma", "--episodes", "600", "--eval-every", "200", "--n-envs", "4", "--hidden", "8", *FEW,
+    argv = ["--algo", "coma", "--episodes", "400", "--eval-every", "200", "--n-envs", "4", "--hidden", "8", *FEW,
             "--no-progress"]
     assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
     child = subprocess.Popen([sys.executable, "-m", "marl_edu", *argv, "--checkpoint-every", "0.2", "--out",
