@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import pathlib
 import sys
 import time
 

@@ -354,7 +354,7 @@ def foraging() -> list[str]:
         f"{published[method]} (our {method})" for method in textbook_runs) + ",",
         f"{' and '.join(sorted({str(len(seeds)) for seeds in textbook_runs.values()}))} seeds each, from",
         f"{source['repository']} at commit `{source['commit']}`, files `{source['paths'].split(' for ')[0]}`:",
-        f"their columns `environment_steps` and `mean_episode_returns`",
+        "their columns `environment_steps` and `mean_episode_returns`",
         f"({source['columns']['mean_episode_returns']}), kept as published in `{rel(module.TEXTBOOK_FILE)}` by",
         f"`tools/textbook_curves.py`. They are evaluated {source['evaluation'].split(' (')[0]}, where ours are",
         "greedy.")
