@@ -56,7 +56,7 @@ def test_each_reward_by_hand_and_the_team_reward_is_their_sum():
     env = make_env(SPREAD_DISCRETE_ID, seed=3)
     env.reset()
     rng = np.random.default_rng(0)
-    venv_total, total = 0.0, 0.0
+    total = 0.0
     for _ in range(env.max_steps):
         _, rewards, dones, info = env.step(rng.integers(0, 5, size=3))
         distance = np.linalg.norm(landmarks(env)[:, None] - positions(env)[None], axis=-1).min(axis=1).sum()
