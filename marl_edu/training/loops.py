@@ -38,8 +38,8 @@ The contract between the loop and a learner, the one place it is written (ARCHIT
   ensemble: ``policy(subpolicies)``) and the sampled policy (``evaluation.sampled_returns``, K env copies at once:
   the discrete whole-episode learners' ``policy_step``/``sample``, IQL's kin's with ``epsilon``; the discrete
   off-policy learners' ``act``; the continuous learners' ``sampled_actions(K)``; one episode at a time, a
-  discrete learner's ``sampled_policy()``), its draws from a generator the evaluation puts in ``agent.generator`` for the while
-  (``evaluation.own_generator``).
+  discrete learner's ``sampled_policy()``), its draws from a generator the evaluation puts in ``agent.generator``
+  for the while (``evaluation.own_generator``).
 
 Every loop and evaluation here runs on ``threads`` torch threads (default 1: networks this small run fastest on one,
 and two fight any other work on the machine) and gives the caller's count back after (``threads.torch_threads``).
