@@ -207,7 +207,8 @@ def write_gif(agent, env_id: str, path: pathlib.Path, threads: int | None = None
     else:
         with torch_threads(threads):
             frames = run_episode(make_env(env_id, seed=0), noise_free_policies(agent)[0], record_frames=True).frames
-    scale, fps = family(env_id).gif_scale, family(env_id).gif_fps
+    found = family(env_id)
+    scale, fps = found.gif_scale, found.gif_fps
     if scale < 1:
         return save_gif([downscale(frame, round(1 / scale)) for frame in frames], path, fps=fps, scale=1)
     return save_gif(frames, path, fps=fps, scale=int(scale))
