@@ -23,7 +23,8 @@ the whole 50 steps (random actions: what every batch holds before the first solv
 cProfile's most costly functions for the default batch.
 
 A SUMMARY line per invocation: median yardsticks to the first solve (a seed that never solved counts as never), how
-many seeds solved at some point and how many ended solved. Tune on seeds 100 and up, never the tables' 0-4.
+many seeds solved at some point and how many ended solved. Tune on seeds 100-999, never the tables' 0-4 nor
+the fresh seeds 1000-1019 that ``benchmarks/fresh.py`` measures the defaults on.
 """
 
 from __future__ import annotations

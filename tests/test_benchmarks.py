@@ -194,6 +194,7 @@ SCRIPTS = {
     "foraging": ["--episodes", "4", "--eval-every", "2", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
     "particle": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
     "competition": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
+    "fresh": ["--episodes", "4", "--seeds", "0", "--jobs", "1", "--runner", "pool"],
     "learning": ["--episodes", "4", "--seeds", "0"],
     "keep": ["--algo", "vdn", "--episodes", "4", "--eval-every", "2", "--seeds", "0"],
 }

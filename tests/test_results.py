@@ -424,3 +424,96 @@ def test_the_kept_foraging_policies_replay_their_greedy_and_sampled_figures():
         sampled = sampled_returns(agent, foraging.ENV_ID, kept["episodes"], seed=kept["seed"], threads=1).mean()
         assert round(float(sampled), 3) == pytest.approx(row["sampled"], abs=1e-9), method
         assert row["sampled_as"] == sampled_as(agent)
+
+
+# -- the taught defaults on 20 fresh seeds (benchmarks/fresh.py): issue 48's speed and end-solve figures ------------
+
+FRESH = RESULTS / "fresh"
+
+
+def _fresh_record(seed, greedy, seconds, first, yardstick, load, evaluations):
+    return {"seed": seed, "greedy": greedy, "seconds_to_solve": seconds, "episodes_to_solve": first,
+            "yardstick_s": yardstick, "load": load, "evaluations": evaluations}
+
+
+def test_the_fresh_table_by_hand():
+    fresh = _module("fresh")
+    method = next(iter(fresh.TAUGHT))
+    # a budget of 30 episodes: "late" is the evaluations after episode 20 (2/3 of 30), here those at 25 and 30
+    rows = [_fresh_record(1, 8.2, 10.0, 20, [2.0, 3.0], [1.0, 2.0], [[10, 7.0], [20, 8.2], [25, 8.2], [30, 8.0]]),
+            _fresh_record(2, -0.6, 30.0, 10, [3.0, 3.0], [3.0, 4.0], [[10, 8.1], [20, 8.1], [25, 7.9], [30, -0.6]]),
+            _fresh_record(3, -10.0, None, None, [2.5, 2.5], [2.0, 2.0], [[10, -10.0], [20, -10.0], [25, -10.0],
+                                                                          [30, -10.0]])]
+    row = fresh.table_row("Switch2-v0", method, rows, 8.3, 30)
+    # yardsticks to the first solve: 10 / 2.5 = 4.0, 30 / 3.0 = 10.0, never: the median of 4, 10 and never is 10
+    assert row["median_yardsticks_to_solve"] == 10.0
+    # ended solved (final >= 8.0): seed 1 only; solved at some point: seeds 1 and 2; late: (2/2 + 0/2 + 0/2) / 3
+    assert (row["solved_at_end"], row["solved_ever"], row["late"]) == (1, 2, 0.333)
+    assert row["not_solved_at_end"] == [{"seed": 2, "final": -0.6, "best": 8.1, "first_solve": 10},
+                                        {"seed": 3, "final": -10.0, "best": -10.0, "first_solve": None}]
+    # yardsticks 2, 3, 3, 3, 2.5, 2.5: sorted 2, 2.5, 2.5 | 3, 3, 3 -> median (2.5 + 3) / 2 = 2.75;
+    # loads sorted 1, 2, 2 | 2, 3, 4 -> 2
+    assert (row["yardstick_s"], row["load"]) == ([2.75, 2.0, 3.0], [2.0, 1.0, 4.0])
+    assert fresh.format_row(row) == (f"| Switch2-v0 | {method} | 10.0 | 1/3 | 2/3 | 0.33 | 2 (-0.6), 3 (-10.0) | "
+                                     "2.75 (2.00-3.00) | 2.0 (1.0-4.0) |")
+    assert fresh.table_header().splitlines()[0].count("|") == fresh.format_row(row).count("|")
+    assert fresh.verdict(row) == (f"{method} on Switch2-v0: 10.0 yardsticks: misses the bar of 8 by 2.0; ended "
+                                  "solved 1/3: misses the bar of 19 of 20 by 2 seeds")  # (19/20 of 3 seeds: 3)
+    # a fourth seed that never solved: the median of 4, 10, never, never is never
+    never = fresh.table_row("Switch2-v0", method, [*rows, {**rows[2], "seed": 4}], 8.3, 30)
+    assert never["median_yardsticks_to_solve"] is None and "| never |" in fresh.format_row(never)
+    with pytest.raises(ValueError, match="no evaluation after"):
+        fresh.late_share({**rows[0], "evaluations": [[10, 8.2]]}, 30, 8.3)
+
+
+def test_the_fresh_benchmark_keeps_finished_seeds(tmp_path, monkeypatch):
+    # a tiny invocation (one seed, 16 episodes, the runs in this process), then --reuse with a second seed: the
+    # finished seed is kept as it was, the summary covers both, and only the first seed keeps a policy
+    fresh = _module("fresh")
+    monkeypatch.setattr(fresh, "run_grid", lambda function, todo, *args, **kwargs: map(function, todo))
+    monkeypatch.setattr(fresh, "YARDSTICK_STEPS", 2_000)  # (the real one times 200,000 steps)
+    method = next(iter(fresh.TAUGHT))
+    env_id = fresh.TAUGHT[method]
+    tiny = ["--methods", method, "--episodes", "16", "--jobs", "1", "--runner", "pool", "--out", str(tmp_path)]
+    assert fresh.main([*tiny, "--seeds", "0"]) == 0
+    first = (tmp_path / env_id / method / "seed0.json").read_bytes()
+    record = json.loads(first)
+    assert len(record["yardstick_s"]) == 2 and all(value > 0 for value in record["yardstick_s"])
+    assert fresh.main([*tiny, "--seeds", "0", "1", "--reuse"]) == 0
+    assert (tmp_path / env_id / method / "seed0.json").read_bytes() == first
+    summary = json.loads((tmp_path / env_id / "summary.json").read_text())
+    assert summary["seeds"] == [0, 1] and [row["seeds"] for row in summary["table"]] == [2]
+    assert summary["command"] == f"benchmarks/fresh.py --methods {method} --seeds 0 1 --jobs 2 --episodes 16"
+    assert sorted(path.name for path in (tmp_path / env_id / method).iterdir()) == [
+        "greedy.gif", "policy.pt", "seed0.json", "seed1.json"]
+
+
+FRESH_SUMMARIES = sorted(FRESH.glob("*/summary.json"))
+
+
+@pytest.mark.parametrize("path", FRESH_SUMMARIES, ids=lambda path: path.parent.name)
+def test_the_fresh_summaries_are_what_their_seed_records_give(path):
+    # every row of results/fresh/ENV/summary.json is what fresh.py's table_row gives on its 20 checked seed records,
+    # on seeds 1000-1019; one policy per learner (its first seed's, replayed by the test of every committed policy
+    # above); the rows are on the results page and printed by notebook 11
+    fresh = _module("fresh")
+    summary = json.loads(path.read_text())
+    assert summary["seeds"] == fresh.SEEDS == list(range(1000, 1020))
+    assert summary["table"] and summary["command"].startswith("benchmarks/fresh.py --methods")
+    readme = (RESULTS / "README.md").read_text()
+    notebook = json.loads((ROOT / "notebooks" / "11_comparison_switch2.ipynb").read_text())
+    printed = "".join(text for cell in notebook["cells"] if cell["cell_type"] == "code"
+                      for output in cell.get("outputs", []) for text in output.get("text", []))
+    for row in summary["table"]:
+        assert fresh.TAUGHT[row["method"]] == row["env"] == path.parent.name
+        records = [fresh.record(FRESH, row["env"], row["method"], seed, "the test") for seed in summary["seeds"]]
+        assert fresh.table_row(row["env"], row["method"], records, row["optimal"], row["episodes"]) == row
+        assert sorted(p.name for p in (path.parent / row["method"]).glob("*.pt")) == ["policy.pt"]
+        assert fresh.format_row(row) in readme
+        assert fresh.verdict(row) in " ".join(readme.split())  # (a bullet, wrapped)
+        # notebook 11 prints the summary's figures in its own columns (nbval checks them to the character): each
+        # learner's ended-solved count, and each seed that did not end solved with its final return
+        lines = [line.strip() for line in printed.splitlines() if line.strip().startswith(row["method"] + " ")]
+        assert any(f"{row['solved_at_end']}/{row['seeds']}" in line for line in lines), row["method"]
+        for missed in row["not_solved_at_end"]:
+            assert any(f"seed {missed['seed']}: final {missed['final']:5.1f}" in line for line in lines), missed

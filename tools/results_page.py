@@ -23,7 +23,8 @@ import sys
 import textwrap
 
 from marl_edu.runs.grid import KEPT_FIGURES  # --replay-kept's file in a grid's folder
-from marl_edu.runs.seed import SOLVED_MARGIN, solve_line, solved_threshold  # solved: greedy within the margin of the optimum
+# solved: greedy within the margin of the optimum
+from marl_edu.runs.seed import SOLVED_MARGIN, known_optimum, solve_line, solved_threshold
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -151,6 +152,7 @@ def words() -> list[str]:
 def intro() -> list[str]:
     sections = [("MADDPG on Switch2", "maddpg-on-switch2"), ("COMA on Switch2-v0", "coma-on-switch2-v0"),
                 ("Switch2: the learners side by side", "switch2-the-learners-side-by-side"),
+                ("Switch2: 20 fresh seeds", "switch2-the-taught-defaults-on-20-fresh-seeds"),
                 ("Three and four agents", "three-and-four-agents-switch3-and-switch4"),
                 ("PredatorPrey7x7", "predatorprey7x7"), ("Level-Based Foraging", "level-based-foraging"),
                 ("Cooperative navigation", "cooperative-navigation"), ("Physical deception", "physical-deception"),
@@ -284,6 +286,58 @@ def switch2_comparison() -> list[str]:
                                        "per method"),
             *compare_env("Switch2-v2", "greedy team return during training on Switch2-v2, mean and range over seeds, "
                                        "per method")]
+
+
+def fresh_switch2() -> list[str]:
+    """benchmarks/fresh.py's runs: the taught defaults on 20 fresh seeds against issue 48's two bars (computed again
+    from the per-seed files, as the benchmark prints them), every seed's first solve and final return, the files read
+    and the commands."""
+    module = benchmark("fresh")
+    envs = list(dict.fromkeys(module.TAUGHT.values()))
+    paths = [RESULTS / "fresh" / env_id / "summary.json" for env_id in envs
+             if (RESULTS / "fresh" / env_id / "summary.json").exists()]
+    lines = ["## Switch2: the taught defaults on 20 fresh seeds", "",
+             *paragraph("Does each default the course teaches solve Switch2 fast, and stay solved? COMA, MAPPO, IPPO,",
+                        "VDN and QMIX on Switch2-v0 and MADDPG on Switch2-v2, each with its learner table's budget",
+                        "and defaults, on seeds 1000-1019, which no tuning sweep and no other table used (the",
+                        "one-change baselines are not among them). A run's wall-clock is read in yardsticks: the",
+                        f"seconds raw ma-gym takes for {module.YARDSTICK_STEPS:,} random steps of Switch2-v0, timed",
+                        "in the same process just before and just after the run (their mean), so runs on a loaded",
+                        "machine compare; the table gives the yardstick and the one-minute load average beside them.",
+                        "\"To the first solve\" is the median over the seeds of the wall-clock to the first greedy",
+                        f"evaluation at {number(solved_threshold(known_optimum('Switch2-v0')))} or more, a seed that",
+                        "never got there counting as never; \"late\" is the mean over seeds of the share of greedy",
+                        "evaluations in the last third of the budget that were solved. Issue 48's bars: a median of",
+                        f"{module.SPEED_BAR:.0f} yardsticks at most, and ended solved on {module.END_BAR} seeds of 20",
+                        "at least.")]
+    rows, seed_rows, verdicts, count, done = [], [], [], 0, []
+    for path in paths:
+        summary = load(path)
+        for entry in summary["table"]:
+            runs = [load(path.parent / entry["method"] / f"seed{seed}.json") for seed in summary["seeds"]]
+            count += len(runs)
+            row = module.table_row(entry["env"], entry["method"], runs, entry["optimal"], entry["episodes"])
+            rows.append(module.format_row(row))
+            verdicts += bullet(module.verdict(row) + ".")
+            done.append(entry["method"])
+            times = [module.yardsticks(run) for run in runs]
+            seed_rows.append([entry["method"], entry["env"], str(entry["episodes"]),
+                              ", ".join("-" if t is None else number(t) for t in times),
+                              per_seed([run["greedy"] for run in runs])])
+    if not paths:
+        return lines + paragraph("No run of it is committed yet:", f"`{PYTHON} benchmarks/fresh.py` makes them.")
+    lines += [module.table_header(), *rows, "", *verdicts, ""]
+    missing = [method for method in module.TAUGHT if method not in done]
+    if missing:
+        lines += paragraph("Not measured yet:", ", ".join(missing) + ".")
+    lines += [f"Per seed ({seeds_text(load(paths[0])['seeds'])}; first solve in yardsticks, \"-\" never):", "",
+              *markdown_table(["method", "env", "episodes", "first solve (yardsticks), per seed",
+                               "final greedy, per seed"], seed_rows), "",
+              *paragraph(compact_files_read("results/fresh/<env>/<method>/seed<S>.json", count, paths),
+                         "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`."),
+              "Reproduce (two runs at a time; `--reuse` keeps the seeds already on disk):", "",
+              "```bash", *[f"{PYTHON} {load(path)['command']}" for path in paths], "```", ""]
+    return lines
 
 
 def more_agents() -> list[str]:
@@ -505,8 +559,8 @@ def measured_not_committed() -> list[str]:
             "```", ""]
 
 
-SECTIONS = [intro, maddpg_switch2, coma_switch2, switch2_comparison, more_agents, predator_prey, foraging,
-            cooperative_navigation, discrete_navigation, physical_deception, measured_not_committed]
+SECTIONS = [intro, maddpg_switch2, coma_switch2, switch2_comparison, fresh_switch2, more_agents, predator_prey,
+            foraging, cooperative_navigation, discrete_navigation, physical_deception, measured_not_committed]
 
 
 def page() -> str:

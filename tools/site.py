@@ -88,7 +88,7 @@ def part_title(part: str) -> str:
 # (file name under results/, title, the sections of tools/results_page.py it holds)
 RESULTS_PAGES = [
     ("switch2", "Switch2: MADDPG, COMA and every learner",
-     ["maddpg_switch2", "coma_switch2", "switch2_comparison"]),
+     ["maddpg_switch2", "coma_switch2", "switch2_comparison", "fresh_switch2"]),
     ("switch3-switch4", None, ["more_agents"]),
     ("predator-prey", None, ["predator_prey"]),
     ("foraging", None, ["foraging"]),

@@ -1,5 +1,5 @@
 """A grid of independent training runs, on Ray or on a local process pool: what every benchmark that trains several
-seeds shares (benchmarks/compare.py, sweep.py, foraging.py, particle.py, competition.py).
+seeds shares (benchmarks/compare.py, sweep.py, foraging.py, particle.py, competition.py, fresh.py).
 
 Each run is one call ``function(job)`` in its own process, on one CPU (the function trains with ``threads=1``).
 ``--runner ray`` (the default when the optional ray extra is installed: ``pip install -e ".[ray]"``) starts a local

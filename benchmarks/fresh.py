@@ -1,0 +1,242 @@
+"""Do the taught defaults solve Switch2 fast, and stay solved? Issue 48's two figures over 20 fresh seeds.
+
+    .venv/bin/python benchmarks/fresh.py                                   # every taught default, seeds 1000-1019
+    .venv/bin/python benchmarks/fresh.py --methods coma-gru mappo-gru --reuse   # some of them, keeping finished seeds
+
+The taught defaults, each with its learner table's budget, evaluation period and default config, as the command line
+trains them (``benchmarks/compare.py``'s ``run_one``, through ``runs.grid``): COMA, MAPPO, IPPO, VDN and QMIX on
+Switch2-v0, MADDPG on Switch2-v2 (the clock its feed-forward actors need). The one-change baselines (IQL, IAC-V, IDDPG,
+central-V and central-QV) are not among them. The seeds are 1000-1019, fresh: no tuning sweep (seeds 10-14 and 100 and
+up, benchmarks/TUNING.md) and no table (0-4; speed.py's 20-24) used them.
+
+Per seed it records compare.py's record (final greedy and sampled returns, when a greedy evaluation first reached
+8.0, its wall-clock, every evaluation) and beside it the **yardstick**: the seconds raw ma-gym takes for 200,000
+random steps of Switch2-v0 (``speed.raw_ma_gym_speed``, as ``benchmarks/keep.py`` times it), timed in the same worker
+just before the run and just after it (``yardstick_s``), and the machine's one-minute load average then (``load``).
+The machine may be shared: a run's wall-clock is read in its own yardsticks (their mean), so runs under different
+loads compare. Per learner (``table_row``):
+
+- **to the first solve**: the median over seeds of the wall-clock to the first greedy evaluation at 8.0 (within 0.3
+  of the optimum 8.3), in yardsticks; a seed that never got there counts as never (so the median is "never" when
+  half the seeds or more never did). Issue 48's bar: 8 yardsticks.
+- **ended solved**: the seeds whose final policy's greedy return is 8.0 or more (Switch is deterministic: one
+  episode is the policy's exact return). Issue 48's bar: 19 of 20.
+- **late**: the mean over seeds of the share of greedy evaluations in the last third of the budget that were
+  solved (``benchmarks/keep.py``'s), a steadier measure of keeping than the final evaluation alone.
+
+Writes results/fresh/ENV/METHOD/seed<S>.json per run (the record last, the mark of a finished run; ``--reuse`` keeps
+finished seeds, so a sitting cut off loses only the runs in progress), the first seed's policy.pt and greedy.gif,
+and results/fresh/ENV/summary.json: the command, the seeds and one row per learner whose seeds have all finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import compare
+from marl_edu.base.files import atomic_write_text
+from marl_edu.learners.coma import COMA
+from marl_edu.learners.maddpg import MADDPG
+from marl_edu.learners.ppo import IPPO, MAPPO
+from marl_edu.learners.table import algo_name_of_class, entry
+from marl_edu.learners.value_decomposition import QMIX, VDN
+from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, open_out, read_record,
+                                run_grid, where, write_files)
+from marl_edu.runs.seed import known_optimum, solve_line, split
+from speed import raw_ma_gym_speed
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results" / "fresh"
+SEEDS = list(range(1000, 1020))  # fresh: no tuning and no table used them
+# the taught defaults, and the task each is measured on (issue 48: MADDPG on Switch2-v2)
+TAUGHT = {f"{algo_name_of_class(learner)}-{variant}": env_id for learner, variant, env_id in (
+    (COMA, "gru", "Switch2-v0"), (MAPPO, "gru", "Switch2-v0"), (IPPO, "gru", "Switch2-v0"),
+    (VDN, "gru", "Switch2-v0"), (QMIX, "gru", "Switch2-v0"), (MADDPG, "mlp", "Switch2-v2"))}
+YARDSTICK_STEPS = 200_000  # raw ma-gym Switch2-v0 random steps: one yardstick of wall-clock (keep.py's)
+SPEED_BAR, END_BAR = 8.0, 19  # issue 48's bars: median yardsticks to the first solve, seeds of 20 ended solved
+LATE = 2 / 3  # "late": the evaluations after this share of the budget (keep.py's)
+
+
+def yardstick_seconds(steps: int = YARDSTICK_STEPS) -> float:
+    """Seconds raw ma-gym takes for ``YARDSTICK_STEPS`` random steps of Switch2-v0 on this machine now, timed over
+    ``steps`` of them (fewer only in the tests)."""
+    return YARDSTICK_STEPS / raw_ma_gym_speed("Switch2-v0", steps)
+
+
+def run_one(job: tuple[str, str, int, int | None, bool, int]) -> tuple[dict, dict[str, bytes]]:
+    """One seed of one method (``compare.run_one``: its record, and for the first seed its policy and GIF, as bytes)
+    with the yardstick timed just before and just after it in the same process and the load average at both times.
+    ``job``: ``(env_id, method, seed, episodes or None for the table's budget, keep_artifacts, yardstick_steps)``."""
+    env_id, method, seed, episodes, keep_artifacts, steps = job
+    load_before, before = os.getloadavg()[0], yardstick_seconds(steps)
+    row, files = compare.run_one((env_id, method, seed, episodes, keep_artifacts))
+    after, load_after = yardstick_seconds(steps), os.getloadavg()[0]
+    row = {**row, "yardstick_s": [round(before, 3), round(after, 3)], "load": [round(load_before, 2),
+                                                                                round(load_after, 2)]}
+    files[f"seed{seed}.json"] = (json.dumps(row) + "\n").encode()  # (the same key: still written last)
+    return row, files
+
+
+# a run's record (ENV/METHOD/seed<S>.json): compare.py's and the yardsticks and loads beside it
+RECORD = {**compare.RECORD, "yardstick_s": list, "load": list}
+
+
+def record(out: pathlib.Path, env_id: str, method: str, seed: int, what: str = "--reuse") -> dict:
+    """The checked record of ``method`` on ``env_id`` with ``seed`` in ``out`` (``runs.grid.read_record``); ValueError
+    in one line otherwise, also for yardsticks that are not two positive numbers."""
+    path = out / env_id / method / f"seed{seed}.json"
+    row = read_record(path, RECORD, {"env": env_id, "method": method, "seed": seed}, what)
+    if len(row["yardstick_s"]) != 2 or not all(isinstance(value, (int, float)) and value > 0
+                                               for value in row["yardstick_s"]):
+        raise ValueError(f"{what}: {path}: its yardstick_s must be two positive numbers of seconds, got "
+                         f"{str(row['yardstick_s'])[:40]}")
+    return row
+
+
+def finished(out: pathlib.Path, env_id: str, method: str, seed: int, budget: int) -> bool:
+    """Whether ``out`` holds this seed's finished run of ``budget`` episodes (a run overshoots by less than one
+    lock-step of its 16 copies)."""
+    if not (out / env_id / method / f"seed{seed}.json").exists():
+        return False
+    return budget <= record(out, env_id, method, seed)["episodes"] < budget + 16
+
+
+def yardsticks(row: dict) -> float | None:
+    """A run's wall-clock to its first solve in its own yardsticks (their mean, before and after the run), None if
+    it never solved."""
+    if row["seconds_to_solve"] is None:
+        return None
+    return row["seconds_to_solve"] / float(np.mean(row["yardstick_s"]))
+
+
+def late_share(row: dict, budget: int, optimum: float) -> float:
+    """The share of the run's greedy evaluations after ``LATE`` of ``budget`` episodes that were solved."""
+    late = [value >= solve_line(optimum) for episode, value in row["evaluations"] if episode > budget * LATE]
+    if not late:
+        raise ValueError(f"seed {row['seed']}: no evaluation after {LATE:.2f} of the budget {budget}")
+    return float(np.mean(late))
+
+
+def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
+    """One learner over its seeds (``rows``: their records): the median yardsticks to the first solve (a seed that
+    never solved counts as never: None when the median is never), how many seeds solved at some point and at the
+    end, the mean late share, the seeds that did not end solved with their final and best greedy returns and their
+    first solve in episodes, and the yardsticks' and loads' medians and ranges."""
+    times = [yardsticks(row) for row in rows]
+    median = statistics.median([float("inf") if t is None else t for t in times])
+    line = solve_line(optimum)
+    missed = [{"seed": row["seed"], "final": row["greedy"], "best": max(value for _, value in row["evaluations"]),
+               "first_solve": row["episodes_to_solve"]} for row in rows if row["greedy"] < line]
+    sticks = [value for row in rows for value in row["yardstick_s"]]
+    loads = [value for row in rows for value in row["load"]]
+    return {"env": env_id, "method": method, "seeds": len(rows), "episodes": budget, "optimal": optimum,
+            "median_yardsticks_to_solve": None if median == float("inf") else round(median, 2),
+            "solved_ever": sum(t is not None for t in times), "solved_at_end": len(rows) - len(missed),
+            "late": round(float(np.mean([late_share(row, budget, optimum) for row in rows])), 3),
+            "not_solved_at_end": missed,
+            "yardstick_s": [round(statistics.median(sticks), 2), min(sticks), max(sticks)],
+            "load": [round(statistics.median(loads), 2), min(loads), max(loads)]}
+
+
+def table_header() -> str:
+    """The table's header and rule (``format_row``'s columns)."""
+    return ("| env | method | median yardsticks to the first solve (bar 8) | ended solved (bar 19/20) | solved at "
+            "some point | late | not solved at the end: seed (final greedy) | yardstick s: median (range) | load "
+            "average: median (range) |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def format_row(t: dict) -> str:
+    """One row of the table (``table_header``'s columns)."""
+    median = "never" if t["median_yardsticks_to_solve"] is None else f"{t['median_yardsticks_to_solve']:.1f}"
+    missed = ", ".join(f"{m['seed']} ({m['final']:.1f})" for m in t["not_solved_at_end"]) or "none"
+    stick, load = t["yardstick_s"], t["load"]
+    return (f"| {t['env']} | {t['method']} | {median} | {t['solved_at_end']}/{t['seeds']} | "
+            f"{t['solved_ever']}/{t['seeds']} | {t['late']:.2f} | {missed} | {stick[0]:.2f} ({stick[1]:.2f}-"
+            f"{stick[2]:.2f}) | {load[0]:.1f} ({load[1]:.1f}-{load[2]:.1f}) |")
+
+
+def verdict(t: dict) -> str:
+    """Where a learner stands against issue 48's two bars, and by how much it misses one."""
+    median = t["median_yardsticks_to_solve"]
+    speed = ("never solved on half the seeds or more: misses the bar of 8 yardsticks" if median is None else
+             f"{median:.1f} yardsticks: " + (f"within the bar of {SPEED_BAR:.0f}" if median <= SPEED_BAR else
+                                              f"misses the bar of {SPEED_BAR:.0f} by {median - SPEED_BAR:.1f}"))
+    short = math.ceil(END_BAR * t["seeds"] / 20) - t["solved_at_end"]  # (19 of 20 seeds; as a share, of others)
+    end = f"ended solved {t['solved_at_end']}/{t['seeds']}: " + (
+        f"meets the bar of {END_BAR} of 20" if short <= 0 else f"misses the bar of {END_BAR} of 20 by "
+                                                                f"{plural(short, 'seed')}")
+    return f"{t['method']} on {t['env']}: {speed}; {end}"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def command(methods: list[str], seeds: list[int], episodes: int | None) -> str:
+    """The command that trains exactly these runs (the runner and --reuse left out: they do not change them)."""
+    text = f"benchmarks/fresh.py --methods {' '.join(methods)} --seeds {' '.join(map(str, seeds))} --jobs 2"
+    return text + (f" --episodes {episodes}" if episodes is not None else "")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--methods", nargs="+", default=list(TAUGHT), choices=list(TAUGHT))
+    parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2)")
+    add_runner_options(parser)
+    parser.add_argument("--reuse", action="store_true", help="keep the seeds whose seed<S>.json is finished")
+    parser.add_argument("--episodes", type=int, default=None,
+                        help="episodes per run for every method (default: each learner's table budget)")
+    parser.add_argument("--out", type=str, default=RESULTS, help="results folder (default: results/fresh)")
+    args = parser.parse_args(argv)
+    check_options(parser, args)
+    check_runner_options(parser, args)
+    budget = {method: args.episodes or entry(split(method)[0]).episodes for method in args.methods}
+    args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
+    jobs = [(TAUGHT[method], method, seed, args.episodes, seed == args.seeds[0], YARDSTICK_STEPS)
+            for seed in args.seeds for method in args.methods]  # seed by seed: a cut-off sitting has every method
+    try:
+        todo = [job for job in jobs if not (args.reuse and finished(args.out, *job[:3], budget[job[1]]))]
+    except ValueError as error:
+        if held is not None:
+            held.close()
+        parser.error(str(error))
+    start = time.perf_counter()
+    print(f"{len(todo)} runs of {len(jobs)} to do, {where(args)}; load average now {os.getloadavg()[0]:.1f}",
+          flush=True)
+    for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address):
+        write_files(args.out / row["env"] / row["method"], files)  # each atomically, seed<S>.json last
+        print(f"  {row['method']:<10} seed {row['seed']}: greedy {row['greedy']:5.1f}, first solve "
+              f"{'-' if yardsticks(row) is None else f'{yardsticks(row):.1f}'} yardsticks (episode "
+              f"{row['episodes_to_solve']}), yardstick {np.mean(row['yardstick_s']):.2f} s, load "
+              f"{row['load'][0]:.1f}; {time.perf_counter() - start:.0f} s so far", flush=True)
+    # the summaries: every taught method of each env with all these seeds finished, run now or before
+    for env_id in dict.fromkeys(TAUGHT[method] for method in args.methods):
+        methods = [m for m in TAUGHT if TAUGHT[m] == env_id
+                   and all(finished(args.out, env_id, m, seed, budget.get(m) or args.episodes
+                                    or entry(split(m)[0]).episodes) for seed in args.seeds)]
+        optimum = known_optimum(env_id)
+        table = [table_row(env_id, m, [record(args.out, env_id, m, seed, "the table") for seed in args.seeds],
+                           optimum, budget.get(m) or args.episodes or entry(split(m)[0]).episodes) for m in methods]
+        print("\n" + table_header())
+        print("\n".join(format_row(t) for t in table))
+        print("\n".join(verdict(t) for t in table))
+        atomic_write_text(args.out / env_id / "summary.json", json.dumps(
+            {"command": command(methods, args.seeds, args.episodes), "seeds": args.seeds,
+             "yardstick_steps": YARDSTICK_STEPS, "table": table}, indent=1) + "\n")
+    if held is not None:
+        held.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
