@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/keep.py --algo vdn --seeds 100 101 102 [--env Switch2-v0] [--episodes 3000]
         [--eval-every 50] [--set lr=1e-3 target_update_every=200] [--diagnose] [--profile 40]
+        [--entropy-floor 0.01] [--lr-end 0.1]
 
 Each seed trains the learner's defaults (``--set field=value`` changes them, as ``benchmarks/sweep.py``'s) for its
 whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` episodes. Per seed it prints:
@@ -16,11 +17,15 @@ whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` 
 
 ``--diagnose`` also records what every update saw and did (``Diagnosis``): the TD loss, Q_tot on the replayed steps,
 the gradient norm before clipping, the size of the step the weights took, epsilon, and how many of the replay's
-episodes got both agents home; printed per evaluation window beside the greedy return, so a collapse is seen as it
-happens. ``--profile N`` runs the first seed under cProfile and prints its N most costly functions.
-``--time-updates`` only times the learner's update alone (no training): batches of 16, 32 and 64 replayed episodes of
-the whole 50 steps (random actions: what every batch holds before the first solve), its milliseconds per update, and
-cProfile's most costly functions for the default batch.
+episodes got every agent home; printed per evaluation window beside the greedy return, so a collapse is seen as it
+happens. For PPO (mappo, ippo, ``ppo_figures``): the critic's error on each fresh batch, the policy's entropy, the
+approximate KL and clip fraction of the update, the gradient norms and steps of the actor and the critic, the entropy
+weight beta, and how many of the episodes played got every agent home. ``--entropy-floor BETA`` and ``--lr-end F``
+(PPO) train with two of the field's remedies (``Remedy``) in place of the defaults' schedules. ``--profile N`` runs
+the first seed under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's
+update alone (no training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what
+every batch holds before the first solve), its milliseconds per update, and cProfile's most costly functions for the
+default batch.
 
 A SUMMARY line per invocation: median yardsticks to the first solve (a seed that never solved counts as never), how
 many seeds solved at some point and how many ended solved. Tune on seeds 100-999, never the tables' 0-4 nor
@@ -30,8 +35,10 @@ the fresh seeds 1000-1019 that ``benchmarks/fresh.py`` measures the defaults on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
+import math
 import pstats
 import statistics
 import sys
@@ -41,7 +48,11 @@ import numpy as np
 import torch
 
 from marl_edu.envs.planning import optimal_team_return
+from marl_edu.learners.ppo import MAPPO, gae_advantages
 from marl_edu.learners.table import ALGORITHMS, config_class, config_with, entry
+from marl_edu.pieces.masked import masked_mean
+from marl_edu.pieces.policies import categorical_entropy
+from marl_edu.pieces.targets import critic_rewards
 from marl_edu.runs.grid import check_options
 from marl_edu.runs.seed import run_seed, solve_line
 from marl_edu.training.evaluation import greedy_team_return
@@ -49,7 +60,14 @@ from marl_edu.training.loops import train
 from speed import raw_ma_gym_speed
 
 YARDSTICK_STEPS = 200_000  # raw ma-gym Switch2-v0 steps with random actions: one yardstick of wall-clock
-HOME = 5.0  # an episode's team return above this got both agents home (each arrival pays +5, steps cost -0.1 each)
+HOME = 5.0  # on Switch2 a team return above this got both agents home (each arrival pays +5, steps cost -0.1 each)
+
+
+def home_line(n_agents: int) -> float:
+    """A Switch team return above this got every one of ``n_agents`` agents home: with one agent left out the
+    others' arrivals pay at most 5 (N - 1) and the one left out pays 0.1 for each of its 50 steps, 5 (N - 1) - 5 =
+    5 N - 10 at most; never below ``HOME`` (Switch2's and Switch3's readouts: 5.0)."""
+    return max(HOME, 5.0 * n_agents - 10.0)
 
 
 def yardstick_seconds() -> float:
@@ -62,13 +80,75 @@ def parameter_groups(agent) -> dict[str, list[torch.Tensor]]:
     optimiser (``""``), MADDPG's critics and actors (``"critic"``, ``"actor"``)."""
     if hasattr(agent, "optimizer"):
         return {"": list(agent.optimizer.param_groups[0]["params"])}
+    if hasattr(agent, "actor_optimizer"):  # PPO: one actor and one critic, each its own optimiser
+        return {"actor": list(agent.actor.parameters()), "critic": list(agent.critic.parameters())}
     return {"critic": [p for net in agent.critics for p in net.parameters()],
             "actor": [p for net in agent.actors for p in net.parameters()]}
 
 
+def ppo_figures(agent, batch) -> dict[str, float]:
+    """``agent.update(batch)`` of a PPO learner (MAPPO, IPPO), and what it saw and did, each a mean over the steps
+    agents act (the critic's: over the real steps), from the learner's own functions, none of them drawing from its
+    generator (so training is the same with the diagnosis or without):
+
+    - ``beta``: the entropy weight of this update (the loop's schedule sets it);
+    - ``entropy``: H(pi_old) in nats, the policy that played the batch (log A at most: uniform);
+    - ``v_err``: the critic's error on the fresh batch before it learns from it, mean (G_{i,t} - V_old(z_{i,t}))^2 =
+      mean Adv^2 (GAE's lambda-returns, as ``ppo_update`` computes them); ``v_loss``: the update's own critic loss
+      (its last minibatch, after ``epochs`` passes); ``|adv|``: the mean absolute advantage;
+    - ``kl``: KL(pi_old || pi_new) of the whole update, sum_a pi_old (log pi_old - log pi_new) at each step;
+      ``clipfrac``: the share of the steps whose ratio pi_new(a_t) / pi_old(a_t) ended outside [1 - c, 1 + c]."""
+    c = agent.config
+    obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+    B, T1, N, _ = obs.shape
+    T, epsilon = T1 - 1, float(batch["epsilon"])
+    acting = batch["agent_mask"]  # (B, T, N)
+    real = batch["step_mask"].unsqueeze(-1).expand(B, T, N)  # (B, T, N)
+    with torch.no_grad():
+        pi_old = agent.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
+        advantages = gae_advantages(critic_rewards(batch["rewards"], c.team_reward), agent.values(obs, actions),
+                                    batch["dones"], c.gamma, c.lam)  # (B, T, N)
+    row = {"beta": float(agent.entropy_coef),
+           "entropy": float(masked_mean(categorical_entropy(pi_old), acting, allow_empty=True)),
+           "v_err": float(masked_mean(advantages ** 2, real, allow_empty=True)),
+           "|adv|": float(masked_mean(advantages.abs(), acting, allow_empty=True))}
+    row["v_loss"] = agent.update(batch)["critic_loss"]
+    with torch.no_grad():
+        pi_new = agent.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
+        log_old, log_new = pi_old.clamp_min(1e-30).log(), pi_new.clamp_min(1e-30).log()  # (B, T, N, A)
+        kl = (pi_old * (log_old - log_new)).sum(-1)  # (B, T, N)
+        taken = actions[:, :T].unsqueeze(-1)  # (B, T, N, 1)
+        ratio = (log_new.gather(-1, taken) - log_old.gather(-1, taken)).squeeze(-1).exp()  # (B, T, N)
+        outside = ((ratio - 1.0).abs() > c.clip).float()  # (B, T, N)
+    row["kl"] = float(masked_mean(kl, acting, allow_empty=True))
+    row["clipfrac"] = float(masked_mean(outside, acting, allow_empty=True))
+    return row
+
+
+class Remedy:
+    """Two of the field's remedies for a PPO learner that loses what it learned, measured here before any default
+    changes, made through ``train``'s update hook (``apply`` before each update), so the library trains as it did:
+
+    - an entropy floor: the update's entropy weight is max(beta, ``entropy_floor``), beta the loop's schedule (which
+      decays linearly to 0 over ``anneal_fraction`` of the budget); the MAPPO paper keeps a constant 0.01;
+    - a learning-rate decay: both learning rates times 1 - (1 - ``lr_end``) u / U at update u of U = ``updates``,
+      linear to ``lr_end`` times the config's at the end (PPO's paper anneals its step size to 0)."""
+
+    def __init__(self, entropy_floor: float, lr_end: float, updates: int):
+        self.entropy_floor, self.lr_end, self.updates = entropy_floor, lr_end, updates
+
+    def apply(self, agent) -> None:
+        agent.entropy_coef = max(agent.entropy_coef, self.entropy_floor)
+        scale = 1.0 - (1.0 - self.lr_end) * min(1.0, agent.updates / self.updates)
+        for optimizer, lr in ((agent.actor_optimizer, agent.config.actor_lr),
+                              (agent.critic_optimizer, agent.config.critic_lr)):
+            for group in optimizer.param_groups:
+                group["lr"] = lr * scale
+
+
 class Diagnosis:
     """What a learner's updates saw, one row per update, through ``train``'s ``update`` hook: the value-decomposition
-    learners (iql, vdn, qmix) and MADDPG's discrete family (maddpg, iddpg).
+    learners (iql, vdn, qmix), MADDPG's discrete family (maddpg, iddpg) and PPO's (mappo, ippo: ``ppo_figures``).
 
     Per update: ``td_loss`` and ``q_taken`` (the mean squared TD error and the mean Q taken on the batch: Q_i(h, a)
     of the value-decomposition learners, as they report them; MADDPG's critics' loss and Q_i(x_t, a_t) averaged over
@@ -98,6 +178,18 @@ class Diagnosis:
         """``update(agent, batch)`` for ``train``: the learner's own update, measured."""
         groups = parameter_groups(agent)
         before = {name: [p.detach().clone() for p in params] for name, params in groups.items()}
+        if isinstance(agent, MAPPO):
+            first = len(self._norms)
+            row = ppo_figures(agent, batch)
+            norms = self._norms[first:]  # actor, critic, actor, critic, ...: one pair per minibatch of each epoch
+            for k, (name, params) in enumerate(groups.items()):
+                row[f"{name}|g|"] = float(np.mean(norms[k::2]))
+                row[f"{name}|g|max"] = float(np.max(norms[k::2]))  # the window's largest: of every minibatch's
+                row[f"{name}_step"] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
+                                                           for p, b in zip(params, before[name]))))
+            row["time"] = time.perf_counter()
+            self.rows.append(row)
+            return
         row = {}
         if not groups.keys() == {""}:  # MADDPG: Q_i(x_t, a_t) and the actors' entropy on the batch, before the step
             with torch.no_grad():
@@ -120,34 +212,43 @@ class Diagnosis:
         self.rows.append(row)
 
     def windows(self, run, config, episodes: int) -> list[str]:
-        """One line per evaluation window: its greedy return, epsilon at its end, the updates' figures in it (means,
-        and each gradient norm's largest) and the share of the replay's episodes that got both agents home (``home``;
-        a replay of transitions holds the last ``buffer_size`` env steps: its episodes are counted as the last
-        share buffer_size / env steps of those played, all of them while it is not full) and of the last 50."""
-        keys = [key for key in self.rows[0] if key != "time"] if self.rows else []
-        header = [f"{'episode':>7} {'greedy':>6} {'eps':>5}"]
+        """One line per evaluation window: its greedy return, epsilon at its end (PPO: none; its rows carry beta), the
+        updates' figures in it (means, and each gradient norm's largest) and the share of the episodes that got every
+        agent home (``home_line``): of the replay's (``home``; a replay of transitions holds the last ``buffer_size``
+        env steps: its episodes are counted as the last share buffer_size / env steps of those played, all of them
+        while it is not full; PPO: of the episodes played in the window) and of the last 50."""
+        keys = [key for key in self.rows[0] if key != "time" and not key.endswith("|g|max")] if self.rows else []
+        on_policy = not hasattr(config, "epsilon_fraction")  # PPO: no epsilon schedule, no replay
+        header = [f"{'episode':>7} {'greedy':>6}" + ("" if on_policy else f" {'eps':>5}")]
         for key in keys:
             header.append(f"{key:>11}" + (f" {key + 'max':>11}" if key.endswith("|g|") else ""))
         lines = [" ".join(header) + f" {'home':>5} {'home50':>6}"]
         returns = np.array(run.episode_returns)
-        start = run.started
+        line = home_line(run.agent.n_agents)
+        start, previous = run.started, 0
         for (episode, greedy), seconds, steps in zip(run.evaluations, run.eval_seconds, run.eval_env_steps):
             end = run.started + seconds
             rows = [r for r in self.rows if start < r["time"] <= end]
             start = end
-            eps = max(config.epsilon_end, config.epsilon_start - (config.epsilon_start - config.epsilon_end)
-                      * episode / (config.epsilon_fraction * episodes))
-            if hasattr(config, "buffer_episodes"):
-                held = returns[max(0, episode - config.buffer_episodes):episode]
+            text = [f"{episode:>7} {greedy:6.1f}"]
+            if on_policy:
+                held = returns[previous:episode]
             else:
-                held = returns[episode - max(1, round(episode * min(1.0, config.buffer_size / steps))):episode]
-            home = f"{(held > HOME).mean():5.2f} {(returns[max(0, episode - 50):episode] > HOME).mean():6.2f}"
-            text = [f"{episode:>7} {greedy:6.1f} {eps:5.2f}"]
+                eps = max(config.epsilon_end, config.epsilon_start - (config.epsilon_start - config.epsilon_end)
+                          * episode / (config.epsilon_fraction * episodes))
+                text[0] += f" {eps:5.2f}"
+                if hasattr(config, "buffer_episodes"):
+                    held = returns[max(0, episode - config.buffer_episodes):episode]
+                else:
+                    held = returns[episode - max(1, round(episode * min(1.0, config.buffer_size / steps))):episode]
+            previous = episode
+            home = f"{(held > line).mean():5.2f} {(returns[max(0, episode - 50):episode] > line).mean():6.2f}"
             for key in keys:
                 values = [r[key] for r in rows if r[key] is not None]
                 text.append(f"{np.mean(values):11.4f}" if values else f"{'':>11}")
                 if key.endswith("|g|"):
-                    text.append(f"{max(values):11.3f}" if values else f"{'':>11}")
+                    largest = [r.get(key + "max", r[key]) for r in rows if r[key] is not None]
+                    text.append(f"{max(largest):11.3f}" if largest else f"{'':>11}")
             lines.append(" ".join(text) + f" {home}")
         return lines
 
@@ -210,7 +311,12 @@ def main(argv=None) -> int:
     parser.add_argument("--episodes", type=int, default=None, help="default: the learner's budget (learner table)")
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--set", dest="settings", nargs="*", default=[], help="field=value on top of the defaults")
-    parser.add_argument("--diagnose", action="store_true", help="record every update (value decomposition only)")
+    parser.add_argument("--diagnose", action="store_true", help="record every update (value decomposition, discrete "
+                                                                "MADDPG, PPO)")
+    parser.add_argument("--entropy-floor", type=float, default=None, metavar="BETA",
+                        help="PPO: the entropy weight never below BETA (the schedule's max(beta, BETA))")
+    parser.add_argument("--lr-end", type=float, default=None, metavar="F",
+                        help="PPO: both learning rates decayed linearly to F times theirs over the budget's updates")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the first seed: N functions")
     parser.add_argument("--time-updates", action="store_true", help="time the update alone (value decomposition)")
     args = parser.parse_args(argv)
@@ -220,10 +326,18 @@ def main(argv=None) -> int:
     for name, value in (("--episodes", episodes), ("--eval-every", args.eval_every)):
         if value < 1:
             parser.error(f"{name} must be a positive number of episodes, got {value}")
-    for flag, given in (("--diagnose", args.diagnose), ("--time-updates", args.time_updates)):
-        if given and entry(args.algo).loop not in ("episode_replay", "off_policy"):
-            parser.error(f"{flag} measures the value-decomposition learners' updates (iql, vdn, qmix) and discrete "
-                         f"MADDPG's (maddpg, iddpg)")
+    if args.time_updates and entry(args.algo).loop not in ("episode_replay", "off_policy"):
+        parser.error("--time-updates measures the value-decomposition learners' updates (iql, vdn, qmix) and discrete "
+                     "MADDPG's (maddpg, iddpg)")
+    if args.diagnose and not (entry(args.algo).loop in ("episode_replay", "off_policy")
+                              or issubclass(entry(args.algo).learner, MAPPO)):
+        parser.error("--diagnose measures the value-decomposition learners' updates (iql, vdn, qmix), discrete "
+                     "MADDPG's (maddpg, iddpg) and PPO's (mappo, ippo)")
+    for flag, value in (("--entropy-floor", args.entropy_floor), ("--lr-end", args.lr_end)):
+        if value is not None and not issubclass(entry(args.algo).learner, MAPPO):
+            parser.error(f"{flag} changes PPO's schedules (mappo, ippo), not {args.algo}'s")
+        if value is not None and not (math.isfinite(value) and 0.0 <= value <= (1.0 if flag == "--lr-end" else 10.0)):
+            parser.error(f"{flag} must be a number in [0, {1 if flag == '--lr-end' else 10}], got {value}")
     try:
         config = config_with(config_class(args.algo), args.settings)
     except ValueError as error:
@@ -237,21 +351,29 @@ def main(argv=None) -> int:
         time_updates(args.algo, config, env_id)
         return 0
     line = solve_line(optimum)
+    changes = args.settings + [f"{flag}={value}" for flag, value in (("entropy_floor", args.entropy_floor),
+                                                                      ("lr_end", args.lr_end)) if value is not None]
     yardstick = yardstick_seconds()
-    print(f"{args.algo} on {env_id}, {episodes} episodes, set: {' '.join(args.settings) or 'the defaults'}; "
+    print(f"{args.algo} on {env_id}, {episodes} episodes, set: {' '.join(changes) or 'the defaults'}; "
           f"yardstick {yardstick:.2f} s ({YARDSTICK_STEPS:,} raw ma-gym Switch2-v0 random steps, timed now)")
     print(f"{'seed':>5} {'to_solve':>8} {'episodes':>8} {'final':>6} {'kept':>5} {'late':>5} {'best':>5} {'wall_s':>7} "
           f"{'update_s':>8}", flush=True)
+    remedy = None
+    if args.entropy_floor is not None or args.lr_end is not None:
+        remedy = Remedy(args.entropy_floor or 0.0, 1.0 if args.lr_end is None else args.lr_end,
+                        -(-episodes // config.n_envs))
     results, late_share = [], []
     for index, seed in enumerate(args.seeds):
         profiler = cProfile.Profile() if args.profile and index == 0 else None
         diagnosis = Diagnosis() if args.diagnose else None
         if profiler is not None:
             profiler.enable()
-        if diagnosis is not None:
-            with diagnosis:
+        if diagnosis is not None or remedy is not None:
+            learn = diagnosis.update if diagnosis is not None else (lambda agent, batch: agent.update(batch))
+            hook = learn if remedy is None else (lambda agent, batch: (remedy.apply(agent), learn(agent, batch)))
+            with diagnosis or contextlib.nullcontext():
                 run = train(args.algo, env_id, episodes, config, seed, args.eval_every, False, threads=1,
-                            update=diagnosis.update)
+                            update=hook)
             first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= line), None)
             figures = {"greedy": greedy_team_return(run.agent, env_id, threads=1), "wall_s": run.seconds,
                        "episodes_to_solve": None if first is None else run.evaluations[first][0],
@@ -279,7 +401,7 @@ def main(argv=None) -> int:
             pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.profile)
             print(out.getvalue())
     median = statistics.median([t if t is not None else float("inf") for t, _, _ in results])
-    print(f"SUMMARY algo={args.algo} env={env_id} episodes={episodes} set={','.join(args.settings) or 'defaults'} "
+    print(f"SUMMARY algo={args.algo} env={env_id} episodes={episodes} set={','.join(changes) or 'defaults'} "
           f"seeds={len(results)} median_yardsticks_to_solve={'never' if median == float('inf') else f'{median:.1f}'} "
           f"solved_ever={sum(s for _, s, _ in results)}/{len(results)} "
           f"solved_at_end={sum(k for _, _, k in results)}/{len(results)} late_solved={np.mean(late_share):.2f} "

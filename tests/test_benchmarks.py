@@ -8,6 +8,7 @@ import pathlib
 import sys
 
 import pytest
+import torch
 
 from marl_edu.runs import grid
 
@@ -75,7 +76,10 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
 @pytest.mark.parametrize("argv, named", [(["--algo", "vdn", "--episodes", "0"], "--episodes"),
                                          (["--algo", "vdn", "--eval-every", "-5"], "--eval-every"),
                                          (["--algo", "coma", "--diagnose"], "--diagnose"),
-                                         (["--algo", "mappo", "--time-updates"], "--time-updates")])
+                                         (["--algo", "mappo", "--time-updates"], "--time-updates"),
+                                         (["--algo", "vdn", "--entropy-floor", "0.01"], "--entropy-floor"),
+                                         (["--algo", "mappo", "--lr-end", "1.5"], "--lr-end"),
+                                         (["--algo", "mappo", "--entropy-floor", "nan"], "--entropy-floor")])
 def test_keep_refuses_a_count_that_is_not_positive_and_a_diagnosis_it_cannot_make(argv, named, capsys):
     assert named in refused("keep", argv, capsys)
 
@@ -97,6 +101,44 @@ def test_keep_diagnoses_maddpg_per_evaluation_window():
     entropy = [row["entropy"] for row in diagnosis.rows]
     assert 0.0 < min(entropy) and max(entropy) <= math.log(5) + 1e-6  # nats, of 5 actions
     assert {"critic|g|", "critic_step", "actor|g|", "actor_step"} <= diagnosis.rows[0].keys()
+
+
+def test_keep_diagnoses_ppo_per_evaluation_window_and_trains_as_without():
+    # 4 episodes of 2 copies: two updates, an evaluation after each; the diagnosis's own forward passes draw nothing,
+    # so the weights end the same to the bit as a run without it
+    from marl_edu.learners.table import config_class, config_with
+    from marl_edu.training.loops import train
+    keep = script("keep")
+    config = config_with(config_class("mappo"), ["n_envs=2", "minibatches=1", "epochs=2"])
+    plain = train("mappo", "Switch2-v0", 4, config, 0, 2, False, threads=1)
+    diagnosis = keep.Diagnosis()
+    with diagnosis:
+        run = train("mappo", "Switch2-v0", 4, config, 0, 2, False, threads=1, update=diagnosis.update)
+    for name, weights in plain.agent.state_dict().items():
+        for key, value in weights.items():
+            assert torch.equal(value, run.agent.state_dict()[name][key]), (name, key)
+    lines = diagnosis.windows(run, config, 4)
+    assert lines[0].split()[:4] == ["episode", "greedy", "beta", "entropy"]  # no epsilon column: beta in the rows
+    assert len(lines) == 1 + len(run.evaluations) == 3 and len(diagnosis.rows) == run.updates == 2
+    first = diagnosis.rows[0]
+    assert first["beta"] == config.entropy_start  # the schedule's beta at episode 0
+    assert 0.0 < first["entropy"] <= math.log(5) + 1e-6 and first["kl"] >= 0.0 and 0.0 <= first["clipfrac"] <= 1.0
+    assert first["v_err"] > 0.0 and first["actor|g|"] <= first["actor|g|max"]  # epochs=2: two actor steps each
+
+
+def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
+    # lr_end 0.1 at update 5 of 10: the rates times 1 - 0.9 * 5 / 10 = 0.55; beta 0.002 is floored to 0.01
+    from marl_edu.learners.ppo import MAPPO, PPOConfig
+    keep = script("keep")
+    agent = MAPPO(2, 3, 5, PPOConfig())
+    agent.updates, agent.entropy_coef = 5, 0.002
+    keep.Remedy(0.01, 0.1, 10).apply(agent)
+    assert agent.entropy_coef == 0.01
+    assert agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * 0.55)
+    assert agent.critic_optimizer.param_groups[0]["lr"] == pytest.approx(3e-3 * 0.55)
+    agent.entropy_coef = 0.03  # above the floor: kept
+    keep.Remedy(0.01, 1.0, 10).apply(agent)
+    assert agent.entropy_coef == 0.03 and agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(1e-3)
 
 
 def test_compare_reuse_of_a_file_that_is_not_a_record_is_one_line(capsys, tmp_path):
