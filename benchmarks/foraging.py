@@ -12,7 +12,7 @@ The 2M-env-step grid (issue 48: IQL, VDN, QMIX, MAPPO and IPPO, seeds 0-4, a bud
 episodes end early), over as many sittings as it takes: the same command each sitting, in the background.
 
     nohup nice -n 10 .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix mappo ippo --env-steps 2000000 \
-        --checkpoint-every 300 --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
+        --epsilon-steps 300000 --checkpoint-every 300 --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
     git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
 
 ``--reuse`` keeps every seed whose record is on disk; ``--checkpoint-every 300`` saves each run in progress every 5
@@ -21,8 +21,13 @@ record is written; never committed, .gitignore), so a run cut off by the end of 
 save to the same result. Each run's files are written as it ends: commit them per seed as they appear (the summary
 and curves.png are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the
 default then); otherwise the process pool. Its own folder, not results/foraging: the 1M-step runs there are what
-notebook 12, the results page and their tests read, and these differ in kind (a budget of env steps, epsilon decayed
-over 30% of 2M env steps rather than of 20,000 episodes), so each folder's summary holds one experiment.
+notebook 12, the results page and their tests read, and these differ in kind (a budget of env steps), so each
+folder's summary holds one experiment. ``--epsilon-steps 300000`` keeps the 1M runs' exploration in env steps: their
+epsilon decayed over 30% of 20,000 episodes, which ended at 297,000-300,000 env steps (each record's evaluations give
+the env steps at episode 6,000), where 30% of a 2M budget would be 600,000; so a 2M run's first million steps explore
+on the 1M runs' schedule and its second million is more training, not another schedule (the textbook's decay
+ends at 400,000: 10% of its 4M, to 0.05). MAPPO's and IPPO's entropy weight still anneals over 60% of the budget
+(1.2M env steps; the 1M runs' ended at 591,000-594,000).
 Its cost, estimated from the committed 1M-step runs' speeds as a ratio to raw lbforaging timed beside each (machines
 of one kind differ by more than twice; a test holds these to results/foraging): IQL 0.15-0.16, VDN 0.18-0.24, QMIX
 0.13-0.14, MAPPO 0.06-0.20, IPPO 0.08-0.18 (VDN's 630-865 env steps/s were timed beside a raw 3,590: not a slower
@@ -161,6 +166,20 @@ def method_config(method: str, pairs: list[str] = ()):
     ``field=value``, read by ``table.config_with``; ValueError names a field the learner does not have or a value its
     field cannot take)."""
     return config_with(config_class(method), [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
+
+
+def epsilon_pairs(method: str, epsilon_steps: int | None, env_steps: int | None) -> list[str]:
+    """``--epsilon-steps``' config value for ``method``: for a learner that decays epsilon over ``epsilon_fraction``
+    of its budget (IQL, VDN, QMIX), the fraction of ``env_steps`` that ends the decay after ``epsilon_steps`` env
+    steps (``["epsilon_fraction=0.15"]`` for 300,000 of 2,000,000); for the others (their entropy schedules) and
+    without ``epsilon_steps``, none. ValueError unless 1 <= epsilon_steps <= env_steps (a budget of env steps)."""
+    if epsilon_steps is None:
+        return []
+    if env_steps is None or not 1 <= epsilon_steps <= env_steps:
+        raise ValueError(f"--epsilon-steps must be between 1 and --env-steps ({env_steps}), got {epsilon_steps}")
+    if "epsilon_fraction" not in {field.name for field in dataclasses.fields(config_class(method))}:
+        return []
+    return [f"epsilon_fraction={epsilon_steps / env_steps!r}"]
 
 
 def budget_of(episodes: int | None, env_steps: int | None) -> dict[str, int]:
@@ -399,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-steps", type=int, default=None, metavar="N",
                         help="a budget of env steps per run instead of episodes: a run ends with the first collection "
                              f"that reaches N (at most {MAX_ENV_STEPS:,})")
+    parser.add_argument("--epsilon-steps", type=int, default=None, metavar="N",
+                        help="with --env-steps: IQL, VDN and QMIX decay epsilon over the first N env steps "
+                             "(epsilon_fraction = N / the budget; default: their epsilon_fraction of the budget)")
     parser.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
                         help="save each run in progress at most every SECONDS to OUT/METHOD/seed<S>.run.pt (on the "
                              "machine that trains it); with --reuse a run cut off continues from its file to the same "
@@ -429,6 +451,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--env-steps must be between 1 and {MAX_ENV_STEPS:,}, got {args.env_steps}")
     elif args.episodes is None:
         args.episodes = 20_000
+    if args.epsilon_steps is not None:
+        if args.env_steps is None:
+            parser.error("--epsilon-steps needs a budget of env steps (--env-steps)")
+        if any(pair.partition("=")[0].strip() == "epsilon_fraction" for pair in args.pairs):
+            parser.error("give --epsilon-steps or --set epsilon_fraction=..., not both")
     if args.checkpoint_every is not None and not args.checkpoint_every > 0:
         parser.error(f"--checkpoint-every must be a positive number of seconds, got {args.checkpoint_every}")
     check_options(parser, args)
@@ -453,7 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")
     try:
-        configs = {method: dataclasses.asdict(method_config(method, args.pairs)) for method in args.methods}
+        pairs = {method: [*args.pairs, *epsilon_pairs(method, args.epsilon_steps, args.env_steps)]
+                 for method in args.methods}  # (each method's: --epsilon-steps sets only the value-based learners')
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        configs = {method: dataclasses.asdict(method_config(method, pairs[method])) for method in args.methods}
     except ValueError as error:
         parser.error(f"--set {error}")
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
@@ -481,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     saving = lambda method, seed: None if args.checkpoint_every is None else (  # noqa: E731
         str(checkpoint_path(args.out, method, seed)), args.checkpoint_every, args.reuse)
-    todo = [(method, seed, args.episodes, args.eval_every, seed == min(args.seeds), args.pairs, FINAL_EPISODES,
+    todo = [(method, seed, args.episodes, args.eval_every, seed == min(args.seeds), pairs[method], FINAL_EPISODES,
              args.env_steps, saving(method, seed)) for method, seed in jobs if (method, seed) not in kept]
     trained = (({**row, "raw_steps_per_s": round(raw, 1)}, files)  # each as it ends: its files written at once
                for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address))

@@ -480,6 +480,53 @@ def test_foraging_budget_and_checkpoint_options_are_checked_in_one_line(argv, sa
     assert said in refused("foraging", [*base, *argv], capsys)
 
 
+def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, monkeypatch):
+    # --epsilon-steps 300000 with --env-steps 2000000: epsilon_fraction 300,000 / 2,000,000 = 0.15 for the learners
+    # that decay epsilon (the committed 1M runs' decay ended at about 298,000 env steps: 30% of 20,000 episodes)
+    from marl_edu.training.loops import exploration
+
+    foraging = script("foraging")
+    assert foraging.epsilon_pairs("vdn", 300_000, 2_000_000) == ["epsilon_fraction=0.15"]
+    assert foraging.epsilon_pairs("mappo", 300_000, 2_000_000) == []  # (its entropy schedule: anneal_fraction)
+    assert foraging.epsilon_pairs("vdn", None, 2_000_000) == []
+    for steps, budget in [(0, 2_000_000), (2_000_001, 2_000_000), (300_000, None)]:
+        with pytest.raises(ValueError, match="--epsilon-steps must be between 1 and --env-steps"):
+            foraging.epsilon_pairs("iql", steps, budget)
+    config = foraging.method_config("iql", ["epsilon_start=1.0", "epsilon_end=0.01",
+                                            *foraging.epsilon_pairs("iql", 300_000, 2_000_000)])
+    # 1.0 at the start, halfway down at 150,000 env steps: 1.0 + (0.01 - 1.0) x 150,000 / 300,000 = 0.505, then 0.01
+    for done, epsilon in [(0, 1.0), (150_000, 0.505), (300_000, 0.01), (1_000_000, 0.01)]:
+        assert exploration("episode_replay", config, done, 2_000_000)["epsilon"] == pytest.approx(epsilon, abs=1e-12)
+    assert exploration("episode_replay", config, 299_000, 2_000_000)["epsilon"] > 0.01
+    # through the command line: the value-based runs get the fraction, the on-policy ones their own config
+    todo = []
+
+    def grid(function, jobs, *args, **kwargs):
+        for job in jobs:
+            todo.append(job)
+            yield _foraging_record(job[0], seed=job[1], evaluations=[[2, 100, 0.1]]), {}
+
+    monkeypatch.setattr(foraging, "run_grid", grid)
+    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
+    monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
+    assert foraging.main(["--methods", "qmix", "ippo", "--seeds", "0", "--env-steps", "2000000", "--epsilon-steps",
+                          "300000", "--jobs", "1", "--runner", "pool", "--out", str(tmp_path)]) == 0
+    assert {job[0]: job[5] for job in todo} == {"qmix": ["epsilon_fraction=0.15"], "ippo": []}
+    assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--episodes", "4", "--epsilon-steps", "10"], "--epsilon-steps needs a budget of env steps (--env-steps)"),
+    (["--env-steps", "100", "--epsilon-steps", "101"], "--epsilon-steps must be between 1 and --env-steps (100), "
+                                                       "got 101"),
+    (["--env-steps", "100", "--epsilon-steps", "10", "--set", "epsilon_fraction=0.5"],
+     "give --epsilon-steps or --set epsilon_fraction=..., not both"),
+])
+def test_foraging_epsilon_steps_are_checked_in_one_line(argv, said, capsys, tmp_path):
+    base = ["--seeds", "0", "--jobs", "1", "--runner", "pool", "--out", str(tmp_path)]
+    assert said in refused("foraging", [*base, *argv], capsys)
+
+
 def test_foraging_writes_each_runs_files_as_it_ends(tmp_path, monkeypatch):
     # a grid that runs for hours must leave each finished run on disk at once (a list of the runs waited for them all)
     foraging = script("foraging")
@@ -513,3 +560,25 @@ def test_foraging_docstrings_speeds_are_the_committed_runs():
     vdn = [json.loads(path.read_text()) for path in (ROOT / "results" / "foraging" / "vdn").glob("seed*.json")]
     assert f"{min(r['steps_per_s'] for r in vdn):.0f}-{max(r['steps_per_s'] for r in vdn):.0f} env steps/s" in said
     assert {f"{r['raw_steps_per_s']:,.0f}" for r in vdn} == {"3,590"} and "beside a raw 3,590" in said
+
+
+def test_foraging_docstrings_exploration_ends_are_the_committed_runs():
+    # the 1M runs' schedules ran over a fraction of 20,000 episodes: the env steps at that episode (each record's
+    # evaluations, (episode, env steps, greedy), read between them), over the seeds, to the thousand
+    import json
+
+    import numpy as np
+
+    foraging = script("foraging")
+    said = " ".join(foraging.__doc__.split())
+    for methods, field, fraction in [(("iql", "vdn", "qmix"), "epsilon_fraction", 0.3),
+                                     (("mappo", "ippo"), "anneal_fraction", 0.6)]:
+        ends = []
+        for method in methods:
+            for path in (ROOT / "results" / "foraging" / method).glob("seed*.json"):
+                run = json.loads(path.read_text())
+                assert (run["config"][field], run["episodes"]) == (fraction, 20_000), path
+                episodes, steps, _ = np.array(run["evaluations"], dtype=float).T  # (evals,) each
+                ends.append(np.interp(fraction * run["episodes"], episodes, steps))
+        assert f"{round(min(ends), -3):,.0f}-{round(max(ends), -3):,.0f}" in said, methods
+    assert "--epsilon-steps 300000" in said and "30% of 20,000 episodes" in said and "60% of the budget" in said
