@@ -15,7 +15,7 @@ from marl_edu.training.evaluation import FINAL_GREEDY_EPISODES, greedy_return, g
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 REPLAYED_BELOW = (RESULTS / "particle", RESULTS / "competition",  # continuous-action policies, scored differently
-                  RESULTS / "foraging")  # Level-Based Foraging's, scored by benchmarks/foraging.py
+                  RESULTS / "foraging", RESULTS / "foraging_2m")  # Level-Based Foraging's, scored by foraging.py
 CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in RESULTS.glob("**/policy.pt")
                      if not any(path.is_relative_to(folder) for folder in REPLAYED_BELOW))  # Switch's
 
@@ -517,3 +517,108 @@ def test_the_fresh_summaries_are_what_their_seed_records_give(path):
         assert any(f"{row['solved_at_end']}/{row['seeds']}" in line for line in lines), row["method"]
         for missed in row["not_solved_at_end"]:
             assert any(f"seed {missed['seed']}: final {missed['final']:5.1f}" in line for line in lines), missed
+
+
+# -- the 2M-env-step grid (foraging.py's docstring: --env-steps 2000000 ... --out results/foraging_2m), committed per
+# seed over several sittings: absent, partial or whole, every committed record is read and every kept policy replayed
+
+FORAGING_2M = RESULTS / "foraging_2m"
+FORAGING_2M_BUDGET = {"env_steps": 2_000_000}
+
+
+def _foraging_grid(folder: pathlib.Path, budget: dict) -> dict[str, dict[int, dict]]:
+    """The runs committed so far in a foraging.py grid's ``folder``: ``method -> seed -> record``, each
+    OUT/METHOD/seed<S>.json read as ``--reuse`` reads it (``read_record``: the script's own record of that method and
+    seed), all of the one experiment ``budget`` names, every seed of a method with one config. Only the finished runs'
+    files count (a run in progress, OUT/METHOD/seed<S>.run.pt, is never read). Every kept policy.pt has its record:
+    the lowest seed's on disk (foraging.py keeps the first seed's policy; the grid's seeds run in order). A
+    summary.json, written when a sitting completes the grid, lists exactly these runs and prints their table."""
+    from marl_edu.runs.grid import read_record
+
+    foraging = _module("foraging")
+    if not folder.exists():  # (no sitting committed yet)
+        return {}
+    grid = {}
+    for method_folder in sorted(path for path in folder.iterdir() if path.is_dir()):
+        method = method_folder.name
+        assert method in foraging.METHODS, f"{method_folder}: not a method of foraging.py"
+        records = {}
+        for path in method_folder.glob("seed*.json"):
+            seed = int(path.name.removeprefix("seed").removesuffix(".json"))
+            records[seed] = read_record(path, foraging.RECORD, {"method": method, "seed": seed}, what="the replay")
+            assert records[seed].get("budget", {"episodes": records[seed]["episodes"]}) == budget, path
+        assert len({json.dumps(record["config"], sort_keys=True) for record in records.values()}) <= 1, method
+        if (method_folder / "policy.pt").exists():
+            assert records, f"{method_folder / 'policy.pt'} without its run's record (seed<S>.json)"
+        grid[method] = dict(sorted(records.items()))
+    if (folder / "summary.json").exists():
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["runs"] == [{key: value for key, value in grid[run["method"]][run["seed"]].items()
+                                    if key not in foraging.CURVES} for run in summary["runs"]]
+        assert {(run["method"], run["seed"]) for run in summary["runs"]} == {
+            (method, seed) for method, records in grid.items() for seed in records}
+        assert foraging.table(summary["runs"]) == summary["table"]
+    return grid
+
+
+def _replay_foraging_grid(folder: pathlib.Path, budget: dict) -> list[str]:
+    """``_foraging_grid``'s checks, then each kept policy (OUT/METHOD/policy.pt, tens of kilobytes) replayed greedily
+    over the final mean's episodes to its record's final mean, as results/foraging's are. Returns the methods
+    replayed."""
+    foraging = _module("foraging")
+    replayed = []
+    for method, records in _foraging_grid(folder, budget).items():
+        if not (folder / method / "policy.pt").exists():  # (its first seed still running, or not yet committed)
+            continue
+        record = records[min(records)]
+        agent = load_policy(folder / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
+        assert (folder / method / "policy.pt").stat().st_size < 150_000
+        final = greedy_team_return(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, threads=1)
+        assert round(final, 4) == pytest.approx(record["final"], abs=1e-4), (method, record["seed"])
+        replayed.append(method)
+    return replayed
+
+
+def test_the_committed_2m_foraging_runs_replay_their_records():
+    # whatever part of the grid is committed: none (the folder absent), some methods and seeds, or all of it
+    replayed = _replay_foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
+    assert replayed == sorted(path.parent.name for path in FORAGING_2M.glob("*/policy.pt"))
+
+
+def test_a_partial_foraging_grid_is_read_and_a_stray_policy_refused(tmp_path):
+    # the committed 1M-step records of results/foraging copied as a grid committed in part (no replay here: the
+    # policy files are left out but for the last case), with a run in progress beside them that is never read
+    grid = tmp_path / "grid"
+    assert _foraging_grid(grid, {"episodes": 20_000}) == {}  # absent
+    (grid / "iql").mkdir(parents=True)
+    (grid / "vdn").mkdir()
+    for method, seed in [("iql", 0), ("iql", 3), ("vdn", 1)]:
+        (grid / method / f"seed{seed}.json").write_bytes((FORAGING / method / f"seed{seed}.json").read_bytes())
+    (grid / "vdn" / "seed0.run.pt").write_bytes(b"a run in progress: not a record")
+    found = _foraging_grid(grid, {"episodes": 20_000})
+    assert {method: list(records) for method, records in found.items()} == {"iql": [0, 3], "vdn": [1]}
+    with pytest.raises(AssertionError, match=r"seed\d\.json"):  # another experiment's budget
+        _foraging_grid(grid, FORAGING_2M_BUDGET)
+    (grid / "qmix").mkdir()
+    (grid / "qmix" / "policy.pt").write_bytes((FORAGING / "qmix" / "policy.pt").read_bytes())
+    with pytest.raises(AssertionError, match="without its run's record"):
+        _foraging_grid(grid, {"episodes": 20_000})
+    (grid / "qmix" / "seed2.json").write_bytes((FORAGING / "vdn" / "seed2.json").read_bytes())
+    with pytest.raises(ValueError, match="its 'method' is vdn"):  # a record copied under another method's name
+        _foraging_grid(grid, {"episodes": 20_000})
+
+
+def test_a_run_in_progress_is_never_committed():
+    # foraging.py's run in progress (OUT/METHOD/seed<S>.run.pt, about 41 MB) is ignored by git, and none is tracked
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    foraging = _module("foraging")
+    in_progress = foraging.checkpoint_path(FORAGING_2M, "vdn", 0).relative_to(ROOT)
+    assert in_progress.name == "seed0.run.pt"
+    assert subprocess.run(["git", "check-ignore", "-q", str(in_progress)], cwd=ROOT).returncode == 0
+    tracked = subprocess.run(["git", "ls-files", "*.run.pt", "*/run.pt"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout
+    assert tracked == ""
