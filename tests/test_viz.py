@@ -129,27 +129,44 @@ def test_seed_band_by_hand_and_comparison_plot():
 def test_env_step_band_by_hand_and_its_plot():
     from marl_edu.base.viz import env_step_band, plot_env_step_band
 
-    # two runs evaluated every 100k env steps, give or take a few; the second has one evaluation more
-    curves = [[(100_010, 0.1), (200_020, 0.5)], [(99_990, 0.3), (199_980, 0.9), (300_000, 1.0)]]
+    # two runs evaluated at different env steps (every so many episodes, episodes of different lengths): A at 100, 300
+    # and 500, B at 200, 400 and 600. Both cover 200 (B's first) to 500 (A's last); every evaluation in that range
+    # is a point: 200, 300, 400, 500, each run read on a straight line between its own evaluations
+    curves = [[(100, 0.0), (300, 0.4), (500, 0.8)], [(200, 0.2), (400, 0.2), (600, 1.0)]]
     steps, values = env_step_band(curves)
-    # cut to the shorter run (2 points); env steps (100,010 + 99,990) / 2 = 100,000 and (200,020 + 199,980) / 2
-    np.testing.assert_allclose(steps, [100_000.0, 200_000.0])
-    np.testing.assert_allclose(values, [[0.1, 0.5], [0.3, 0.9]])
+    np.testing.assert_allclose(steps, [200, 300, 400, 500])
+    np.testing.assert_allclose(values, [[0.2,  # A at 200: halfway from (100, 0.0) to (300, 0.4)
+                                         0.4, 0.6,  # at 300 its own; at 400 halfway from 0.4 to 0.8
+                                         0.8],
+                                        [0.2, 0.2, 0.2,  # B at 300: halfway from (200, 0.2) to (400, 0.2)
+                                         0.6]])  # B at 500: 0.2 + (1.0 - 0.2) x (500 - 400) / (600 - 400)
+    # (paired by index, A's first with B's first, the mean 0.1 would stand at env step 150, where B has no value)
     ax = plot_env_step_band(curves, color="C6", linestyle="--", label="published", band_alpha=0.08)
     line, = ax.get_lines()
-    np.testing.assert_allclose(line.get_xdata(), [0.1, 0.2])  # in millions
-    np.testing.assert_allclose(line.get_ydata(), [0.2, 0.7])  # means: (0.1 + 0.3) / 2, (0.5 + 0.9) / 2
+    np.testing.assert_allclose(line.get_xdata(), [0.0002, 0.0003, 0.0004, 0.0005])  # in millions
+    np.testing.assert_allclose(line.get_ydata(), [0.2, 0.3, 0.4, 0.7])  # means: (0.4 + 0.2) / 2, (0.8 + 0.6) / 2
     assert line.get_linestyle() == "--" and line.get_label() == "published"
     band, = ax.collections
     assert band.get_alpha() == 0.08
-    np.testing.assert_allclose(band.get_paths()[0].vertices[:, 1].min(), 0.1)  # the band's floor: the lowest run
-    np.testing.assert_allclose(band.get_paths()[0].vertices[:, 1].max(), 0.9)  # its ceiling: the highest
+    np.testing.assert_allclose(band.get_paths()[0].vertices[:, 1].min(), 0.2)  # the band's floor: the lowest run
+    np.testing.assert_allclose(band.get_paths()[0].vertices[:, 1].max(), 0.8)  # its ceiling: the highest
+    # one run: its own evaluations; runs evaluated at the same env steps: as they are
+    alone = env_step_band(curves[:1])
+    np.testing.assert_allclose(alone[0], [100, 300, 500])
+    np.testing.assert_allclose(alone[1], [[0.0, 0.4, 0.8]])
+    same = env_step_band([[(100, 0.1), (200, 0.5)], [(100, 0.3), (200, 0.9)]])
+    np.testing.assert_allclose(same[1], [[0.1, 0.5], [0.3, 0.9]])
     with pytest.raises(ValueError, match="at least one run"):
         env_step_band([[(100, 0.1)], []])
     with pytest.raises(ValueError, match="an \\(env steps, value\\) pair"):
         env_step_band([[(0, 100, 0.1)]])
     with pytest.raises(ValueError, match="finite"):
         env_step_band([[(100, float("nan"))]])
+    with pytest.raises(ValueError, match="run 1's env steps must increase"):
+        env_step_band([[(100, 0.1)], [(200, 0.1), (200, 0.2)]])
+    with pytest.raises(ValueError, match="share no env steps \\(the latest first evaluation, 300, comes after the "
+                                         "earliest last one, 200\\)"):
+        env_step_band([[(100, 0.1), (200, 0.2)], [(300, 0.3)]])
 
 
 def test_downscale_averages_blocks_by_hand():

@@ -282,28 +282,45 @@ def plot_env_step_evaluations(seeds: Sequence[dict], target: float | None = None
 
 
 def env_step_band(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[np.ndarray, np.ndarray]:
-    """Several runs' curves against env steps on one axis: ``(env steps (points,), values (runs, points))``.
+    """Several runs' curves read at the same env steps: ``(env steps (points,), values (runs, points))``.
+
+    Runs are evaluated at different env steps (every so many episodes: a run whose episodes end sooner has taken fewer
+    env steps at its k-th evaluation; every so many env steps: overshot by different amounts), so their k-th
+    evaluations are not at one x. Each run is read at every env step at which any run was evaluated, by a straight
+    line between its own two evaluations around it (``np.interp``), within the range every run covers: from the
+    latest first evaluation to the earliest last one. Past the shortest run, nothing: a mean over the runs still
+    going would jump where one stops. The mean over runs at these points is the mean of the runs' straight-line
+    curves, exactly, between them too.
 
     Args:
-        curves: one per run, a list of ``(env steps, value)`` pairs. Runs evaluated at the same points (every so
-            many episodes, or env steps), give or take a few env steps: the env-step axis is the mean over runs,
-            cut to the shortest run.
+        curves: one per run, a list of ``(env steps, value)`` pairs, env steps increasing. ValueError for none, an
+            empty run, a point that is not a pair, a NaN or infinite number, env steps that do not increase, and runs
+            that share no env steps.
     """
     if not curves or any(len(curve) == 0 for curve in curves):
         raise ValueError("env_step_band needs at least one run, each with at least one (env steps, value) pair")
     if any(len(pair) != 2 for curve in curves for pair in curve):
         raise ValueError("env_step_band: each point of a curve must be an (env steps, value) pair")
-    n = min(len(curve) for curve in curves)
-    points = np.array([curve[:n] for curve in curves], dtype=float)  # (runs, points, 2)
-    if not np.isfinite(points).all():
+    runs = [np.array(curve, dtype=float) for curve in curves]  # each (points of that run, 2)
+    if not all(np.isfinite(run).all() for run in runs):
         raise ValueError("env_step_band: env steps and values must be finite (no NaN)")
-    return points[:, :, 0].mean(axis=0), points[:, :, 1]  # (points,), (runs, points)
+    for k, run in enumerate(runs):
+        if (np.diff(run[:, 0]) <= 0).any():
+            raise ValueError(f"env_step_band: run {k}'s env steps must increase")
+    first, last = max(run[0, 0] for run in runs), min(run[-1, 0] for run in runs)
+    if first > last:
+        raise ValueError(f"env_step_band: the runs share no env steps (the latest first evaluation, {first:g}, "
+                         f"comes after the earliest last one, {last:g})")
+    steps = np.unique(np.concatenate([run[:, 0] for run in runs]))  # (every run's env steps, sorted once each)
+    steps = steps[(steps >= first) & (steps <= last)]  # (points,)
+    return steps, np.stack([np.interp(steps, run[:, 0], run[:, 1]) for run in runs])  # (points,), (runs, points)
 
 
 def plot_env_step_band(curves: Sequence[Sequence[Sequence[float]]], ax: plt.Axes | None = None, color: str = "C0",
                        linestyle: str = "-", label: str = "", band_alpha: float = 0.15) -> plt.Axes:
     """Several runs' mean (a line in ``linestyle``) and range (a band from min to max, opacity ``band_alpha``)
-    against env steps in millions, in one ``color``: our runs and published ones drawn on the same axes.
+    against env steps in millions, in one ``color``: our runs and published ones drawn on the same axes. Each run is
+    read at the same env steps (``env_step_band``: between its evaluations, up to the shortest run's end).
 
     Args:
         curves: one per run, a list of ``(env steps, value)`` pairs (see ``env_step_band``).
