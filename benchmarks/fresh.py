@@ -127,10 +127,10 @@ def late_share(row: dict, budget: int, optimum: float) -> float:
 
 
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
-    """One learner over its seeds (``rows``: their records): the median yardsticks to the first solve (a seed that
-    never solved counts as never: None when the median is never), how many seeds solved at some point and at the
-    end, the mean late share, the seeds that did not end solved with their final and best greedy returns and their
-    first solve in episodes, and the yardsticks' and loads' medians and ranges."""
+    """One learner over its seeds (``rows``: their records, ``seeds_run`` their seeds): the median yardsticks to the
+    first solve (a seed that never solved counts as never: None when the median is never), how many seeds solved at
+    some point and at the end, the mean late share, the seeds that did not end solved with their final and best
+    greedy returns and their first solve in episodes, and the yardsticks' and loads' medians and ranges."""
     times = [yardsticks(row) for row in rows]
     median = statistics.median([float("inf") if t is None else t for t in times])
     line = solve_line(optimum)
@@ -138,7 +138,8 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
                "first_solve": row["episodes_to_solve"]} for row in rows if row["greedy"] < line]
     sticks = [value for row in rows for value in row["yardstick_s"]]
     loads = [value for row in rows for value in row["load"]]
-    return {"env": env_id, "method": method, "seeds": len(rows), "episodes": budget, "optimal": optimum,
+    return {"env": env_id, "method": method, "seeds": len(rows), "seeds_run": [row["seed"] for row in rows],
+            "episodes": budget, "optimal": optimum,
             "median_yardsticks_to_solve": None if median == float("inf") else round(median, 2),
             "solved_ever": sum(t is not None for t in times), "solved_at_end": len(rows) - len(missed),
             "late": round(float(np.mean([late_share(row, budget, optimum) for row in rows])), 3),
@@ -174,7 +175,8 @@ def verdict(t: dict) -> str:
     end = f"ended solved {t['solved_at_end']}/{t['seeds']}: " + (
         f"meets the bar of {END_BAR} of 20" if short <= 0 else f"misses the bar of {END_BAR} of 20 by "
                                                                 f"{plural(short, 'seed')}")
-    return f"{t['method']} on {t['env']}: {speed}; {end}"
+    so_far = "" if t["seeds"] >= 20 else f" (over the {t['seeds']} seeds finished so far)"
+    return f"{t['method']} on {t['env']}{so_far}: {speed}; {end}"
 
 
 def plural(count: int, word: str) -> str:
@@ -197,6 +199,8 @@ def main(argv=None) -> int:
     parser.add_argument("--episodes", type=int, default=None,
                         help="episodes per run for every method (default: each learner's table budget)")
     parser.add_argument("--out", type=str, default=RESULTS, help="results folder (default: results/fresh)")
+    parser.add_argument("--table-only", action="store_true",
+                        help="train nothing: write the summaries from the seeds finished in --out")
     args = parser.parse_args(argv)
     check_options(parser, args)
     check_runner_options(parser, args)
@@ -205,7 +209,9 @@ def main(argv=None) -> int:
     jobs = [(TAUGHT[method], method, seed, args.episodes, seed == args.seeds[0], YARDSTICK_STEPS)
             for seed in args.seeds for method in args.methods]  # seed by seed: a cut-off sitting has every method
     try:
-        todo = [job for job in jobs if not (args.reuse and finished(args.out, *job[:3], budget[job[1]]))]
+        todo = [job for job in jobs if not ((args.reuse or args.table_only)
+                                            and finished(args.out, *job[:3], budget[job[1]]))]
+        todo = [] if args.table_only else todo
     except ValueError as error:
         if held is not None:
             held.close()
@@ -219,14 +225,17 @@ def main(argv=None) -> int:
               f"{'-' if yardsticks(row) is None else f'{yardsticks(row):.1f}'} yardsticks (episode "
               f"{row['episodes_to_solve']}), yardstick {np.mean(row['yardstick_s']):.2f} s, load "
               f"{row['load'][0]:.1f}; {time.perf_counter() - start:.0f} s so far", flush=True)
-    # the summaries: every taught method of each env with all these seeds finished, run now or before
+    # the summaries: every taught method of each env over its seeds finished, run now or before (all of --seeds once
+    # they have all finished; a cut-off sitting's table says how many)
     for env_id in dict.fromkeys(TAUGHT[method] for method in args.methods):
-        methods = [m for m in TAUGHT if TAUGHT[m] == env_id
-                   and all(finished(args.out, env_id, m, seed, budget.get(m) or args.episodes
-                                    or entry(split(m)[0]).episodes) for seed in args.seeds)]
-        optimum = known_optimum(env_id)
-        table = [table_row(env_id, m, [record(args.out, env_id, m, seed, "the table") for seed in args.seeds],
-                           optimum, budget.get(m) or args.episodes or entry(split(m)[0]).episodes) for m in methods]
+        optimum, table = known_optimum(env_id), []
+        for m in (m for m in TAUGHT if TAUGHT[m] == env_id):
+            runs = args.episodes or entry(split(m)[0]).episodes
+            done = [seed for seed in args.seeds if finished(args.out, env_id, m, seed, runs)]
+            if done:
+                table.append(table_row(env_id, m, [record(args.out, env_id, m, seed, "the table") for seed in done],
+                                       optimum, runs))
+        methods = [t["method"] for t in table]
         print("\n" + table_header())
         print("\n".join(format_row(t) for t in table))
         print("\n".join(verdict(t) for t in table))

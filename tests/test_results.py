@@ -457,8 +457,10 @@ def test_the_fresh_table_by_hand():
     assert fresh.format_row(row) == (f"| Switch2-v0 | {method} | 10.0 | 1/3 | 2/3 | 0.33 | 2 (-0.6), 3 (-10.0) | "
                                      "2.75 (2.00-3.00) | 2.0 (1.0-4.0) |")
     assert fresh.table_header().splitlines()[0].count("|") == fresh.format_row(row).count("|")
-    assert fresh.verdict(row) == (f"{method} on Switch2-v0: 10.0 yardsticks: misses the bar of 8 by 2.0; ended "
-                                  "solved 1/3: misses the bar of 19 of 20 by 2 seeds")  # (19/20 of 3 seeds: 3)
+    assert row["seeds_run"] == [1, 2, 3]
+    assert fresh.verdict(row) == (f"{method} on Switch2-v0 (over the 3 seeds finished so far): 10.0 yardsticks: "
+                                  "misses the bar of 8 by 2.0; ended solved 1/3: misses the bar of 19 of 20 by 2 "
+                                  "seeds")  # (19/20 of 3 seeds: 3)
     # a fourth seed that never solved: the median of 4, 10, never, never is never
     never = fresh.table_row("Switch2-v0", method, [*rows, {**rows[2], "seed": 4}], 8.3, 30)
     assert never["median_yardsticks_to_solve"] is None and "| never |" in fresh.format_row(never)
@@ -479,6 +481,11 @@ def test_the_fresh_benchmark_keeps_finished_seeds(tmp_path, monkeypatch):
     first = (tmp_path / env_id / method / "seed0.json").read_bytes()
     record = json.loads(first)
     assert len(record["yardstick_s"]) == 2 and all(value > 0 for value in record["yardstick_s"])
+    # --table-only trains nothing: the summary over the seeds finished so far (a sitting cut off)
+    assert fresh.main([*tiny, "--seeds", "0", "1", "--table-only"]) == 0
+    assert not (tmp_path / env_id / method / "seed1.json").exists()
+    partial = json.loads((tmp_path / env_id / "summary.json").read_text())
+    assert [(row["seeds"], row["seeds_run"]) for row in partial["table"]] == [(1, [0])]
     assert fresh.main([*tiny, "--seeds", "0", "1", "--reuse"]) == 0
     assert (tmp_path / env_id / method / "seed0.json").read_bytes() == first
     summary = json.loads((tmp_path / env_id / "summary.json").read_text())
@@ -493,7 +500,7 @@ FRESH_SUMMARIES = sorted(FRESH.glob("*/summary.json"))
 
 @pytest.mark.parametrize("path", FRESH_SUMMARIES, ids=lambda path: path.parent.name)
 def test_the_fresh_summaries_are_what_their_seed_records_give(path):
-    # every row of results/fresh/ENV/summary.json is what fresh.py's table_row gives on its 20 checked seed records,
+    # every row of results/fresh/ENV/summary.json is what fresh.py's table_row gives on its checked seed records,
     # on seeds 1000-1019; one policy per learner (its first seed's, replayed by the test of every committed policy
     # above); the rows are on the results page and printed by notebook 11
     fresh = _module("fresh")
@@ -506,7 +513,8 @@ def test_the_fresh_summaries_are_what_their_seed_records_give(path):
                       for output in cell.get("outputs", []) for text in output.get("text", []))
     for row in summary["table"]:
         assert fresh.TAUGHT[row["method"]] == row["env"] == path.parent.name
-        records = [fresh.record(FRESH, row["env"], row["method"], seed, "the test") for seed in summary["seeds"]]
+        assert set(row["seeds_run"]) <= set(summary["seeds"])  # (all 20 once they have all finished)
+        records = [fresh.record(FRESH, row["env"], row["method"], seed, "the test") for seed in row["seeds_run"]]
         assert fresh.table_row(row["env"], row["method"], records, row["optimal"], row["episodes"]) == row
         assert sorted(p.name for p in (path.parent / row["method"]).glob("*.pt")) == ["policy.pt"]
         assert fresh.format_row(row) in readme

@@ -314,14 +314,14 @@ def fresh_switch2() -> list[str]:
     for path in paths:
         summary = load(path)
         for entry in summary["table"]:
-            runs = [load(path.parent / entry["method"] / f"seed{seed}.json") for seed in summary["seeds"]]
+            runs = [load(path.parent / entry["method"] / f"seed{seed}.json") for seed in entry["seeds_run"]]
             count += len(runs)
             row = module.table_row(entry["env"], entry["method"], runs, entry["optimal"], entry["episodes"])
             rows.append(module.format_row(row))
             verdicts += bullet(module.verdict(row) + ".")
             done.append(entry["method"])
             times = [module.yardsticks(run) for run in runs]
-            seed_rows.append([entry["method"], entry["env"], str(entry["episodes"]),
+            seed_rows.append([entry["method"], entry["env"], str(entry["episodes"]), seeds_text(entry["seeds_run"]),
                               ", ".join("-" if t is None else number(t) for t in times),
                               per_seed([run["greedy"] for run in runs])])
     if not paths:
@@ -330,8 +330,8 @@ def fresh_switch2() -> list[str]:
     missing = [method for method in module.TAUGHT if method not in done]
     if missing:
         lines += paragraph("Not measured yet:", ", ".join(missing) + ".")
-    lines += [f"Per seed ({seeds_text(load(paths[0])['seeds'])}; first solve in yardsticks, \"-\" never):", "",
-              *markdown_table(["method", "env", "episodes", "first solve (yardsticks), per seed",
+    lines += ["Per seed (first solve in yardsticks, \"-\" never):", "",
+              *markdown_table(["method", "env", "episodes", "seeds", "first solve (yardsticks), per seed",
                                "final greedy, per seed"], seed_rows), "",
               *paragraph(compact_files_read("results/fresh/<env>/<method>/seed<S>.json", count, paths),
                          "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`."),
