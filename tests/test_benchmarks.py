@@ -515,6 +515,33 @@ def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, m
     assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
 
 
+def test_foraging_keeps_the_lowest_recorded_seeds_policy_over_sittings(tmp_path, monkeypatch):
+    # the 2M grid is committed per seed over sittings; one given other --seeds must not overwrite the policy of a
+    # lower seed already recorded (tests/test_results.py replays the kept policy against the lowest seed's record)
+    foraging = script("foraging")
+    (tmp_path / "vdn").mkdir()
+    (tmp_path / "vdn" / "seed1.json").write_text("{}")
+    (tmp_path / "vdn" / "seed0.run.pt").write_bytes(b"")  # (a run in progress is no record)
+    assert foraging.keeps_files(tmp_path, "vdn", 0, [0, 1, 2])  # no lower record: the first seed keeps them
+    assert not foraging.keeps_files(tmp_path, "vdn", 2, [2, 3])  # seed 1's record is there: it keeps its own
+    assert foraging.keeps_files(tmp_path, "iql", 2, [2, 3])  # another method's folder: none recorded
+    assert not foraging.keeps_files(tmp_path, "iql", 3, [2, 3])  # not the invocation's first seed
+    todo = []
+
+    def grid(function, jobs, *args, **kwargs):
+        for job in jobs:
+            todo.append(job)
+            yield _foraging_record(job[0], seed=job[1], evaluations=[[2, 100, 0.1]]), {}
+
+    monkeypatch.setattr(foraging, "run_grid", grid)
+    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
+    monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
+    assert foraging.main(["--methods", "vdn", "iql", "--seeds", "2", "3", "--env-steps", "100", "--jobs", "1",
+                          "--runner", "pool", "--out", str(tmp_path)]) == 0
+    assert {(job[0], job[1]): job[4] for job in todo} == {("vdn", 2): False, ("vdn", 3): False, ("iql", 2): True,
+                                                          ("iql", 3): False}
+
+
 @pytest.mark.parametrize("argv, said", [
     (["--episodes", "4", "--epsilon-steps", "10"], "--epsilon-steps needs a budget of env steps (--env-steps)"),
     (["--env-steps", "100", "--epsilon-steps", "101"], "--epsilon-steps must be between 1 and --env-steps (100), "
