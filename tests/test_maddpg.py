@@ -126,6 +126,15 @@ def test_act_shapes_determinism_and_bad_inputs():
         MADDPGConfig(batch_size=0).validate()
 
 
+def test_config_refuses_a_warmup_or_batch_larger_than_the_replay():
+    # updates start once the replay holds max(warmup_steps, batch_size): more than it keeps would never train
+    with pytest.raises(ValueError, match=r"^warmup_steps must be at most buffer_size \(10,000\), got 10,001"):
+        MADDPGConfig(warmup_steps=10_001).validate()  # the default replay of 10,000
+    with pytest.raises(ValueError, match=r"^batch_size must be at most buffer_size \(256\), got 512"):
+        MADDPGConfig(buffer_size=256, warmup_steps=0).validate()  # the default batch of 512
+    assert MADDPGConfig(buffer_size=512, warmup_steps=512).validate().buffer_size == 512  # equal is enough
+
+
 def test_flatten_for_critic_by_hand():
     # one transition (B=1), N=2 agents, O=2, A=2:
     # o_1 = [1, 2], o_2 = [3, 4], a_1 = [1, 0], a_2 = [0, 1]  ->  x = [1, 2, 3, 4, 1, 0, 0, 1]

@@ -110,3 +110,20 @@ def test_code_and_translations_are_not_read_as_equations():
     markdown = ("The COMA paper writes $\\tau^a$ for the history.\n`$s'$` in code, and\n```\n$o'$\n```\n"
                 "an escaped \\$5 and \\$6, then $Q'$.")
     assert math_spans(markdown) == ["Q'"]
+
+
+def test_the_cheat_sheets_sizes_on_switch2_are_the_configs_defaults():
+    # the Sizes table's "on Switch2" column quotes defaults: a default that changes fails here until the row does
+    from marl_edu.learners.coma import COMAConfig
+    from marl_edu.learners.maddpg import MADDPGConfig
+
+    on_switch2 = {}
+    for _, markdown in notebook_markdown(ROOT / "notebooks" / "cheat_sheet.ipynb"):
+        for line in markdown.splitlines():
+            columns = [column.strip() for column in line.strip().strip("|").split("|")]
+            if line.startswith("|") and len(columns) == 4:  # | symbol | meaning | on Switch2 | first |
+                on_switch2.setdefault(columns[0], columns[2])
+    maddpg, coma = MADDPGConfig(), COMAConfig()
+    assert on_switch2["capacity"] == f"{maddpg.buffer_size:,} (MADDPG)"
+    assert on_switch2["$B$"] == f"{maddpg.batch_size} (MADDPG), {coma.n_envs} (COMA)"
+    assert on_switch2["$K$"] == f"{maddpg.n_envs}"

@@ -145,7 +145,10 @@ class MADDPGConfig:
     # experience: collected from lock-step env copies, replayed in minibatches
     n_envs: int = field(default=16, metadata={
         "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
-    buffer_size: int = 100_000
+    # the last 10,000 transitions (about the last 700 episodes once the agents get home): a replay that never fills
+    # keeps the exploring start's returns as targets, and the greedy policy lost its solve late (benchmarks/TUNING.md,
+    # MADDPG keeping what it learned)
+    buffer_size: int = 10_000
     batch_size: int = field(default=512, metadata={"help": "transitions per update"})
     warmup_steps: int = field(default=1_000, metadata={"option": "--warmup",
                                                        "help": "env steps collected before the first update"})
@@ -161,6 +164,10 @@ class MADDPGConfig:
         for name in ("batch_size", "buffer_size", "hidden", "n_step", "n_envs", "updates_per_step"):
             setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
         self.warmup_steps = non_negative_int(self.warmup_steps, "warmup_steps", LIMITS["warmup_steps"])
+        for name in ("warmup_steps", "batch_size"):  # updates start once the replay holds both
+            if getattr(self, name) > self.buffer_size:
+                raise ValueError(f"{name} must be at most buffer_size ({self.buffer_size:,}), got "
+                                 f"{getattr(self, name):,}: the replay never holds more, so no update would start")
         if self.actor_gradient not in ("expected", "gumbel"):
             raise ValueError(f"actor_gradient must be 'expected' or 'gumbel', got {self.actor_gradient!r}")
         self.logits_reg = non_negative_number(self.logits_reg, "logits_reg", LIMITS["coefficient"])
