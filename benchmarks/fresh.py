@@ -129,13 +129,16 @@ def late_share(row: dict, budget: int, optimum: float) -> float:
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
     """One learner over its seeds (``rows``: their records, ``seeds_run`` their seeds): the median yardsticks to the
     first solve (a seed that never solved counts as never: None when the median is never), how many seeds solved at
-    some point and at the end, the mean late share, the seeds that did not end solved with their final and best
-    greedy returns and their first solve in episodes, and the yardsticks' and loads' medians and ranges."""
+    some point and at the end, the mean late share, the seeds that did not end solved (their final greedy and sampled
+    returns, their best greedy evaluation, their first and last solved evaluations in episodes), and the yardsticks'
+    and loads' medians and ranges."""
     times = [yardsticks(row) for row in rows]
     median = statistics.median([float("inf") if t is None else t for t in times])
     line = solve_line(optimum)
-    missed = [{"seed": row["seed"], "final": row["greedy"], "best": max(value for _, value in row["evaluations"]),
-               "first_solve": row["episodes_to_solve"]} for row in rows if row["greedy"] < line]
+    missed = [{"seed": row["seed"], "final": row["greedy"], "sampled": row["sampled"],
+               "best": max(value for _, value in row["evaluations"]), "first_solve": row["episodes_to_solve"],
+               "last_solve": max((episode for episode, value in row["evaluations"] if value >= line), default=None)}
+              for row in rows if row["greedy"] < line]
     sticks = [value for row in rows for value in row["yardstick_s"]]
     loads = [value for row in rows for value in row["load"]]
     return {"env": env_id, "method": method, "seeds": len(rows), "seeds_run": [row["seed"] for row in rows],

@@ -432,8 +432,8 @@ FRESH = RESULTS / "fresh"
 
 
 def _fresh_record(seed, greedy, seconds, first, yardstick, load, evaluations):
-    return {"seed": seed, "greedy": greedy, "seconds_to_solve": seconds, "episodes_to_solve": first,
-            "yardstick_s": yardstick, "load": load, "evaluations": evaluations}
+    return {"seed": seed, "greedy": greedy, "sampled": greedy / 2, "seconds_to_solve": seconds,
+            "episodes_to_solve": first, "yardstick_s": yardstick, "load": load, "evaluations": evaluations}
 
 
 def test_the_fresh_table_by_hand():
@@ -449,8 +449,10 @@ def test_the_fresh_table_by_hand():
     assert row["median_yardsticks_to_solve"] == 10.0
     # ended solved (final >= 8.0): seed 1 only; solved at some point: seeds 1 and 2; late: (2/2 + 0/2 + 0/2) / 3
     assert (row["solved_at_end"], row["solved_ever"], row["late"]) == (1, 2, 0.333)
-    assert row["not_solved_at_end"] == [{"seed": 2, "final": -0.6, "best": 8.1, "first_solve": 10},
-                                        {"seed": 3, "final": -10.0, "best": -10.0, "first_solve": None}]
+    # seed 2 was solved at episodes 10 and 20, seed 3 never
+    assert row["not_solved_at_end"] == [
+        {"seed": 2, "final": -0.6, "sampled": -0.3, "best": 8.1, "first_solve": 10, "last_solve": 20},
+        {"seed": 3, "final": -10.0, "sampled": -5.0, "best": -10.0, "first_solve": None, "last_solve": None}]
     # yardsticks 2, 3, 3, 3, 2.5, 2.5: sorted 2, 2.5, 2.5 | 3, 3, 3 -> median (2.5 + 3) / 2 = 2.75;
     # loads sorted 1, 2, 2 | 2, 3, 4 -> 2
     assert (row["yardstick_s"], row["load"]) == ([2.75, 2.0, 3.0], [2.0, 1.0, 4.0])
