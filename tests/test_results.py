@@ -447,6 +447,7 @@ def test_the_fresh_table_by_hand():
     row = fresh.table_row("Switch2-v0", method, rows, 8.3, 30)
     # yardsticks to the first solve: 10 / 2.5 = 4.0, 30 / 3.0 = 10.0, never: the median of 4, 10 and never is 10
     assert row["median_yardsticks_to_solve"] == 10.0
+    assert row["median_episodes_to_solve"] == 20  # episodes 20, 10 and never: sorted 10, 20, never
     # ended solved (final >= 8.0): seed 1 only; solved at some point: seeds 1 and 2; late: (2/2 + 0/2 + 0/2) / 3
     assert (row["solved_at_end"], row["solved_ever"], row["late"]) == (1, 2, 0.333)
     # seed 2 was solved at episodes 10 and 20, seed 3 never
@@ -456,7 +457,7 @@ def test_the_fresh_table_by_hand():
     # yardsticks 2, 3, 3, 3, 2.5, 2.5: sorted 2, 2.5, 2.5 | 3, 3, 3 -> median (2.5 + 3) / 2 = 2.75;
     # loads sorted 1, 2, 2 | 2, 3, 4 -> 2
     assert (row["yardstick_s"], row["load"]) == ([2.75, 2.0, 3.0], [2.0, 1.0, 4.0])
-    assert fresh.format_row(row) == (f"| Switch2-v0 | {method} | 10.0 | 1/3 | 2/3 | 0.33 | 2 (-0.6), 3 (-10.0) | "
+    assert fresh.format_row(row) == (f"| Switch2-v0 | {method} | 10.0 | 20 | 1/3 | 2/3 | 0.33 | 2 (-0.6), 3 (-10.0) | "
                                      "2.75 (2.00-3.00) | 2.0 (1.0-4.0) |")
     assert fresh.table_header().splitlines()[0].count("|") == fresh.format_row(row).count("|")
     assert row["seeds_run"] == [1, 2, 3]
@@ -465,7 +466,7 @@ def test_the_fresh_table_by_hand():
                                   "seeds")  # (19/20 of 3 seeds: 3)
     # a fourth seed that never solved: the median of 4, 10, never, never is never
     never = fresh.table_row("Switch2-v0", method, [*rows, {**rows[2], "seed": 4}], 8.3, 30)
-    assert never["median_yardsticks_to_solve"] is None and "| never |" in fresh.format_row(never)
+    assert never["median_yardsticks_to_solve"] is None and "| never | never |" in fresh.format_row(never)
     with pytest.raises(ValueError, match="no evaluation after"):
         fresh.late_share({**rows[0], "evaluations": [[10, 8.2]]}, 30, 8.3)
 
