@@ -183,7 +183,7 @@ def verdict(t: dict) -> str:
     end = f"ended solved {t['solved_at_end']}/{t['seeds']}: " + (
         f"meets the bar of {END_BAR} of 20" if short <= 0 else f"misses the bar of {END_BAR} of 20 by "
                                                                 f"{plural(short, 'seed')}")
-    so_far = "" if t["seeds"] >= 20 else f" (over the {t['seeds']} seeds finished so far)"
+    so_far = "" if t["seeds"] >= 20 else f" (over the {plural(t['seeds'], 'seed')} finished so far)"
     return f"{t['method']} on {t['env']}{so_far}: {speed}; {end}"
 
 

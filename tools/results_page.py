@@ -302,8 +302,9 @@ def fresh_switch2() -> list[str]:
                         "and defaults, on seeds 1000-1019, which no tuning sweep and no other table used (the",
                         "one-change baselines are not among them). A run's wall-clock is read in yardsticks: the",
                         f"seconds raw ma-gym takes for {module.YARDSTICK_STEPS:,} random steps of Switch2-v0, timed",
-                        "in the same process just before and just after the run (their mean), so runs on a loaded",
-                        "machine compare; the table gives the yardstick and the one-minute load average beside them.",
+                        "in the same process just before and just after the run (their mean), so that runs under",
+                        "different loads compare, roughly: the table gives the yardstick and the one-minute load",
+                        "average beside them, and the median episodes to the first solve, which no load moves.",
                         "\"To the first solve\" is the median over the seeds of the wall-clock to the first greedy",
                         f"evaluation at {number(solved_threshold(known_optimum('Switch2-v0')))} or more, a seed that",
                         "never got there counting as never; \"late\" is the mean over seeds of the share of greedy",
@@ -327,6 +328,19 @@ def fresh_switch2() -> list[str]:
     if not paths:
         return lines + paragraph("No run of it is committed yet:", f"`{PYTHON} benchmarks/fresh.py` makes them.")
     lines += [module.table_header(), *rows, "", *verdicts, ""]
+    missed = [f"{method} seed {seed['seed']}: final {number(seed['final'])} (sampled {number(seed['sampled'], 2)}), "
+              f"best evaluation {number(seed['best'])}, " + ("never solved" if seed["first_solve"] is None else
+                                                             f"solved from episode {seed['first_solve']}, last at "
+                                                             f"{seed['last_solve']}")
+              for path in paths for method, row in ((t["method"], t) for t in load(path)["table"])
+              for seed in row["not_solved_at_end"]]
+    if missed:
+        lines += paragraph("The seeds that did not end solved, their final greedy return (and the sampled policy's,",
+                           "the mean of 100 episodes), their best greedy evaluation and when they were solved: a",
+                           "final near -0.6 with a sampled return as low is the policy itself sending one agent home",
+                           "and not the other (not only its argmax); a final between 0 and 8.0 has both agents home by",
+                           "a longer path.")
+        lines += [line for text in missed for line in bullet(text)] + [""]
     missing = [method for method in module.TAUGHT if method not in done]
     if missing:
         lines += paragraph("Not measured yet:", ", ".join(missing) + ".")
