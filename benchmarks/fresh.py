@@ -243,6 +243,8 @@ def main(argv=None) -> int:
             if done:
                 table.append(table_row(env_id, m, [record(args.out, env_id, m, seed, "the table") for seed in done],
                                        optimum, runs))
+        if not table:  # (no seed of this task has finished yet)
+            continue
         methods = [t["method"] for t in table]
         print("\n" + table_header())
         print("\n".join(format_row(t) for t in table))
