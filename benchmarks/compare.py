@@ -20,6 +20,11 @@ optimum 8.3); "to solve" is the first periodic evaluation that reached it. Witho
 nothing is called solved, and the table gives the final sampled returns instead. Every task also gets a random line:
 the mean team return of uniformly random actions.
 
+Re-running some methods of a task keeps the other rows: delete those methods' folders (results/compare/ENV/METHOD/)
+and run the command of the task's whole table (its methods, seeds and budgets: the results page's "Reproduce" line)
+with --reuse, which trains only the runs missing on disk, then writes the table, its command and the figure again
+from every run's file.
+
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
 results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
 range over seeds against the optimum); prints one table row per method and environment (the table of results/README.md).
