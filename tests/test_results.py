@@ -591,7 +591,9 @@ def _replay_foraging_grid(folder: pathlib.Path, budget: dict) -> list[str]:
 
 
 def test_the_committed_2m_foraging_runs_replay_their_records():
-    # whatever part of the grid is committed: none (the folder absent), some methods and seeds, or all of it
+    # whatever part of the grid is committed: some methods and seeds, or all of it (none yet: skipped, not passed)
+    if not FORAGING_2M.exists():
+        pytest.skip("results/foraging_2m is not committed yet (foraging.py's docstring: the 2M grid's command)")
     replayed = _replay_foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
     assert replayed == sorted(path.parent.name for path in FORAGING_2M.glob("*/policy.pt"))
 
