@@ -57,9 +57,8 @@ from marl_edu.runs.grid import check_options
 from marl_edu.runs.seed import run_seed, solve_line
 from marl_edu.training.evaluation import greedy_team_return
 from marl_edu.training.loops import train
-from speed import raw_ma_gym_speed
+from speed import YARDSTICK_STEPS, yardstick_seconds
 
-YARDSTICK_STEPS = 200_000  # raw ma-gym Switch2-v0 steps with random actions: one yardstick of wall-clock
 HOME = 5.0  # on Switch2 a team return above this got both agents home (each arrival pays +5, steps cost -0.1 each)
 
 
@@ -68,11 +67,6 @@ def home_line(n_agents: int) -> float:
     others' arrivals pay at most 5 (N - 1) and the one left out pays 0.1 for each of its 50 steps, 5 (N - 1) - 5 =
     5 N - 10 at most; never below ``HOME`` (Switch2's and Switch3's readouts: 5.0)."""
     return max(HOME, 5.0 * n_agents - 10.0)
-
-
-def yardstick_seconds() -> float:
-    """Seconds raw ma-gym takes for ``YARDSTICK_STEPS`` random steps of Switch2-v0, on this machine now."""
-    return YARDSTICK_STEPS / raw_ma_gym_speed("Switch2-v0", YARDSTICK_STEPS)
 
 
 def parameter_groups(agent) -> dict[str, list[torch.Tensor]]:

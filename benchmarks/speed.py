@@ -72,6 +72,15 @@ def raw_ma_gym_speed(env_id: str, steps: int, seed: int = 0) -> float:
     return steps / (time.perf_counter() - start)
 
 
+YARDSTICK_STEPS = 200_000  # raw ma-gym Switch2-v0 random steps: one yardstick of wall-clock (keep.py's, fresh.py's)
+
+
+def yardstick_seconds(steps: int = YARDSTICK_STEPS) -> float:
+    """Seconds raw ma-gym takes for ``YARDSTICK_STEPS`` random steps of Switch2-v0 on this machine now, timed over
+    ``steps`` of them (fewer only in the tests)."""
+    return YARDSTICK_STEPS / raw_ma_gym_speed("Switch2-v0", steps)
+
+
 def vec_env_speed(env_id: str, backend: str, n_envs: int, steps: int, seed: int = 0) -> float:
     """Env steps per second (summed over copies) of ``make_vec_env(..., backend)`` with random actions."""
     from marl_edu.envs.make import make_vec_env

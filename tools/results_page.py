@@ -305,6 +305,10 @@ def fresh_switch2() -> list[str]:
                         "in the same process just before and just after the run (their mean), so that runs under",
                         "different loads compare, roughly: the table gives the yardstick and the one-minute load",
                         "average beside them, and the median episodes to the first solve, which no load moves.",
+                        "The speed bar is judged only from a quiet machine (a load average of at most",
+                        f"{module.QUIET_LOAD} all the while, and each run's two yardsticks within",
+                        f"{module.YARDSTICKS_AGREE - 1:.0%} of each other): a busy machine's yardstick slows less than",
+                        "training does.",
                         "\"To the first solve\" is the median over the seeds of the wall-clock to the first greedy",
                         f"evaluation at {number(solved_threshold(known_optimum('Switch2-v0')))} or more, a seed that",
                         "never got there counting as never; \"late\" is the mean over seeds of the share of greedy",
@@ -319,7 +323,7 @@ def fresh_switch2() -> list[str]:
             count += len(runs)
             row = module.table_row(entry["env"], entry["method"], runs, entry["optimal"], entry["episodes"])
             rows.append(module.format_row(row))
-            verdicts += bullet(module.verdict(row) + ".")
+            verdicts += bullet(row["verdict"] + ".")
             done.append(entry["method"])
             times = [module.yardsticks(run) for run in runs]
             seed_rows.append([entry["method"], entry["env"], str(entry["episodes"]), seeds_text(entry["seeds_run"]),
