@@ -56,7 +56,7 @@ choices where ours has one) stayed at a greedy mean of 0.02-0.11 over 400k env s
 collection, a target copy every 50) reached 0.13-0.22 in 200k.
 
 Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation), the
-first seed's OUT/METHOD/policy.pt and greedy.gif (``keeps_files``), OUT/curves.png (the runs' evaluations beside the
+first seed's OUT/METHOD/policy.pt and greedy.gif (``runs.grid.keeps_files``), OUT/curves.png (the runs' evaluations beside the
 textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, and one SUMMARY
 line per method. With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines of the same
 kind differ in speed by more than twice), so a run's speed is read as its ratio to raw lbforaging, never in seconds
@@ -86,8 +86,8 @@ from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
-                                check_runner_options, drop_runner_options, open_out, read_record, replay_kept,
-                                run_files, run_grid, write_files)
+                                check_runner_options, drop_runner_options, keeps_files, open_out, read_record,
+                                replay_kept, run_files, run_grid, write_files)
 from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts, solve_line
 from marl_edu.training.resume import load_run_state, seed_checkpoint
 
@@ -193,14 +193,6 @@ def checkpoint_path(out: pathlib.Path, method: str, seed: int) -> pathlib.Path:
     """Where a run in progress is saved with ``--checkpoint-every``: OUT/METHOD/seed<S>.run.pt (gone once its record
     is written)."""
     return pathlib.Path(out) / method / f"seed{seed}.run.pt"
-
-
-def keeps_files(out: pathlib.Path, method: str, seed: int, seeds: list[int]) -> bool:
-    """Whether the run of ``method`` and ``seed`` writes OUT/METHOD/policy.pt and greedy.gif: the first of the
-    invocation's ``seeds``, unless a lower seed's record is already in OUT/METHOD (a grid committed over sittings with
-    other ``--seeds`` keeps its lowest seed's policy, the one tests/test_results.py replays against that record)."""
-    recorded = [path.name.removeprefix("seed").removesuffix(".json") for path in (out / method).glob("seed*.json")]
-    return seed == min(seeds) and not any(name.isdigit() and int(name) < seed for name in recorded)
 
 
 def checkpoint_header(method: str, seed: int, budget: dict, eval_every: int, config: dict) -> dict:
@@ -522,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     saving = lambda method, seed: None if args.checkpoint_every is None else (  # noqa: E731
         str(checkpoint_path(args.out, method, seed)), args.checkpoint_every, args.reuse)
-    todo = [(method, seed, args.episodes, args.eval_every, keeps_files(args.out, method, seed, args.seeds),
+    todo = [(method, seed, args.episodes, args.eval_every, keeps_files(args.out / method, seed, args.seeds),
              pairs[method], FINAL_EPISODES, args.env_steps, saving(method, seed))
             for method, seed in jobs if (method, seed) not in kept]
     trained = (({**row, "raw_steps_per_s": round(raw, 1)}, files)  # each as it ends: its files written at once

@@ -49,8 +49,8 @@ from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, entry
 from marl_edu.learners.value_decomposition import QMIX, VDN
-from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, open_out, read_record,
-                                run_grid, where, write_files)
+from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, keeps_files, open_out,
+                                read_record, run_grid, where, write_files)
 from marl_edu.runs.seed import known_optimum, method_config, solve_line, split
 from speed import YARDSTICK_STEPS, yardstick_seconds
 
@@ -226,7 +226,8 @@ def main(argv=None) -> int:
     check_runner_options(parser, args)
     budget = {method: args.episodes or entry(split(method)[0]).episodes for method in args.methods}
     args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
-    jobs = [(TAUGHT[method], method, seed, args.episodes, seed == args.seeds[0], YARDSTICK_STEPS)
+    jobs = [(TAUGHT[method], method, seed, args.episodes, keeps_files(args.out / TAUGHT[method] / method, seed,
+                                                                      args.seeds), YARDSTICK_STEPS)
             for seed in args.seeds for method in args.methods]  # seed by seed: a cut-off sitting has every method
     try:
         todo = [job for job in jobs if not ((args.reuse or args.table_only)

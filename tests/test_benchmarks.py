@@ -522,18 +522,18 @@ def test_foraging_keeps_the_lowest_recorded_seeds_policy_over_sittings(tmp_path,
     (tmp_path / "vdn").mkdir()
     (tmp_path / "vdn" / "seed1.json").write_text("{}")
     (tmp_path / "vdn" / "seed0.run.pt").write_bytes(b"")  # (a run in progress is no record)
-    assert foraging.keeps_files(tmp_path, "vdn", 0, [0, 1, 2])  # no lower record: the first seed keeps them
-    assert not foraging.keeps_files(tmp_path, "vdn", 2, [2, 3])  # seed 1's record is there: it keeps its own
-    assert foraging.keeps_files(tmp_path, "iql", 2, [2, 3])  # another method's folder: none recorded
-    assert not foraging.keeps_files(tmp_path, "iql", 3, [2, 3])  # not the invocation's first seed
+    assert grid.keeps_files(tmp_path / "vdn", 0, [0, 1, 2])  # no lower record: the first seed keeps them
+    assert not grid.keeps_files(tmp_path / "vdn", 2, [2, 3])  # seed 1's record is there: it keeps its own
+    assert grid.keeps_files(tmp_path / "iql", 2, [2, 3])  # another method's folder: none recorded
+    assert not grid.keeps_files(tmp_path / "iql", 3, [2, 3])  # not the invocation's first seed
     todo = []
 
-    def grid(function, jobs, *args, **kwargs):
+    def fake_grid(function, jobs, *args, **kwargs):
         for job in jobs:
             todo.append(job)
             yield _foraging_record(job[0], seed=job[1], evaluations=[[2, 100, 0.1]]), {}
 
-    monkeypatch.setattr(foraging, "run_grid", grid)
+    monkeypatch.setattr(foraging, "run_grid", fake_grid)
     monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
     monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
     assert foraging.main(["--methods", "vdn", "iql", "--seeds", "2", "3", "--env-steps", "100", "--jobs", "1",

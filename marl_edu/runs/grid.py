@@ -271,6 +271,15 @@ def _whole(text: str) -> int:
 KEPT_FIGURES = "greedy_and_sampled.json"  # --replay-kept: every kept policy's greedy and sampled figures
 
 
+def keeps_files(folder: pathlib.Path, seed: int, seeds: list[int]) -> bool:
+    """Whether the run of ``seed`` writes a method's policy.pt and greedy.gif into ``folder`` (OUT/METHOD, where its
+    seed<S>.json records go): the first of the invocation's ``seeds``, unless a lower seed's record is already in
+    ``folder`` (a grid committed over sittings with other ``--seeds`` keeps its lowest seed's policy, the one
+    tests/test_results.py replays against that record)."""
+    recorded = [path.name.removeprefix("seed").removesuffix(".json") for path in folder.glob("seed*.json")]
+    return seed == min(seeds) and not any(name.isdigit() and int(name) < seed for name in recorded)
+
+
 def kept_policy_figures(out: pathlib.Path, env_id: str, algos: dict[str, str], episodes: int, seed: int) -> dict:
     """Each method's kept policy (``OUT/METHOD/policy.pt``, its first seed's final policy, as a benchmark's
     ``summary.json`` names its runs) replayed as a run's final figures are measured (``runs.seed.replay_figures``:
