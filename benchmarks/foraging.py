@@ -56,8 +56,8 @@ choices where ours has one) stayed at a greedy mean of 0.02-0.11 over 400k env s
 collection, a target copy every 50) reached 0.13-0.22 in 200k.
 
 Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation), the
-first seed's OUT/METHOD/policy.pt and greedy.gif (``runs.grid.keeps_files``), OUT/curves.png (the runs' evaluations beside the
-textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, and one SUMMARY
+first seed's OUT/METHOD/policy.pt and greedy.gif (``runs.grid.keeps_files``), OUT/curves.png (the runs' evaluations
+beside the textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, and one SUMMARY
 line per method. With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines of the same
 kind differ in speed by more than twice), so a run's speed is read as its ratio to raw lbforaging, never in seconds
 against another's. With ``--redraw`` nothing is trained: the summary's table and curves.png are rewritten from the

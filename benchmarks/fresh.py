@@ -152,8 +152,8 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
             "not_solved_at_end": missed,
             "yardstick_s": [round(statistics.median(sticks), 2), min(sticks), max(sticks)],
             "load": [round(statistics.median(loads), 2), min(loads), max(loads)],
-            "quiet": max(loads) <= QUIET_LOAD and all(max(row["yardstick_s"]) <= YARDSTICKS_AGREE * min(row["yardstick_s"])
-                                                      for row in rows)}
+            "quiet": max(loads) <= QUIET_LOAD and all(
+                max(row["yardstick_s"]) <= YARDSTICKS_AGREE * min(row["yardstick_s"]) for row in rows)}
     return {**t, "verdict": verdict(t)}
 
 
