@@ -480,6 +480,23 @@ def test_foraging_budget_and_checkpoint_options_are_checked_in_one_line(argv, sa
     assert said in refused("foraging", [*base, *argv], capsys)
 
 
+def _foraging_jobs(foraging, monkeypatch, argv: list[str]) -> list[tuple]:
+    """The jobs ``foraging.main(argv)`` hands its grid (one at a time, on the pool), each answered with a tiny record
+    instead of training; main must end with status 0."""
+    todo = []
+
+    def fake_grid(function, jobs, *args, **kwargs):
+        for job in jobs:
+            todo.append(job)
+            yield _foraging_record(job[0], seed=job[1], evaluations=[[2, 100, 0.1]]), {}
+
+    monkeypatch.setattr(foraging, "run_grid", fake_grid)
+    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
+    monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
+    assert foraging.main([*argv, "--jobs", "1", "--runner", "pool"]) == 0
+    return todo
+
+
 def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, monkeypatch):
     # --epsilon-steps 300000 with --env-steps 2000000: epsilon_fraction 300,000 / 2,000,000 = 0.15 for the learners
     # that decay epsilon (the committed 1M runs' decay ended at about 298,000 env steps: 30% of 20,000 episodes)
@@ -499,18 +516,8 @@ def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, m
         assert exploration("episode_replay", config, done, 2_000_000)["epsilon"] == pytest.approx(epsilon, abs=1e-12)
     assert exploration("episode_replay", config, 299_000, 2_000_000)["epsilon"] > 0.01
     # through the command line: the value-based runs get the fraction, the on-policy ones their own config
-    todo = []
-
-    def grid(function, jobs, *args, **kwargs):
-        for job in jobs:
-            todo.append(job)
-            yield _foraging_record(job[0], seed=job[1], evaluations=[[2, 100, 0.1]]), {}
-
-    monkeypatch.setattr(foraging, "run_grid", grid)
-    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
-    monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
-    assert foraging.main(["--methods", "qmix", "ippo", "--seeds", "0", "--env-steps", "2000000", "--epsilon-steps",
-                          "300000", "--jobs", "1", "--runner", "pool", "--out", str(tmp_path)]) == 0
+    todo = _foraging_jobs(foraging, monkeypatch, ["--methods", "qmix", "ippo", "--seeds", "0", "--env-steps", "2000000",
+                                                  "--epsilon-steps", "300000", "--out", str(tmp_path)])
     assert {job[0]: job[5] for job in todo} == {"qmix": ["epsilon_fraction=0.15"], "ippo": []}
     assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
 
@@ -526,18 +533,8 @@ def test_foraging_keeps_the_lowest_recorded_seeds_policy_over_sittings(tmp_path,
     assert not grid.keeps_files(tmp_path / "vdn", 2, [2, 3])  # seed 1's record is there: it keeps its own
     assert grid.keeps_files(tmp_path / "iql", 2, [2, 3])  # another method's folder: none recorded
     assert not grid.keeps_files(tmp_path / "iql", 3, [2, 3])  # not the invocation's first seed
-    todo = []
-
-    def fake_grid(function, jobs, *args, **kwargs):
-        for job in jobs:
-            todo.append(job)
-            yield _foraging_record(job[0], seed=job[1], evaluations=[[2, 100, 0.1]]), {}
-
-    monkeypatch.setattr(foraging, "run_grid", fake_grid)
-    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
-    monkeypatch.setattr(foraging, "figure", lambda rows, path: path)
-    assert foraging.main(["--methods", "vdn", "iql", "--seeds", "2", "3", "--env-steps", "100", "--jobs", "1",
-                          "--runner", "pool", "--out", str(tmp_path)]) == 0
+    todo = _foraging_jobs(foraging, monkeypatch, ["--methods", "vdn", "iql", "--seeds", "2", "3", "--env-steps", "100",
+                                                  "--out", str(tmp_path)])
     assert {(job[0], job[1]): job[4] for job in todo} == {("vdn", 2): False, ("vdn", 3): False, ("iql", 2): True,
                                                           ("iql", 3): False}
 
