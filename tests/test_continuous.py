@@ -117,6 +117,9 @@ def test_noise_schedule_by_hand():
     ("batch_size", 0, "batch_size must be a positive int"),
     ("n_step", 3, "n_step must be 1 for continuous MADDPG"),
     ("warmup_steps", -1, "warmup_steps must be a non-negative int"),
+    # the default replay holds 200,000 transitions: a warm-up of one more would never let an update start
+    ("warmup_steps", 200_001, r"warmup_steps must be at most buffer_size \(200,000\), got 200,001"),
+    ("buffer_size", 1_999, r"warmup_steps must be at most buffer_size \(1,999\), got 2,000"),  # the default warm-up
 ])
 def test_bad_hyperparameters_raise(field, value, message):
     with pytest.raises(ValueError, match=message):

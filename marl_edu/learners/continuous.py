@@ -23,7 +23,7 @@ from marl_edu.base.schedules import linear
 from marl_edu.base.shapes import check_shape
 from marl_edu.base.validate import (LIMITS, boolean, non_negative_int, non_negative_number,
                                positive_int, positive_number, unit_interval)
-from marl_edu.learners.maddpg import MADDPG, own_critic_input
+from marl_edu.learners.maddpg import MADDPG, check_replay_fills, own_critic_input
 from marl_edu.pieces.nets import check_policy_output
 
 
@@ -80,6 +80,7 @@ class ContinuousMADDPGConfig:
             raise ValueError(f"n_step must be 1 for continuous MADDPG (one-step targets, as in the paper), "
                              f"got {self.n_step}")
         self.warmup_steps = non_negative_int(self.warmup_steps, "warmup_steps", LIMITS["warmup_steps"])
+        check_replay_fills(self)
         self.team_reward = boolean(self.team_reward, "team_reward")
         return self
 

@@ -111,6 +111,16 @@ def td_loss(critic: nn.Module, target_critic: nn.Module, x: torch.Tensor, next_x
 # The MADDPG learner (discrete actions)
 # ----------------------------------------------------------------------------------------------
 
+def check_replay_fills(config) -> None:
+    """ValueError unless ``config.warmup_steps`` and ``config.batch_size`` are at most ``config.buffer_size``:
+    updates start once the replay holds both, and it never holds more than its capacity (MADDPG's configs, discrete
+    and continuous)."""
+    for name in ("warmup_steps", "batch_size"):
+        if getattr(config, name) > config.buffer_size:
+            raise ValueError(f"{name} must be at most buffer_size ({config.buffer_size:,}), got "
+                             f"{getattr(config, name):,}: the replay never holds more, so no update would start")
+
+
 @dataclass
 class MADDPGConfig:
     """Hyperparameters of MADDPG on a discrete-action task, grouped by what they shape. Every value is checked by
@@ -164,10 +174,7 @@ class MADDPGConfig:
         for name in ("batch_size", "buffer_size", "hidden", "n_step", "n_envs", "updates_per_step"):
             setattr(self, name, positive_int(getattr(self, name), name, LIMITS[name]))
         self.warmup_steps = non_negative_int(self.warmup_steps, "warmup_steps", LIMITS["warmup_steps"])
-        for name in ("warmup_steps", "batch_size"):  # updates start once the replay holds both
-            if getattr(self, name) > self.buffer_size:
-                raise ValueError(f"{name} must be at most buffer_size ({self.buffer_size:,}), got "
-                                 f"{getattr(self, name):,}: the replay never holds more, so no update would start")
+        check_replay_fills(self)
         if self.actor_gradient not in ("expected", "gumbel"):
             raise ValueError(f"actor_gradient must be 'expected' or 'gumbel', got {self.actor_gradient!r}")
         self.logits_reg = non_negative_number(self.logits_reg, "logits_reg", LIMITS["coefficient"])
