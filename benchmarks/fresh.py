@@ -51,7 +51,7 @@ from marl_edu.learners.table import algo_name_of_class, entry
 from marl_edu.learners.value_decomposition import QMIX, VDN
 from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, keeps_files, open_out,
                                 read_record, run_grid, where, write_files)
-from marl_edu.runs.seed import known_optimum, method_config, solve_line, split
+from marl_edu.runs.seed import known_optimum, late_solved, median_or_never, method_config, solve_line, split
 from speed import YARDSTICK_STEPS, yardstick_seconds
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -62,7 +62,6 @@ TAUGHT = {f"{algo_name_of_class(learner)}-{variant}": env_id for learner, varian
     (COMA, "gru", "Switch2-v0"), (MAPPO, "gru", "Switch2-v0"), (IPPO, "gru", "Switch2-v0"),
     (VDN, "gru", "Switch2-v0"), (QMIX, "gru", "Switch2-v0"), (MADDPG, "mlp", "Switch2-v2"))}
 SPEED_BAR, END_BAR = 8.0, 19  # issue 48's bars: median yardsticks to the first solve, seeds of 20 ended solved
-LATE = 2 / 3  # "late": the evaluations after this share of the budget (keep.py's)
 # when the yardsticks can be held to the speed bar: a machine running the grid's two jobs and little else (load
 # average at most this, all the while) and every run's yardsticks, before and after it, within 20% of each other.
 # On a busy machine the yardstick slows less than training does (measured: 1.85 times less, median over COMA's and
@@ -118,11 +117,11 @@ def yardsticks(row: dict) -> float | None:
 
 
 def late_share(row: dict, budget: int, optimum: float) -> float:
-    """The share of the run's greedy evaluations after ``LATE`` of ``budget`` episodes that were solved."""
-    late = [value >= solve_line(optimum) for episode, value in row["evaluations"] if episode > budget * LATE]
-    if not late:
-        raise ValueError(f"seed {row['seed']}: no evaluation after {LATE:.2f} of the budget {budget}")
-    return float(np.mean(late))
+    """The share of the run's greedy evaluations late in its ``budget`` (``late_solved``) that were solved."""
+    try:
+        return float(np.mean(late_solved(row["evaluations"], budget, solve_line(optimum))))
+    except ValueError as error:
+        raise ValueError(f"seed {row['seed']}: {error}") from None
 
 
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
@@ -133,9 +132,8 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
     loads' medians and ranges, whether the machine was quiet enough to hold the yardsticks to the speed bar
     (``QUIET_LOAD``) and where the learner stands against the bars (``verdict``)."""
     times = [yardsticks(row) for row in rows]
-    median = statistics.median([float("inf") if t is None else t for t in times])
-    episodes = statistics.median([float("inf") if row["episodes_to_solve"] is None else row["episodes_to_solve"]
-                                  for row in rows])  # (exact: what the load cannot move)
+    median = median_or_never(times)
+    episodes = median_or_never([row["episodes_to_solve"] for row in rows])  # (exact: what the load cannot move)
     line = solve_line(optimum)
     missed = [{"seed": row["seed"], "final": row["greedy"], "sampled": row["sampled"],
                "best": max(value for _, value in row["evaluations"]), "first_solve": row["episodes_to_solve"],
@@ -145,8 +143,8 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
     loads = [value for row in rows for value in row["load"]]
     t = {"env": env_id, "method": method, "seeds": len(rows), "seeds_run": [row["seed"] for row in rows],
             "episodes": budget, "optimal": optimum,
-            "median_yardsticks_to_solve": None if median == float("inf") else round(median, 2),
-            "median_episodes_to_solve": None if episodes == float("inf") else episodes,
+            "median_yardsticks_to_solve": None if median is None else round(median, 2),
+            "median_episodes_to_solve": episodes,
             "solved_ever": sum(t is not None for t in times), "solved_at_end": len(rows) - len(missed),
             "late": round(float(np.mean([late_share(row, budget, optimum) for row in rows])), 3),
             "not_solved_at_end": missed,

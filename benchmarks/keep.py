@@ -40,7 +40,6 @@ import cProfile
 import io
 import math
 import pstats
-import statistics
 import sys
 import time
 
@@ -54,7 +53,7 @@ from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.policies import categorical_entropy
 from marl_edu.pieces.targets import critic_rewards
 from marl_edu.runs.grid import check_options
-from marl_edu.runs.seed import run_seed, solve_line
+from marl_edu.runs.seed import late_solved, median_or_never, run_seed, solve_line
 from marl_edu.training.evaluation import greedy_team_return
 from marl_edu.training.loops import train
 from speed import YARDSTICK_STEPS, yardstick_seconds
@@ -381,12 +380,12 @@ def main(argv=None) -> int:
         to_solve = None if figures["seconds_to_solve"] is None else figures["seconds_to_solve"] / yardstick
         kept = figures["greedy"] >= line
         best = max(g for _, g in figures["evaluations"])
-        late = [g >= line for e, g in figures["evaluations"] if e > episodes * 2 / 3]
+        late = late_solved(figures["evaluations"], episodes, line)
         late_share.extend(late)
         results.append((to_solve, figures["episodes_to_solve"] is not None, kept))
         print(f"{seed:>5} {'-' if to_solve is None else f'{to_solve:.1f}':>8} "
               f"{str(figures['episodes_to_solve'] or '-'):>8} {figures['greedy']:6.2f} {'yes' if kept else 'no':>5} "
-              f"{np.mean(late) if late else float('nan'):5.2f} "
+              f"{np.mean(late):5.2f} "
               f"{best:5.1f} {figures['wall_s']:7.1f} {figures['update_s']:8.1f}", flush=True)
         if diagnosis is not None:
             print("\n".join("      " + text for text in diagnosis.windows(run, config, episodes)))
@@ -394,9 +393,9 @@ def main(argv=None) -> int:
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.profile)
             print(out.getvalue())
-    median = statistics.median([t if t is not None else float("inf") for t, _, _ in results])
+    median = median_or_never([t for t, _, _ in results])
     print(f"SUMMARY algo={args.algo} env={env_id} episodes={episodes} set={','.join(changes) or 'defaults'} "
-          f"seeds={len(results)} median_yardsticks_to_solve={'never' if median == float('inf') else f'{median:.1f}'} "
+          f"seeds={len(results)} median_yardsticks_to_solve={'never' if median is None else f'{median:.1f}'} "
           f"solved_ever={sum(s for _, s, _ in results)}/{len(results)} "
           f"solved_at_end={sum(k for _, _, k in results)}/{len(results)} late_solved={np.mean(late_share):.2f} "
           f"yardstick_s={yardstick:.2f}")

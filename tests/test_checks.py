@@ -831,6 +831,27 @@ def test_solve_counts_by_hand():
         solve_counts([], 8.3)
 
 
+def test_late_solved_by_hand():
+    from marl_edu.runs.seed import late_solved
+    evaluations = [[50, 8.2], [100, 7.9], [150, 8.0], [200, 7.99999997], [250, 8.3]]
+    # a budget of 300 episodes: late is after 2/3 of it, episode 200, so only [250, 8.3]; of 240, after 160: 200, 250
+    assert late_solved(evaluations, 300, 8.0 - 1e-6) == [True]
+    assert late_solved(evaluations, 240, 8.0 - 1e-6) == [True, True]  # 7.99999997: 8.0 summed in float32
+    assert late_solved(evaluations, 240, 8.1) == [False, True]
+    with pytest.raises(ValueError, match="no greedy evaluation after 0.67 of the budget of 600 episodes"):
+        late_solved(evaluations, 600, 8.0)  # 2/3 of 600 = 400, after the last evaluation at 250
+
+
+def test_median_or_never_by_hand():
+    from marl_edu.runs.seed import median_or_never
+    assert median_or_never([3.0, None, 1.0]) == 3.0  # (1, 3, never): the middle one is 3
+    assert median_or_never([4.0, 2.0]) == 3.0  # (2 + 4) / 2
+    assert median_or_never([4.0, None]) is None  # (4 + never) / 2 is never: half the seeds never solved
+    assert median_or_never([None]) is None
+    with pytest.raises(ValueError, match="at least one value"):
+        median_or_never([])
+
+
 def test_solve_counts_check_names_each_slip(capsys):
     from marl_edu.course.checks import check_solve_counts
     from marl_edu.course.solutions import solve_counts as reference

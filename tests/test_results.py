@@ -481,7 +481,7 @@ def test_the_fresh_table_by_hand():
     # a fourth seed that never solved: the median of 4, 10, never, never is never
     never = fresh.table_row("Switch2-v0", method, [*rows, {**rows[2], "seed": 4}], 8.3, 30)
     assert never["median_yardsticks_to_solve"] is None and "| never | never |" in fresh.format_row(never)
-    with pytest.raises(ValueError, match="no evaluation after"):
+    with pytest.raises(ValueError, match="seed 1: no greedy evaluation after"):
         fresh.late_share({**rows[0], "evaluations": [[10, 8.2]]}, 30, 8.3)
 
 

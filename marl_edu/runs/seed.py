@@ -12,6 +12,7 @@ train.
 from __future__ import annotations
 
 import pathlib
+import statistics
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -57,6 +58,30 @@ def solve_line(optimum: float) -> float:
     """The lowest greedy team return that counts as solved: ``solved_threshold(optimum)``, less the rounding of a
     float32 sum of rewards (a return of 8.0 arrives as 7.99999997)."""
     return solved_threshold(optimum) - 1e-6
+
+
+# "late": the greedy evaluations after this share of a run's budget, where keeping a solve is judged
+LATE = 2 / 3
+
+
+def late_solved(evaluations: list, budget: int, line: float) -> list[bool]:
+    """Whether each greedy evaluation late in a run was solved: one bool per ``(episode, value)`` of ``evaluations``
+    with episode > ``LATE`` * ``budget`` (episodes), True where value >= ``line`` (``solve_line``). A steadier measure
+    of keeping a solve than the final evaluation alone. ValueError if no evaluation is that late."""
+    late = [value >= line for episode, value in evaluations if episode > budget * LATE]
+    if not late:
+        raise ValueError(f"no greedy evaluation after {LATE:.2f} of the budget of {budget} episodes "
+                         f"(the last at episode {max((e for e, _ in evaluations), default=None)})")
+    return late
+
+
+def median_or_never(values: list) -> float | None:
+    """The median of ``values`` where None (a seed that never solved) counts as never, larger than any number: None
+    when half the values or more are None. ValueError for no values."""
+    if not values:
+        raise ValueError("median_or_never needs at least one value, got none")
+    median = statistics.median([float("inf") if value is None else value for value in values])
+    return None if median == float("inf") else median
 
 
 def solve_counts(rows: list[dict], optimum: float) -> tuple[int, int, float | None]:
