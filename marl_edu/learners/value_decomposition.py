@@ -99,8 +99,9 @@ class ValueDecompositionConfig:
     A replay of the last 1,000 episodes instead of 5,000 (issue 48, ``benchmarks/keep.py``) kept VDN's greedy policy
     solved in 93% of the last third's evaluations instead of 78% on seeds 100-104, and 94% instead of 64% on seeds
     105-109: the TD(lambda) targets of old, exploring episodes left a TD loss (0.06-0.09 at the end, against
-    0.003-0.03) that flipped the greedy policy between near-equal paths. It is not the default yet: IQL, QMIX and
-    Level-Based Foraging have not been measured with it, and the committed runs used 5,000 (benchmarks/TUNING.md)."""
+    0.003-0.03) that flipped the greedy policy between near-equal paths. IQL and QMIX kept their solves as often with
+    either replay (on Switch2 and Switch3), so the three learners share it and IQL -> VDN -> QMIX stay one change
+    apart (benchmarks/TUNING.md)."""
 
     # Adam, for the agent network and the mixer together
     lr: float = field(default=2e-3, metadata={"help": "learning rate of the agent network and the mixer"})
@@ -113,7 +114,7 @@ class ValueDecompositionConfig:
     # episodes played in lock-step per collection, each stored in the replay
     n_envs: int = field(default=8, metadata={
         "help": "environment copies stepped in lock-step; for the on-policy learners, episodes per update"})
-    buffer_episodes: int = 5000    # the episode replay's capacity
+    buffer_episodes: int = 1000    # the episode replay's capacity: the last 1,000 episodes
     batch_episodes: int = field(default=16, metadata={"help": "replayed episodes per update"})  # B
     updates_per_collection: int = 8  # updates after each collection of n_envs episodes
     target_update_every: int = 100  # updates between hard copies into the target network (and target mixer)
