@@ -483,6 +483,32 @@ def test_the_fresh_table_by_hand():
     assert never["median_yardsticks_to_solve"] is None and "| never | never |" in fresh.format_row(never)
     with pytest.raises(ValueError, match="seed 1: no greedy evaluation after"):
         fresh.late_share({**rows[0], "evaluations": [[10, 8.2]]}, 30, 8.3)
+    assert row["timing"] == "as trained"
+
+
+def test_the_fresh_table_reads_the_speed_from_the_retimings_once_every_solved_seed_has_one():
+    fresh = _module("fresh")
+    method = next(iter(fresh.TAUGHT))
+    evaluations = [[10, 8.1], [20, 8.2], [25, 8.2], [30, 8.2]]
+    busy = [_fresh_record(1, 8.2, 12.0, 10, [2.0, 3.0], [6.0, 9.0], evaluations),  # trained at a load of 6-9
+            _fresh_record(2, 8.2, 24.0, 20, [2.0, 2.0], [7.0, 8.0], evaluations[1:]),
+            _fresh_record(3, -10.0, None, None, [2.0, 2.0], [9.0, 9.0], [[10, -10.0], [30, -10.0]])]
+    again = [{"seconds_to_solve": 6.0, "yardstick_s": [1.5, 1.5], "load": [2.0, 2.1]},  # seeds 1 and 2, quiet
+             {"seconds_to_solve": 15.0, "yardstick_s": [1.4, 1.6], "load": [2.2, 2.0]}]
+    rows = [{**busy[0], "retimed": again[0]}, {**busy[1], "retimed": again[1]}, busy[2]]  # seed 3 never solved
+    row = fresh.table_row("Switch2-v0", method, rows, 8.3, 30)
+    # 6 / 1.5 = 4.0 and 15 / 1.5 = 10.0 yardsticks, seed 3 never: the median of 4, 10 and never is 10; the yardstick
+    # and load columns are the re-timings' (1.4, 1.5, 1.5, 1.6 -> median 1.5; loads 2.0, 2.0, 2.1, 2.2 -> 2.05), so
+    # the machine was quiet (at most 2.5, each re-timing's yardsticks within 20%: 1.6 <= 1.2 * 1.4 = 1.68)
+    assert (row["timing"], row["median_yardsticks_to_solve"], row["yardstick_s"], row["load"], row["quiet"]) == (
+        "retimed", 10.0, [1.5, 1.4, 1.6], [2.05, 2.0, 2.2], True)
+    assert row["verdict"].startswith(f"{method} on Switch2-v0: 10.0 yardsticks (timed again to the first solve): "
+                                     "misses the bar of 8 by 2.0;")
+    # the rest is the whole runs': seeds 1 and 2 ended solved, first at episodes 10 and 20
+    assert (row["solved_at_end"], row["solved_ever"], row["median_episodes_to_solve"]) == (2, 2, 20)
+    # one solved seed not re-timed yet: every speed figure stays the whole runs' (12 / 2.5 = 4.8, 24 / 2 = 12)
+    partly = fresh.table_row("Switch2-v0", method, [rows[0], busy[1], busy[2]], 8.3, 30)
+    assert (partly["timing"], partly["median_yardsticks_to_solve"], partly["quiet"]) == ("as trained", 12.0, False)
 
 
 def test_the_fresh_benchmark_keeps_finished_seeds(tmp_path, monkeypatch):
@@ -510,6 +536,46 @@ def test_the_fresh_benchmark_keeps_finished_seeds(tmp_path, monkeypatch):
     assert summary["command"] == f"benchmarks/fresh.py --methods {method} --seeds 0 1 --jobs 2 --episodes 16"
     assert sorted(path.name for path in (tmp_path / env_id / method).iterdir()) == [
         "greedy.gif", "policy.pt", "seed0.json", "seed1.json"]
+
+
+def test_the_fresh_benchmark_retimes_each_solved_seed_up_to_its_first_solve(tmp_path, monkeypatch):
+    # a tiny grid whose every greedy evaluation counts as a solve (an optimum of -9.7 puts the line at -10.0), then
+    # --retime: each seed trained again stops at its recorded first solve, timed into seed<S>.retime.json; the
+    # whole run's record is left as it was, and the summary's speed comes from the re-timings
+    import marl_edu.runs.seed as seed_module
+
+    fresh = _module("fresh")
+    monkeypatch.setattr(fresh, "run_grid", lambda function, todo, *args, **kwargs: map(function, todo))
+    monkeypatch.setattr(fresh, "YARDSTICK_STEPS", 2_000)
+    monkeypatch.setattr(fresh, "known_optimum", lambda env_id: -9.7)
+    monkeypatch.setattr(seed_module, "known_optimum", lambda env_id: -9.7)  # (compare.run_one imports it on call)
+    method = next(iter(fresh.TAUGHT))
+    folder = tmp_path / fresh.TAUGHT[method] / method
+    tiny = ["--methods", method, "--episodes", "32", "--jobs", "1", "--runner", "pool", "--out", str(tmp_path),
+            "--seeds", "0", "1"]
+    assert fresh.main(tiny) == 0
+    records = {seed: (folder / f"seed{seed}.json").read_bytes() for seed in (0, 1)}
+    assert all(json.loads(records[seed])["episodes_to_solve"] == 32 for seed in (0, 1))  # the one evaluation
+    assert json.loads((tmp_path / fresh.TAUGHT[method] / "summary.json").read_text())["table"][0]["timing"] == (
+        "as trained")
+    assert fresh.main([*tiny, "--retime"]) == 0
+    assert {seed: (folder / f"seed{seed}.json").read_bytes() for seed in (0, 1)} == records  # left as they were
+    again = json.loads((folder / "seed1.retime.json").read_text())
+    assert (again["seed"], again["episodes_to_solve"], len(again["yardstick_s"]), len(again["load"])) == (1, 32, 2, 2)
+    assert json.loads((tmp_path / fresh.TAUGHT[method] / "summary.json").read_text())["table"][0]["timing"] == (
+        "retimed")
+    before = (folder / "seed1.retime.json").read_bytes()
+    assert fresh.main([*tiny, "--retime", "--reuse"]) == 0  # every solved seed re-timed already: nothing to do
+    assert (folder / "seed1.retime.json").read_bytes() == before
+    # a record that says the run first solved elsewhere is another run: refused, naming it
+    (folder / "seed1.retime.json").unlink()
+    (folder / "seed1.json").write_text(json.dumps({**json.loads(records[1]), "episodes_to_solve": 16}) + "\n")
+    with pytest.raises(ValueError, match=f"--retime: {method} seed 1 on .* first solved at episode 16 when it was "
+                                         "recorded, and stopped at 32"):
+        fresh.main([*tiny, "--retime", "--reuse"])
+    with pytest.raises(SystemExit) as refused:
+        fresh.main([*tiny, "--retime", "--table-only"])
+    assert refused.value.code == 2
 
 
 FRESH_ENVS = ["Switch2-v0", "Switch2-v2"]  # fresh.py's TAUGHT tasks: named here, so a lost folder fails, not vanishes
