@@ -31,12 +31,13 @@ and results/fresh/ENV/summary.json: the command, the seeds and one row per learn
 
 **Timed again on a quiet machine** (``--retime``): the episodes a run took are exact wherever it ran, its seconds are
 not. ``--retime`` trains nothing new: it trains each finished seed that solved again, the same seed and config, only
-up to its first solve (``loops.train``'s ``stop_at``; training is deterministic, so it stops at the episode the record
-holds, which is checked), with the yardstick and the load average timed beside it as for a whole run, and writes
-ENV/METHOD/seed<S>.retime.json. Once every seed of a learner that solved has one, its row's speed figures (the
-yardsticks to the first solve, the yardstick and load columns, ``quiet``) come from the re-timings, ``timing`` says
-so, and the record of the whole run is left as it was. About 0.3-0.6 of a whole run per seed; with ``--reuse`` the
-seeds re-timed before are kept.
+up to its first solve (``loops.train``'s ``stop_at``; on the same machine and packages training is deterministic, so
+it replays the record's evaluations up to that solve, which is checked), with the yardstick and the load average
+timed beside it as for a whole run, and writes ENV/METHOD/seed<S>.retime.json (a run trained again later drops it).
+Once every seed of a learner that solved has one, its row's speed figures (the yardsticks to the first solve, the
+yardstick and load columns, ``quiet``) come from the re-timings, ``timing`` says so, and the record of the whole run
+is left as it was. A re-timing costs about 0.3-0.6 of a whole run (the median first solve over the budget); with
+``--reuse`` the seeds re-timed before are kept.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ from marl_edu.learners.table import algo_name_of_class, entry
 from marl_edu.learners.value_decomposition import QMIX, VDN
 from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, keeps_files, open_out,
                                 read_record, run_grid, where, write_files)
-from marl_edu.runs.seed import known_optimum, late_solved, median_or_never, method_config, solve_line, split
+from marl_edu.runs.seed import (known_optimum, late_solved, median_or_never, method_config, solve_line,
+                                solved_threshold, split)
 from marl_edu.training.loops import train
 from speed import YARDSTICK_STEPS, yardstick_seconds
 
@@ -97,43 +99,50 @@ def run_one(job: tuple[str, str, int, int | None, bool, int]) -> tuple[dict, dic
 RECORD = {**compare.RECORD, "yardstick_s": list, "load": list}
 # a run timed again up to its first solve (ENV/METHOD/seed<S>.retime.json, --retime)
 RETIME = {"env": str, "method": str, "seed": int, "episodes_to_solve": int, "seconds_to_solve": float,
-          "yardstick_s": list, "load": list}
+          "yardstick_s": list, "load": list, "evaluations": list}
 
 
 def retime_one(job: tuple[str, str, int, int | None, int, int]) -> tuple[dict, dict[str, bytes]]:
     """One finished seed trained again up to its first solve, timed as ``run_one`` times a whole run: its re-timing
     and the file to write under ENV/METHOD/. ``job``: ``(env_id, method, seed, episodes or None for the table's
     budget, yardstick_steps, the record's episodes_to_solve)``. The budget is the whole run's (the schedules stretch
-    with it); ValueError if the run first solves at another episode than its record says (not the same run)."""
-    env_id, method, seed, episodes, steps, expected = job
+    with it); ValueError if its evaluations up to the first solve are not the record's (not the same run)."""
+    env_id, method, seed, episodes, steps, recorded = job
     algo, config = method_config(method)
     budget = episodes or entry(algo).episodes
     eval_every = min(entry(algo).eval_every, budget)  # (compare.run_one's)
     load_before, before = os.getloadavg()[0], yardstick_seconds(steps)
-    run = train(algo, env_id, budget, config, seed, eval_every, progress=False, stop_at=solve_line(known_optimum(
-        env_id)), threads=1)
+    run = train(algo, env_id, budget, config, seed, eval_every, progress=False,
+                stop_at=solved_threshold(known_optimum(env_id)), threads=1)  # (train allows float32's 1e-6 itself)
     after, load_after = yardstick_seconds(steps), os.getloadavg()[0]
-    episode, value = run.evaluations[-1]
-    if episode != expected or value < solve_line(known_optimum(env_id)):
-        raise ValueError(f"--retime: {method} seed {seed} on {env_id} first solved at episode {expected} when it was "
-                         f"recorded, and stopped at {episode} (greedy {value:.1f}) now: not the same run (another "
-                         f"version of the code or of its packages?)")
-    row = {"env": env_id, "method": method, "seed": seed, "episodes_to_solve": episode,
+    evaluations = [[episode, round(value, 2)] for episode, value in run.evaluations]  # as the record holds them
+    if evaluations != recorded[:len(evaluations)] or len(evaluations) != first_solve_index(recorded, env_id) + 1:
+        raise ValueError(f"--retime: {method} seed {seed} on {env_id} was recorded first solving at episode "
+                         f"{recorded[first_solve_index(recorded, env_id)][0]}, and its greedy evaluations now run "
+                         f"{str(evaluations)[:60]}...: not the same run (another version of the code or its packages, "
+                         f"or another machine?)")
+    row = {"env": env_id, "method": method, "seed": seed, "episodes_to_solve": evaluations[-1][0],
            "seconds_to_solve": round(run.eval_seconds[-1], 1), "yardstick_s": [round(before, 3), round(after, 3)],
-           "load": [round(load_before, 2), round(load_after, 2)]}
+           "load": [round(load_before, 2), round(load_after, 2)], "evaluations": evaluations}
     return row, {f"seed{seed}.retime.json": (json.dumps(row) + "\n").encode()}
 
 
 def record(out: pathlib.Path, env_id: str, method: str, seed: int, what: str = "--reuse") -> dict:
-    """The checked record of ``method`` on ``env_id`` with ``seed`` in ``out`` (``runs.grid.read_record``); ValueError
-    in one line otherwise, also for yardsticks that are not two positive numbers."""
+    """The checked record of ``method`` on ``env_id`` with ``seed`` in ``out`` (``runs.grid.read_record``), with its
+    re-timing under ``"retimed"`` when ``--retime`` wrote one (seed<S>.retime.json: the same run's evaluations up to its
+    first solve); ValueError in one line otherwise, also for yardsticks that are not two positive numbers."""
     path = out / env_id / method / f"seed{seed}.json"
     row = read_record(path, RECORD, {"env": env_id, "method": method, "seed": seed}, what)
     check_yardsticks(row, path, what)
     again = path.with_name(f"seed{seed}.retime.json")
     if again.exists():  # (--retime's: this run timed again up to its first solve)
         expected = {"env": env_id, "method": method, "seed": seed, "episodes_to_solve": row["episodes_to_solve"]}
-        row = {**row, "retimed": check_yardsticks(read_record(again, RETIME, expected, what), again, what)}
+        retimed = check_yardsticks(read_record(again, RETIME, expected, what), again, what)
+        same = retimed["evaluations"] == row["evaluations"][:len(retimed["evaluations"])]
+        if not same or retimed["seconds_to_solve"] < 0:
+            raise ValueError(f"{what}: {again} is not a re-timing of {path.name}'s run (its evaluations differ, or "
+                             f"its seconds are negative): delete it, or run --retime again")
+        row = {**row, "retimed": retimed}
     return row
 
 
@@ -162,6 +171,13 @@ def yardsticks(row: dict) -> float | None:
     if row["seconds_to_solve"] is None:
         return None
     return row["seconds_to_solve"] / float(np.mean(row["yardstick_s"]))
+
+
+def first_solve_index(evaluations: list, env_id: str) -> int | None:
+    """The index in ``evaluations`` (``[[episode, greedy], ...]``) of the first solved one on ``env_id``, None if none
+    is."""
+    line = solve_line(known_optimum(env_id))
+    return next((k for k, (_, value) in enumerate(evaluations) if value >= line), None)
 
 
 def late_share(row: dict, budget: int, optimum: float) -> float:
@@ -291,7 +307,7 @@ def main(argv=None) -> int:
         if args.retime:  # the finished seeds that solved (and with --reuse, not re-timed yet), timed again
             finished_jobs = [job for job in jobs if finished(args.out, *job[:3], budget[job[1]])]
             records = [record(args.out, *job[:3], "--retime") for job in finished_jobs]
-            todo = [(env_id, method, seed, args.episodes, YARDSTICK_STEPS, row["episodes_to_solve"])
+            todo = [(env_id, method, seed, args.episodes, YARDSTICK_STEPS, row["evaluations"])
                     for (env_id, method, seed, *_), row in zip(finished_jobs, records)
                     if row["episodes_to_solve"] is not None and not (args.reuse and "retimed" in row)]
         else:
@@ -306,6 +322,8 @@ def main(argv=None) -> int:
     print(f"{len(todo)} {'re-timings' if args.retime else 'runs'} of {len(jobs)} seeds to do, {where(args)}; load "
           f"average now {os.getloadavg()[0]:.1f}", flush=True)
     for row, files in run_grid(retime_one if args.retime else run_one, todo, args.runner, args.jobs, args.address):
+        if not args.retime:  # a run trained again: a re-timing of the run it replaces is not its own
+            (args.out / row["env"] / row["method"] / f"seed{row['seed']}.retime.json").unlink(missing_ok=True)
         write_files(args.out / row["env"] / row["method"], files)  # each atomically, the record last
         print(f"  {row['method']:<10} seed {row['seed']}: "
               + ("" if args.retime else f"greedy {row['greedy']:5.1f}, ") + "first solve "

@@ -53,7 +53,7 @@ from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.policies import categorical_entropy
 from marl_edu.pieces.targets import critic_rewards
 from marl_edu.runs.grid import check_options
-from marl_edu.runs.seed import late_solved, median_or_never, run_seed, solve_line
+from marl_edu.runs.seed import LATE, late_solved, median_or_never, run_seed, solve_line
 from marl_edu.training.evaluation import greedy_team_return
 from marl_edu.training.loops import train
 from speed import YARDSTICK_STEPS, yardstick_seconds
@@ -319,6 +319,9 @@ def main(argv=None) -> int:
     for name, value in (("--episodes", episodes), ("--eval-every", args.eval_every)):
         if value < 1:
             parser.error(f"{name} must be a positive number of episodes, got {value}")
+    if not args.time_updates and episodes // args.eval_every * args.eval_every <= episodes * LATE:
+        parser.error(f"--eval-every {args.eval_every}: no greedy evaluation would fall in the last third of the "
+                     f"{episodes} episodes (after episode {episodes * LATE:.0f}), where keeping a solve is judged")
     if args.time_updates and entry(args.algo).loop not in ("episode_replay", "off_policy"):
         parser.error("--time-updates measures the value-decomposition learners' updates (iql, vdn, qmix) and discrete "
                      "MADDPG's (maddpg, iddpg)")

@@ -79,7 +79,10 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
                                          (["--algo", "mappo", "--time-updates"], "--time-updates"),
                                          (["--algo", "vdn", "--entropy-floor", "0.01"], "--entropy-floor"),
                                          (["--algo", "mappo", "--lr-end", "1.5"], "--lr-end"),
-                                         (["--algo", "mappo", "--entropy-floor", "nan"], "--entropy-floor")])
+                                         (["--algo", "mappo", "--entropy-floor", "nan"], "--entropy-floor"),
+                                         # evaluations at 1,600 only: none after 2,000 (2/3 of 3,000), no "late"
+                                         (["--algo", "vdn", "--episodes", "3000", "--eval-every", "1600"],
+                                          "--eval-every 1600: no greedy evaluation would fall in the last third")])
 def test_keep_refuses_a_count_that_is_not_positive_and_a_diagnosis_it_cannot_make(argv, named, capsys):
     assert named in refused("keep", argv, capsys)
 

@@ -539,40 +539,47 @@ def test_the_fresh_benchmark_keeps_finished_seeds(tmp_path, monkeypatch):
 
 
 def test_the_fresh_benchmark_retimes_each_solved_seed_up_to_its_first_solve(tmp_path, monkeypatch):
-    # a tiny grid whose every greedy evaluation counts as a solve (an optimum of -9.7 puts the line at -10.0), then
-    # --retime: each seed trained again stops at its recorded first solve, timed into seed<S>.retime.json; the
-    # whole run's record is left as it was, and the summary's speed comes from the re-timings
+    # VDN for 120 episodes (collections of 8, a greedy evaluation at the first collection past each 50: episodes 56
+    # and 104) with an optimum of -9.7, which puts the solve line at -10.0: every evaluation is a
+    # solve. --retime trains the seed again and stops at its first solve (episode 56, of 120), timed into
+    # seed<S>.retime.json; the whole run's record is left as it was, and the summary's speed comes from the re-timing
     import marl_edu.runs.seed as seed_module
 
     fresh = _module("fresh")
-    monkeypatch.setattr(fresh, "run_grid", lambda function, todo, *args, **kwargs: map(function, todo))
+    grids = []  # the jobs each sitting handed the grid
+    monkeypatch.setattr(fresh, "run_grid", lambda function, todo, *args, **kwargs: grids.append(todo) or map(
+        function, todo))
     monkeypatch.setattr(fresh, "YARDSTICK_STEPS", 2_000)
     monkeypatch.setattr(fresh, "known_optimum", lambda env_id: -9.7)
     monkeypatch.setattr(seed_module, "known_optimum", lambda env_id: -9.7)  # (compare.run_one imports it on call)
-    method = next(iter(fresh.TAUGHT))
+    method = "vdn-gru"
     folder = tmp_path / fresh.TAUGHT[method] / method
-    tiny = ["--methods", method, "--episodes", "32", "--jobs", "1", "--runner", "pool", "--out", str(tmp_path),
-            "--seeds", "0", "1"]
+    tiny = ["--methods", method, "--episodes", "120", "--jobs", "1", "--runner", "pool", "--out", str(tmp_path),
+            "--seeds", "0"]
     assert fresh.main(tiny) == 0
-    records = {seed: (folder / f"seed{seed}.json").read_bytes() for seed in (0, 1)}
-    assert all(json.loads(records[seed])["episodes_to_solve"] == 32 for seed in (0, 1))  # the one evaluation
-    assert json.loads((tmp_path / fresh.TAUGHT[method] / "summary.json").read_text())["table"][0]["timing"] == (
-        "as trained")
+    whole = (folder / "seed0.json").read_bytes()
+    assert [episode for episode, _ in json.loads(whole)["evaluations"]] == [56, 104]
+    summary = tmp_path / fresh.TAUGHT[method] / "summary.json"
+    assert json.loads(summary.read_text())["table"][0]["timing"] == "as trained"
     assert fresh.main([*tiny, "--retime"]) == 0
-    assert {seed: (folder / f"seed{seed}.json").read_bytes() for seed in (0, 1)} == records  # left as they were
-    again = json.loads((folder / "seed1.retime.json").read_text())
-    assert (again["seed"], again["episodes_to_solve"], len(again["yardstick_s"]), len(again["load"])) == (1, 32, 2, 2)
-    assert json.loads((tmp_path / fresh.TAUGHT[method] / "summary.json").read_text())["table"][0]["timing"] == (
-        "retimed")
-    before = (folder / "seed1.retime.json").read_bytes()
-    assert fresh.main([*tiny, "--retime", "--reuse"]) == 0  # every solved seed re-timed already: nothing to do
-    assert (folder / "seed1.retime.json").read_bytes() == before
-    # a record that says the run first solved elsewhere is another run: refused, naming it
-    (folder / "seed1.retime.json").unlink()
-    (folder / "seed1.json").write_text(json.dumps({**json.loads(records[1]), "episodes_to_solve": 16}) + "\n")
-    with pytest.raises(ValueError, match=f"--retime: {method} seed 1 on .* first solved at episode 16 when it was "
-                                         "recorded, and stopped at 32"):
-        fresh.main([*tiny, "--retime", "--reuse"])
+    assert (folder / "seed0.json").read_bytes() == whole  # left as it was
+    again = json.loads((folder / "seed0.retime.json").read_text())
+    assert (again["episodes_to_solve"], again["evaluations"]) == (56, json.loads(whole)["evaluations"][:1])
+    assert json.loads(summary.read_text())["table"][0]["timing"] == "retimed"
+    assert fresh.main([*tiny, "--retime", "--reuse"]) == 0 and grids[-1] == []  # re-timed already: nothing to do
+    # a record of another run (its evaluations differ from the re-timing's): the table refuses the pair, --retime
+    # refuses to time it, and a run trained again drops the old re-timing
+    (folder / "seed0.json").write_text(json.dumps({**json.loads(whole), "evaluations": [[56, -10.1], [104, -10.0]],
+                                                   "episodes_to_solve": 104}) + "\n")
+    with pytest.raises(SystemExit) as refused:
+        fresh.main([*tiny, "--table-only"])
+    assert refused.value.code == 2
+    (folder / "seed0.retime.json").unlink()
+    with pytest.raises(ValueError, match=f"--retime: {method} seed 0 on .* was recorded first solving at episode "
+                                         "104, and its greedy evaluations now run .*: not the same run"):
+        fresh.main([*tiny, "--retime"])
+    (folder / "seed0.retime.json").write_bytes(json.dumps(again).encode())
+    assert fresh.main(tiny) == 0 and not (folder / "seed0.retime.json").exists()
     with pytest.raises(SystemExit) as refused:
         fresh.main([*tiny, "--retime", "--table-only"])
     assert refused.value.code == 2
