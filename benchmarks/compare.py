@@ -62,17 +62,24 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "compare"
 
 
+def budget_and_period(algo: str, episodes: int | None) -> tuple[int, int]:
+    """A run's budget in episodes (``episodes``, or None for learner ``algo``'s table budget) and its evaluation
+    period (the table's, or the whole budget when ``--episodes`` is smaller)."""
+    from marl_edu.learners.table import entry
+
+    budget = episodes or entry(algo).episodes
+    return budget, min(entry(algo).eval_every, budget)
+
+
 def run_one(job: tuple[str, str, int, int | None, bool]) -> tuple[dict, dict[str, bytes]]:
     """Train one method on one env with one seed (in a worker process, one torch thread): its table row, and the
     files to write under ENV/METHOD/ as bytes (``seed<S>.json``, and for the first seed the policy and its greedy
     GIF), so that the process writing them may be on another machine than the one that trained."""
-    from marl_edu.learners.table import entry
     from marl_edu.runs.seed import known_optimum
 
     env_id, method, seed, episodes, keep_artifacts = job
     algo, config = method_config(method)
-    budget = episodes or entry(algo).episodes
-    eval_every = min(entry(algo).eval_every, budget)  # (the default unless --episodes is tiny)
+    budget, eval_every = budget_and_period(algo, episodes)
     run, figures = run_seed(algo, env_id, budget, config, seed, eval_every, known_optimum(env_id), threads=1)
     row = {"env": env_id, "method": method, **rounded(figures)}
     files = run_files(lambda folder: save_artifacts(run, env_id, folder, threads=1)) if keep_artifacts else {}

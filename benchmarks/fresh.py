@@ -109,8 +109,7 @@ def retime_one(job: tuple[str, str, int, int | None, int, int]) -> tuple[dict, d
     with it); ValueError if its evaluations up to the first solve are not the record's (not the same run)."""
     env_id, method, seed, episodes, steps, recorded = job
     algo, config = method_config(method)
-    budget = episodes or entry(algo).episodes
-    eval_every = min(entry(algo).eval_every, budget)  # (compare.run_one's)
+    budget, eval_every = compare.budget_and_period(algo, episodes)  # (the whole run's)
     load_before, before = os.getloadavg()[0], yardstick_seconds(steps)
     run = train(algo, env_id, budget, config, seed, eval_every, progress=False,
                 stop_at=solved_threshold(known_optimum(env_id)), threads=1)  # (train allows float32's 1e-6 itself)
