@@ -1,3 +1,5 @@
+import json
+
 import pytest
 import torch
 
@@ -981,6 +983,18 @@ def test_clipped_surrogate_check_leaves_the_callers_random_state_alone(capsys):
 
 
 # -- 12: on how many seeds sampling beat greedy ------------------------------------------------------------------------
+
+def test_sampled_beats_greedy_cases_are_the_committed_runs():
+    # the check's PredatorPrey cases are the committed runs' final means (greedy and sampled, 100 episodes each), to
+    # 0.1: a re-run of the table changes them here too
+    from marl_edu.base.course_paths import results_dir
+    from marl_edu.course.checks import PREDATOR_PREY_FINALS
+    for method, (greedy, sampled) in PREDATOR_PREY_FINALS.items():
+        runs = [json.loads((results_dir("compare", "PredatorPrey7x7-v0", method) / f"seed{seed}.json").read_text())
+                for seed in range(5)]
+        assert ([round(run["greedy"], 1) for run in runs], [round(run["sampled"], 1) for run in runs]) == (
+            greedy, sampled), method
+
 
 def test_sampled_beats_greedy_check_names_each_slip(capsys):
     from marl_edu.course.checks import check_sampled_beats_greedy
