@@ -102,10 +102,10 @@ RETIME = {"env": str, "method": str, "seed": int, "episodes_to_solve": int, "sec
           "yardstick_s": list, "load": list, "evaluations": list}
 
 
-def retime_one(job: tuple[str, str, int, int | None, int, int]) -> tuple[dict, dict[str, bytes]]:
+def retime_one(job: tuple[str, str, int, int | None, int, list]) -> tuple[dict, dict[str, bytes]]:
     """One finished seed trained again up to its first solve, timed as ``run_one`` times a whole run: its re-timing
     and the file to write under ENV/METHOD/. ``job``: ``(env_id, method, seed, episodes or None for the table's
-    budget, yardstick_steps, the record's episodes_to_solve)``. The budget is the whole run's (the schedules stretch
+    budget, yardstick_steps, the record's evaluations [[episode, greedy], ...], which solve at some point)``. The budget is the whole run's (the schedules stretch
     with it); ValueError if its evaluations up to the first solve are not the record's (not the same run)."""
     env_id, method, seed, episodes, steps, recorded = job
     algo, config = method_config(method)
