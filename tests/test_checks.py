@@ -989,11 +989,12 @@ def test_sampled_beats_greedy_cases_are_the_committed_runs():
     # 0.1: a re-run of the table changes them here too
     from marl_edu.base.course_paths import results_dir
     from marl_edu.course.checks import PREDATOR_PREY_FINALS
-    for method, (greedy, sampled) in PREDATOR_PREY_FINALS.items():
-        runs = [json.loads((results_dir("compare", "PredatorPrey7x7-v0", method) / f"seed{seed}.json").read_text())
-                for seed in range(5)]
+    assert list(PREDATOR_PREY_FINALS) == ["COMA", "IQL", "VDN"]
+    for name, (greedy, sampled) in PREDATOR_PREY_FINALS.items():
+        folder = results_dir("compare", "PredatorPrey7x7-v0", f"{name.lower()}-gru")
+        runs = [json.loads((folder / f"seed{seed}.json").read_text()) for seed in range(5)]
         assert ([round(run["greedy"], 1) for run in runs], [round(run["sampled"], 1) for run in runs]) == (
-            greedy, sampled), method
+            greedy, sampled), name
 
 
 def test_sampled_beats_greedy_check_names_each_slip(capsys):

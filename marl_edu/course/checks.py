@@ -1047,12 +1047,12 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
 
 # -- 12: greedy against sampled, counted from the committed runs ------------------------------------------------------
 
-# the committed PredatorPrey7x7-v0 runs' final greedy and sampled means per seed, to 0.1 (results/compare/
-# PredatorPrey7x7-v0/METHOD/seed<S>.json; tests/test_checks.py holds them to the files)
+# the committed PredatorPrey7x7-v0 runs' final greedy and sampled means per seed, to 0.1, of the GRU learners named
+# (results/compare/PredatorPrey7x7-v0/<name>-gru/seed<S>.json; tests/test_checks.py holds them to the files)
 PREDATOR_PREY_FINALS = {
-    "coma-gru": ([-10.2, -5.5, -9.5, -9.6, -10.5], [-6.9, -3.1, -4.2, -1.6, -7.7]),
-    "iql-gru": ([18.9, 14.1, 19.7, -2.3, 17.7], [18.4, 16.3, 21.8, -4.3, 16.3]),
-    "vdn-gru": ([9.8, 13.4, 5.4, 19.2, 22.4], [13.3, 16.2, 14.7, 20.1, 19.1]),
+    "COMA": ([-10.2, -5.5, -9.5, -9.6, -10.5], [-6.9, -3.1, -4.2, -1.6, -7.7]),
+    "IQL": ([18.9, 14.1, 19.7, -2.3, 17.7], [18.4, 16.3, 21.8, -4.3, 16.3]),
+    "VDN": ([9.8, 13.4, 5.4, 19.2, 22.4], [13.3, 16.2, 14.7, 20.1, 19.1]),
 }
 
 
@@ -1065,8 +1065,7 @@ def check_sampled_beats_greedy(fn: Callable) -> None:
     def rows_of(greedy: list[float], sampled: list[float]) -> list[dict]:
         return [{"greedy": g, "sampled": s} for g, s in zip(greedy, sampled)]
 
-    cases = [(f"{name} on PredatorPrey7x7-v0", rows_of(*PREDATOR_PREY_FINALS[method]))
-             for name, method in (("COMA", "coma-gru"), ("IQL", "iql-gru"), ("VDN", "vdn-gru"))]
+    cases = [(f"{name} on PredatorPrey7x7-v0", rows_of(*finals)) for name, finals in PREDATOR_PREY_FINALS.items()]
     cases += [("four seeds on Switch2-v0, two of them ties", rows_of([8.2, -0.6, 8.2, -10.0], [8.2, 7.9, 8.2, -1.4])),
               ("one seed", rows_of([2.6], [6.7]))]
     for case, rows in cases:
