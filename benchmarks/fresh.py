@@ -75,9 +75,12 @@ TAUGHT = {f"{algo_name_of_class(learner)}-{variant}": env_id for learner, varian
     (VDN, "gru", "Switch2-v0"), (QMIX, "gru", "Switch2-v0"), (MADDPG, "mlp", "Switch2-v2"))}
 SPEED_BAR, END_BAR = 8.0, 19  # issue 48's bars: median yardsticks to the first solve, seeds of 20 ended solved
 # when the yardsticks can be held to the speed bar: a machine running the grid's two jobs and little else (load
-# average at most this, all the while) and every run's yardsticks, before and after it, within 20% of each other.
-# On a busy machine the yardstick slows less than training does (measured: 1.85 times less, median over COMA's and
-# MAPPO's fresh runs at load 5-15), so the yardsticks there overstate the time; the episodes stay exact.
+# average at most this, all the while) and the median run's two yardsticks, before and after it, within 20% of each
+# other. On a busy machine the yardstick slows less than training does (measured: 1.85 times less, median over COMA's
+# and MAPPO's fresh runs at load 5-15), so the yardsticks there overstate the time; the episodes stay exact. The
+# median run, not every run: on this machine idle the yardstick alone moved by up to 1.6 times between before and
+# after one run (COMA's and MAPPO's re-timings one at a time, load 1.0, 2026-11-29: 16 of 36 runs beyond 20%), while
+# their medians, 9.6 and 10.1 yardsticks, were within 2% of the same re-timings two at a time (9.8 and 10.2).
 QUIET_LOAD, YARDSTICKS_AGREE = 2.5, 1.2
 
 
@@ -105,8 +108,9 @@ RETIME = {"env": str, "method": str, "seed": int, "episodes_to_solve": int, "sec
 def retime_one(job: tuple[str, str, int, int | None, int, list]) -> tuple[dict, dict[str, bytes]]:
     """One finished seed trained again up to its first solve, timed as ``run_one`` times a whole run: its re-timing
     and the file to write under ENV/METHOD/. ``job``: ``(env_id, method, seed, episodes or None for the table's
-    budget, yardstick_steps, the record's evaluations [[episode, greedy], ...], which solve at some point)``. The budget is the whole run's (the schedules stretch
-    with it); ValueError if its evaluations up to the first solve are not the record's (not the same run)."""
+    budget, yardstick_steps, the record's evaluations [[episode, greedy], ...], which solve at some point)``. The
+    budget is the whole run's (the schedules stretch with it); ValueError if its evaluations up to the first solve
+    are not the record's (not the same run)."""
     env_id, method, seed, episodes, steps, recorded = job
     algo, config = method_config(method)
     budget, eval_every = compare.budget_and_period(algo, episodes)  # (the whole run's)
@@ -193,9 +197,10 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
     some point and at the end, the mean late share, the seeds that did not end solved (their final greedy and sampled
     returns, their best greedy evaluation, their first and last solved evaluations in episodes), the yardsticks' and
     loads' medians and ranges, whether the machine was quiet enough to hold the yardsticks to the speed bar
-    (``QUIET_LOAD``) and where the learner stands against the bars (``verdict``). The speed figures are the whole
-    runs' (``timing`` "as trained"), or, once every seed that solved has a re-timing (a row's ``"retimed"``,
-    ``--retime``), the re-timings' ("retimed"): their seconds to the first solve, yardsticks and loads."""
+    (``QUIET_LOAD``, ``YARDSTICKS_AGREE``) and where the learner stands against the bars (``verdict``). The speed
+    figures are the whole runs' (``timing`` "as trained"), or, once every seed that solved has a re-timing (a row's
+    ``"retimed"``, ``--retime``), the re-timings' ("retimed"): their seconds to the first solve, yardsticks and
+    loads."""
     solved = [row for row in rows if row["episodes_to_solve"] is not None]
     retimed = bool(solved) and all("retimed" in row for row in solved)
     timings = [row["retimed"] for row in solved] if retimed else rows  # what the speed figures read
@@ -219,8 +224,8 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
             "yardstick_s": [round(statistics.median(sticks), 2), min(sticks), max(sticks)],
             "load": [round(statistics.median(loads), 2), min(loads), max(loads)],
             "timing": "retimed" if retimed else "as trained",
-            "quiet": max(loads) <= QUIET_LOAD and all(
-                max(row["yardstick_s"]) <= YARDSTICKS_AGREE * min(row["yardstick_s"]) for row in timings)}
+            "quiet": max(loads) <= QUIET_LOAD and statistics.median(
+                max(row["yardstick_s"]) / min(row["yardstick_s"]) for row in timings) <= YARDSTICKS_AGREE}
     return {**t, "verdict": verdict(t)}
 
 
@@ -249,9 +254,12 @@ def verdict(t: dict) -> str:
     median = t["median_yardsticks_to_solve"]
     if median is None:
         speed = f"never solved on half the seeds or more: misses the bar of {SPEED_BAR:.0f} yardsticks"
-    elif not t["quiet"]:
+    elif not t["quiet"] and t["load"][2] > QUIET_LOAD:
         speed = (f"{median:.1f} yardsticks, timed at a load average up to {t['load'][2]:.1f}: no verdict on the bar "
                  f"of {SPEED_BAR:.0f} (a busy machine's yardstick slows less than training; re-time on a quiet one)")
+    elif not t["quiet"]:  # (a low load, and yet the yardstick moved under most runs)
+        speed = (f"{median:.1f} yardsticks: no verdict on the bar of {SPEED_BAR:.0f} (the median run's yardsticks, "
+                 f"before and after it, differ by more than {YARDSTICKS_AGREE - 1:.0%}: re-time it)")
     else:
         speed = f"{median:.1f} yardsticks" + (" (timed again to the first solve)" if t["timing"] == "retimed" else "")
         speed += ": " + (f"within the bar of {SPEED_BAR:.0f}" if median <= SPEED_BAR else

@@ -467,7 +467,7 @@ def test_the_fresh_table_by_hand():
         f"{method} on Switch2-v0: 10.0 yardsticks, timed at a load average up to 4.0: no verdict on the bar of 8 (a "
         "busy machine's yardstick slows less than training; re-time on a quiet one); ended solved 1/3: misses the "
         "bar of 19 of 20 by 1 seed")
-    # a quiet machine (every load at most 2.5, each run's yardsticks within 20%: 3.0 <= 1.2 * 2.0 = 2.4 fails for
+    # a quiet machine (every load at most 2.5, the median run's yardsticks within 20%: 3.0 <= 1.2 * 2.0 = 2.4 fails for
     # seed 1, so its yardsticks are made equal) and one seed of 20, solved: a speed verdict, none yet on the end
     calm = [{**r, "load": [1.0, 2.0], "yardstick_s": [2.5, 2.5]} for r in rows[:1]]
     quiet = fresh.table_row("Switch2-v0", method, calm, 8.3, 30)  # 10 s / 2.5 s = 4.0 yardsticks
@@ -478,6 +478,18 @@ def test_the_fresh_table_by_hand():
     assert slow["verdict"].startswith(f"{method} on Switch2-v0: 10.0 yardsticks: misses the bar of 8 by 2.0;")
     skew = fresh.table_row("Switch2-v0", method, [{**calm[0], "yardstick_s": [2.0, 2.5]}], 8.3, 30)  # 2.5 > 2.4
     assert skew["quiet"] is False
+    # the yardstick's own jitter on an idle machine (seen: up to 1.6 times between before and after one run) is
+    # judged over the row, by the median run: ratios after/before or before/after 1.6, 1.0, 1.1 -> median 1.1 <= 1.2
+    jitter = [{**calm[0], "seed": seed, "yardstick_s": pair}
+              for seed, pair in ((1, [2.5, 4.0]), (2, [2.5, 2.5]), (3, [2.75, 2.5]))]
+    assert fresh.table_row("Switch2-v0", method, jitter, 8.3, 30)["quiet"] is True
+    # ... and two runs of three beyond 20% (1.6, 1.0, 1.3 -> median 1.3 > 1.2) are a load that came and went
+    jitter[2]["yardstick_s"] = [2.5, 3.25]
+    moved = fresh.table_row("Switch2-v0", method, jitter, 8.3, 30)
+    # (the three seeds solved in 10 s; yardsticks' means 3.25, 2.5, 2.875 -> 3.08, 4.0, 3.48 yardsticks: median 3.5)
+    assert moved["quiet"] is False and moved["verdict"].startswith(
+        f"{method} on Switch2-v0: 3.5 yardsticks: no verdict on the bar of 8 (the median run's yardsticks, before and "
+        "after it, differ by more than 20%: re-time it);")
     # a fourth seed that never solved: the median of 4, 10, never, never is never
     never = fresh.table_row("Switch2-v0", method, [*rows, {**rows[2], "seed": 4}], 8.3, 30)
     assert never["median_yardsticks_to_solve"] is None and "| never | never |" in fresh.format_row(never)
