@@ -103,15 +103,15 @@ def lab(tmp_path_factory):
     happens (a failing test, Ctrl-C, or a SIGTERM to pytest, which is turned into KeyboardInterrupt for that)."""
     root = tmp_path_factory.mktemp("lab")
     # never a file being written (marl_edu.base.files' temporaries, .NAME.XXXX.tmp): CI runs a quick check beside these
-    # tests, whose notebook 01 writes media/switch2_random.gif again, and a temporary listed here could be renamed away
+    # tests, whose notebooks 00 and 01 write media/'s GIFs again, and a temporary listed here could be renamed away
     # before it is copied
-    unfinished = shutil.ignore_patterns(".*.tmp")
+    unfinished = ".*.tmp"
     shutil.copytree(ROOT / "notebooks", root / "notebooks",
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".*.tmp"))
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", unfinished))
     # the notebooks load committed runs from ../results, and their Markdown cells show GIFs from ../results and ../media
     # (copies, not links: jupyter_server refuses, with 403, to serve a file whose real path is outside its root)
     for folder in ("results", "media"):
-        shutil.copytree(ROOT / folder, root / folder, ignore=unfinished)
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns(unfinished))
     settings = root / ".lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / name
