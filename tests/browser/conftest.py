@@ -102,16 +102,11 @@ def lab(tmp_path_factory):
     """JupyterLab on a free port with a random token, serving a copy of notebooks/; stopped at the end whatever
     happens (a failing test, Ctrl-C, or a SIGTERM to pytest, which is turned into KeyboardInterrupt for that)."""
     root = tmp_path_factory.mktemp("lab")
-    # never a file being written (marl_edu.base.files' temporaries, .NAME.XXXX.tmp): CI runs a quick check beside these
-    # tests, whose notebooks 00 and 01 write media/'s GIFs again, and a temporary listed here could be renamed away
-    # before it is copied
-    unfinished = ".*.tmp"
-    shutil.copytree(ROOT / "notebooks", root / "notebooks",
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", unfinished))
+    shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     # the notebooks load committed runs from ../results, and their Markdown cells show GIFs from ../results and ../media
     # (copies, not links: jupyter_server refuses, with 403, to serve a file whose real path is outside its root)
     for folder in ("results", "media"):
-        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns(unfinished))
+        shutil.copytree(ROOT / folder, root / folder)
     settings = root / ".lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / name
