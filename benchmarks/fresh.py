@@ -79,8 +79,9 @@ SPEED_BAR, END_BAR = 8.0, 19  # issue 48's bars: median yardsticks to the first 
 # before and after it, at most 1.2. On a busy machine the yardstick slows less than training does (measured: 1.85
 # times less, median over COMA's and MAPPO's fresh runs at load 5-15), so the yardsticks there overstate the time; the
 # episodes stay exact. The median over the runs, not every run: on this machine idle the yardstick alone moved by up
-# to 1.6 times between before and after one run (COMA's and MAPPO's re-timings one at a time, load 1.0, 2026-11-29: 16 of 36 runs beyond 20%), while
-# their medians, 9.6 and 10.1 yardsticks, were within about 2% of the same re-timings two at a time (9.8, 10.2).
+# to 1.6 times between before and after one run (COMA's and MAPPO's re-timings one at a time, load 1.0, 2026-11-29:
+# 16 of 36 runs beyond 20%), while their medians, 9.6 and 10.1 yardsticks, were within about 2% of the same
+# re-timings two at a time (9.8, 10.2).
 QUIET_LOAD, YARDSTICKS_AGREE = 2.5, 1.2
 
 
