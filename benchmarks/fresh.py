@@ -192,6 +192,14 @@ def late_share(row: dict, budget: int, optimum: float) -> float:
         raise ValueError(f"seed {row['seed']}: {error}") from None
 
 
+def first_solve_times(rows: list[dict]) -> tuple[bool, list[float | None]]:
+    """Whether the speed of these seeds' records reads their re-timings (once every seed that solved has one, a
+    row's ``"retimed"``), and each seed's yardsticks to its first solve read that way (None: never solved)."""
+    retimed = all("retimed" in row for row in rows if row["episodes_to_solve"] is not None) and any(
+        row["episodes_to_solve"] is not None for row in rows)
+    return retimed, [yardsticks(row["retimed"] if retimed and "retimed" in row else row) for row in rows]
+
+
 def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget: int) -> dict:
     """One learner over its seeds (``rows``: their records, ``seeds_run`` their seeds): the median yardsticks to the
     first solve (a seed that never solved counts as never: None when the median is never), how many seeds solved at
@@ -203,9 +211,8 @@ def table_row(env_id: str, method: str, rows: list[dict], optimum: float, budget
     ``"retimed"``, ``--retime``), the re-timings' ("retimed"): their seconds to the first solve, yardsticks and
     loads."""
     solved = [row for row in rows if row["episodes_to_solve"] is not None]
-    retimed = bool(solved) and all("retimed" in row for row in solved)
+    retimed, times = first_solve_times(rows)  # (times: None for never)
     timings = [row["retimed"] for row in solved] if retimed else rows  # what the speed figures read
-    times = [yardsticks(row["retimed"] if retimed and "retimed" in row else row) for row in rows]  # None: never
     median = median_or_never(times)
     episodes = median_or_never([row["episodes_to_solve"] for row in rows])  # (exact: what the load cannot move)
     line = solve_line(optimum)

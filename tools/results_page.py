@@ -331,8 +331,7 @@ def fresh_switch2() -> list[str]:
             rows.append(module.format_row(row))
             verdicts += bullet(row["verdict"] + ".")
             done.append(entry["method"])
-            retimed = row["timing"] == "retimed"  # (the row's speed reads the re-timings only once all are in)
-            times = [module.yardsticks(run["retimed"] if retimed and "retimed" in run else run) for run in runs]
+            _, times = module.first_solve_times(runs)  # (as the row's speed reads them)
             seed_rows.append([entry["method"], entry["env"], str(entry["episodes"]), seeds_text(entry["seeds_run"]),
                               ", ".join("-" if t is None else number(t) for t in times),
                               per_seed([run["greedy"] for run in runs])])
