@@ -49,6 +49,7 @@ import torch
 from marl_edu.envs.planning import optimal_team_return
 from marl_edu.learners.ppo import MAPPO, gae_advantages
 from marl_edu.learners.table import ALGORITHMS, config_class, config_with, entry
+from marl_edu.learners.value_decomposition import QMixer
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.policies import categorical_entropy
 from marl_edu.pieces.targets import critic_rewards
@@ -77,6 +78,26 @@ def parameter_groups(agent) -> dict[str, list[torch.Tensor]]:
         return {"actor": list(agent.actor.parameters()), "critic": list(agent.critic.parameters())}
     return {"critic": [p for net in agent.critics for p in net.parameters()],
             "actor": [p for net in agent.actors for p in net.parameters()]}
+
+
+def mixer_credit(agent, batch) -> dict[str, float]:
+    """QMIX's credit to each agent after an update: dQ_tot/dQ_i = sum_e w_2,e elu'(.)_e W_1,ie (non-negative: the
+    mixer is monotonic), the mean over the steps agent i acts in the batch, as ``credit0``, ``credit1``, ... An agent
+    whose credit is near 0 gets almost no gradient from the team's TD error, whatever its Q_i: its greedy policy is
+    then whatever its utilities happen to be. Computed from the learner's own functions, none drawing from its
+    generator (training is the same with it or without)."""
+    obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+    B, T1, N, O = obs.shape
+    with torch.no_grad():
+        q = agent.q_values(obs, actions)  # (B, T+1, N, A)
+        q_taken = q[:, :-1].gather(-1, actions[:, :-1].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
+    q_taken = q_taken.reshape(B * (T1 - 1), N).requires_grad_()  # (B*T, N)
+    state = obs[:, :-1].reshape(B * (T1 - 1), N * O)  # (B*T, S)
+    with torch.enable_grad():
+        credit, = torch.autograd.grad(agent.mixer(q_taken, state).sum(), q_taken)  # (B*T, N) dQ_tot/dQ_i per row
+    acting = batch["agent_mask"].reshape(B * (T1 - 1), N)  # (B*T, N) 1 where agent i acts
+    return {f"credit{i}": float((credit[:, i] * acting[:, i]).sum() / acting[:, i].sum().clamp_min(1.0))
+            for i in range(N)}
 
 
 def ppo_figures(agent, batch) -> dict[str, float]:
@@ -196,6 +217,8 @@ class Diagnosis:
         norms = self._norms[first:]  # one per gradient_step, in its order: (value decomposition) or N critics, N actors
         row["td_loss"] = figures["td_loss"] if "td_loss" in figures else figures["critic_loss"]
         row.setdefault("q_taken", figures.get("q_taken"))
+        if isinstance(getattr(agent, "mixer", None), QMixer):
+            row.update(mixer_credit(agent, batch))
         for k, (name, params) in enumerate(groups.items()):
             share = norms[k * len(norms) // len(groups):(k + 1) * len(norms) // len(groups)]
             row[f"{name}|g|"] = float(np.mean(share))

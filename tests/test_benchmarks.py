@@ -129,6 +129,34 @@ def test_keep_diagnoses_ppo_per_evaluation_window_and_trains_as_without():
     assert first["v_err"] > 0.0 and first["actor|g|"] <= first["actor|g|max"]  # epochs=2: two actor steps each
 
 
+def test_keep_mixer_credit_is_dq_tot_dq_i_over_the_steps_each_agent_acts():
+    # A mixer whose weights' hypernetworks give constants (their last layers' weights 0): W_1 = |[[1, -2], [0.5, 0]]|
+    # (N = 2 rows of E = 2), w_2 = |(-1, 4)|, and v_1 = (3 - 100 s_0, 3), s_0 agent 0's first observation feature.
+    # Step 0 (s = 0): both hidden units positive for these small Q_i, elu' = 1, so
+    #   dQ_tot/dQ_0 = 1 * 1 + 4 * 2 = 9,  dQ_tot/dQ_1 = 1 * 0.5 + 4 * 0 = 0.5.
+    # Step 1 (s_0 = 1): unit 0 is at about -97, elu' = exp(-97), about 0, so dQ_tot/dQ_0 = 4 * 2 = 8, dQ_tot/dQ_1 = 0.
+    # Agent 1 does not act at step 1 (home): credit0 = (9 + 8) / 2 = 8.5 over both steps, credit1 = 0.5 over step 0
+    # alone (0.25 if its masked step were counted).
+    from marl_edu.learners.value_decomposition import QMIX, ValueDecompositionConfig
+    keep = script("keep")
+    agent = QMIX(2, 2, 5, ValueDecompositionConfig(mixer_embed=2, hyper_hidden=4), seed=0)
+    mixer = agent.mixer
+    with torch.no_grad():
+        for hyper, bias in ((mixer.hyper_w1, [1.0, -2.0, 0.5, 0.0]), (mixer.hyper_w2, [-1.0, 4.0])):
+            last = [m for m in hyper.modules() if isinstance(m, torch.nn.Linear)][-1]
+            last.weight.zero_()
+            last.bias.copy_(torch.tensor(bias))  # W_1 flattened (N*E): agent i's E weights at i*E, ..., i*E + E-1
+        mixer.hyper_b1.weight.zero_()
+        mixer.hyper_b1.weight[0, 0] = -100.0  # (E, S): unit 0's bias falls by 100 per unit of s_0
+        mixer.hyper_b1.bias.fill_(3.0)
+    B, T, N, O = 1, 2, 2, 2
+    obs = torch.zeros(B, T + 1, N, O)
+    obs[0, 1, 0, 0] = 1.0  # s_0 = 1 at step 1
+    batch = {"obs": obs, "actions": torch.zeros(B, T + 1, N, dtype=torch.long), "agent_mask": torch.ones(B, T, N)}
+    batch["agent_mask"][0, 1, 1] = 0.0
+    assert keep.mixer_credit(agent, batch) == pytest.approx({"credit0": 8.5, "credit1": 0.5}, abs=1e-5)
+
+
 def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
     # lr_end 0.1 at update 5 of 10: the rates times 1 - 0.9 * 5 / 10 = 0.55; beta 0.002 is floored to 0.01
     from marl_edu.learners.ppo import MAPPO, PPOConfig
