@@ -80,6 +80,19 @@ SMOKE = {
     "01_information_flow.ipynb",
 }
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+TESTS = pathlib.Path(__file__).resolve().parent
+SMOKE_FILES = {name.split("::")[0] for name in SMOKE}  # the test files and notebooks that hold a smoke test
+
+
+def pytest_ignore_collect(collection_path: pathlib.Path, config):
+    """`-m smoke` (make test-smoke) collects only the files SMOKE names: importing every other test file to find no
+    smoke test in it took 7 s of each quick check's 46 s (collecting all 4,388 items 11 s, measured 2026-11-29)."""
+    if config.option.markexpr != "smoke" or collection_path.is_dir():
+        return None
+    name = collection_path.name
+    if name.endswith(".ipynb") or (name.startswith("test_") and name.endswith(".py")):
+        return True if name not in SMOKE_FILES else None
+    return None
 
 
 def pytest_configure(config):
@@ -126,6 +139,8 @@ def pytest_collection_modifyitems(config, items):
         # a smoke test left out of make test-smoke); a notebook is looked for in notebooks/, whatever was collected
         unknown = {name for name in names if name.split("::")[0] in files} - keys
         unknown |= {name for name in names if name.endswith(".ipynb") and not (NOTEBOOKS / name).is_file()}
+        unknown |= {name for name in names if name.split("::")[0].endswith(".py")
+                    and not (TESTS / name.split("::")[0]).is_file()}  # a file -m smoke would not collect
         if unknown:
             raise pytest.UsageError(f"tests/conftest.py {label} names tests that do not exist: {sorted(unknown)}")
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: hand out the slow tests first, so none is left last
