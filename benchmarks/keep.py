@@ -21,7 +21,8 @@ episodes got every agent home; printed per evaluation window beside the greedy r
 happens. For PPO (mappo, ippo, ``ppo_figures``): the critic's error on each fresh batch, the policy's entropy, the
 approximate KL and clip fraction of the update, the gradient norms and steps of the actor and the critic, the entropy
 weight beta, and how many of the episodes played got every agent home. ``--entropy-floor BETA`` and ``--lr-end F``
-(PPO) train with two of the field's remedies (``Remedy``) in place of the defaults' schedules. ``--profile N`` runs
+(the on-policy learners: COMA's family and PPO's) train with two of the field's remedies (``Remedy``) in place of the
+defaults' schedules. ``--profile N`` runs
 the first seed under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's
 update alone (no training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what
 every batch holds before the first solve), its milliseconds per update, and cProfile's most costly functions for the
@@ -140,7 +141,8 @@ def ppo_figures(agent, batch) -> dict[str, float]:
 
 
 class Remedy:
-    """Two of the field's remedies for a PPO learner that loses what it learned, measured here before any default
+    """Two of the field's remedies for an on-policy learner (COMA's family, PPO's) that loses what it learned or never
+    leaves a path that gets some agents home, measured here before any default
     changes, made through ``train``'s update hook (``apply`` before each update), so the library trains as it did:
 
     - an entropy floor: the update's entropy weight is max(beta, ``entropy_floor``), beta the loop's schedule (which
@@ -353,8 +355,9 @@ def main(argv=None) -> int:
         parser.error("--diagnose measures the value-decomposition learners' updates (iql, vdn, qmix), discrete "
                      "MADDPG's (maddpg, iddpg) and PPO's (mappo, ippo)")
     for flag, value in (("--entropy-floor", args.entropy_floor), ("--lr-end", args.lr_end)):
-        if value is not None and not issubclass(entry(args.algo).learner, MAPPO):
-            parser.error(f"{flag} changes PPO's schedules (mappo, ippo), not {args.algo}'s")
+        if value is not None and entry(args.algo).loop != "on_policy":
+            parser.error(f"{flag} changes the on-policy learners' schedules (coma and its baselines, mappo, ippo), "
+                         f"not {args.algo}'s")
         if value is not None and not (math.isfinite(value) and 0.0 <= value <= (1.0 if flag == "--lr-end" else 10.0)):
             parser.error(f"{flag} must be a number in [0, {1 if flag == '--lr-end' else 10}], got {value}")
     try:

@@ -170,6 +170,14 @@ def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
     agent.entropy_coef = 0.03  # above the floor: kept
     keep.Remedy(0.01, 1.0, 10).apply(agent)
     assert agent.entropy_coef == 0.03 and agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(1e-3)
+    # COMA's two optimisers too (actor 2e-3, critic 3e-3): at update 5 of 10 with lr_end 0.1, times 0.55
+    from marl_edu.learners.coma import COMA, COMAConfig
+    coma = COMA(2, 3, 5, COMAConfig())
+    coma.updates, coma.entropy_coef = 5, 0.0
+    keep.Remedy(0.01, 0.1, 10).apply(coma)
+    assert coma.entropy_coef == 0.01
+    assert coma.actor_optimizer.param_groups[0]["lr"] == pytest.approx(2e-3 * 0.55)
+    assert coma.critic_optimizer.param_groups[0]["lr"] == pytest.approx(3e-3 * 0.55)
 
 
 def test_compare_reuse_of_a_file_that_is_not_a_record_is_one_line(capsys, tmp_path):
