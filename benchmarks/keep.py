@@ -1,7 +1,7 @@
 """Does a learner solve Switch fast, and does it keep what it learned? Issue 48's two figures, seed by seed.
 
     .venv/bin/python benchmarks/keep.py --algo vdn --seeds 100 101 102 [--env Switch2-v0] [--episodes 3000]
-        [--eval-every 50] [--set lr=1e-3 target_update_every=200] [--diagnose] [--profile 40]
+        [--eval-every 50] [--set lr=1e-3 target_update_every=200] [--diagnose] [--trace] [--profile 40]
         [--entropy-floor 0.01] [--lr-end 0.1]
 
 Each seed trains the learner's defaults (``--set field=value`` changes them, as ``benchmarks/sweep.py``'s) for its
@@ -16,14 +16,14 @@ whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` 
   keeping than the final one alone (a policy that flips between paths of 8.0 and 7.9 ends on either).
 
 ``--diagnose`` also records what every update saw and did (``Diagnosis``): the TD loss, Q_tot on the replayed steps,
-the gradient norm before clipping, the size of the step the weights took, epsilon, and how many of the replay's
-episodes got every agent home; printed per evaluation window beside the greedy return, so a collapse is seen as it
-happens. For PPO (mappo, ippo, ``ppo_figures``): the critic's error on each fresh batch, the policy's entropy, the
+QMIX's credit to each agent (dQ_tot/dQ_i, ``mixer_credit``), the gradient norm before clipping, the size of the step
+the weights took, epsilon, and how many of the replay's episodes got every agent home; printed per evaluation window
+beside the greedy return, so a collapse is seen as it happens. ``--trace`` (iql, vdn, qmix) prints each seed's final
+greedy episode agent by agent, with how near a tie its best two Q-values were (``trace``). For PPO (mappo, ippo, ``ppo_figures``): the critic's error on each fresh batch, the policy's entropy, the
 approximate KL and clip fraction of the update, the gradient norms and steps of the actor and the critic, the entropy
 weight beta, and how many of the episodes played got every agent home. ``--entropy-floor BETA`` and ``--lr-end F``
 (the on-policy learners: COMA's family and PPO's) train with two of the field's remedies (``Remedy``) in place of the
-defaults' schedules. ``--profile N`` runs
-the first seed under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's
+defaults' schedules. ``--profile N`` runs the first seed under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's
 update alone (no training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what
 every batch holds before the first solve), its milliseconds per update, and cProfile's most costly functions for the
 default batch.
@@ -47,6 +47,7 @@ import time
 import numpy as np
 import torch
 
+from marl_edu.envs.make import make_env
 from marl_edu.envs.planning import optimal_team_return
 from marl_edu.learners.ppo import MAPPO, gae_advantages
 from marl_edu.learners.table import ALGORITHMS, config_class, config_with, entry
@@ -56,7 +57,7 @@ from marl_edu.pieces.policies import categorical_entropy
 from marl_edu.pieces.targets import critic_rewards
 from marl_edu.runs.grid import check_options
 from marl_edu.runs.seed import LATE, late_solved, median_or_never, run_seed, solve_line
-from marl_edu.training.evaluation import greedy_team_return
+from marl_edu.training.evaluation import greedy_return, greedy_team_return
 from marl_edu.training.loops import train
 from speed import YARDSTICK_STEPS, yardstick_seconds
 
@@ -99,6 +100,29 @@ def mixer_credit(agent, batch) -> dict[str, float]:
     acting = batch["agent_mask"].reshape(B * (T1 - 1), N)  # (B*T, N) 1 where agent i acts
     return {f"credit{i}": float((credit[:, i] * acting[:, i]).sum() / acting[:, i].sum().clamp_min(1.0))
             for i in range(N)}
+
+
+def trace(agent, env_id: str) -> list[str]:
+    """A value-decomposition learner's final greedy episode, agent by agent: its moves until it is home (the initials
+    of the env's action meanings) and how far apart its best two Q_i(h_{i,t}, .) were over the steps it acted (the
+    smallest and the median gap): where the two are nearly tied, the argmax flips with small changes of the weights,
+    or walks in a loop."""
+    episode = greedy_return(agent, env_id, threads=1)
+    meanings = make_env(env_id, seed=0).action_meanings
+    obs = torch.as_tensor(np.concatenate([episode.obs, episode.next_obs[-1:]]))[None]  # (1, T+1, N, O)
+    actions = torch.as_tensor(np.concatenate([episode.actions, episode.actions[-1:]]))[None]  # (1, T+1, N)
+    with torch.no_grad():
+        best_two = agent.q_values(obs, actions)[0, :-1].topk(2, dim=-1).values  # (T, N, 2)
+    gaps = (best_two[..., 0] - best_two[..., 1]).numpy()  # (T, N)
+    lines = [f"final greedy episode: team return {episode.team_return:.1f}, {len(episode.actions)} steps"]
+    for i in range(agent.n_agents):
+        home = bool(episode.terminated[:, i].any())
+        steps = int(np.argmax(episode.terminated[:, i])) + 1 if home else len(episode.actions)
+        moves = "".join(meanings[a][0] for a in episode.actions[:steps, i])
+        lines.append(f"agent {i}: {moves} ({f'home after {steps} steps' if home else 'never home'}); its best two "
+                     f"Q-values apart by {gaps[:steps, i].min():.2f} at least, {np.median(gaps[:steps, i]):.2f} in the "
+                     f"median step")
+    return lines
 
 
 def ppo_figures(agent, batch) -> dict[str, float]:
@@ -335,6 +359,8 @@ def main(argv=None) -> int:
                         help="PPO: the entropy weight never below BETA (the schedule's max(beta, BETA))")
     parser.add_argument("--lr-end", type=float, default=None, metavar="F",
                         help="PPO: both learning rates decayed linearly to F times theirs over the budget's updates")
+    parser.add_argument("--trace", action="store_true", help="print each seed's final greedy episode agent by agent "
+                        "with the gap between its best two Q-values (value decomposition: iql, vdn, qmix)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the first seed: N functions")
     parser.add_argument("--time-updates", action="store_true", help="time the update alone (value decomposition)")
     args = parser.parse_args(argv)
@@ -354,6 +380,8 @@ def main(argv=None) -> int:
                               or issubclass(entry(args.algo).learner, MAPPO)):
         parser.error("--diagnose measures the value-decomposition learners' updates (iql, vdn, qmix), discrete "
                      "MADDPG's (maddpg, iddpg) and PPO's (mappo, ippo)")
+    if args.trace and entry(args.algo).loop != "episode_replay":
+        parser.error("--trace reads the value-decomposition learners' Q-values (iql, vdn, qmix)")
     for flag, value in (("--entropy-floor", args.entropy_floor), ("--lr-end", args.lr_end)):
         if value is not None and entry(args.algo).loop != "on_policy":
             parser.error(f"{flag} changes the on-policy learners' schedules (coma and its baselines, mappo, ippo), "
@@ -418,6 +446,8 @@ def main(argv=None) -> int:
               f"{best:5.1f} {figures['wall_s']:7.1f} {figures['update_s']:8.1f}", flush=True)
         if diagnosis is not None:
             print("\n".join("      " + text for text in diagnosis.windows(run, config, episodes)))
+        if args.trace:
+            print("\n".join("      " + text for text in trace(run.agent, env_id)))
         if profiler is not None:
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.profile)

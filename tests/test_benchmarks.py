@@ -5,6 +5,7 @@ checks its arguments and hands a run's files back whole."""
 import importlib
 import math
 import pathlib
+import re
 import sys
 
 import pytest
@@ -77,6 +78,7 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
                                          (["--algo", "vdn", "--eval-every", "-5"], "--eval-every"),
                                          (["--algo", "coma", "--diagnose"], "--diagnose"),
                                          (["--algo", "mappo", "--time-updates"], "--time-updates"),
+                                         (["--algo", "coma", "--trace"], "--trace"),
                                          (["--algo", "vdn", "--entropy-floor", "0.01"], "--entropy-floor"),
                                          (["--algo", "mappo", "--lr-end", "1.5"], "--lr-end"),
                                          (["--algo", "mappo", "--entropy-floor", "nan"], "--entropy-floor"),
@@ -155,6 +157,24 @@ def test_keep_mixer_credit_is_dq_tot_dq_i_over_the_steps_each_agent_acts():
     batch = {"obs": obs, "actions": torch.zeros(B, T + 1, N, dtype=torch.long), "agent_mask": torch.ones(B, T, N)}
     batch["agent_mask"][0, 1, 1] = 0.0
     assert keep.mixer_credit(agent, batch) == pytest.approx({"credit0": 8.5, "credit1": 0.5}, abs=1e-5)
+
+
+def test_keep_trace_spells_each_agents_greedy_moves_and_its_nearest_tie():
+    # An untrained QMIX on Switch2-v0 (seed 0): nobody gets home in the 50 steps, so each agent's line spells 50 moves,
+    # the initials of Switch's action meanings (Down, Left, Up, Right, Noop) of the greedy episode's actions; the gap
+    # between the best two Q-values is the top value minus the runner-up at each step, never negative
+    from marl_edu.learners.value_decomposition import QMIX, ValueDecompositionConfig
+    from marl_edu.training.evaluation import greedy_return
+    keep = script("keep")
+    agent = QMIX(2, 2, 5, ValueDecompositionConfig(), seed=0)
+    lines = keep.trace(agent, "Switch2-v0")
+    episode = greedy_return(agent, "Switch2-v0")
+    assert lines[0] == "final greedy episode: team return -10.0, 50 steps" and len(lines) == 3
+    for i in range(2):
+        moves = "".join("DLURN"[a] for a in episode.actions[:, i])
+        assert lines[1 + i].startswith(f"agent {i}: {moves} (never home); its best two Q-values apart by ")
+        smallest, median = (float(word) for word in re.findall(r"\d+\.\d+", lines[1 + i].split("apart by")[1]))
+        assert 0.0 <= smallest <= median
 
 
 def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
