@@ -16,17 +16,17 @@ whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` 
   keeping than the final one alone (a policy that flips between paths of 8.0 and 7.9 ends on either).
 
 ``--diagnose`` also records what every update saw and did (``Diagnosis``): the TD loss, Q_tot on the replayed steps,
-QMIX's credit to each agent (dQ_tot/dQ_i, ``mixer_credit``), the gradient norm before clipping, the size of the step
-the weights took, epsilon, and how many of the replay's episodes got every agent home; printed per evaluation window
-beside the greedy return, so a collapse is seen as it happens. ``--trace`` (iql, vdn, qmix) prints each seed's final
-greedy episode agent by agent, with how near a tie its best two Q-values were (``trace``). For PPO (mappo, ippo, ``ppo_figures``): the critic's error on each fresh batch, the policy's entropy, the
-approximate KL and clip fraction of the update, the gradient norms and steps of the actor and the critic, the entropy
-weight beta, and how many of the episodes played got every agent home. ``--entropy-floor BETA`` and ``--lr-end F``
-(the on-policy learners: COMA's family and PPO's) train with two of the field's remedies (``Remedy``) in place of the
-defaults' schedules. ``--profile N`` runs the first seed under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's
-update alone (no training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what
-every batch holds before the first solve), its milliseconds per update, and cProfile's most costly functions for the
-default batch.
+QMIX's credit to each agent (dQ_tot/dQ_i, ``mixer_credit``), the gradient norm before clipping, the size of the step the
+weights took, epsilon, and how many of the replay's episodes got every agent home; printed per evaluation window beside
+the greedy return, so a collapse is seen as it happens. ``--trace`` (iql, vdn, qmix) prints each seed's final greedy
+episode agent by agent, with how near a tie its best two Q-values were (``trace``). For PPO (mappo, ippo,
+``ppo_figures``): the critic's error on each fresh batch, the policy's entropy, the approximate KL and clip fraction of
+the update, the gradient norms and steps of the actor and the critic, the entropy weight beta, and how many of the
+episodes played got every agent home. ``--entropy-floor BETA`` and ``--lr-end F`` (the on-policy learners: COMA's family
+and PPO's) train with two of the field's remedies (``Remedy``) in place of the defaults' schedules. ``--profile N`` runs
+the first seed under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's update
+alone (no training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what every batch
+holds before the first solve), its milliseconds per update, and cProfile's most costly functions for the default batch.
 
 A SUMMARY line per invocation: median yardsticks to the first solve (a seed that never solved counts as never), how
 many seeds solved at some point and how many ended solved. Tune on seeds 100-999, never the tables' 0-4 nor
@@ -106,9 +106,11 @@ def trace(agent, env_id: str) -> list[str]:
     """A value-decomposition learner's final greedy episode, agent by agent: its moves until it is home (the initials
     of the env's action meanings) and how far apart its best two Q_i(h_{i,t}, .) were over the steps it acted (the
     smallest and the median gap): where the two are nearly tied, the argmax flips with small changes of the weights,
-    or walks in a loop."""
-    episode = greedy_return(agent, env_id, threads=1)
-    meanings = make_env(env_id, seed=0).action_meanings
+    or walks in a loop. Returns 1 + N lines: the episode's team return and length, then one line per agent."""
+    episode = greedy_return(agent, env_id, threads=1)  # obs (T, N, O), actions (T, N), terminated (T, N)
+    env = make_env(env_id, seed=0)
+    meanings = env.action_meanings
+    env.close()
     obs = torch.as_tensor(np.concatenate([episode.obs, episode.next_obs[-1:]]))[None]  # (1, T+1, N, O)
     actions = torch.as_tensor(np.concatenate([episode.actions, episode.actions[-1:]]))[None]  # (1, T+1, N)
     with torch.no_grad():
@@ -166,13 +168,14 @@ def ppo_figures(agent, batch) -> dict[str, float]:
 
 class Remedy:
     """Two of the field's remedies for an on-policy learner (COMA's family, PPO's) that loses what it learned or never
-    leaves a path that gets some agents home, measured here before any default
-    changes, made through ``train``'s update hook (``apply`` before each update), so the library trains as it did:
+    leaves a path that gets some agents home, measured here before any default changes, made through ``train``'s
+    update hook (``apply`` before each update), so the library trains as it did:
 
     - an entropy floor: the update's entropy weight is max(beta, ``entropy_floor``), beta the loop's schedule (which
       decays linearly to 0 over ``anneal_fraction`` of the budget); the MAPPO paper keeps a constant 0.01;
-    - a learning-rate decay: both learning rates times 1 - (1 - ``lr_end``) u / U at update u of U = ``updates``,
-      linear to ``lr_end`` times the config's at the end (PPO's paper anneals its step size to 0)."""
+    - a learning-rate decay: every optimiser's learning rate (the actor's and the critic's; central-QV's value
+      critic too, at the critic's rate) times 1 - (1 - ``lr_end``) u / U at update u of U = ``updates``, linear to
+      ``lr_end`` times the config's at the end (PPO's paper anneals its step size to 0)."""
 
     def __init__(self, entropy_floor: float, lr_end: float, updates: int):
         self.entropy_floor, self.lr_end, self.updates = entropy_floor, lr_end, updates
@@ -180,8 +183,10 @@ class Remedy:
     def apply(self, agent) -> None:
         agent.entropy_coef = max(agent.entropy_coef, self.entropy_floor)
         scale = 1.0 - (1.0 - self.lr_end) * min(1.0, agent.updates / self.updates)
-        for optimizer, lr in ((agent.actor_optimizer, agent.config.actor_lr),
-                              (agent.critic_optimizer, agent.config.critic_lr)):
+        optimizers = [(agent.actor_optimizer, agent.config.actor_lr), (agent.critic_optimizer, agent.config.critic_lr)]
+        if hasattr(agent, "value_optimizer"):  # central-QV's V critic, built with the critic's learning rate
+            optimizers.append((agent.value_optimizer, agent.config.critic_lr))
+        for optimizer, lr in optimizers:
             for group in optimizer.param_groups:
                 group["lr"] = lr * scale
 
@@ -193,7 +198,8 @@ class Diagnosis:
     Per update: ``td_loss`` and ``q_taken`` (the mean squared TD error and the mean Q taken on the batch: Q_i(h, a)
     of the value-decomposition learners, as they report them; MADDPG's critics' loss and Q_i(x_t, a_t) averaged over
     the agents), MADDPG's ``entropy`` (the actors' policies softmax(logits) on the batch's observations, in nats, the
-    mean over agents; the behaviour policy samples from them), and for each network (``parameter_groups``) the
+    mean over agents; the behaviour policy samples from them), QMIX's ``credit0``, ``credit1``, ... (``mixer_credit``:
+    dQ_tot/dQ_i after the update, the mean over the steps agent i acts), and for each network (``parameter_groups``) the
     gradient's norm before ``gradient_step`` clips it (read from the clip; MADDPG: the mean over the agents' N
     networks) and ``step``, the norm of the change of all its weights. ``time``: when the update ended, which puts it
     in its evaluation window. What the replay holds comes from the run's episode returns afterwards (``windows``)."""
@@ -356,9 +362,10 @@ def main(argv=None) -> int:
     parser.add_argument("--diagnose", action="store_true", help="record every update (value decomposition, discrete "
                                                                 "MADDPG, PPO)")
     parser.add_argument("--entropy-floor", type=float, default=None, metavar="BETA",
-                        help="PPO: the entropy weight never below BETA (the schedule's max(beta, BETA))")
+                        help="COMA's family and PPO: the entropy weight never below BETA (max(beta, BETA))")
     parser.add_argument("--lr-end", type=float, default=None, metavar="F",
-                        help="PPO: both learning rates decayed linearly to F times theirs over the budget's updates")
+                        help="COMA's family and PPO: the learning rates decayed linearly to F times theirs over the "
+                             "budget's updates")
     parser.add_argument("--trace", action="store_true", help="print each seed's final greedy episode agent by agent "
                         "with the gap between its best two Q-values (value decomposition: iql, vdn, qmix)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the first seed: N functions")

@@ -2,12 +2,13 @@
 one ``error:`` line, exit status 2, no traceback), and the grid every benchmark trains through (marl_edu.runs.grid)
 checks its arguments and hands a run's files back whole."""
 
+import dataclasses
 import importlib
 import math
 import pathlib
-import re
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -79,6 +80,7 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
                                          (["--algo", "coma", "--diagnose"], "--diagnose"),
                                          (["--algo", "mappo", "--time-updates"], "--time-updates"),
                                          (["--algo", "coma", "--trace"], "--trace"),
+                                         (["--algo", "maddpg", "--trace"], "--trace"),
                                          (["--algo", "vdn", "--entropy-floor", "0.01"], "--entropy-floor"),
                                          (["--algo", "mappo", "--lr-end", "1.5"], "--lr-end"),
                                          (["--algo", "mappo", "--entropy-floor", "nan"], "--entropy-floor"),
@@ -134,7 +136,8 @@ def test_keep_diagnoses_ppo_per_evaluation_window_and_trains_as_without():
 def test_keep_mixer_credit_is_dq_tot_dq_i_over_the_steps_each_agent_acts():
     # A mixer whose weights' hypernetworks give constants (their last layers' weights 0): W_1 = |[[1, -2], [0.5, 0]]|
     # (N = 2 rows of E = 2), w_2 = |(-1, 4)|, and v_1 = (3 - 100 s_0, 3), s_0 agent 0's first observation feature.
-    # Step 0 (s = 0): both hidden units positive for these small Q_i, elu' = 1, so
+    # Step 0 (s = 0): both hidden units positive (3 + Q_0 + 0.5 Q_1 and 3 + 2 Q_0: the untrained Q_i are far below 1 in
+    # size, asserted below), elu' = 1, so
     #   dQ_tot/dQ_0 = 1 * 1 + 4 * 2 = 9,  dQ_tot/dQ_1 = 1 * 0.5 + 4 * 0 = 0.5.
     # Step 1 (s_0 = 1): unit 0 is at about -97, elu' = exp(-97), about 0, so dQ_tot/dQ_0 = 4 * 2 = 8, dQ_tot/dQ_1 = 0.
     # Agent 1 does not act at step 1 (home): credit0 = (9 + 8) / 2 = 8.5 over both steps, credit1 = 0.5 over step 0
@@ -156,10 +159,12 @@ def test_keep_mixer_credit_is_dq_tot_dq_i_over_the_steps_each_agent_acts():
     obs[0, 1, 0, 0] = 1.0  # s_0 = 1 at step 1
     batch = {"obs": obs, "actions": torch.zeros(B, T + 1, N, dtype=torch.long), "agent_mask": torch.ones(B, T, N)}
     batch["agent_mask"][0, 1, 1] = 0.0
+    with torch.no_grad():
+        assert agent.q_values(obs, batch["actions"]).abs().max() < 1.0  # the premise of the hidden units' signs
     assert keep.mixer_credit(agent, batch) == pytest.approx({"credit0": 8.5, "credit1": 0.5}, abs=1e-5)
 
 
-def test_keep_trace_spells_each_agents_greedy_moves_and_its_nearest_tie():
+def test_keep_trace_spells_each_agents_greedy_moves_and_its_nearest_tie(monkeypatch):
     # An untrained QMIX on Switch2-v0 (seed 0): nobody gets home in the 50 steps, so each agent's line spells 50 moves,
     # the initials of Switch's action meanings (Down, Left, Up, Right, Noop) of the greedy episode's actions; the gap
     # between the best two Q-values is the top value minus the runner-up at each step, never negative
@@ -170,11 +175,24 @@ def test_keep_trace_spells_each_agents_greedy_moves_and_its_nearest_tie():
     lines = keep.trace(agent, "Switch2-v0")
     episode = greedy_return(agent, "Switch2-v0")
     assert lines[0] == "final greedy episode: team return -10.0, 50 steps" and len(lines) == 3
+    obs = torch.as_tensor(np.concatenate([episode.obs, episode.next_obs[-1:]]))[None]  # (1, 51, N, O)
+    actions = torch.as_tensor(np.concatenate([episode.actions, episode.actions[-1:]]))[None]  # (1, 51, N)
+    with torch.no_grad():
+        q = agent.q_values(obs, actions)[0, :-1].numpy()  # (50, N, A)
+    ranked = np.sort(q, axis=-1)  # (50, N, A) ascending
+    gaps = ranked[..., -1] - ranked[..., -2]  # (50, N) best minus runner-up
     for i in range(2):
         moves = "".join("DLURN"[a] for a in episode.actions[:, i])
-        assert lines[1 + i].startswith(f"agent {i}: {moves} (never home); its best two Q-values apart by ")
-        smallest, median = (float(word) for word in re.findall(r"\d+\.\d+", lines[1 + i].split("apart by")[1]))
-        assert 0.0 <= smallest <= median
+        assert lines[1 + i] == (f"agent {i}: {moves} (never home); its best two Q-values apart by "
+                                f"{gaps[:, i].min():.2f} at least, {np.median(gaps[:, i]):.2f} in the median step")
+    # an agent home after 3 steps: its line spells those 3 moves and reads its gaps over them only
+    home = dataclasses.replace(episode, terminated=episode.terminated.copy())
+    home.terminated[2, 0] = True
+    monkeypatch.setattr(keep, "greedy_return", lambda *args, **kwargs: home)
+    line = keep.trace(agent, "Switch2-v0")[1]
+    moves = "".join("DLURN"[a] for a in episode.actions[:3, 0])
+    assert line == (f"agent 0: {moves} (home after 3 steps); its best two Q-values apart by {gaps[:3, 0].min():.2f} "
+                    f"at least, {np.median(gaps[:3, 0]):.2f} in the median step")
 
 
 def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
@@ -198,6 +216,12 @@ def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
     assert coma.entropy_coef == 0.01
     assert coma.actor_optimizer.param_groups[0]["lr"] == pytest.approx(2e-3 * 0.55)
     assert coma.critic_optimizer.param_groups[0]["lr"] == pytest.approx(3e-3 * 0.55)
+    # central-QV's third optimiser (its V critic, built at the critic's 3e-3) decays with the others
+    from marl_edu.learners.baselines import CentralQV
+    central_qv = CentralQV(2, 3, 5, COMAConfig())
+    central_qv.updates = 5
+    keep.Remedy(0.0, 0.1, 10).apply(central_qv)
+    assert central_qv.value_optimizer.param_groups[0]["lr"] == pytest.approx(3e-3 * 0.55)
 
 
 def test_compare_reuse_of_a_file_that_is_not_a_record_is_one_line(capsys, tmp_path):
