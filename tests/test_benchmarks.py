@@ -195,6 +195,16 @@ def test_keep_trace_spells_each_agents_greedy_moves_and_its_nearest_tie(monkeypa
                     f"at least, {np.median(gaps[:3, 0]):.2f} in the median step")
 
 
+def test_keep_trains_coma_with_the_remedies(monkeypatch, capsys):
+    # COMA's family takes --entropy-floor and --lr-end (the on-policy loop), as PPO's does: a run of 16 episodes
+    keep = script("keep")
+    monkeypatch.setattr(keep, "yardstick_seconds", lambda: 1.0)  # (the real one times 200,000 raw steps)
+    assert keep.main(["--algo", "coma", "--episodes", "16", "--eval-every", "8", "--seeds", "100",
+                      "--entropy-floor", "0.01", "--lr-end", "0.5"]) == 0
+    assert "SUMMARY algo=coma env=Switch2-v0 episodes=16 set=entropy_floor=0.01,lr_end=0.5 seeds=1 " in \
+        capsys.readouterr().out
+
+
 def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
     # lr_end 0.1 at update 5 of 10: the rates times 1 - 0.9 * 5 / 10 = 0.55; beta 0.002 is floored to 0.01
     from marl_edu.learners.ppo import MAPPO, PPOConfig
