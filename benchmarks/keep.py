@@ -19,14 +19,16 @@ whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` 
 QMIX's credit to each agent (dQ_tot/dQ_i, ``mixer_credit``), the gradient norm before clipping, the size of the step the
 weights took, epsilon, and how many of the replay's episodes got every agent home; printed per evaluation window beside
 the greedy return, so a collapse is seen as it happens. ``--trace`` (iql, vdn, qmix) prints each seed's final greedy
-episode agent by agent, with how near a tie its best two Q-values were (``trace``). For PPO (mappo, ippo,
-``ppo_figures``): the critic's error on each fresh batch, the policy's entropy, the approximate KL and clip fraction of
-the update, the gradient norms and steps of the actor and the critic, the entropy weight beta, and how many of the
-episodes played got every agent home. ``--entropy-floor BETA`` and ``--lr-end F`` (the on-policy learners: COMA's family
-and PPO's) train with two of the field's remedies (``Remedy``) in place of the defaults' schedules. ``--profile N`` runs
-the first seed under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's update
-alone (no training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what every batch
-holds before the first solve), its milliseconds per update, and cProfile's most costly functions for the default batch.
+episode agent by agent, with how near a tie its best two Q-values were (``trace``). For COMA's family (coma, central_v,
+iac; ``coma_figures``): the entropy weight beta, the mean |counterfactual advantage|, the critic's loss, the policy's
+entropy, and the gradient norms and steps of the actor and the critic. For PPO (mappo, ippo, ``ppo_figures``): the
+critic's error on each fresh batch, the policy's entropy, the approximate KL and clip fraction of the update, the
+gradient norms and steps of the actor and the critic, the entropy weight beta, and how many of the episodes played got
+every agent home. ``--entropy-floor BETA`` and ``--lr-end F`` (the on-policy learners: COMA's family and PPO's) train
+with two of the field's remedies (``Remedy``) in place of the defaults' schedules. ``--profile N`` runs the first seed
+under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's update alone (no
+training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what every batch holds
+before the first solve), its milliseconds per update, and cProfile's most costly functions for the default batch.
 
 A SUMMARY line per invocation: median yardsticks to the first solve (a seed that never solved counts as never), how
 many seeds solved at some point and how many ended solved. Tune on seeds 100-999, never the tables' 0-4 nor
@@ -49,6 +51,8 @@ import torch
 
 from marl_edu.envs.make import make_env
 from marl_edu.envs.planning import optimal_team_return
+from marl_edu.learners.baselines import CentralQV
+from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import MAPPO, gae_advantages
 from marl_edu.learners.table import ALGORITHMS, config_class, config_with, entry
 from marl_edu.learners.value_decomposition import QMixer
@@ -127,6 +131,23 @@ def trace(agent, env_id: str) -> list[str]:
     return lines
 
 
+def coma_figures(agent, batch) -> dict[str, float]:
+    """``agent.update(batch)`` of COMA (or central-V, IAC-V: its update), and what it saw: the entropy weight beta of
+    this update, the mean |counterfactual advantage| of the actions taken before it (over the steps each agent acts),
+    the critic's loss at its last step and the policy's entropy, as the update reports them. The extra forward passes
+    draw nothing from the learner's generator."""
+    obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
+    T = obs.shape[1] - 1
+    with torch.no_grad():
+        pi = agent.replay_policy(obs[:, :T], actions[:, :T], float(batch["epsilon"]))  # (B, T, N, A)
+        advantage = agent.advantage(agent.critic_rows(obs, actions), batch, pi)  # (B, T, N)
+    row = {"beta": float(agent.entropy_coef),
+           "|adv|": float(masked_mean(advantage.abs(), batch["agent_mask"], allow_empty=True))}
+    figures = agent.update(batch)
+    row["critic_loss"], row["entropy"] = figures["critic_loss"], figures["entropy"]
+    return row
+
+
 def ppo_figures(agent, batch) -> dict[str, float]:
     """``agent.update(batch)`` of a PPO learner (MAPPO, IPPO), and what it saw and did, each a mean over the steps
     agents act (the critic's: over the real steps), from the learner's own functions, none of them drawing from its
@@ -193,7 +214,8 @@ class Remedy:
 
 class Diagnosis:
     """What a learner's updates saw, one row per update, through ``train``'s ``update`` hook: the value-decomposition
-    learners (iql, vdn, qmix), MADDPG's discrete family (maddpg, iddpg) and PPO's (mappo, ippo: ``ppo_figures``).
+    learners (iql, vdn, qmix), MADDPG's discrete family (maddpg, iddpg), COMA's (coma, central_v, iac:
+    ``coma_figures``; central-QV's third network is not covered) and PPO's (mappo, ippo: ``ppo_figures``).
 
     Per update: ``td_loss`` and ``q_taken`` (the mean squared TD error and the mean Q taken on the batch: Q_i(h, a)
     of the value-decomposition learners, as they report them; MADDPG's critics' loss and Q_i(x_t, a_t) averaged over
@@ -231,6 +253,18 @@ class Diagnosis:
             for k, (name, params) in enumerate(groups.items()):
                 row[f"{name}|g|"] = float(np.mean(norms[k::2]))
                 row[f"{name}|g|max"] = float(np.max(norms[k::2]))  # the window's largest: of every minibatch's
+                row[f"{name}_step"] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
+                                                           for p, b in zip(params, before[name]))))
+            row["time"] = time.perf_counter()
+            self.rows.append(row)
+            return
+        if isinstance(agent, COMA):  # its critic's critic_steps gradient steps, then the actor's one
+            first = len(self._norms)
+            row = coma_figures(agent, batch)
+            norms = self._norms[first:]  # critic, critic, ..., actor
+            row["critic|g|"], row["critic|g|max"] = float(np.mean(norms[:-1])), float(np.max(norms[:-1]))
+            row["actor|g|"] = norms[-1]
+            for name, params in groups.items():
                 row[f"{name}_step"] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
                                                            for p, b in zip(params, before[name]))))
             row["time"] = time.perf_counter()
@@ -360,7 +394,7 @@ def main(argv=None) -> int:
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--set", dest="settings", nargs="*", default=[], help="field=value on top of the defaults")
     parser.add_argument("--diagnose", action="store_true", help="record every update (value decomposition, discrete "
-                                                                "MADDPG, PPO)")
+                                                                "MADDPG, COMA's family but central-QV, PPO)")
     parser.add_argument("--entropy-floor", type=float, default=None, metavar="BETA",
                         help="COMA's family and PPO: the entropy weight never below BETA (max(beta, BETA))")
     parser.add_argument("--lr-end", type=float, default=None, metavar="F",
@@ -383,10 +417,12 @@ def main(argv=None) -> int:
     if args.time_updates and entry(args.algo).loop not in ("episode_replay", "off_policy"):
         parser.error("--time-updates measures the value-decomposition learners' updates (iql, vdn, qmix) and discrete "
                      "MADDPG's (maddpg, iddpg)")
+    learner = entry(args.algo).learner
     if args.diagnose and not (entry(args.algo).loop in ("episode_replay", "off_policy")
-                              or issubclass(entry(args.algo).learner, MAPPO)):
+                              or issubclass(learner, MAPPO)
+                              or (issubclass(learner, COMA) and not issubclass(learner, CentralQV))):
         parser.error("--diagnose measures the value-decomposition learners' updates (iql, vdn, qmix), discrete "
-                     "MADDPG's (maddpg, iddpg) and PPO's (mappo, ippo)")
+                     "MADDPG's (maddpg, iddpg), PPO's (mappo, ippo) and COMA's (coma, central_v, iac)")
     if args.trace and entry(args.algo).loop != "episode_replay":
         parser.error("--trace reads the value-decomposition learners' Q-values (iql, vdn, qmix)")
     for flag, value in (("--entropy-floor", args.entropy_floor), ("--lr-end", args.lr_end)):

@@ -77,7 +77,7 @@ def test_foraging_reuse_of_a_summary_that_is_not_json_is_one_line(capsys, tmp_pa
 
 @pytest.mark.parametrize("argv, named", [(["--algo", "vdn", "--episodes", "0"], "--episodes"),
                                          (["--algo", "vdn", "--eval-every", "-5"], "--eval-every"),
-                                         (["--algo", "coma", "--diagnose"], "--diagnose"),
+                                         (["--algo", "central_qv", "--diagnose"], "--diagnose"),
                                          (["--algo", "mappo", "--time-updates"], "--time-updates"),
                                          (["--algo", "coma", "--trace"], "--trace"),
                                          (["--algo", "maddpg", "--trace"], "--trace"),
@@ -131,6 +131,30 @@ def test_keep_diagnoses_ppo_per_evaluation_window_and_trains_as_without():
     assert first["beta"] == config.entropy_start  # the schedule's beta at episode 0
     assert 0.0 < first["entropy"] <= math.log(5) + 1e-6 and first["kl"] >= 0.0 and 0.0 <= first["clipfrac"] <= 1.0
     assert first["v_err"] > 0.0 and first["actor|g|"] <= first["actor|g|max"]  # epochs=2: two actor steps each
+
+
+@pytest.mark.parametrize("algo", ["coma", "central_v"])
+def test_keep_diagnoses_coma_per_evaluation_window_and_trains_as_without(algo):
+    # 4 episodes of 2 copies: two updates, an evaluation after each; the diagnosis's forward passes draw nothing, so
+    # the weights end the same to the bit as a run without it; the critic's 8 steps, then the actor's one
+    from marl_edu.learners.table import config_class, config_with
+    from marl_edu.training.loops import train
+    keep = script("keep")
+    config = config_with(config_class(algo), ["n_envs=2"])
+    plain = train(algo, "Switch2-v0", 4, config, 0, 2, False, threads=1)
+    diagnosis = keep.Diagnosis()
+    with diagnosis:
+        run = train(algo, "Switch2-v0", 4, config, 0, 2, False, threads=1, update=diagnosis.update)
+    for name, weights in plain.agent.state_dict().items():
+        for key, value in weights.items():
+            assert torch.equal(value, run.agent.state_dict()[name][key]), (name, key)
+    lines = diagnosis.windows(run, config, 4)
+    assert lines[0].split()[:5] == ["episode", "greedy", "beta", "|adv|", "critic_loss"]
+    assert len(lines) == 1 + len(run.evaluations) == 3 and len(diagnosis.rows) == run.updates == 2
+    first = diagnosis.rows[0]
+    assert first["beta"] == config.entropy_start and first["|adv|"] > 0.0 and 0.0 < first["entropy"] <= math.log(5)
+    assert first["critic|g|"] <= first["critic|g|max"] and first["actor|g|"] > 0.0
+    assert first["critic_step"] > 0.0 and first["actor_step"] > 0.0
 
 
 def test_keep_mixer_credit_is_dq_tot_dq_i_over_the_steps_each_agent_acts():
