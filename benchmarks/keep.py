@@ -20,8 +20,9 @@ QMIX's credit to each agent (dQ_tot/dQ_i, ``mixer_credit``), the gradient norm b
 weights took, epsilon, and how many of the replay's episodes got every agent home; printed per evaluation window beside
 the greedy return, so a collapse is seen as it happens. ``--trace`` (iql, vdn, qmix) prints each seed's final greedy
 episode agent by agent, with how near a tie its best two Q-values were (``trace``). For COMA's family (coma, central_v,
-iac; ``coma_figures``): the entropy weight beta, the mean |counterfactual advantage|, the critic's loss, the policy's
-entropy, and the gradient norms and steps of the actor and the critic. For PPO (mappo, ippo, ``ppo_figures``): the
+iac; ``coma_figures``): the entropy weight beta, the mean |advantage| the actor's step used, the critic's loss, the
+policy's entropy, the gradient norms and steps of the actor and the critic, and how many of the episodes played got
+every agent home. For PPO (mappo, ippo, ``ppo_figures``): the
 critic's error on each fresh batch, the policy's entropy, the approximate KL and clip fraction of the update, the
 gradient norms and steps of the actor and the critic, the entropy weight beta, and how many of the episodes played got
 every agent home. ``--entropy-floor BETA`` and ``--lr-end F`` (the on-policy learners: COMA's family and PPO's) train
@@ -80,7 +81,7 @@ def parameter_groups(agent) -> dict[str, list[torch.Tensor]]:
     optimiser (``""``), MADDPG's critics and actors (``"critic"``, ``"actor"``)."""
     if hasattr(agent, "optimizer"):
         return {"": list(agent.optimizer.param_groups[0]["params"])}
-    if hasattr(agent, "actor_optimizer"):  # PPO: one actor and one critic, each its own optimiser
+    if hasattr(agent, "actor_optimizer"):  # PPO, COMA: one actor and one critic, each its own optimiser
         return {"actor": list(agent.actor.parameters()), "critic": list(agent.critic.parameters())}
     return {"critic": [p for net in agent.critics for p in net.parameters()],
             "actor": [p for net in agent.actors for p in net.parameters()]}
@@ -132,18 +133,26 @@ def trace(agent, env_id: str) -> list[str]:
 
 
 def coma_figures(agent, batch) -> dict[str, float]:
-    """``agent.update(batch)`` of COMA (or central-V, IAC-V: its update), and what it saw: the entropy weight beta of
-    this update, the mean |counterfactual advantage| of the actions taken before it (over the steps each agent acts),
-    the critic's loss at its last step and the policy's entropy, as the update reports them. The extra forward passes
-    draw nothing from the learner's generator."""
-    obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
-    T = obs.shape[1] - 1
-    with torch.no_grad():
-        pi = agent.replay_policy(obs[:, :T], actions[:, :T], float(batch["epsilon"]))  # (B, T, N, A)
-        advantage = agent.advantage(agent.critic_rows(obs, actions), batch, pi)  # (B, T, N)
-    row = {"beta": float(agent.entropy_coef),
-           "|adv|": float(masked_mean(advantage.abs(), batch["agent_mask"], allow_empty=True))}
-    figures = agent.update(batch)
+    """``agent.update(batch)`` of COMA (or central-V, IAC-V: the same update), and what it saw: the entropy weight
+    beta of this update; ``|adv|``, the mean |advantage| the actor's step used, over the steps each agent acts (COMA's
+    counterfactual advantage, central-V's and IAC-V's TD error), recorded from the update's own call; the critic's
+    loss at its last step and the policy's entropy, as the update reports them. Nothing extra is computed, so the
+    training is the same."""
+    used = []
+    advantage = agent.advantage  # the learner's own, called once per update after the critic's steps
+
+    def recording(rows, batch_, pi):
+        value = advantage(rows, batch_, pi)  # (B, T, N)
+        used.append(value.detach())
+        return value
+
+    row = {"beta": float(agent.entropy_coef)}
+    agent.advantage = recording
+    try:
+        figures = agent.update(batch)
+    finally:
+        del agent.advantage  # the class's method again
+    row["|adv|"] = float(masked_mean(used[0].abs(), batch["agent_mask"], allow_empty=True))  # over (B, T, N)
     row["critic_loss"], row["entropy"] = figures["critic_loss"], figures["entropy"]
     return row
 
@@ -219,7 +228,8 @@ class Diagnosis:
 
     Per update: ``td_loss`` and ``q_taken`` (the mean squared TD error and the mean Q taken on the batch: Q_i(h, a)
     of the value-decomposition learners, as they report them; MADDPG's critics' loss and Q_i(x_t, a_t) averaged over
-    the agents), MADDPG's ``entropy`` (the actors' policies softmax(logits) on the batch's observations, in nats, the
+    the agents; COMA's family: ``beta``, ``|adv|``, ``critic_loss`` and ``entropy``, ``coma_figures``), MADDPG's
+    ``entropy`` (the actors' policies softmax(logits) on the batch's observations, in nats, the
     mean over agents; the behaviour policy samples from them), QMIX's ``credit0``, ``credit1``, ... (``mixer_credit``:
     dQ_tot/dQ_i after the update, the mean over the steps agent i acts), and for each network (``parameter_groups``) the
     gradient's norm before ``gradient_step`` clips it (read from the clip; MADDPG: the mean over the agents' N
@@ -258,6 +268,8 @@ class Diagnosis:
             row["time"] = time.perf_counter()
             self.rows.append(row)
             return
+        if isinstance(agent, CentralQV):  # (main refuses it) its V critic's steps would be counted as the critic's
+            raise ValueError("Diagnosis does not split central-QV's three networks' gradient norms")
         if isinstance(agent, COMA):  # its critic's critic_steps gradient steps, then the actor's one
             first = len(self._norms)
             row = coma_figures(agent, batch)
@@ -294,13 +306,14 @@ class Diagnosis:
         self.rows.append(row)
 
     def windows(self, run, config, episodes: int) -> list[str]:
-        """One line per evaluation window: its greedy return, epsilon at its end (PPO: none; its rows carry beta), the
+        """One line per evaluation window: its greedy return, epsilon at its end (the on-policy learners, PPO's and
+        COMA's: none; their rows carry beta), the
         updates' figures in it (means, and each gradient norm's largest) and the share of the episodes that got every
         agent home (``home_line``): of the replay's (``home``; a replay of transitions holds the last ``buffer_size``
         env steps: its episodes are counted as the last share buffer_size / env steps of those played, all of them
-        while it is not full; PPO: of the episodes played in the window) and of the last 50."""
+        while it is not full; on-policy: of the episodes played in the window) and of the last 50."""
         keys = [key for key in self.rows[0] if key != "time" and not key.endswith("|g|max")] if self.rows else []
-        on_policy = not hasattr(config, "epsilon_fraction")  # PPO: no epsilon schedule, no replay
+        on_policy = not hasattr(config, "epsilon_fraction")  # PPO, COMA: no epsilon-greedy schedule, no replay
         header = [f"{'episode':>7} {'greedy':>6}" + ("" if on_policy else f" {'eps':>5}")]
         for key in keys:
             header.append(f"{key:>11}" + (f" {key + 'max':>11}" if key.endswith("|g|") else ""))

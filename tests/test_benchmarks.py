@@ -137,6 +137,8 @@ def test_keep_diagnoses_ppo_per_evaluation_window_and_trains_as_without():
 def test_keep_diagnoses_coma_per_evaluation_window_and_trains_as_without(algo):
     # 4 episodes of 2 copies: two updates, an evaluation after each; the diagnosis's forward passes draw nothing, so
     # the weights end the same to the bit as a run without it; the critic's 8 steps, then the actor's one
+    from marl_edu.learners.baselines import CentralQV
+    from marl_edu.learners.coma import COMAConfig
     from marl_edu.learners.table import config_class, config_with
     from marl_edu.training.loops import train
     keep = script("keep")
@@ -155,6 +157,9 @@ def test_keep_diagnoses_coma_per_evaluation_window_and_trains_as_without(algo):
     assert first["beta"] == config.entropy_start and first["|adv|"] > 0.0 and 0.0 < first["entropy"] <= math.log(5)
     assert first["critic|g|"] <= first["critic|g|max"] and first["actor|g|"] > 0.0
     assert first["critic_step"] > 0.0 and first["actor_step"] > 0.0
+    assert len(diagnosis._norms) == run.updates * (config.critic_steps + 1)  # 8 critic steps and the actor's, each
+    with pytest.raises(ValueError, match="central-QV"):  # three networks: refused rather than split wrongly
+        keep.Diagnosis().update(CentralQV(2, 2, 5, COMAConfig()), None)
 
 
 def test_keep_mixer_credit_is_dq_tot_dq_i_over_the_steps_each_agent_acts():
