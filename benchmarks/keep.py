@@ -22,14 +22,14 @@ the greedy return, so a collapse is seen as it happens. ``--trace`` (iql, vdn, q
 episode agent by agent, with how near a tie its best two Q-values were (``trace``). For COMA's family (coma, central_v,
 iac; ``coma_figures``): the entropy weight beta, the mean |advantage| the actor's step used, the critic's loss, the
 policy's entropy, the gradient norms and steps of the actor and the critic, and how many of the episodes played got
-every agent home. For PPO (mappo, ippo, ``ppo_figures``): the
-critic's error on each fresh batch, the policy's entropy, the approximate KL and clip fraction of the update, the
-gradient norms and steps of the actor and the critic, the entropy weight beta, and how many of the episodes played got
-every agent home. ``--entropy-floor BETA`` and ``--lr-end F`` (the on-policy learners: COMA's family and PPO's) train
-with two of the field's remedies (``Remedy``) in place of the defaults' schedules. ``--profile N`` runs the first seed
-under cProfile and prints its N most costly functions. ``--time-updates`` only times the learner's update alone (no
-training): batches of 16, 32 and 64 replayed episodes of the whole 50 steps (random actions: what every batch holds
-before the first solve), its milliseconds per update, and cProfile's most costly functions for the default batch.
+every agent home. For PPO (mappo, ippo, ``ppo_figures``): the critic's error on each fresh batch, the policy's entropy,
+the approximate KL and clip fraction of the update, the gradient norms and steps of the actor and the critic, the
+entropy weight beta, and how many of the episodes played got every agent home. ``--entropy-floor BETA`` and ``--lr-end
+F`` (the on-policy learners: COMA's family and PPO's) train with two of the field's remedies (``Remedy``) in place of
+the defaults' schedules. ``--profile N`` runs the first seed under cProfile and prints its N most costly functions.
+``--time-updates`` only times the learner's update alone (no training): batches of 16, 32 and 64 replayed episodes of
+the whole 50 steps (random actions: what every batch holds before the first solve), its milliseconds per update, and
+cProfile's most costly functions for the default batch.
 
 A SUMMARY line per invocation: median yardsticks to the first solve (a seed that never solved counts as never), how
 many seeds solved at some point and how many ended solved. Tune on seeds 100-999, never the tables' 0-4 nor
@@ -226,15 +226,15 @@ class Diagnosis:
     learners (iql, vdn, qmix), MADDPG's discrete family (maddpg, iddpg), COMA's (coma, central_v, iac:
     ``coma_figures``; central-QV's third network is not covered) and PPO's (mappo, ippo: ``ppo_figures``).
 
-    Per update: ``td_loss`` and ``q_taken`` (the mean squared TD error and the mean Q taken on the batch: Q_i(h, a)
-    of the value-decomposition learners, as they report them; MADDPG's critics' loss and Q_i(x_t, a_t) averaged over
-    the agents; COMA's family: ``beta``, ``|adv|``, ``critic_loss`` and ``entropy``, ``coma_figures``), MADDPG's
-    ``entropy`` (the actors' policies softmax(logits) on the batch's observations, in nats, the
-    mean over agents; the behaviour policy samples from them), QMIX's ``credit0``, ``credit1``, ... (``mixer_credit``:
-    dQ_tot/dQ_i after the update, the mean over the steps agent i acts), and for each network (``parameter_groups``) the
-    gradient's norm before ``gradient_step`` clips it (read from the clip; MADDPG: the mean over the agents' N
-    networks) and ``step``, the norm of the change of all its weights. ``time``: when the update ended, which puts it
-    in its evaluation window. What the replay holds comes from the run's episode returns afterwards (``windows``)."""
+    Per update: ``td_loss`` and ``q_taken`` (the mean squared TD error and the mean Q taken on the batch: Q_i(h, a) of
+    the value-decomposition learners, as they report them; MADDPG's critics' loss and Q_i(x_t, a_t) averaged over the
+    agents; COMA's family: ``beta``, ``|adv|``, ``critic_loss`` and ``entropy``, ``coma_figures``), MADDPG's ``entropy``
+    (the actors' policies softmax(logits) on the batch's observations, in nats, the mean over agents; the behaviour
+    policy samples from them), QMIX's ``credit0``, ``credit1``, ... (``mixer_credit``: dQ_tot/dQ_i after the update, the
+    mean over the steps agent i acts), and for each network (``parameter_groups``) the gradient's norm before
+    ``gradient_step`` clips it (read from the clip; MADDPG: the mean over the agents' N networks) and ``step``, the norm
+    of the change of all its weights. ``time``: when the update ended, which puts it in its evaluation window. What the
+    replay holds comes from the run's episode returns afterwards (``windows``)."""
 
     def __init__(self):
         self.rows: list[dict] = []
@@ -307,11 +307,11 @@ class Diagnosis:
 
     def windows(self, run, config, episodes: int) -> list[str]:
         """One line per evaluation window: its greedy return, epsilon at its end (the on-policy learners, PPO's and
-        COMA's: none; their rows carry beta), the
-        updates' figures in it (means, and each gradient norm's largest) and the share of the episodes that got every
-        agent home (``home_line``): of the replay's (``home``; a replay of transitions holds the last ``buffer_size``
-        env steps: its episodes are counted as the last share buffer_size / env steps of those played, all of them
-        while it is not full; on-policy: of the episodes played in the window) and of the last 50."""
+        COMA's: none; their rows carry beta), the updates' figures in it (means, and each gradient norm's largest) and
+        the share of the episodes that got every agent home (``home_line``): of the replay's (``home``; a replay of
+        transitions holds the last ``buffer_size`` env steps: its episodes are counted as the last share buffer_size /
+        env steps of those played, all of them while it is not full; on-policy: of the episodes played in the window)
+        and of the last 50."""
         keys = [key for key in self.rows[0] if key != "time" and not key.endswith("|g|max")] if self.rows else []
         on_policy = not hasattr(config, "epsilon_fraction")  # PPO, COMA: no epsilon-greedy schedule, no replay
         header = [f"{'episode':>7} {'greedy':>6}" + ("" if on_policy else f" {'eps':>5}")]
