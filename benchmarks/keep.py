@@ -87,6 +87,11 @@ def parameter_groups(agent) -> dict[str, list[torch.Tensor]]:
             "actor": [p for net in agent.actors for p in net.parameters()]}
 
 
+def weight_step(params: list[torch.Tensor], before: list[torch.Tensor]) -> float:
+    """The norm of the change of all these weights since ``before`` (copies of them, in the same order)."""
+    return float(torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in zip(params, before))))
+
+
 def mixer_credit(agent, batch) -> dict[str, float]:
     """QMIX's credit to each agent after an update: dQ_tot/dQ_i = sum_e w_2,e elu'(.)_e W_1,ie (non-negative: the
     mixer is monotonic), the mean over the steps agent i acts in the batch, as ``credit0``, ``credit1``, ... An agent
@@ -263,10 +268,8 @@ class Diagnosis:
             for k, (name, params) in enumerate(groups.items()):
                 row[f"{name}|g|"] = float(np.mean(norms[k::2]))
                 row[f"{name}|g|max"] = float(np.max(norms[k::2]))  # the window's largest: of every minibatch's
-                row[f"{name}_step"] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
-                                                           for p, b in zip(params, before[name]))))
-            row["time"] = time.perf_counter()
-            self.rows.append(row)
+                row[f"{name}_step"] = weight_step(params, before[name])
+            self._keep(row)
             return
         if isinstance(agent, CentralQV):  # (main refuses it) its V critic's steps would be counted as the critic's
             raise ValueError("Diagnosis does not split central-QV's three networks' gradient norms")
@@ -277,10 +280,8 @@ class Diagnosis:
             row["critic|g|"], row["critic|g|max"] = float(np.mean(norms[:-1])), float(np.max(norms[:-1]))
             row["actor|g|"] = norms[-1]
             for name, params in groups.items():
-                row[f"{name}_step"] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
-                                                           for p, b in zip(params, before[name]))))
-            row["time"] = time.perf_counter()
-            self.rows.append(row)
+                row[f"{name}_step"] = weight_step(params, before[name])
+            self._keep(row)
             return
         row = {}
         if not groups.keys() == {""}:  # MADDPG: Q_i(x_t, a_t) and the actors' entropy on the batch, before the step
@@ -300,8 +301,11 @@ class Diagnosis:
         for k, (name, params) in enumerate(groups.items()):
             share = norms[k * len(norms) // len(groups):(k + 1) * len(norms) // len(groups)]
             row[f"{name}|g|"] = float(np.mean(share))
-            row[f"{name}_step".lstrip("_")] = float(torch.sqrt(sum(((p.detach() - b) ** 2).sum()
-                                                               for p, b in zip(params, before[name]))))
+            row[f"{name}_step".lstrip("_")] = weight_step(params, before[name])
+        self._keep(row)
+
+    def _keep(self, row: dict) -> None:
+        """One update's row, stamped with the time it ended (which puts it in its evaluation window)."""
         row["time"] = time.perf_counter()
         self.rows.append(row)
 

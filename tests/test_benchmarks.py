@@ -235,26 +235,21 @@ def test_keep_trains_coma_with_the_remedies(monkeypatch, capsys):
 
 
 def test_keep_remedy_floors_the_entropy_weight_and_decays_the_learning_rates():
-    # lr_end 0.1 at update 5 of 10: the rates times 1 - 0.9 * 5 / 10 = 0.55; beta 0.002 is floored to 0.01
+    # lr_end 0.1 at update 5 of 10: the rates times 1 - 0.9 * 5 / 10 = 0.55; beta 0.002 is floored to 0.01; MAPPO's
+    # rates are actor 1e-3, critic 3e-3, COMA's 2e-3 and 3e-3
+    from marl_edu.learners.coma import COMA, COMAConfig
     from marl_edu.learners.ppo import MAPPO, PPOConfig
     keep = script("keep")
-    agent = MAPPO(2, 3, 5, PPOConfig())
-    agent.updates, agent.entropy_coef = 5, 0.002
-    keep.Remedy(0.01, 0.1, 10).apply(agent)
-    assert agent.entropy_coef == 0.01
-    assert agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * 0.55)
-    assert agent.critic_optimizer.param_groups[0]["lr"] == pytest.approx(3e-3 * 0.55)
-    agent.entropy_coef = 0.03  # above the floor: kept
-    keep.Remedy(0.01, 1.0, 10).apply(agent)
-    assert agent.entropy_coef == 0.03 and agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(1e-3)
-    # COMA's two optimisers too (actor 2e-3, critic 3e-3): at update 5 of 10 with lr_end 0.1, times 0.55
-    from marl_edu.learners.coma import COMA, COMAConfig
-    coma = COMA(2, 3, 5, COMAConfig())
-    coma.updates, coma.entropy_coef = 5, 0.0
-    keep.Remedy(0.01, 0.1, 10).apply(coma)
-    assert coma.entropy_coef == 0.01
-    assert coma.actor_optimizer.param_groups[0]["lr"] == pytest.approx(2e-3 * 0.55)
-    assert coma.critic_optimizer.param_groups[0]["lr"] == pytest.approx(3e-3 * 0.55)
+    for agent, actor_lr, critic_lr in ((MAPPO(2, 3, 5, PPOConfig()), 1e-3, 3e-3),
+                                       (COMA(2, 3, 5, COMAConfig()), 2e-3, 3e-3)):
+        agent.updates, agent.entropy_coef = 5, 0.002
+        keep.Remedy(0.01, 0.1, 10).apply(agent)
+        assert agent.entropy_coef == 0.01
+        assert agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(actor_lr * 0.55)
+        assert agent.critic_optimizer.param_groups[0]["lr"] == pytest.approx(critic_lr * 0.55)
+        agent.entropy_coef = 0.03  # above the floor: kept
+        keep.Remedy(0.01, 1.0, 10).apply(agent)
+        assert agent.entropy_coef == 0.03 and agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(actor_lr)
     # central-QV's third optimiser (its V critic, built at the critic's 3e-3) decays with the others
     from marl_edu.learners.baselines import CentralQV
     central_qv = CentralQV(2, 3, 5, COMAConfig())
