@@ -38,7 +38,7 @@ from marl_edu.data.rollout import run_episode
 from marl_edu.envs.make import make_env
 from marl_edu.learners.continuous import ContinuousMADDPG
 from marl_edu.learners.ensembles import EnsembleMADDPG
-from marl_edu.learners.table import CONTINUOUS_ALGORITHMS, algo_name_of_class, entry
+from marl_edu.learners.table import CONTINUOUS_ALGORITHMS, algo_name_of_class, config_class
 from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, drop_runner_options,
                                 open_out, run_files, run_grid, write_files)
 from marl_edu.runs.seed import rounded, run_seed
@@ -56,7 +56,7 @@ MATCHUP_EPISODES = 50
 
 def make_config(method: str):
     algo, overrides = METHODS[method]
-    return entry(algo).default_config(**overrides)
+    return config_class(algo)(**overrides)
 
 
 def save_selfplay(agent, folder: pathlib.Path) -> None:

@@ -36,7 +36,7 @@ def runs():
     """name -> a function that trains that learner of ``LEARNERS`` briefly and returns its TrainResult."""
     def run(name, row):
         env_id, episodes, eval_every, overrides = SMALL[row.loop]
-        return lambda: run_seed(name, env_id, episodes, row.default_config(**overrides), seed=SEED, eval_every=eval_every,
+        return lambda: run_seed(name, env_id, episodes, row.config(**overrides), seed=SEED, eval_every=eval_every,
                                 final_episodes=1, threads=1)[0]
 
     return {name: run(name, row) for name, row in LEARNERS.items()}

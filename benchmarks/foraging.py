@@ -83,7 +83,7 @@ from marl_edu.base.files import atomic_write, atomic_write_text
 from marl_edu.learners.baselines import CentralV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import IPPO, MAPPO
-from marl_edu.learners.table import algo_config, algo_name_of_class
+from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
                                 check_runner_options, drop_runner_options, keeps_files, open_out, read_record,
@@ -166,7 +166,7 @@ def method_config(method: str, pairs: list[str] = ()):
     """The learner's config for this benchmark: its defaults, then ``METHODS[method]``, then ``pairs`` (``--set``'s
     ``field=value``, read by ``table.config_with``; ValueError names a field the learner does not have or a value its
     field cannot take)."""
-    return algo_config(method, [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
+    return config_with(config_class(method), [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
 
 
 def epsilon_pairs(method: str, epsilon_steps: int | None, env_steps: int | None) -> list[str]:
@@ -178,7 +178,7 @@ def epsilon_pairs(method: str, epsilon_steps: int | None, env_steps: int | None)
         return []
     if env_steps is None or not 1 <= epsilon_steps <= env_steps:
         raise ValueError(f"--epsilon-steps must be between 1 and --env-steps ({env_steps}), got {epsilon_steps}")
-    if "epsilon_fraction" not in {field.name for field in dataclasses.fields(algo_config(method, []))}:
+    if "epsilon_fraction" not in {field.name for field in dataclasses.fields(config_class(method))}:
         return []
     return [f"epsilon_fraction={epsilon_steps / env_steps!r}"]
 

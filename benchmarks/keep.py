@@ -55,7 +55,7 @@ from marl_edu.envs.planning import optimal_team_return
 from marl_edu.learners.baselines import CentralQV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import MAPPO, gae_advantages
-from marl_edu.learners.table import ALGORITHMS, algo_config, entry
+from marl_edu.learners.table import ALGORITHMS, config_class, config_with, entry
 from marl_edu.learners.value_decomposition import QMixer
 from marl_edu.pieces.masked import masked_mean
 from marl_edu.pieces.policies import categorical_entropy
@@ -449,7 +449,7 @@ def main(argv=None) -> int:
         if value is not None and not (math.isfinite(value) and 0.0 <= value <= (1.0 if flag == "--lr-end" else 10.0)):
             parser.error(f"{flag} must be a number in [0, {1 if flag == '--lr-end' else 10}], got {value}")
     try:
-        config = algo_config(args.algo, args.settings)
+        config = config_with(config_class(args.algo), args.settings)
     except ValueError as error:
         parser.error(f"--set {error}")
     try:

@@ -37,7 +37,7 @@ from marl_edu.base.files import atomic_write_text
 from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG
 from marl_edu.learners.inference import InferringMADDPG
 from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
-from marl_edu.learners.table import algo_config, algo_name_of_class
+from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.runs.grid import (KEPT_FIGURES, add_runner_options, check_options, check_runner_options,
                                 drop_runner_options, open_out, replay_kept, run_files, run_grid, write_files)
 from marl_edu.runs.seed import rounded, run_seed, save_artifacts
@@ -72,7 +72,7 @@ def method_config(method: str, pairs: list[str] = ()):
     ``field=value``), read by ``table.config_with`` (ValueError names a field the learner does not have or a value its
     field cannot take)."""
     algo, overrides = METHODS[method]
-    return algo_config(algo, [f"{key}={value}" for key, value in overrides.items()] + list(pairs))
+    return config_with(config_class(algo), [f"{key}={value}" for key, value in overrides.items()] + list(pairs))
 
 
 def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:

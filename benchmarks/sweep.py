@@ -21,7 +21,7 @@ import sys
 
 from marl_edu.envs.planning import optimal_team_return
 from marl_edu.learners.coma import COMA
-from marl_edu.learners.table import ALGORITHMS, algo_config, algo_name_of_class
+from marl_edu.learners.table import ALGORITHMS, algo_name_of_class, config_class, config_with
 from marl_edu.runs.grid import add_runner_options, check_options, check_runner_options, run_grid, where
 from marl_edu.runs.seed import run_seed, solve_line, solved_threshold
 
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     check_options(parser, args)
     check_runner_options(parser, args)
     try:
-        configs = [(pairs, algo_config(args.algo, pairs)) for pairs in (args.configs or [[]])]
+        configs = [(pairs, config_with(config_class(args.algo), pairs)) for pairs in (args.configs or [[]])]
     except ValueError as error:
         parser.error(f"--set {error}")
     optimum = optimal_team_return(args.env)

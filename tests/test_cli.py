@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from marl_edu.course.cli import _parser, config_from_args, config_options, main
+from marl_edu.course.cli import config_options, main
 from marl_edu.learners.table import ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS
 from marl_edu.runs.folder import RunLog
 from marl_edu.training.checkpoints import load_policy
@@ -203,12 +203,6 @@ def test_help_explains_every_option(capsys):
     assert "runs.json" in text and "greedy.gif" in text and "simple_spread_v3" in text
     flat = " ".join(text.split())  # what Ctrl-C and --resume do with the seed in progress
     assert "--resume OUT continues it to the same result, on every environment" in flat
-
-
-def test_a_learner_s_own_defaults_are_the_command_line_s():
-    assert config_from_args(_parser().parse_args(["--algo", "qmix"])).epsilon_fraction == 0.5  # QMIX's own
-    assert config_from_args(_parser().parse_args(["--algo", "qmix", "--lr", "1e-3"])).epsilon_fraction == 0.5
-    assert config_from_args(_parser().parse_args(["--algo", "vdn"])).epsilon_fraction == 0.3  # the class's
 
 
 def test_the_learners_options_come_from_their_configs_fields():

@@ -9,9 +9,8 @@ import torch
 
 from marl_edu.learners.coma import COMAConfig
 from marl_edu.learners.maddpg import MADDPGConfig
-from marl_edu.learners.table import (ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS, LOOPS, ON_POLICY, algo_config,
-                                     algo_name, algo_name_of_class, config_class, config_with, entry)
-from marl_edu.learners.value_decomposition import QMIX, VDN, ValueDecompositionConfig
+from marl_edu.learners.table import (ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS, LOOPS, ON_POLICY, algo_name,
+                                     algo_name_of_class, config_class, config_with, entry)
 from batches import batch_for, changes, entries_set
 
 
@@ -108,34 +107,9 @@ def test_config_with_takes_a_config_dataclass_and_a_list_of_strings(config_class
 
 @pytest.mark.parametrize("algo", list(LEARNERS))
 def test_config_with_sets_every_field_of_every_config_to_its_default_as_text(algo):
-    defaults = LEARNERS[algo].default_config()
+    defaults = LEARNERS[algo].config()
     settings = [f"{field.name}={getattr(defaults, field.name)}" for field in dataclasses.fields(defaults)]
     assert config_with(LEARNERS[algo].config, settings) == defaults
-    assert algo_config(algo, settings) == defaults == algo_config(algo, [])
-
-
-# -- a learner's own defaults: QMIX shares IQL's and VDN's config class, with a longer exploration of its own -----------
-
-def test_qmix_explores_for_longer_where_vdn_and_iql_share_the_config_s_schedule():
-    assert ValueDecompositionConfig().epsilon_fraction == 0.3  # IQL's and VDN's
-    qmix = entry("qmix").default_config()
-    assert qmix.epsilon_fraction == 0.5
-    assert qmix == ValueDecompositionConfig(epsilon_fraction=0.5)  # every other field the class's
-    assert entry("vdn").default_config() == entry("iql").default_config() == ValueDecompositionConfig()
-    assert QMIX(2, 2, 5).config == qmix and VDN(2, 2, 5).config == ValueDecompositionConfig()  # (config=None)
-    assert [algo for algo, row in LEARNERS.items() if row.own_defaults] == ["qmix"]
-
-
-def test_a_setting_wins_over_a_learner_s_own_default_and_the_rest_stay():
-    assert algo_config("qmix", ["epsilon_fraction=0.2"]).epsilon_fraction == 0.2
-    config = algo_config("qmix", ["hidden=32"])
-    assert (config.hidden, config.epsilon_fraction, config.lr) == (32, 0.5, 2e-3)
-    assert entry("qmix").default_config(epsilon_fraction=0.3).epsilon_fraction == 0.3
-    assert algo_config("vdn", ["hidden=32"]).epsilon_fraction == 0.3
-    with pytest.raises(ValueError, match="unknown algo 'qmx'"):
-        algo_config("qmx", [])
-    with pytest.raises(ValueError, match="epsilon_fraction must be"):
-        entry("qmix").default_config(epsilon_fraction=1.5)
 
 
 # -- what a row says: its actions, its replay, its policy and how a policy file rebuilds it ---------------------------

@@ -32,7 +32,7 @@ import torch
 from marl_edu.base.threads import MAX_THREADS
 from marl_edu.envs.make import family
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
-from marl_edu.learners.table import LEARNERS, algo_name, check_env, entry
+from marl_edu.learners.table import LEARNERS, algo_name, check_env, config_class, entry
 from marl_edu.runs.folder import RunLog, open_folder, overwritten, probe_writable, remove_run, remove_temporaries
 from marl_edu.runs.seed import (SCORE_EPISODES, known_optimum, load_replay_policy, particle_figures, replay_figures,
                            rounded, run_seed, solve_line, write_gif)
@@ -107,8 +107,7 @@ def _dest(option: str) -> str:
 
 def _defaults(algo: str) -> dict:
     """Learner ``algo``'s config defaults, by field."""
-    config = entry(algo).default_config()  # (its own defaults where it has some: QMIX's exploration)
-    return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
+    return {field.name: getattr(entry(algo).config(), field.name) for field in dataclasses.fields(entry(algo).config)}
 
 
 def _continuous_learners() -> list[str]:
@@ -226,7 +225,7 @@ def config_from_args(args: argparse.Namespace):
     if args.per_agent_reward and entry(args.algo).learner.team_reward_only:
         raise ValueError(f"--per-agent-reward does not apply to {args.algo}: its one V(s) has no agent id")
     try:
-        return entry(args.algo).default_config(**values)
+        return config_class(args.algo)(**values).validate()
     except ValueError as error:  # the config names its field: say the option the user typed instead
         field, _, rest = str(error).partition(" ")
         option = next((option.option for option in options if option.field == field and option.sets is None), field)

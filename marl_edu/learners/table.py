@@ -120,17 +120,6 @@ class Entry:
     about: str
 
     @property
-    def own_defaults(self) -> dict:
-        """The learner's defaults where they differ from its config class's (a learner class's ``own_defaults``:
-        QMIX's learning rate, ...); {} for most."""
-        return dict(getattr(self.learner, "own_defaults", {}))
-
-    def default_config(self, **changes):
-        """The learner's default config with ``changes`` (field=value), validated: its config class's defaults, then
-        its ``own_defaults``, then ``changes``."""
-        return self.config(**{**self.own_defaults, **changes}).validate()
-
-    @property
     def actions(self) -> str:
         """``"discrete"`` (actions on the ma-gym envs) or ``"forces"`` (in [-1, 1], on the particle envs)."""
         return LOOPS[self.loop][0]
@@ -298,7 +287,7 @@ def _parse_setting(name: str, kind: type, text: str):
     raise ValueError(f"{name} takes an int (a whole number), got {text!r}")
 
 
-def config_with(config_class: type, settings: list[str], defaults: dict | None = None):
+def config_with(config_class: type, settings: list[str]):
     """A config of ``config_class`` (a learner's config dataclass, e.g. ``table.config_class("coma")``) with its
     defaults changed by ``settings``, validated: ``config_with(COMAConfig, ["actor_lr=3e-3", "recurrent=False"])``.
 
@@ -307,8 +296,6 @@ def config_with(config_class: type, settings: list[str], defaults: dict | None =
         settings: a list of ``"field=value"`` strings, each value read by the field's type from the dataclass: an
             int (``64``; also ``1e3`` or ``64.0``, whole numbers written as floats), a finite float, ``True`` or
             ``False`` (``true``, ``false``), or a str taken as it is. A field set twice takes its last value.
-        defaults: values of fields that ``settings`` does not set, in place of the dataclass's defaults (a learner's
-            ``own_defaults``; ``algo_config`` passes them).
 
     Raises ValueError naming the setting and the field for a setting without ``=``, an unknown field (listing the
     fields there are), a value its field's type cannot read (NaN or infinity for a float, 2.5 or 1e400 for an int,
@@ -335,12 +322,4 @@ def config_with(config_class: type, settings: list[str], defaults: dict | None =
             changes[name] = _parse_setting(name, kinds[name], text.strip())
         except ValueError as error:
             raise ValueError(f"{setting!r}: {error}") from None
-    return config_class(**{**(defaults or {}), **changes}).validate()
-
-
-def algo_config(algo: str, settings: list[str]):
-    """Learner ``algo``'s default config (``Entry.default_config``: QMIX's own learning rate, ...) changed by
-    ``settings``, ``config_with``'s ``"field=value"`` strings: ``algo_config("qmix", ["hidden=32"])``. ValueError as
-    ``config_with``'s, or naming the known learners for an unknown ``algo``."""
-    row = entry(algo)
-    return config_with(row.config, settings, defaults=row.own_defaults)
+    return config_class(**changes).validate()

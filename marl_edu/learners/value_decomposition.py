@@ -101,8 +101,7 @@ class ValueDecompositionConfig:
     105-109: the TD(lambda) targets of old, exploring episodes left a TD loss (0.06-0.09 at the end, against
     0.003-0.03) that flipped the greedy policy between near-equal paths. On their tuning seeds IQL and QMIX did no
     worse with it (IQL 2 of 5 ended solved on Switch2 either way, QMIX 4 of 5 against 3 of 5), so the three learners
-    share it. QMIX explores for longer, its one default of its own (``QMIX.own_defaults``), so QMIX is two changes
-    from VDN: the mixer and the exploration's length (benchmarks/TUNING.md)."""
+    share it and IQL -> VDN -> QMIX stay one change apart (benchmarks/TUNING.md)."""
 
     # Adam, for the agent network and the mixer together
     lr: float = field(default=2e-3, metadata={"help": "learning rate of the agent network and the mixer"})
@@ -157,13 +156,9 @@ class IQL:
     whatever N is. VDN and QMIX (below) are the same learner with a mixer between the Q_i and the TD target.
     """
 
-    # the learner's defaults where they differ from ValueDecompositionConfig's (its config without one: ``config=None``,
-    # and the learner table's ``Entry.default_config``)
-    own_defaults: dict = {}
-
     def __init__(self, n_agents: int, obs_dim: int, n_actions: int, config: ValueDecompositionConfig | None = None,
                  seed: int = 0, device: str | torch.device = "cpu"):
-        self.config = (config or ValueDecompositionConfig(**self.own_defaults)).validate()
+        self.config = (config or ValueDecompositionConfig()).validate()
         n_agents, obs_dim, n_actions = learner_sizes(n_agents, obs_dim, n_actions)  # before anything is built
         self.n_agents, self.obs_dim, self.n_actions = n_agents, obs_dim, n_actions
         self.device = torch.device(device)
@@ -331,14 +326,6 @@ class VDN(IQL):
 class QMIX(IQL):
     """QMIX: Q_tot = f(Q_1, ..., Q_N; s_t) with a monotonic mixing network whose weights come from hypernetworks on
     the state (``QMixer``), and its target mixer f'. Networks: the agent network, the mixer and their targets: 4."""
-
-    # QMIX's own default (benchmarks/TUNING.md, "Why QMIX misses on Switch2-v0"): epsilon decays over half the budget,
-    # not VDN's 30%. With the shorter exploration QMIX ended solved on 6 of 10 tuning seeds: on some the replay held
-    # almost no episode with both agents home when exploring stopped; on others a longer path or a greedy loop on a
-    # near-tie was kept. With the longer one all 10 ended solved. VDN wants the short one: its first solve comes just
-    # after exploring ends. A config built by hand starts from ValueDecompositionConfig's defaults;
-    # ``table.entry("qmix").default_config(...)`` from QMIX's.
-    own_defaults = {"epsilon_fraction": 0.5}
 
     def build_mixer(self) -> tuple[nn.Module, nn.Module]:
         mixer = QMixer(self.n_agents, self.state_dim, self.config.mixer_embed, self.config.hyper_hidden)

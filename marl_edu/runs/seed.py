@@ -27,7 +27,7 @@ from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
-from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, check_env, entry
+from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, check_env, config_class, entry
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
 from marl_edu.training.evaluation import (evaluate_particle, greedy_return, greedy_team_return, sampled_as,
@@ -110,7 +110,7 @@ def method_config(method: str):
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     algo, variant = split(method)
-    return algo, entry(algo).default_config(**VARIANTS[variant])
+    return algo, config_class(algo)(**VARIANTS[variant])
 
 
 def _counts(run: TrainResult) -> dict:

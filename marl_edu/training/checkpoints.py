@@ -443,7 +443,7 @@ def _bounded_int(value, name: str) -> int:
 def _policy_header(algo: str, header: dict):
     """A policy file's header checked: its sizes ``{"n_agents": N, "obs_dim": O, "n_actions": A}`` (bounded) and
     its config (known fields, each of its default's type, then the config's own ``validate``, which bounds hidden
-    units and sub-policies). Fields a file of an older version lacks take the learner's defaults."""
+    units and sub-policies). Fields a file of an older version lacks take their defaults."""
     sizes = {}
     for key in POLICY_SIZES:
         if key not in header:
@@ -467,7 +467,7 @@ def _policy_header(algo: str, header: dict):
         if expected is str and len(value) > MAX_TEXT:  # (the config's own check would print it whole)
             raise ValueError(f"config field {_short(key)} is a string of {len(value):,} characters "
                              f"({_short(value)}), longer than any setting of the course ({MAX_TEXT})")
-    config = entry(algo).default_config(**header)  # (validated, which bounds hidden units and sub-policies)
+    config = kind(**header).validate()  # (which bounds hidden units and sub-policies: validate.LIMITS)
     n, o, a = (sizes[key] for key in POLICY_SIZES)
     critics = n * (config.n_subpolicies if entry(algo).policy.subpolicies else 1)
     if critics * n * (o + a) * config.hidden > MAX_CRITIC_WEIGHTS:

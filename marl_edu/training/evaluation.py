@@ -72,7 +72,7 @@ def sampled_as(learner, config=None) -> str:
     if row.loop == "episode_replay":  # (acts_on_q_values)
         return f"epsilon-greedy, epsilon {SAMPLED_EPSILON}"
     if row.loop == "continuous":  # deterministic forces: the exploration noise of training's end
-        sigma = (learner.config if not isinstance(learner, str) else config or row.default_config()).noise_end
+        sigma = (learner.config if not isinstance(learner, str) else config or row.config()).noise_end
         drawn = "every agent's sub-policy drawn per episode, " if row.policy.subpolicies else ""
         return f"{drawn}Gaussian noise, sigma {sigma}"
     if row.loop == "continuous_on_policy":

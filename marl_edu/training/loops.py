@@ -270,7 +270,7 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         if update is not None and not callable(update):
             raise ValueError(f"update must be None (the learner's own agent.update) or a function update(agent, "
                              f"batch), got {type(update).__name__}")
-        config = (config or row.default_config()).validate()
+        config = (config or row.config()).validate()
         venv = make_vec_env(env_id, config.n_envs, seed, env_backend)
         A = venv.action_dim if venv.continuous else venv.n_actions
         agent = row.learner(venv.n_agents, venv.obs_dim, A, config, seed=seed, device=device)
