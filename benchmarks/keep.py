@@ -173,7 +173,8 @@ def ppo_figures(agent, batch) -> dict[str, float]:
       mean Adv^2 (GAE's lambda-returns, as ``ppo_update`` computes them); ``v_loss``: the update's own critic loss
       (its last minibatch, after ``epochs`` passes); ``|adv|``: the mean absolute advantage;
     - ``kl``: KL(pi_old || pi_new) of the whole update, sum_a pi_old (log pi_old - log pi_new) at each step;
-      ``clipfrac``: the share of the steps whose ratio pi_new(a_t) / pi_old(a_t) ended outside [1 - c, 1 + c]."""
+      ``clipfrac``: the share of the steps whose ratio pi_new(a_t) / pi_old(a_t) ended outside [1 - c, 1 + c];
+    - ``a_steps``: the actor's steps in the update (``epochs`` x ``minibatches``, fewer once ``target_kl`` stops it)."""
     c = agent.config
     obs, actions = batch["obs"], batch["actions"]  # (B, T+1, N, O), (B, T+1, N)
     B, T1, N, _ = obs.shape
@@ -188,7 +189,8 @@ def ppo_figures(agent, batch) -> dict[str, float]:
            "entropy": float(masked_mean(categorical_entropy(pi_old), acting, allow_empty=True)),
            "v_err": float(masked_mean(advantages ** 2, real, allow_empty=True)),
            "|adv|": float(masked_mean(advantages.abs(), acting, allow_empty=True))}
-    row["v_loss"] = agent.update(batch)["critic_loss"]
+    stats = agent.update(batch)
+    row["v_loss"], row["a_steps"] = stats["critic_loss"], stats["actor_steps"]
     with torch.no_grad():
         pi_new = agent.replay_policy(obs[:, :T], actions[:, :T], epsilon)  # (B, T, N, A)
         log_old, log_new = pi_old.clamp_min(1e-30).log(), pi_new.clamp_min(1e-30).log()  # (B, T, N, A)
@@ -264,10 +266,12 @@ class Diagnosis:
         if isinstance(agent, MAPPO):
             first = len(self._norms)
             row = ppo_figures(agent, batch)
-            norms = self._norms[first:]  # actor, critic, actor, critic, ...: one pair per minibatch of each epoch
-            for k, (name, params) in enumerate(groups.items()):
-                row[f"{name}|g|"] = float(np.mean(norms[k::2]))
-                row[f"{name}|g|max"] = float(np.max(norms[k::2]))  # the window's largest: of every minibatch's
+            # actor, critic, actor, critic, ...: a pair per minibatch while the actor steps (a_steps), then the critic's
+            norms, a = self._norms[first:], row["a_steps"]
+            split = {"actor": norms[0:2 * a:2], "critic": norms[1:2 * a:2] + norms[2 * a:]}
+            for name, params in groups.items():
+                row[f"{name}|g|"] = float(np.mean(split[name]))
+                row[f"{name}|g|max"] = float(np.max(split[name]))  # the window's largest: of every minibatch's
                 row[f"{name}_step"] = weight_step(params, before[name])
             self._keep(row)
             return

@@ -131,6 +131,24 @@ def test_keep_diagnoses_ppo_per_evaluation_window_and_trains_as_without():
     assert first["beta"] == config.entropy_start  # the schedule's beta at episode 0
     assert 0.0 < first["entropy"] <= math.log(5) + 1e-6 and first["kl"] >= 0.0 and 0.0 <= first["clipfrac"] <= 1.0
     assert first["v_err"] > 0.0 and first["actor|g|"] <= first["actor|g|max"]  # epochs=2: two actor steps each
+    assert [row["a_steps"] for row in diagnosis.rows] == [2, 2]  # no target_kl: every minibatch's step
+
+
+def test_keep_s_ppo_diagnosis_counts_the_actor_s_steps_a_target_kl_left_and_every_critic_step():
+    # a target_kl so small that the actor stops after its first step (its second minibatch has moved from pi_old):
+    # 4 epochs of 2 minibatches give norms actor, critic, critic, ... (1 + 8): the actor's one, the critic's eight
+    from marl_edu.learners.table import config_class, config_with
+    from marl_edu.training.loops import train
+    keep = script("keep")
+    config = config_with(config_class("mappo"), ["n_envs=4", "minibatches=2", "epochs=4", "target_kl=1e-9"])
+    diagnosis = keep.Diagnosis()
+    with diagnosis:
+        train("mappo", "Switch2-v0", 4, config, 0, 4, False, threads=1, update=diagnosis.update)
+    row, = diagnosis.rows  # (one update)
+    assert row["a_steps"] == 1 and len(diagnosis._norms) == 1 + 8
+    assert row["actor|g|"] == row["actor|g|max"] == diagnosis._norms[0]
+    assert row["critic|g|"] == pytest.approx(np.mean(diagnosis._norms[1:]))
+    assert row["critic|g|max"] == max(diagnosis._norms[1:])
 
 
 @pytest.mark.parametrize("algo", ["coma", "central_v"])

@@ -10,7 +10,8 @@ import torch
 
 from marl_edu.data.rollout import collect_episodes
 from marl_edu.envs.make import make_vec_env
-from marl_edu.learners.ppo import IPPO, MAPPO, PPOConfig, clipped_surrogate_loss, gae_advantages, ppo_update
+from marl_edu.learners.ppo import (IPPO, MAPPO, PPOConfig, approx_kl, clipped_surrogate_loss, gae_advantages,
+                                   ppo_update)
 from marl_edu.pieces.targets import td_lambda_targets
 
 
@@ -175,7 +176,8 @@ def test_an_update_moves_both_networks_and_is_the_same_for_a_seed(learner):
     before = {k: v.clone() for k, v in agents[0].actor.state_dict().items()}
     critic_before = {k: v.clone() for k, v in agents[0].critic.state_dict().items()}
     stats = [agent.update(_batch(agent, seed=5)) for agent in agents]
-    assert stats[0] == stats[1] and set(stats[0]) == {"critic_loss", "actor_loss", "entropy"}
+    assert stats[0] == stats[1] and set(stats[0]) == {"critic_loss", "actor_loss", "entropy", "actor_steps"}
+    assert stats[0]["actor_steps"] == config.epochs * config.minibatches  # (no target_kl: every step)
     assert all(math.isfinite(value) for value in stats[0].values())
     assert any(not torch.equal(before[k], v) for k, v in agents[0].actor.state_dict().items())
     assert any(not torch.equal(critic_before[k], v) for k, v in agents[0].critic.state_dict().items())
@@ -231,7 +233,7 @@ def _one_step_learner():
     actor, critic = torch.nn.Module(), torch.nn.Module()
     actor.theta, critic.w = torch.nn.Parameter(torch.tensor(0.0)), torch.nn.Parameter(torch.tensor(0.5))
     config = SimpleNamespace(gamma=0.9, lam=0.95, clip=0.2, epochs=1, minibatches=1, normalise_advantages=False,
-                             grad_clip=10.0, team_reward=True)
+                             grad_clip=10.0, team_reward=True, target_kl=0.0)
     return SimpleNamespace(config=config, generator=torch.Generator().manual_seed(0), device=torch.device("cpu"),
                            actor=actor, critic=critic, updates=0,
                            actor_optimizer=torch.optim.SGD(actor.parameters(), lr=0.1),
@@ -260,6 +262,43 @@ def test_ppo_update_by_hand(per_step):
     assert learner.updates == 1
 
 
+def test_the_approximate_kl_by_hand():
+    # k3 = (rho - 1) - log rho per acting step, rho = pi / pi_old: rho = 0.5 / 0.25 = 2 -> (2 - 1) - ln 2 = 0.306853;
+    # rho = 1 -> 0; the third step is nobody's (mask 0): the mean over the two acting steps is 0.306853 / 2
+    log_prob = torch.log(torch.tensor([0.5, 0.25, 0.5])).view(1, 3, 1)  # (B, T, N) = (1, 3, 1)
+    old_log_prob = torch.log(torch.tensor([0.25, 0.25, 0.1])).view(1, 3, 1)  # (1, 3, 1)
+    mask = torch.tensor([1.0, 1.0, 0.0]).view(1, 3, 1)  # (1, 3, 1)
+    assert approx_kl(log_prob, old_log_prob, mask).item() == pytest.approx((1.0 - math.log(2.0)) / 2, abs=1e-6)
+    assert approx_kl(old_log_prob, old_log_prob, mask).item() == 0.0  # the policy the batch was played with
+    with pytest.raises(ValueError, match=r"^old_log_prob: expected shape \(1, 3, 1\)"):
+        approx_kl(log_prob, old_log_prob.view(1, 1, 3), mask)
+
+
+@pytest.mark.parametrize("target_kl, actor_steps", [(0.0, 3), (0.001, 2), (0.0005, 1)])
+def test_a_target_kl_stops_the_update_s_actor_steps_and_not_the_critic_s(target_kl, actor_steps):
+    learner = _one_step_learner()
+    learner.config.epochs, learner.config.target_kl = 3, target_kl
+    theta, w = learner.actor.theta, learner.critic.w
+    with torch.no_grad():
+        theta.fill_(-1.0)  # log pi_old = -1
+
+    def policy(idx):  # log pi = theta at the one step of the one episode (a new tensor, as a network's), H = 2
+        return (theta * 1.0).expand(1, 1, 1), (theta * 0.0 + 2.0).expand(1, 1, 1)
+
+    ones = torch.ones(1, 1, 1)
+    stats = ppo_update(learner, policy, lambda idx: w.expand(1, 2, 1), ones, torch.ones(1, 1), ones, ones, 0.1)
+    # Adv = 1 - 0.5 = 0.5 and each actor step adds 0.1 rho Adv to theta (rho inside the clip range [0.8, 1.2]):
+    # epoch 1: rho = 1, KL 0 -> theta = -1 + 0.05 = -0.95
+    # epoch 2: log rho = 0.05, KL = e^0.05 - 1 - 0.05 = 0.001271: over 1.5 x 0.0005 = 0.00075, under 1.5 x 0.001
+    #   -> with 0.001 a step: theta = -0.95 + 0.1 * e^0.05 * 0.5 = -0.897436
+    # epoch 3: log rho = 0.102564, KL = e^0.102564 - 1 - 0.102564 = 0.005444: over 0.0015 -> stopped
+    thetas = {1: -0.95, 2: -0.95 + 0.05 * math.exp(0.05)}
+    thetas[3] = thetas[2] + 0.05 * math.exp(thetas[2] + 1.0)
+    assert stats["actor_steps"] == actor_steps and theta.item() == pytest.approx(thetas[actor_steps], abs=1e-6)
+    # the critic takes its three steps whatever the actor does: w <- w - 0.1 * 2 (w - 1): 0.5 -> 0.6 -> 0.68 -> 0.744
+    assert w.item() == pytest.approx(0.744, abs=1e-6) and learner.updates == 1
+
+
 def test_ppo_update_bad_inputs():
     learner = _one_step_learner()
     policy, values = (lambda idx: (learner.actor.theta.expand(1, 1, 1), learner.actor.theta * 0.0),
@@ -282,6 +321,7 @@ def test_ppo_update_bad_inputs():
     ("minibatches", 17, r"^minibatches must be"),  # more groups than the 16 episodes of a batch
     ("normalise_advantages", 1, r"^normalise_advantages must be True or False"),
     ("team_reward", "yes", r"^team_reward must be True or False"),
+    ("target_kl", -0.01, r"^target_kl must be a non-negative number"), ("target_kl", math.nan, r"^target_kl must be"),
 ])
 def test_both_ppo_configs_check_their_shared_fields_alike(field, value, message):
     from marl_edu.learners.ppo_continuous import ContinuousPPOConfig

@@ -69,7 +69,7 @@ def test_an_update_moves_every_network_and_is_the_same_for_a_seed(learner):
     critic_before = {k: v.clone() for k, v in a.critic.state_dict().items()}
     figures = a.update(_batch())
     b.update(_batch())
-    assert set(figures) == {"critic_loss", "actor_loss", "entropy", "sigma"}
+    assert set(figures) == {"critic_loss", "actor_loss", "entropy", "actor_steps", "sigma"}
     assert not torch.equal(before["log_std"], a.actor.log_std.detach())
     assert any(not torch.equal(before[k], v) for k, v in a.actor.state_dict().items() if k != "log_std")
     assert any(not torch.equal(critic_before[k], v) for k, v in a.critic.state_dict().items())

@@ -170,11 +170,35 @@ def _clipped_surrogate(log_prob, old_log_prob, advantage, mask, clip: float) -> 
     return -masked_mean(surrogate, mask, allow_empty=True, name="surrogate")  # a minibatch nobody acts in: 0
 
 
+# an update's actor stops once a minibatch's approximate KL passes this multiple of ``target_kl`` (Stable-Baselines3's
+# factor; Spinning Up's PPO uses the same 1.5)
+KL_STOP = 1.5
+
+
+def approx_kl(log_prob: torch.Tensor, old_log_prob: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The approximate KL(pi_old || pi) of the actions taken: the mean over ``mask`` of (rho - 1) - log rho, with
+    rho = pi(a_{i,t}) / pi_old(a_{i,t}) (an unbiased estimate from actions drawn from pi_old, never negative).
+
+    Args:
+        log_prob, old_log_prob: float ``(B, T, N)``, log pi and log pi_old of the actions taken.
+        mask: float ``(B, T, N)``, 1 where agent i acts.
+
+    Returns:
+        A 0-d tensor, without a gradient; 0 when nobody acts.
+    """
+    dims = check_shape(log_prob, ("B", "T", "N"), "log_prob", dtype="float")
+    check_shape(old_log_prob, tuple(dims.values()), "old_log_prob", dtype="float")
+    check_shape(mask, tuple(dims.values()), "mask", dtype="float")
+    with torch.no_grad():
+        log_ratio = log_prob - old_log_prob  # (B, T, N) log rho
+        return masked_mean(torch.expm1(log_ratio) - log_ratio, mask, allow_empty=True, name="approximate KL")  # 0-d
+
+
 def validate_ppo_fields(config) -> None:
-    """Check, in place, the twelve fields every PPO config has (``PPOConfig``, ``ContinuousPPOConfig``): the two
+    """Check, in place, the thirteen fields every PPO config has (``PPOConfig``, ``ContinuousPPOConfig``): the two
     learning rates, grad_clip, clip in (0, 1), gamma and lam in [0, 1], hidden, n_envs, epochs, minibatches (at most
-    n_envs: a minibatch holds whole episodes), normalise_advantages and team_reward; a ValueError names the first bad
-    one."""
+    n_envs: a minibatch holds whole episodes), normalise_advantages, team_reward and target_kl (>= 0); a ValueError
+    names the first bad one."""
     for name in ("actor_lr", "critic_lr"):
         setattr(config, name, positive_number(getattr(config, name), name, LIMITS["learning_rate"]))
     config.grad_clip = positive_number(config.grad_clip, "grad_clip", LIMITS["grad_clip"])
@@ -187,6 +211,7 @@ def validate_ppo_fields(config) -> None:
     config.minibatches = positive_int(config.minibatches, "minibatches", config.n_envs)
     for name in ("normalise_advantages", "team_reward"):
         setattr(config, name, boolean(getattr(config, name), name))
+    config.target_kl = non_negative_number(config.target_kl, "target_kl", LIMITS["coefficient"])
 
 
 def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tensor, dones: torch.Tensor,
@@ -199,7 +224,8 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
        (advantages normalised over ``actor_mask`` with ``normalise_advantages``).
     2. ``epochs`` passes, each over ``minibatches`` groups of whole episodes (a fresh shuffle per pass, from the
        learner's generator): one actor step on the clipped surrogate less beta H, one critic step on the squared error
-       to the lambda-returns.
+       to the lambda-returns. With ``target_kl`` > 0 the actor takes no more steps in this update once a minibatch's
+       ``approx_kl`` from pi_old passes ``KL_STOP`` x ``target_kl`` (checked before its step); the critic takes all.
 
     Args:
         learner: its ``config`` (gamma, lam, clip, epochs, minibatches, normalise_advantages, grad_clip,
@@ -217,7 +243,8 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
         density: the policy's log pi is a density's (the Gaussian's, which may exceed 0); False: a categorical's.
 
     Returns:
-        The last minibatch's critic and actor losses and its mean entropy.
+        The last minibatch's critic loss, the actor's loss on the last minibatch it stepped on, the policy's mean
+        entropy on the last minibatch it was evaluated on, and ``actor_steps``: how many steps the actor took.
 
     Everything is checked once, before the epochs: the arguments, the policy's log pi_old of the whole batch (finite,
     at most 0 unless ``density``) and the advantages; the minibatches are slices of what was checked.
@@ -240,17 +267,23 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
             advantages = normalised_advantages(advantages, actor_mask)  # (B, T, N)
 
     size = -(-B // c.minibatches)  # episodes per minibatch (the last may be smaller)
+    actor_steps, actor_stopped = 0, False
     for _ in range(c.epochs):  # 2. several epochs of minibatches of whole episodes (a GRU replays each from its start)
         order = torch.randperm(B, generator=learner.generator, device=learner.device)  # (B,)
         for start in range(0, B, size):
             idx = order[start:start + size]  # (b,)
-            log_prob, entropy = policy(idx)  # (b, T, N), (b, T, N) or ()
-            m = actor_mask[idx]  # (b, T, N)
-            bonus = entropy_coef * entropy if entropy.dim() == 0 else \
-                masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H
-            actor_loss = _clipped_surrogate(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) - bonus
-            gradient_step(learner.actor_optimizer, learner.actor, actor_loss, c.grad_clip, "actor loss",
-                          learner.updates + 1)
+            if not actor_stopped:
+                log_prob, entropy = policy(idx)  # (b, T, N), (b, T, N) or ()
+                m = actor_mask[idx]  # (b, T, N)
+                if c.target_kl > 0:  # the policy has moved far enough from pi_old for this batch
+                    actor_stopped = approx_kl(log_prob, old_log_prob[idx], m).item() > KL_STOP * c.target_kl
+            if not actor_stopped:
+                bonus = entropy_coef * entropy if entropy.dim() == 0 else \
+                    masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H
+                actor_loss = _clipped_surrogate(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) - bonus
+                gradient_step(learner.actor_optimizer, learner.actor, actor_loss, c.grad_clip, "actor loss",
+                              learner.updates + 1)
+                actor_steps += 1
             v = values(idx)[:, :T]  # (b, T, N) V_{i,t} with a gradient
             critic_loss = masked_mean((v - returns[idx]) ** 2, critic_mask[idx], allow_empty=True,
                                       name="squared error")
@@ -258,7 +291,8 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
                           learner.updates + 1)
     learner.updates += 1
     mean_entropy = entropy if entropy.dim() == 0 else masked_mean(entropy, m, allow_empty=True, name="entropy")
-    return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": mean_entropy.item()}
+    return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "entropy": mean_entropy.item(),
+            "actor_steps": actor_steps}
 
 
 @dataclass
@@ -298,6 +332,8 @@ class PPOConfig:
     epsilon_end: float = field(default=0.0, metadata={
         "help": "the exploration's final epsilon, reached linearly early in training"})
     grad_clip: float = 10.0
+    # an update's actor stops once a minibatch's approximate KL from pi_old passes 1.5 x this (0: never, the default)
+    target_kl: float = 0.0
     # every row learns the team reward; False (IPPO only): row i agent i's own
     team_reward: bool = field(default=True, metadata={
         "switch": "--per-agent-reward", "help": "critic row i learns agent i's own reward, not the team reward"})

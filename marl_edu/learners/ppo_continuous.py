@@ -69,6 +69,8 @@ class ContinuousPPOConfig:
     log_std_start: float = -0.5    # log sigma of every action entry before training (sigma about 0.61)
     entropy_coef: float = 0.0      # beta: weight of the Gaussian's entropy in the actor's loss
     grad_clip: float = 10.0
+    # an update's actor stops once a minibatch's approximate KL from pi_old passes 1.5 x this (0: never, the default)
+    target_kl: float = 0.0
     # every row learns the team reward; False (IPPO only): row i agent i's own
     team_reward: bool = field(default=True, metadata={
         "switch": "--per-agent-reward", "help": "critic row i learns agent i's own reward, not the team reward"})
