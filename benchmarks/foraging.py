@@ -83,7 +83,7 @@ from marl_edu.base.files import atomic_write, atomic_write_text
 from marl_edu.learners.baselines import CentralV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import IPPO, MAPPO
-from marl_edu.learners.table import algo_name_of_class, config_class, config_with
+from marl_edu.learners.table import algo_name_of_class, config_class, config_with, recorded_config
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
                                 check_runner_options, drop_runner_options, keeps_files, open_out, read_record,
@@ -391,7 +391,8 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
             same = budget == {"env_steps": env_steps}
         else:
             same = "episodes" in budget and row["episodes"] >= episodes and n_envs > row["episodes"] - episodes
-        if same and row["config"] == configs[method]:
+        # (a field added to the config since the run was recorded takes its default: table.recorded_config)
+        if same and recorded_config(method, row["config"]) == recorded_config(method, configs[method]):
             kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}
     return kept
 
@@ -498,7 +499,9 @@ def main(argv: list[str] | None = None) -> int:
             path = checkpoint_path(args.out, method, seed)
             if args.reuse and args.checkpoint_every and (method, seed) not in kept and path.exists():
                 saved = load_run_state(path)[0]
-                expected = checkpoint_header(method, seed, budget, args.eval_every, configs[method])
+                saved = {**saved, "config": recorded_config(method, saved.get("config", {}))}  # (fields added since)
+                expected = checkpoint_header(method, seed, budget, args.eval_every,
+                                             recorded_config(method, configs[method]))
                 if any(saved.get(key) != value for key, value in expected.items()):
                     raise ValueError(f"--reuse: {path} holds another run in progress (another budget, config or "
                                      f"evaluation period): delete it to train that run from its start")

@@ -269,9 +269,9 @@ class Diagnosis:
             # actor, critic, actor, critic, ...: a pair per minibatch while the actor steps (a_steps), then the critic's
             norms, a = self._norms[first:], row["a_steps"]
             split = {"actor": norms[0:2 * a:2], "critic": norms[1:2 * a:2] + norms[2 * a:]}
-            for name, params in groups.items():
-                row[f"{name}|g|"] = float(np.mean(split[name]))
-                row[f"{name}|g|max"] = float(np.max(split[name]))  # the window's largest: of every minibatch's
+            for name, params in groups.items():  # (no actor step at all: no actor norm, None)
+                row[f"{name}|g|"] = float(np.mean(split[name])) if split[name] else None
+                row[f"{name}|g|max"] = float(np.max(split[name])) if split[name] else None  # of every minibatch's
                 row[f"{name}_step"] = weight_step(params, before[name])
             self._keep(row)
             return

@@ -588,6 +588,26 @@ def test_resume_refuses_a_saved_seed_of_another_run_in_one_line(tmp_path, capsys
                                     "seed 0 again from its start" in err
 
 
+def test_resume_continues_a_seed_saved_before_a_config_field_was_added(tmp_path, monkeypatch):
+    # a run in progress saved by a version whose PPOConfig had no target_kl (its header's config lacks the field):
+    # it ran as the default 0 runs, so it is this run, resumed to the same policy as a run straight through
+    from marl_edu.training.checkpoints import load_checkpoint, save_checkpoint
+
+    argv = ["--algo", "mappo", "--episodes", "48", "--eval-every", "16", "--n-envs", "4", "--hidden", "8", *FEW,
+            "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    ctrl_c_at(monkeypatch, 20, run=1)
+    assert main([*argv, "--out", str(tmp_path / "cut")]) == 130
+    monkeypatch.undo()
+    saved = tmp_path / "cut" / "seed0" / "run.pt"
+    payload = load_checkpoint(saved)
+    del payload["config"]["config"]["target_kl"]  # (the header's config, as an older version wrote it)
+    save_checkpoint(saved, payload["algo"], payload["env"], payload["config"], payload["state"])
+    assert main(["--resume", str(tmp_path / "cut")]) == 0
+    assert (tmp_path / "cut" / "seed0" / "policy.pt").read_bytes() == (tmp_path / "whole" / "seed0" /
+                                                                       "policy.pt").read_bytes()
+
+
 # -- the continuous learners and --replay -----------------------------------------------------------------------------
 
 CONTINUOUS_TINY = ["--episodes", "4", "--n-envs", "2", "--hidden", "8", "--eval-every", "2", "--batch-size", "8",

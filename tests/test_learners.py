@@ -10,7 +10,8 @@ import torch
 from marl_edu.learners.coma import COMAConfig
 from marl_edu.learners.maddpg import MADDPGConfig
 from marl_edu.learners.table import (ALGORITHMS, CONTINUOUS_ALGORITHMS, LEARNERS, LOOPS, ON_POLICY, algo_name,
-                                     algo_name_of_class, config_class, config_with, entry)
+                                     algo_name_of_class, config_class, config_with, entry,
+                                     recorded_config)
 from batches import batch_for, changes, entries_set
 
 
@@ -110,6 +111,15 @@ def test_config_with_sets_every_field_of_every_config_to_its_default_as_text(alg
     defaults = LEARNERS[algo].config()
     settings = [f"{field.name}={getattr(defaults, field.name)}" for field in dataclasses.fields(defaults)]
     assert config_with(LEARNERS[algo].config, settings) == defaults
+
+
+def test_a_recorded_config_takes_the_defaults_of_fields_added_since():
+    from marl_edu.learners.ppo import PPOConfig
+    recorded = dataclasses.asdict(PPOConfig(hidden=8))
+    del recorded["target_kl"]  # (recorded before PPO had it)
+    assert recorded_config("mappo", recorded) == dataclasses.asdict(PPOConfig(hidden=8))
+    assert recorded_config("mappo", {**recorded, "target_kl": 0.02})["target_kl"] == 0.02  # a value recorded stays
+    assert recorded_config("mappo", {**recorded, "old_field": 1})["old_field"] == 1  # (and so compares unequal)
 
 
 # -- what a row says: its actions, its replay, its policy and how a policy file rebuilds it ---------------------------

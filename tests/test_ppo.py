@@ -295,8 +295,38 @@ def test_a_target_kl_stops_the_update_s_actor_steps_and_not_the_critic_s(target_
     thetas = {1: -0.95, 2: -0.95 + 0.05 * math.exp(0.05)}
     thetas[3] = thetas[2] + 0.05 * math.exp(thetas[2] + 1.0)
     assert stats["actor_steps"] == actor_steps and theta.item() == pytest.approx(thetas[actor_steps], abs=1e-6)
+    # the loss and entropy of the last minibatch the actor was evaluated on (the one that stopped it, if one did):
+    # -rho Adv - beta H, rho = e^(theta + 1) there: epoch 3's at theta_2 (3 steps: stepped; 2: stopped), or epoch 2's at
+    # theta_1 (1 step: stopped there, epoch 3 never evaluated)
+    rho = math.exp(thetas[min(actor_steps, 2)] + 1.0)
+    assert stats["actor_loss"] == pytest.approx(-rho * 0.5 - 0.1 * 2.0, abs=1e-6) and stats["entropy"] == 2.0
     # the critic takes its three steps whatever the actor does: w <- w - 0.1 * 2 (w - 1): 0.5 -> 0.6 -> 0.68 -> 0.744
     assert w.item() == pytest.approx(0.744, abs=1e-6) and learner.updates == 1
+
+
+def test_a_first_minibatch_already_past_the_target_kl_leaves_the_actor_where_it_was():
+    # pi_old from the whole batch and a minibatch's pi can differ in the last bits (batches of other sizes round
+    # otherwise): here by 1e-3 in log pi, so the KL e^0.001 - 1 - 0.001 = 5.0e-7 is over 1.5 x 1e-7 from the start
+    learner = _one_step_learner()
+    learner.config.epochs, learner.config.target_kl = 2, 1e-7
+    theta, w = learner.actor.theta, learner.critic.w
+    with torch.no_grad():
+        theta.fill_(-1.0)
+
+    def policy(idx):  # (1, 1, 1) each: log pi (1e-3 over pi_old's in a minibatch) and H = 2
+        shift = 0.0 if isinstance(idx, slice) else 1e-3
+        return (theta + shift).expand(1, 1, 1), (theta * 0.0 + 2.0).expand(1, 1, 1)
+
+    ones = torch.ones(1, 1, 1)  # (B, T, N) = (1, 1, 1)
+    stats = ppo_update(learner, policy, lambda idx: w.expand(1, 2, 1), ones, torch.ones(1, 1), ones, ones, 0.1)
+    assert stats["actor_steps"] == 0 and theta.item() == -1.0  # no actor step at all
+    assert stats["actor_loss"] == pytest.approx(-math.exp(1e-3) * 0.5 - 0.2, abs=1e-6)  # evaluated, not stepped
+    assert w.item() == pytest.approx(0.68, abs=1e-6)  # the critic's two steps: 0.5 -> 0.6 -> 0.68
+
+
+def test_the_approximate_kl_of_a_minibatch_where_nobody_acts_is_zero():
+    log_prob, old_log_prob = torch.zeros(1, 2, 1), torch.full((1, 2, 1), -1.0)  # (B, T, N) each
+    assert approx_kl(log_prob, old_log_prob, torch.zeros(1, 2, 1)).item() == 0.0  # nobody acts: no evidence
 
 
 def test_ppo_update_bad_inputs():

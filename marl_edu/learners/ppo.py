@@ -216,7 +216,7 @@ def validate_ppo_fields(config) -> None:
 
 def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tensor, dones: torch.Tensor,
                actor_mask: torch.Tensor, critic_mask: torch.Tensor, entropy_coef: float,
-               density: bool = False) -> dict[str, float]:
+               density: bool = False) -> dict[str, float | int]:
     """One PPO update of a batch of B whole episodes, for any policy: the discrete learners' and the continuous ones'
     differ only in ``policy``.
 
@@ -229,7 +229,7 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
 
     Args:
         learner: its ``config`` (gamma, lam, clip, epochs, minibatches, normalise_advantages, grad_clip,
-            team_reward), ``generator``, ``device``, ``actor`` and ``critic`` with their optimisers, ``updates``.
+            team_reward, target_kl), ``generator``, ``device``, ``actor`` and ``critic`` with their optimisers, ``updates``.
         policy: ``policy(idx) -> (log_prob, entropy)`` of episodes ``idx`` (an index tensor ``(b,)``, or
             ``slice(None)`` for all B) with the actor's gradient: log pi_theta(a_{i,t}) ``(b, T, N)`` of the actions
             taken, and H, per step ``(b, T, N)`` (averaged over ``actor_mask``) or one 0-d tensor for every step (a
@@ -243,8 +243,9 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
         density: the policy's log pi is a density's (the Gaussian's, which may exceed 0); False: a categorical's.
 
     Returns:
-        The last minibatch's critic loss, the actor's loss on the last minibatch it stepped on, the policy's mean
-        entropy on the last minibatch it was evaluated on, and ``actor_steps``: how many steps the actor took.
+        The last minibatch's critic loss; the actor's loss and the policy's mean entropy on the last minibatch the
+        actor was evaluated on (with ``target_kl``, the one that stopped it); ``actor_steps``: how many steps the
+        actor took (0 if the first minibatch had already moved too far: rounding can make its KL a little over 0).
 
     Everything is checked once, before the epochs: the arguments, the policy's log pi_old of the whole batch (finite,
     at most 0 unless ``density``) and the advantages; the minibatches are slices of what was checked.
@@ -275,15 +276,15 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
             if not actor_stopped:
                 log_prob, entropy = policy(idx)  # (b, T, N), (b, T, N) or ()
                 m = actor_mask[idx]  # (b, T, N)
-                if c.target_kl > 0:  # the policy has moved far enough from pi_old for this batch
-                    actor_stopped = approx_kl(log_prob, old_log_prob[idx], m).item() > KL_STOP * c.target_kl
-            if not actor_stopped:
                 bonus = entropy_coef * entropy if entropy.dim() == 0 else \
                     masked_mean(entropy, m, allow_empty=True, coef=entropy_coef, name="entropy")  # beta H
                 actor_loss = _clipped_surrogate(log_prob, old_log_prob[idx], advantages[idx], m, c.clip) - bonus
-                gradient_step(learner.actor_optimizer, learner.actor, actor_loss, c.grad_clip, "actor loss",
-                              learner.updates + 1)
-                actor_steps += 1
+                if c.target_kl > 0:  # the policy has moved far enough from pi_old for this batch
+                    actor_stopped = approx_kl(log_prob, old_log_prob[idx], m).item() > KL_STOP * c.target_kl
+                if not actor_stopped:
+                    gradient_step(learner.actor_optimizer, learner.actor, actor_loss, c.grad_clip, "actor loss",
+                                  learner.updates + 1)
+                    actor_steps += 1
             v = values(idx)[:, :T]  # (b, T, N) V_{i,t} with a gradient
             critic_loss = masked_mean((v - returns[idx]) ** 2, critic_mask[idx], allow_empty=True,
                                       name="squared error")

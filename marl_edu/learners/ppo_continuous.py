@@ -14,9 +14,9 @@ played in lock-step with the current policy, pi_old and V_old computed once per 
 advantages (``gae_advantages``: the particle envs end every episode at their time limit, which bootstraps from V of
 the state it was cut in), ``epochs`` passes over the batch in ``minibatches`` groups of whole episodes, each one
 actor step on the clipped surrogate (``clipped_surrogate_loss``) less beta times the entropy and one critic step on
-the squared error to the lambda-returns. The particle envs' observations carry every relative position the agents
-need, so the networks are feed-forward, as continuous MADDPG's are. The two learners differ in what the value sees,
-V_{i,t}:
+the squared error to the lambda-returns (the actor's steps stop once past ``target_kl``, if set). The particle envs'
+observations carry every relative position the agents need, so the networks are feed-forward, as continuous MADDPG's
+are. The two learners differ in what the value sees, V_{i,t}:
 
     MAPPO: the state s_t = [o_{0,t}, ..., o_{N-1,t}] (S = N*O), one V(s_t) for the team;
     IPPO:  agent i's own observation and id, V(o_{i,t}, i), shared by the agents.

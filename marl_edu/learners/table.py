@@ -200,6 +200,14 @@ def algo_name_of_class(learner: type) -> str:
     raise ValueError(f"not one of the learners {sorted(LEARNERS)}: {getattr(learner, '__name__', learner)}")
 
 
+def recorded_config(algo: str, recorded: dict) -> dict:
+    """A config of learner ``algo`` recorded as a dict of its fields (a run's record, a checkpoint's header), with the
+    fields it lacks at their defaults. A field added to a config later keeps the old behaviour at its default
+    (``PPOConfig.target_kl``: 0, never stops), so a run recorded before it existed compares equal to the same run
+    recorded after, and is kept or resumed, not trained again."""
+    return {**dataclasses.asdict(config_class(algo)()), **recorded}
+
+
 def algo_name(agent) -> str:
     """The name a learner is known by in ``LEARNERS`` (and in its policy files and runs)."""
     return algo_name_of_class(type(agent))

@@ -31,6 +31,7 @@ from collections import deque
 import numpy as np
 import torch
 
+from marl_edu.learners.table import LEARNERS, recorded_config
 from marl_edu.training.checkpoints import load_checkpoint, save_checkpoint
 
 KIND = "run-in-progress"  # the checkpoint header's "algo" field says what the file is; "config" names the learner
@@ -301,11 +302,15 @@ def load_run_state(path: str | pathlib.Path) -> tuple[dict, dict]:
 
 def seed_checkpoint(path: pathlib.Path, header: dict, every_seconds: float, resuming: bool) -> RunCheckpoint:
     """The ``RunCheckpoint`` of one seed of a run at ``path``; when ``resuming`` a run and ``path`` exists, holding
-    its saved state to continue from. ValueError if that file was saved by another run (a key of ``header`` differs),
+    its saved state to continue from. ValueError if that file was saved by another run (a key of ``header`` differs;
+    a saved config's fields added to the learner's config since take their defaults, ``table.recorded_config``),
     naming the keys, or is not a run in progress."""
     state = None
     if resuming and path.exists():
         saved_header, state = load_run_state(path)
+        algo = header.get("algo", header.get("method"))  # (the command line's header, foraging.py's)
+        if algo in LEARNERS and isinstance(saved_header.get("config"), dict):  # saved before a field was added
+            saved_header = {**saved_header, "config": recorded_config(algo, saved_header["config"])}
         differ = [key for key in header if saved_header.get(key) != header[key]]
         if differ:
             raise ValueError(f"{path} was saved by another run ({', '.join(differ)} differ): delete it to train seed "
