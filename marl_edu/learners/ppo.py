@@ -229,7 +229,8 @@ def ppo_update(learner, policy: Callable, values: Callable, rewards: torch.Tenso
 
     Args:
         learner: its ``config`` (gamma, lam, clip, epochs, minibatches, normalise_advantages, grad_clip,
-            team_reward, target_kl), ``generator``, ``device``, ``actor`` and ``critic`` with their optimisers, ``updates``.
+            team_reward, target_kl), ``generator``, ``device``, ``actor`` and ``critic`` with their optimisers,
+            ``updates``.
         policy: ``policy(idx) -> (log_prob, entropy)`` of episodes ``idx`` (an index tensor ``(b,)``, or
             ``slice(None)`` for all B) with the actor's gradient: log pi_theta(a_{i,t}) ``(b, T, N)`` of the actions
             taken, and H, per step ``(b, T, N)`` (averaged over ``actor_mask``) or one 0-d tensor for every step (a
