@@ -393,7 +393,8 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
             same = "episodes" in budget and row["episodes"] >= episodes and n_envs > row["episodes"] - episodes
         # (a field added to the config since the run was recorded takes its default: table.recorded_config)
         if same and recorded_config(method, row["config"]) == recorded_config(method, configs[method]):
-            kept[method, seed] = {"raw_steps_per_s": earlier_raw, **row}
+            # (written back as it was read: a record with its own yardstick keeps its bytes)
+            kept[method, seed] = row if "raw_steps_per_s" in row else {"raw_steps_per_s": earlier_raw, **row}
     return kept
 
 

@@ -603,6 +603,18 @@ def test_foraging_reuse_keeps_a_record_of_the_same_env_step_budget_only(tmp_path
     assert set(foraging.kept_runs(tmp_path, jobs, 4, {"vdn": config})) == {("vdn", 2)}  # its 4 episodes
 
 
+def test_foraging_reuse_writes_a_kept_record_back_byte_for_byte(tmp_path):
+    # every sitting writes the kept records again (one without its own yardstick gains the invocation's); one with
+    # its own must come back as it was, its keys in their order, or each sitting would change committed files
+    import json
+    foraging = script("foraging")
+    record = _foraging_record("vdn", budget={"env_steps": 2000})  # (raw_steps_per_s last, as run_one writes it)
+    (tmp_path / "vdn").mkdir()
+    (tmp_path / "vdn" / "seed0.json").write_text(json.dumps(record) + "\n")
+    kept = foraging.kept_runs(tmp_path, [("vdn", 0)], None, {"vdn": {"n_envs": 8}}, env_steps=2000)
+    assert json.dumps(kept["vdn", 0]) + "\n" == (tmp_path / "vdn" / "seed0.json").read_text()
+
+
 @pytest.mark.parametrize("argv, said", [
     (["--env-steps", "1000"], "give --episodes or --env-steps, not both"),
     (["--env-steps", "0", "--episodes"], "--env-steps must be between 1 and 100,000,000, got 0"),
