@@ -400,13 +400,14 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
 
 def redraw(out: pathlib.Path) -> tuple[dict, list[dict]]:
     """Train nothing: read OUT/summary.json and the records of the runs it lists (``read_record``: ValueError for a
-    file that is not this script's), rewrite the summary's ``textbook`` and ``table`` with today's ``TEXTBOOK`` and
-    ``table`` (its runs and command unchanged) and redraw OUT/curves.png from the records. Returns the summary and
-    the records."""
+    file that is not this script's), rewrite the summary's ``textbook`` with today's ``TEXTBOOK``, its ``runs`` and
+    ``table`` from the records (a run trained again since the summary was written shows as it is now; the runs listed
+    and the command unchanged) and redraw OUT/curves.png from them. Returns the summary and the records."""
     summary = read_record(out / "summary.json", {"runs": list, "table": list, "command": str}, what="--redraw")
     rows = [read_record(out / run["method"] / f"seed{run['seed']}.json", RECORD,
                         {"method": run["method"], "seed": run["seed"]}, what="--redraw") for run in summary["runs"]]
-    summary = {**summary, "textbook": TEXTBOOK, "table": table(summary["runs"])}
+    runs = [{key: value for key, value in row.items() if key not in CURVES} for row in rows]  # as main writes them
+    summary = {**summary, "textbook": TEXTBOOK, "table": table(runs), "runs": runs}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     figure(rows, out / "curves.png")
     return summary, rows

@@ -295,6 +295,16 @@ def test_foraging_benchmark_keeps_each_runs_own_yardstick(tmp_path, monkeypatch,
     assert foraging.main(["--redraw", "--out", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "summary.json").read_text()) == {**summary, "textbook": foraging.TEXTBOOK}
     assert (tmp_path / "curves.png").exists()
+    # a run trained again after the summary was written (foraging.py --methods coma alone): the summary's copy of it
+    # is stale, and --redraw takes the record's figures into both the runs and the table
+    record = json.loads((tmp_path / "coma" / "seed0.json").read_text())
+    (tmp_path / "coma" / "seed0.json").write_text(json.dumps({**record, "final": 0.5, "steps_per_s": 8000.0}) + "\n")
+    assert foraging.main(["--redraw", "--out", str(tmp_path)]) == 0
+    redrawn = json.loads((tmp_path / "summary.json").read_text())
+    assert [run["method"] for run in redrawn["runs"]] == ["vdn", "coma"] and redrawn["command"] == summary["command"]
+    assert next(run for run in redrawn["runs"] if run["method"] == "coma")["final"] == 0.5
+    coma_row = next(line for line in redrawn["table"] if line.startswith("| coma "))
+    assert "| 0.50-0.50 |" in coma_row and "| 2.00-2.00 |" in coma_row  # final; 8,000 steps/s over its own 4,000
 
 
 def test_readme_foraging_table_is_what_the_benchmark_printed():
