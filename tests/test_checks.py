@@ -1005,10 +1005,11 @@ def test_sampled_beats_greedy_check_names_each_slip(capsys):
         check_sampled_beats_greedy(fn)
         return capsys.readouterr().out
 
-    # by hand, COMA's PredatorPrey seeds: sampled -6.9 > -10.2, -3.1 > -5.5, -4.2 > -9.5, -1.6 > -9.6, -7.7 > -10.5 -> 5
+    # by hand, COMA's PredatorPrey seeds: sampled -3.2 > -8.4 and -1.7 > -4.0 win; 1.3 < 4.8, -1.0 < 3.0 and
+    # -0.5 < 0.6 do not -> 2
     coma = [{"greedy": g, "sampled": s}
-            for g, s in zip([-10.2, -5.5, -9.5, -9.6, -10.5], [-6.9, -3.1, -4.2, -1.6, -7.7])]
-    assert reference(coma) == 5
+            for g, s in zip([-8.4, 4.8, 3.0, 0.6, -4.0], [-3.2, 1.3, -1.0, -0.5, -1.7])]
+    assert reference(coma) == 2
     # ties are no win: (8.2, 8.2) and (8.2, 8.2) do not count, 7.9 > -0.6 and -1.4 > -10.0 do -> 2
     ties = [(8.2, 8.2), (-0.6, 7.9), (8.2, 8.2), (-10.0, -1.4)]
     assert reference([{"greedy": g, "sampled": s} for g, s in ties]) == 2

@@ -123,7 +123,9 @@ class COMAConfig:
     # linearly over the same fraction; off by default (why: benchmarks/TUNING.md)
     epsilon_end: float = field(default=0.0, metadata={
         "help": "the exploration's final epsilon, reached linearly early in training"})
-    grad_clip: float = 10.0
+    # the largest gradient norm of either network's step; 1 bounds the oversized updates that walked solved policies
+    # off their path (benchmarks/TUNING.md, COMA keeping what it learned)
+    grad_clip: float = 1.0
     # every critic row learns the team reward; False: row i learns agent i's own reward (the seed design, for the
     # experiment of notebook 08)
     team_reward: bool = field(default=True, metadata={
