@@ -823,9 +823,9 @@ def test_expected_actor_loss_check_leaves_the_callers_random_state_alone(capsys)
 def test_solve_counts_by_hand():
     from marl_edu.runs.seed import solve_counts
     rows = [{"greedy": g, "episodes_to_solve": e} for g, e in
-            [(7.8, None), (8.1, 2000), (7.2, 1304), (7.7, None), (6.9, None)]]  # IQL's five seeds on Switch2-v0
-    # at the end: only 8.1 >= 8.3 - 0.3 = 8.0 -> 1; at some point: 2000 and 1304 -> 2; median of (1304, 2000) = 1652
-    assert solve_counts(rows, 8.3) == (1, 2, 1652.0)
+            [(5.6, None), (8.0, 1352), (7.5, 1256), (7.5, None), (-0.8, None)]]  # IQL's five seeds on Switch2-v0
+    # at the end: only 8.0 >= 8.3 - 0.3 = 8.0 -> 1; at some point: 1352 and 1256 -> 2; median (1256 + 1352) / 2 = 1304
+    assert solve_counts(rows, 8.3) == (1, 2, 1304.0)
     rows = [{"greedy": 7.999999970197678, "episodes_to_solve": 856}]  # 8.0 summed in float32 counts as solved
     assert solve_counts(rows, 8.3) == (1, 1, 856.0)
     assert solve_counts([{"greedy": -0.6, "episodes_to_solve": None}], 8.3) == (0, 0, None)
@@ -852,6 +852,20 @@ def test_median_or_never_by_hand():
     assert median_or_never([None]) is None
     with pytest.raises(ValueError, match="at least one value"):
         median_or_never([])
+
+
+def test_solve_count_cases_are_the_committed_runs():
+    # the check's cases named after committed runs are those runs' final greedy returns and first solves: a re-run of
+    # the table changes them here too
+    from marl_edu.base.course_paths import results_dir
+    from marl_edu.course.checks import SOLVE_COUNT_RUNS
+    from marl_edu.runs.seed import known_optimum
+    assert len(SOLVE_COUNT_RUNS) == 3
+    for (env, method), (greedy, episodes, optimum) in SOLVE_COUNT_RUNS.items():
+        runs = [json.loads((results_dir("compare", env, method) / f"seed{seed}.json").read_text()) for seed in range(5)]
+        assert [run["greedy"] for run in runs] == greedy, (env, method)
+        assert [run["episodes_to_solve"] for run in runs] == episodes, (env, method)
+        assert known_optimum(env) == pytest.approx(optimum, abs=0.05), env
 
 
 def test_solve_counts_check_names_each_slip(capsys):
@@ -1040,6 +1054,13 @@ def test_sampled_beats_greedy_check_names_each_slip(capsys):
         out = verdict(fn)
         assert out.startswith("FAILED") and named in out, (named, out)
     assert "your function raised KeyError" in verdict(lambda rows: rows[0]["sampled_return"])
+    # the "+1" slip gets the plain hint, not a slip's it matches on one case by coincidence (COMA's: 3 = greedy's wins)
+    assert "for each seed compare its two fields" in verdict(
+        lambda rows: sum(row["sampled"] > row["greedy"] for row in rows) + 1)
+    # a wrong count on an early case is reported before a later case's error, None or fraction (the single seed last)
+    for last in (lambda rows: rows[5], lambda rows: None, lambda rows: 0.5):
+        out = verdict(lambda rows, last=last: last(rows) if len(rows) == 1 else reversed_count(rows))
+        assert out.startswith("FAILED on COMA on PredatorPrey7x7-v0: expected 2 of 5 seeds, got 3") and "GREEDY" in out
 
     def stub(rows):
         raise NotImplementedError

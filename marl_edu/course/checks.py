@@ -853,19 +853,27 @@ def _seed_rows(greedy: list[float], episodes: list[int | None]) -> list[dict]:
     return [{"greedy": g, "episodes_to_solve": e} for g, e in zip(greedy, episodes)]
 
 
+# committed runs' final greedy returns and episodes to the first solve, seeds 0-4, of (env, method)
+# (results/compare/ENV/METHOD/seed<S>.json; tests/test_checks.py holds them to the files), with the env's optimum
+SOLVE_COUNT_RUNS = {
+    ("Switch2-v0", "coma-gru"): ([8.3, 8.2, 7.7, 8.2, 8.2], [3600, 3008, 4608, 3408, 2608], 8.3),
+    ("Switch2-v0", "iql-gru"): ([5.6, 8.0, 7.5, 7.5, -0.8], [None, 1352, 1256, None, None], 8.3),
+    ("Switch4-v0", "central_qv-gru"): ([15.7, 15.9, -20.0, 16.0, 16.0], [None, 29600, 15600, 19808, 17408], 16.1),
+}
+
+
 def check_solve_counts(fn: Callable) -> None:
     """Check ``fn(rows, optimum) -> (solved at the end, solved at some point, median episodes to solve)`` against
-    ``runs.solve_counts``, on per-seed rows like the committed runs' (COMA's, IQL's and VDN's on Switch2-v0, a run
-    whose float32 return of 8.0 reads 7.99999997, Switch4-v0's optimum, and no seed solved)."""
+    ``runs.solve_counts``, on per-seed rows: three of the committed runs' (``SOLVE_COUNT_RUNS``: COMA's and IQL's on
+    Switch2-v0, central-QV's on Switch4-v0), seeds whose float32 return of 8.0 reads 7.99999997, and no seed solved."""
     from marl_edu.runs.seed import solve_counts
 
-    cases = [
-        ("COMA on Switch2-v0", _seed_rows([8.3, -0.6, 8.1, 8.2, 8.2], [3200, None, 3008, 3008, 3200]), 8.3),
-        ("IQL on Switch2-v0", _seed_rows([7.8, 8.1, 7.2, 7.7, 6.9], [None, 2000, 1304, None, None]), 8.3),
-        ("VDN on Switch2-v0", _seed_rows([8.3, 8.3, 8.1, 7.999999970197678, 8.2], [1152, 1056, 1504, 856, 856]), 8.3),
-        ("three seeds on Switch4-v0", _seed_rows([16.0, 15.9, -11.1], [17600, 19504, None]), 16.1),
-        ("no seed solved", _seed_rows([-0.6, -10.0, -0.7], [None, None, None]), 8.3),
-    ]
+    names = {"coma-gru": "COMA", "iql-gru": "IQL", "central_qv-gru": "central-QV"}
+    cases = [(f"{names[method]} on {env}", _seed_rows(greedy, episodes), optimum)
+             for (env, method), (greedy, episodes, optimum) in SOLVE_COUNT_RUNS.items()]
+    cases[2:2] = [("five seeds on Switch2-v0, one final of 8.0 summed in float32 (7.99999997)",
+                   _seed_rows([8.3, 8.3, 8.1, 7.999999970197678, 8.2], [1152, 1056, 1504, 856, 856]), 8.3)]
+    cases += [("no seed solved", _seed_rows([-0.6, -10.0, -0.7], [None, None, None]), 8.3)]
     for case, rows, optimum in cases:
         expected = solve_counts(rows, optimum)
         out, error = call(fn, [dict(row) for row in rows], optimum)
@@ -885,8 +893,8 @@ def check_solve_counts(fn: Callable) -> None:
         if at_end != expected[0]:
             if at_end == ever == expected[1]:
                 hint = ("that is the seeds that solved at some point; 'at the end' asks whether each seed's FINAL "
-                        "greedy return is within 0.3 of the optimum (IQL's seed 2 solved at 1304 episodes and ended "
-                        "at 7.2).")
+                        "greedy return is within 0.3 of the optimum (COMA's seed 2 on Switch2-v0 solved at episode "
+                        "4608 and ended at 7.7).")
             elif at_end == sum(g >= optimum for g in greedy):
                 hint = "solved means within 0.3 of the exact optimum (8.0 on Switch2, optimum 8.3), not at it."
             elif at_end == sum(g >= round(optimum - 0.3, 6) for g in greedy):
@@ -1072,17 +1080,46 @@ def check_sampled_beats_greedy(fn: Callable) -> None:
     def wins(rows: list[dict]) -> int:  # what the question asks: sampled strictly above greedy, seed by seed
         return sum(row["sampled"] > row["greedy"] for row in rows)
 
-    answers = []  # (case, rows, fn's count) for every case, before any verdict: a slip is named only when it
-    for case, rows in cases:  # gives fn's count on every case, not on one case by coincidence
+    slips = [  # (what a slip counts, its hint), each named only when it gives fn's count on every case answered
+        (lambda rows: sum(row["greedy"] > row["sampled"] for row in rows),
+         "that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
+         "row['sampled'] > row['greedy']."),
+        (lambda rows: sum(row["greedy"] >= row["sampled"] for row in rows),
+         "that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
+         "row['sampled'] > row['greedy']."),
+        (lambda rows: sum(row["sampled"] >= row["greedy"] for row in rows),
+         "a tie is not a win: count the seeds where the sampled return is strictly above the greedy one (Switch "
+         "is deterministic, and a policy sure of every action plays the same both ways)."),
+        (lambda rows: len(rows) if sum(row["sampled"] for row in rows) > sum(row["greedy"] for row in rows) else 0,
+         "compare seed by seed, not the means over the seeds: one seed far apart can carry a mean."),
+    ]
+
+    def first_wrong(answers: list[tuple[str, list[dict], int]]) -> bool:
+        """Print the verdict on the first case answered wrong, if any (True), the hint of the slip that gives every
+        count answered (one case alone can match a slip by coincidence)."""
+        wrong = [(case, rows, out) for case, rows, out in answers if out != wins(rows)]
+        if not wrong:
+            return False
+        hint = next((hint for counts, hint in slips if all(out == counts(rows) for _, rows, out in answers)),
+                    "for each seed compare its two fields, row['sampled'] > row['greedy'], and count the seeds.")
+        case, rows, out = wrong[0]
+        print(f"FAILED on {case}: expected {wins(rows)} of {len(rows)} seeds, got {out}.\nHint: {hint}")
+        return True
+
+    answers = []  # (case, rows, fn's count) of the cases answered with a count so far
+    for case, rows in cases:
         expected = wins(rows)
         out, error = call(fn, [dict(row) for row in rows])
+        bad_count = out is not None and (isinstance(out, bool) or not isinstance(out, Integral))
+        if (error or out is None or bad_count) and first_wrong(answers):  # an earlier case's wrong count comes first
+            return
         if error:
             print(error if error.startswith("NOT DONE") else f"FAILED on {case}: {error}")
             return
         if out is None:
             print(NOT_DONE_NONE)
             return
-        if isinstance(out, bool) or not isinstance(out, Integral):
+        if bad_count:
             if isinstance(out, float) and len(rows) > 0 and abs(out - expected / len(rows)) < 1e-9 and expected:
                 hint = "that is the share of the seeds; the question asks how many seeds: a count, not a fraction."
             else:
@@ -1090,25 +1127,7 @@ def check_sampled_beats_greedy(fn: Callable) -> None:
             print(f"FAILED on {case}: expected a count of seeds ({expected}), got {out!r}.\nHint: {hint}")
             return
         answers.append((case, rows, out))
-    wrong = [(case, rows, out) for case, rows, out in answers if out != wins(rows)]
-    if wrong:
-        slips = [  # (what the slip counts, its hint)
-            (lambda rows: sum(row["greedy"] > row["sampled"] for row in rows),
-             "that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
-             "row['sampled'] > row['greedy']."),
-            (lambda rows: sum(row["greedy"] >= row["sampled"] for row in rows),
-             "that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
-             "row['sampled'] > row['greedy']."),
-            (lambda rows: sum(row["sampled"] >= row["greedy"] for row in rows),
-             "a tie is not a win: count the seeds where the sampled return is strictly above the greedy one (Switch "
-             "is deterministic, and a policy sure of every action plays the same both ways)."),
-            (lambda rows: len(rows) if sum(row["sampled"] for row in rows) > sum(row["greedy"] for row in rows) else 0,
-             "compare seed by seed, not the means over the seeds: one seed far apart can carry a mean."),
-        ]
-        hint = next((hint for counts, hint in slips if all(out == counts(rows) for _, rows, out in answers)),
-                    "for each seed compare its two fields, row['sampled'] > row['greedy'], and count the seeds.")
-        case, rows, out = wrong[0]
-        print(f"FAILED on {case}: expected {wins(rows)} of {len(rows)} seeds, got {out}.\nHint: {hint}")
+    if first_wrong(answers):
         return
     print(f"PASSED: the count on all {len(cases)} cases (seed by seed, sampled strictly above greedy, ties not "
           f"counted).")

@@ -124,7 +124,7 @@ class COMAConfig:
     epsilon_end: float = field(default=0.0, metadata={
         "help": "the exploration's final epsilon, reached linearly early in training"})
     # the largest gradient norm of either network's step; 1 bounds the oversized updates that walked solved policies
-    # off their path (benchmarks/TUNING.md, COMA keeping what it learned)
+    # off their path (benchmarks/TUNING.md, COMA's misses on Switch2-v0)
     grad_clip: float = 1.0
     # every critic row learns the team reward; False: row i learns agent i's own reward (the seed design, for the
     # experiment of notebook 08)
