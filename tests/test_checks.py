@@ -861,10 +861,12 @@ def test_solve_count_cases_are_the_committed_runs():
     from marl_edu.course.checks import SOLVE_COUNT_RUNS
     from marl_edu.runs.seed import known_optimum
     assert len(SOLVE_COUNT_RUNS) == 3
-    for (env, method), (greedy, episodes, optimum) in SOLVE_COUNT_RUNS.items():
-        runs = [json.loads((results_dir("compare", env, method) / f"seed{seed}.json").read_text()) for seed in range(5)]
-        assert [run["greedy"] for run in runs] == greedy, (env, method)
-        assert [run["episodes_to_solve"] for run in runs] == episodes, (env, method)
+    assert list(SOLVE_COUNT_RUNS) == [("COMA", "Switch2-v0"), ("IQL", "Switch2-v0"), ("central-QV", "Switch4-v0")]
+    for (name, env), (greedy, episodes, optimum) in SOLVE_COUNT_RUNS.items():
+        folder = results_dir("compare", env, f"{name.lower().replace('-', '_')}-gru")
+        runs = [json.loads((folder / f"seed{seed}.json").read_text()) for seed in range(5)]
+        assert [run["greedy"] for run in runs] == greedy, (name, env)
+        assert [run["episodes_to_solve"] for run in runs] == episodes, (name, env)
         assert known_optimum(env) == pytest.approx(optimum, abs=0.05), env
 
 

@@ -853,12 +853,13 @@ def _seed_rows(greedy: list[float], episodes: list[int | None]) -> list[dict]:
     return [{"greedy": g, "episodes_to_solve": e} for g, e in zip(greedy, episodes)]
 
 
-# committed runs' final greedy returns and episodes to the first solve, seeds 0-4, of (env, method)
-# (results/compare/ENV/METHOD/seed<S>.json; tests/test_checks.py holds them to the files), with the env's optimum
+# committed runs' final greedy returns and episodes to the first solve, seeds 0-4, of the GRU learners named on each
+# env (results/compare/ENV/<name>-gru/seed<S>.json, the name lower-cased with "-" as "_"; tests/test_checks.py holds
+# them to the files), with the env's optimum
 SOLVE_COUNT_RUNS = {
-    ("Switch2-v0", "coma-gru"): ([8.3, 8.2, 7.7, 8.2, 8.2], [3600, 3008, 4608, 3408, 2608], 8.3),
-    ("Switch2-v0", "iql-gru"): ([5.6, 8.0, 7.5, 7.5, -0.8], [None, 1352, 1256, None, None], 8.3),
-    ("Switch4-v0", "central_qv-gru"): ([15.7, 15.9, -20.0, 16.0, 16.0], [None, 29600, 15600, 19808, 17408], 16.1),
+    ("COMA", "Switch2-v0"): ([8.3, 8.2, 7.7, 8.2, 8.2], [3600, 3008, 4608, 3408, 2608], 8.3),
+    ("IQL", "Switch2-v0"): ([5.6, 8.0, 7.5, 7.5, -0.8], [None, 1352, 1256, None, None], 8.3),
+    ("central-QV", "Switch4-v0"): ([15.7, 15.9, -20.0, 16.0, 16.0], [None, 29600, 15600, 19808, 17408], 16.1),
 }
 
 
@@ -868,9 +869,8 @@ def check_solve_counts(fn: Callable) -> None:
     Switch2-v0, central-QV's on Switch4-v0), seeds whose float32 return of 8.0 reads 7.99999997, and no seed solved."""
     from marl_edu.runs.seed import solve_counts
 
-    names = {"coma-gru": "COMA", "iql-gru": "IQL", "central_qv-gru": "central-QV"}
-    cases = [(f"{names[method]} on {env}", _seed_rows(greedy, episodes), optimum)
-             for (env, method), (greedy, episodes, optimum) in SOLVE_COUNT_RUNS.items()]
+    cases = [(f"{name} on {env}", _seed_rows(greedy, episodes), optimum)
+             for (name, env), (greedy, episodes, optimum) in SOLVE_COUNT_RUNS.items()]
     cases[2:2] = [("five seeds on Switch2-v0, one final of 8.0 summed in float32 (7.99999997)",
                    _seed_rows([8.3, 8.3, 8.1, 7.999999970197678, 8.2], [1152, 1056, 1504, 856, 856]), 8.3)]
     cases += [("no seed solved", _seed_rows([-0.6, -10.0, -0.7], [None, None, None]), 8.3)]
