@@ -1095,8 +1095,8 @@ def check_sampled_beats_greedy(fn: Callable) -> None:
     ]
 
     def first_wrong(answers: list[tuple[str, list[dict], int]]) -> bool:
-        """Print the verdict on the first case answered wrong, if any (True), the hint of the slip that gives every
-        count answered (one case alone can match a slip by coincidence)."""
+        """If a case of ``answers`` was answered wrong, print the verdict on the first such case, with the hint of the
+        slip that gives every count of ``answers`` (one case alone can match a slip by coincidence), and return True."""
         wrong = [(case, rows, out) for case, rows, out in answers if out != wins(rows)]
         if not wrong:
             return False
