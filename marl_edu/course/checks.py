@@ -1080,13 +1080,11 @@ def check_sampled_beats_greedy(fn: Callable) -> None:
     def wins(rows: list[dict]) -> int:  # what the question asks: sampled strictly above greedy, seed by seed
         return sum(row["sampled"] > row["greedy"] for row in rows)
 
+    reversed_hint = ("that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
+                     "row['sampled'] > row['greedy'].")
     slips = [  # (what a slip counts, its hint), each named only when it gives fn's count on every case answered
-        (lambda rows: sum(row["greedy"] > row["sampled"] for row in rows),
-         "that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
-         "row['sampled'] > row['greedy']."),
-        (lambda rows: sum(row["greedy"] >= row["sampled"] for row in rows),
-         "that counts the seeds where GREEDY did better; the question is where sampling beat greedy: "
-         "row['sampled'] > row['greedy']."),
+        (lambda rows: sum(row["greedy"] > row["sampled"] for row in rows), reversed_hint),
+        (lambda rows: sum(row["greedy"] >= row["sampled"] for row in rows), reversed_hint),
         (lambda rows: sum(row["sampled"] >= row["greedy"] for row in rows),
          "a tie is not a win: count the seeds where the sampled return is strictly above the greedy one (Switch "
          "is deterministic, and a policy sure of every action plays the same both ways)."),
