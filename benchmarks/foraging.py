@@ -12,13 +12,15 @@ The 2M-env-step grid (issue 48: IQL, VDN, QMIX, MAPPO and IPPO, seeds 0-4, a bud
 episodes end early), over as many sittings as it takes: the same command each sitting, in the background.
 
     nohup nice -n 10 .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix mappo ippo --env-steps 2000000 \
-        --epsilon-steps 300000 --checkpoint-every 300 --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
+        --epsilon-steps 300000 --checkpoint-every 300 --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse \
+        --out results/foraging_2m > foraging_2m.log 2>&1 &
     git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
 
 ``--reuse`` keeps every seed whose record is on disk; ``--checkpoint-every 300`` saves each run in progress every 5
 minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a value-decomposition learner's replay; deleted when its
-record is written; never committed, .gitignore), so a run cut off by the end of a sitting continues from its last
-save to the same result. Each run's files are written as it ends: commit them per seed as they appear (the summary
+record is written; never committed), so a run cut off by the end of a sitting continues from its last save to the
+same result. ``--checkpoint-dir`` keeps them outside the checkout, so that a sitting in a fresh clone on the same
+machine finds them (without it they are saved in OUT, gitignored, and a fresh clone starts them again). Each run's files are written as it ends: commit them per seed as they appear (the summary
 and curves.png are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the
 default then); otherwise the process pool. Its own folder, not results/foraging: the 1M-step runs there are what
 notebook 12, the results page and their tests read, and these differ in kind (a budget of env steps), so each
@@ -189,10 +191,10 @@ def budget_of(episodes: int | None, env_steps: int | None) -> dict[str, int]:
     return {"env_steps": env_steps} if env_steps is not None else {"episodes": episodes}
 
 
-def checkpoint_path(out: pathlib.Path, method: str, seed: int) -> pathlib.Path:
-    """Where a run in progress is saved with ``--checkpoint-every``: OUT/METHOD/seed<S>.run.pt (gone once its record
-    is written)."""
-    return pathlib.Path(out) / method / f"seed{seed}.run.pt"
+def checkpoint_path(folder: pathlib.Path, method: str, seed: int) -> pathlib.Path:
+    """Where a run in progress is saved with ``--checkpoint-every``: FOLDER/METHOD/seed<S>.run.pt, FOLDER being OUT or
+    ``--checkpoint-dir`` (gone once its record is written)."""
+    return pathlib.Path(folder) / method / f"seed{seed}.run.pt"
 
 
 def checkpoint_header(method: str, seed: int, budget: dict, eval_every: int, config: dict) -> dict:
@@ -427,8 +429,13 @@ def main(argv: list[str] | None = None) -> int:
                              "(epsilon_fraction = N / the budget; default: their epsilon_fraction of the budget)")
     parser.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
                         help="save each run in progress at most every SECONDS to OUT/METHOD/seed<S>.run.pt (on the "
-                             "machine that trains it); with --reuse a run cut off continues from its file to the same "
-                             "result (default: no saves, a cut-off run starts again)")
+                             "machine that trains it; --checkpoint-dir for another folder than OUT); with --reuse a run "
+                             "cut off continues from its file to the same result (default: no saves, a cut-off run "
+                             "starts again)")
+    parser.add_argument("--checkpoint-dir", type=str, default=None, metavar="DIR",
+                        help="with --checkpoint-every: keep the runs in progress in DIR/METHOD/seed<S>.run.pt instead "
+                             "of OUT's (a folder outside the checkout outlives it: a grid over sittings in fresh "
+                             "clones)")
     parser.add_argument("--eval-every", type=int, default=200, help="episodes between evaluations (default: 200)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
                                                              "--address, the cluster's CPUs decide")
@@ -462,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("give --epsilon-steps or --set epsilon_fraction=..., not both")
     if args.checkpoint_every is not None and not args.checkpoint_every > 0:
         parser.error(f"--checkpoint-every must be a positive number of seconds, got {args.checkpoint_every}")
+    if args.checkpoint_dir is not None and args.checkpoint_every is None:
+        parser.error("--checkpoint-dir is where --checkpoint-every saves the runs in progress: give both")
     check_options(parser, args)
     if args.redraw and args.replay_kept:
         parser.error("--redraw and --replay-kept each train nothing and write other files: give one of them")
@@ -494,11 +503,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--set {error}")
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
     args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
+    progress = args.out if args.checkpoint_dir is None else pathlib.Path(args.checkpoint_dir)  # runs in progress
     try:
         kept = kept_runs(args.out, jobs, args.episodes, configs, args.env_steps) if args.reuse else {}
         budget = budget_of(args.episodes, args.env_steps)
         for method, seed in jobs:  # a run in progress that --reuse would continue must be this run's
-            path = checkpoint_path(args.out, method, seed)
+            path = checkpoint_path(progress, method, seed)
             if args.reuse and args.checkpoint_every and (method, seed) not in kept and path.exists():
                 saved = load_run_state(path)[0]
                 saved = {**saved, "config": recorded_config(method, saved.get("config", {}))}  # (fields added since)
@@ -518,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'steps/s':>7} {'/ raw':>6}")
     rows = []
     saving = lambda method, seed: None if args.checkpoint_every is None else (  # noqa: E731
-        str(checkpoint_path(args.out, method, seed)), args.checkpoint_every, args.reuse)
+        str(checkpoint_path(progress, method, seed)), args.checkpoint_every, args.reuse)
     todo = [(method, seed, args.episodes, args.eval_every, keeps_files(args.out / method, seed, args.seeds),
              pairs[method], FINAL_EPISODES, args.env_steps, saving(method, seed))
             for method, seed in jobs if (method, seed) not in kept]
@@ -529,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         record = (json.dumps(row) + "\n").encode()
         write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last
-        checkpoint_path(args.out, row["method"], row["seed"]).unlink(missing_ok=True)  # (its run in progress: done)
+        checkpoint_path(progress, row["method"], row["seed"]).unlink(missing_ok=True)  # (its run in progress: done)
         to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
         seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
         print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "

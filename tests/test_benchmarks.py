@@ -619,6 +619,8 @@ def test_foraging_reuse_writes_a_kept_record_back_byte_for_byte(tmp_path):
     (["--env-steps", "1000"], "give --episodes or --env-steps, not both"),
     (["--env-steps", "0", "--episodes"], "--env-steps must be between 1 and 100,000,000, got 0"),
     (["--checkpoint-every", "0"], "--checkpoint-every must be a positive number of seconds, got 0.0"),
+    (["--checkpoint-dir", "elsewhere"], "--checkpoint-dir is where --checkpoint-every saves the runs in progress: "
+                                        "give both"),
 ])
 def test_foraging_budget_and_checkpoint_options_are_checked_in_one_line(argv, said, capsys, tmp_path):
     base = _with(SCRIPTS["foraging"], out=str(tmp_path))
@@ -667,6 +669,39 @@ def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, m
                                                   "--epsilon-steps", "300000", "--out", str(tmp_path)])
     assert {job[0]: job[5] for job in todo} == {"qmix": ["epsilon_fraction=0.15"], "ippo": []}
     assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
+
+
+def test_foraging_saves_runs_in_progress_in_the_checkpoint_dir_and_resumes_only_this_runs(tmp_path, monkeypatch):
+    # a grid over sittings in fresh clones keeps its runs in progress outside the checkout: --checkpoint-dir
+    foraging = script("foraging")
+    out, keep = tmp_path / "out", tmp_path / "keep"
+    base = ["--methods", "vdn", "--seeds", "3", "--env-steps", "100", "--checkpoint-every", "300", "--out", str(out)]
+    todo = _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep)])
+    assert todo[0][8] == (str(keep / "vdn" / "seed3.run.pt"), 300.0, False)  # (path, every seconds, resuming)
+    todo = _foraging_jobs(foraging, monkeypatch, [*base, "--out", str(tmp_path / "out2")])
+    assert todo[0][8][0] == str(tmp_path / "out2" / "vdn" / "seed3.run.pt")  # without it: OUT's, as before
+    (keep / "vdn").mkdir(parents=True)
+    (keep / "vdn" / "seed3.run.pt").write_bytes(b"")  # a run in progress left by a sitting: written when it ends...
+    _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep), "--out", str(tmp_path / "out3")])
+    assert not (keep / "vdn" / "seed3.run.pt").exists()  # ... and removed with its record written
+
+
+
+def test_foraging_reuse_refuses_a_run_in_progress_saved_by_another_run_in_one_line(tmp_path, capsys):
+    # --reuse continues a run in progress only if its header is this run's: another budget is named, not resumed
+    from marl_edu.training import resume
+    from marl_edu.training.checkpoints import save_checkpoint
+
+    foraging = script("foraging")
+    keep = tmp_path / "keep"
+    header = foraging.checkpoint_header("vdn", 3, {"env_steps": 200}, 200,
+                                        dataclasses.asdict(foraging.method_config("vdn", [])))
+    path = save_checkpoint(keep / "vdn" / "seed3.run.pt", resume.KIND, foraging.ENV_ID, header, {})
+    argv = ["--methods", "vdn", "--seeds", "3", "--env-steps", "100", "--checkpoint-every", "300", "--reuse",
+            "--checkpoint-dir", str(keep), "--out", str(tmp_path / "out"), "--jobs", "1", "--runner", "pool"]
+    said = refused("foraging", argv, capsys)
+    assert f"--reuse: {path} holds another run in progress (another budget, config or evaluation period)" in said
+    assert path.is_file()  # nothing of the user's is lost
 
 
 def test_foraging_keeps_the_lowest_recorded_seeds_policy_over_sittings(tmp_path, monkeypatch):
