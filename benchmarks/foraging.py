@@ -40,8 +40,9 @@ margin for the later, shorter episodes (more updates per env step), so about 4 h
 with other work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4 times as long, up to an hour or more a run: hence
 the checkpoints.
 
-Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
-``train.greedy_team_return``); the env steps and seconds of one core at which that mean first reached 0.8; and at
+Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (``train.greedy_team_return``, on the
+env seeded 0 each time: the same first start state, and then the same ones only until lbforaging's reset redraws
+an agent's cell because an agent stood there when the last episode ended, ``envs.foraging.ForagingEnv``); the env steps and seconds of one core at which that mean first reached 0.8; and at
 the end the mean over 100 greedy episodes. Beside each, the sampled policy's (``evaluation.sampled_team_return``:
 10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX epsilon-greedy with 0.05, the others drawing from
 their policy), recorded as ``sampled``, ``sampled_as`` and ``sampled_evaluations`` (runs committed before these were
@@ -555,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
               f"final_median={np.median([row['final'] for row in mine]):.2f}")
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     given = sys.argv[1:] if argv is None else argv
-    command = " ".join(["benchmarks/foraging.py", *drop_runner_options([a for a in given if a != "--reuse"])])
+    command = " ".join(["benchmarks/foraging.py", *drop_runner_options([a for a in given if a != "--reuse"],
+                                                                       also=("--checkpoint-every", "--checkpoint-dir"))])
     summary = {"command": command, "env": ENV_ID, "target": TARGET, "textbook": TEXTBOOK, "table": lines,
                "raw_steps_per_s": round(raw, 1),
                "runs": [{key: value for key, value in row.items() if key not in CURVES} for row in rows]}

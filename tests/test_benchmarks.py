@@ -4,6 +4,7 @@ checks its arguments and hands a run's files back whole."""
 
 import dataclasses
 import importlib
+import json
 import math
 import pathlib
 import sys
@@ -684,6 +685,8 @@ def test_foraging_saves_runs_in_progress_in_the_checkpoint_dir_and_resumes_only_
     (keep / "vdn" / "seed3.run.pt").write_bytes(b"")  # a run in progress left by a sitting: written when it ends...
     _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep), "--out", str(tmp_path / "out3")])
     assert not (keep / "vdn" / "seed3.run.pt").exists()  # ... and removed with its record written
+    command = json.loads((tmp_path / "out3" / "summary.json").read_text())["command"]
+    assert "checkpoint" not in command and str(keep) not in command  # (where runs were saved changes no result)
 
 
 
@@ -788,3 +791,61 @@ def test_foraging_docstrings_exploration_ends_are_the_committed_runs():
                 ends.append(np.interp(fraction * run["episodes"], episodes, steps))
         assert f"{round(min(ends), -3):,.0f}-{round(max(ends), -3):,.0f}" in said, methods
     assert "--epsilon-steps 300000" in said and "30% of 20,000 episodes" in said and "60% of the budget" in said
+
+
+# -- benchmarks/foraging_food.py: which food a kept Level-Based Foraging policy loads --------------------------------
+
+def test_food_and_levels_read_one_observation_by_hand():
+    food = script("foraging_food")
+    # 3 food slots then 2 agents, [y, x, level] each: food at (1, 3) level 2 and (4, 6) level 1, an empty slot;
+    # the observer at (5, 4) level 1, the other agent at (2, 0) level 2
+    obs = np.array([1, 3, 2, 4, 6, 1, -1, -1, 0, 5, 4, 1, 2, 0, 2], dtype=np.float32)
+    assert food.food_and_levels(obs, n_food=3, n_agents=2) == ({(1, 3): 2, (4, 6): 1}, [1, 2])
+    assert food.food_kind(2, [1, 2]) == "alone"  # the level-2 agent loads it by itself
+    assert food.food_kind(2, [1, 1]) == "together"  # 1 + 1: only both
+    with pytest.raises(ValueError, match=r"3 food and 2 agents has 15 numbers, got shape \(14,\)"):
+        food.food_and_levels(obs[:14], n_food=3, n_agents=2)
+
+
+class _ScriptedForaging:
+    """Two agents of level 1, a level-1 food at (1, 1) and a level-2 one at (5, 5); the first step loads the first
+    food, pays each agent 0.25 (scripted: only their sum is counted) and ends the episode."""
+    max_food, n_agents = 2, 2
+    START = np.array([1, 1, 1, 5, 5, 2, 0, 0, 1, 7, 7, 1], dtype=np.float32)
+    END = np.array([5, 5, 2, -1, -1, 0, 0, 0, 1, 7, 7, 1], dtype=np.float32)  # the slot moved up: (5, 5) is first
+
+    def reset(self):
+        return np.stack([self.START, self.START])  # (N, O)
+
+    def step(self, actions):
+        return np.stack([self.END, self.END]), np.array([0.25, 0.25], np.float32), np.ones(2, bool), {}
+
+
+def test_loaded_by_kind_counts_each_food_by_who_can_load_it():
+    food = script("foraging_food")
+    # 3 episodes: each starts with one "alone" food (level 1 <= the agents' highest level, 1) and one "together"
+    # food (level 2 > 1) and loads the first: alone 3 of 3, together 0 of 3; team return 0.25 + 0.25 = 0.5 each
+    counts = food.loaded_by_kind(_ScriptedForaging(), lambda: (lambda obs: np.zeros(2, np.int64)), episodes=3)
+    assert counts == {"alone": [3, 3], "together": [0, 3], "team_return": 0.5}
+
+
+def test_loaded_by_kind_on_the_real_task_with_agents_that_never_act():
+    food = script("foraging_food")
+    from marl_edu.envs.make import make_env
+
+    env = make_env(food_env := "Foraging-8x8-2p-3f-v3", seed=0)
+    counts = food.loaded_by_kind(env, lambda: (lambda obs: np.zeros(2, np.int64)), episodes=4)
+    # NONE for 50 steps loads nothing: 0 of the 3 food of each of 4 episodes, 12 in all, split by the levels drawn
+    assert counts["alone"][0] == counts["together"][0] == 0 and counts["team_return"] == 0.0
+    assert counts["alone"][1] + counts["together"][1] == 4 * 3, food_env
+
+
+def test_foraging_food_refuses_a_folder_without_kept_policies_in_one_line(capsys, tmp_path):
+    (tmp_path / "vdn").mkdir()
+    assert f"{tmp_path} holds no kept policy (METHOD/policy.pt) of any method" in refused(
+        "foraging_food", ["--out", str(tmp_path)], capsys)
+    (tmp_path / "vdn" / "policy.pt").write_bytes(b"")
+    assert f"{tmp_path} holds no kept policy (METHOD/policy.pt) of iql" in refused(
+        "foraging_food", ["--out", str(tmp_path), "--methods", "vdn", "iql"], capsys)
+    assert f"{tmp_path / 'vdn'} holds a policy.pt but no seed<S>.json record: whose policy is it?" in refused(
+        "foraging_food", ["--out", str(tmp_path)], capsys)

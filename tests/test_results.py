@@ -17,7 +17,15 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 REPLAYED_BELOW = (RESULTS / "particle", RESULTS / "competition",  # continuous-action policies, scored differently
                   RESULTS / "foraging", RESULTS / "foraging_2m")  # Level-Based Foraging's, scored by foraging.py
-CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in RESULTS.glob("**/policy.pt")
+SCRATCH = RESULTS / "tmp"  # gitignored: where tuning runs go (the benchmarks' --out results/tmp/...), never read here
+
+
+def committed(pattern: str) -> list[pathlib.Path]:
+    """The files of results/ matching ``pattern``, sorted, outside results/tmp (a checkout's own tuning runs)."""
+    return sorted(path for path in RESULTS.glob(pattern) if not path.is_relative_to(SCRATCH))
+
+
+CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in committed("**/policy.pt")
                      if not any(path.is_relative_to(folder) for folder in REPLAYED_BELOW))  # Switch's
 
 
@@ -711,6 +719,24 @@ def test_the_committed_2m_foraging_runs_replay_their_records():
     assert replayed == sorted(path.parent.name for path in FORAGING_2M.glob("*/policy.pt"))
 
 
+def test_the_committed_food_counts_are_of_the_kept_policies_final_episodes():
+    # benchmarks/foraging_food.py replays each kept policy's final evaluation (100 greedy episodes, the env seeded 0)
+    # and counts the food it loads by kind: its team return is the record's final, and every episode starts with
+    # the task's 3 food items (100 x 3 = 300 in all)
+    found = committed("*/food.json")
+    assert found, "no food.json committed: benchmarks/foraging_food.py --out results/foraging_2m writes one"
+    for path in found:
+        figures = json.loads(path.read_text())
+        assert (figures["env_seed"], figures["episodes"]) == (0, 100)
+        assert set(figures["methods"]) == {policy.parent.name for policy in path.parent.glob("*/policy.pt")}
+        for method, row in figures["methods"].items():
+            record = json.loads((path.parent / method / f"seed{row['policy_seed']}.json").read_text())
+            assert row["policy_seed"] == min(int(p.stem[4:]) for p in (path.parent / method).glob("seed*.json"))
+            assert round(row["team_return"], 4) == record["final"], (path, method)
+            assert row["alone"][1] + row["together"][1] == 300 and all(0 <= row[kind][0] <= row[kind][1]
+                                                                        for kind in ("alone", "together"))
+
+
 def test_a_partial_foraging_grid_is_read_and_a_stray_policy_refused(tmp_path):
     # the committed 1M-step records of results/foraging copied as a grid committed in part (no replay here: the
     # policy files are left out but for the last case), with a run in progress beside them that is never read
@@ -778,11 +804,11 @@ def _committed_configs() -> dict[str, list[tuple[str, str, dict]]]:
     from marl_edu.training.checkpoints import load_checkpoint
 
     found: dict[str, list[tuple[str, str, dict]]] = {}
-    for path in sorted(RESULTS.glob("**/policy.pt")):
+    for path in committed("**/policy.pt"):
         payload = load_checkpoint(path)
         config = {k: v for k, v in payload["config"].items() if k not in ("n_agents", "obs_dim", "n_actions")}
         found.setdefault(path.parent.relative_to(RESULTS).as_posix(), []).append((path.name, payload["algo"], config))
-    for path in sorted(RESULTS.glob("**/seed*.json")):
+    for path in committed("**/seed*.json"):
         record = json.loads(path.read_text())
         if isinstance(record, dict) and isinstance(record.get("config"), dict) and "method" in record:
             folder = path.parent.relative_to(RESULTS).as_posix()

@@ -163,16 +163,18 @@ def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: st
         ray.shutdown()
 
 
-def drop_runner_options(argv: list[str]) -> list[str]:
-    """The command line without --runner and --address and their values: where the runs went does not change the
-    results, so a recorded command leaves it out."""
+def drop_runner_options(argv: list[str], also: tuple[str, ...] = ()) -> list[str]:
+    """The command line without --runner and --address (and the options ``also`` names) and their values: where the
+    runs went does not change the results, so a recorded command leaves it out (as it leaves out where runs in
+    progress were saved: a resumed run is the run straight through)."""
+    options = (*RUNNER_OPTIONS, *also)
     kept, skip = [], False
     for arg in argv:
         if skip:
             skip = False
-        elif arg in RUNNER_OPTIONS:
+        elif arg in options:
             skip = True
-        elif not arg.startswith(tuple(f"{option}=" for option in RUNNER_OPTIONS)):
+        elif not arg.startswith(tuple(f"{option}=" for option in options)):
             kept.append(arg)
     return kept
 
