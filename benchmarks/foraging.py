@@ -17,40 +17,40 @@ episodes end early), over as many sittings as it takes: the same command each si
     git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
 
 ``--reuse`` keeps every seed whose record is on disk; ``--checkpoint-every 300`` saves each run in progress every 5
-minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a value-decomposition learner's replay; deleted when its
-record is written; never committed), so a run cut off by the end of a sitting continues from its last save to the
-same result. ``--checkpoint-dir`` keeps them outside the checkout, so that a sitting in a fresh clone on the same
-machine finds them (without it they are saved in OUT, gitignored, and a fresh clone starts them again). Each run's files are written as it ends: commit them per seed as they appear (the summary
-and curves.png are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the
-default then); otherwise the process pool. Its own folder, not results/foraging: the 1M-step runs there are what
-notebook 12, the results page and their tests read, and these differ in kind (a budget of env steps), so each
-folder's summary holds one experiment. ``--epsilon-steps 300000`` keeps the 1M runs' exploration in env steps: their
-epsilon decayed over 30% of 20,000 episodes, which ended at 297,000-300,000 env steps (each record's evaluations give
-the env steps at episode 6,000), where 30% of a 2M budget would be 600,000; so a 2M run's first million steps explore
-on the 1M runs' schedule and its second million is more training, not another schedule (the textbook's decay
-ends at 400,000: 10% of its 4M, to 0.05). MAPPO's and IPPO's entropy weight still anneals over 60% of the budget
-(1.2M env steps; the 1M runs' ended at 591,000-594,000).
-Its cost, estimated from the committed 1M-step runs' speeds as a ratio to raw lbforaging timed beside each (machines
-of one kind differ by more than twice; a test holds these to results/foraging): IQL 0.15-0.16, VDN 0.18-0.24, QMIX
-0.13-0.14, MAPPO 0.06-0.20, IPPO 0.08-0.18 (VDN's 630-865 env steps/s were timed beside a raw 3,590: not a slower
-learner, a machine about 5 times slower than the others' 17,400; timed in one invocation IQL, VDN and QMIX step
-alike). With raw lbforaging at 17,500 steps/s (an idle machine) a 2M run takes about 12-13 minutes of one core for
-IQL, 8-11 for VDN, 14 for QMIX, 10-30 for MAPPO and 11-23 for IPPO: about 6 core-hours for the 25 runs, 7.5 with a
-margin for the later, shorter episodes (more updates per env step), so about 4 hours on 2 idle cores; a machine busy
-with other work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4 times as long, up to an hour or more a run: hence
-the checkpoints.
+minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a value-decomposition learner's replay; deleted when its record
+is written; never committed), so a run cut off by the end of a sitting continues from its last save to the same result.
+``--checkpoint-dir`` keeps them outside the checkout, so that a sitting in a fresh clone on the same machine finds them
+(without it they are saved in OUT, gitignored, and a fresh clone starts them again). Each run's files are written as it
+ends: commit them per seed as they appear (the summary and curves.png are written when a sitting completes the grid).
+Ray runs it where installed (``--runner``, the default then); otherwise the process pool. Its own folder, not
+results/foraging: the 1M-step runs there are what notebook 12, the results page and their tests read, and these differ
+in kind (a budget of env steps), so each folder's summary holds one experiment. ``--epsilon-steps 300000`` keeps the 1M
+runs' exploration in env steps: their epsilon decayed over 30% of 20,000 episodes, which ended at 297,000-300,000 env
+steps (each record's evaluations give the env steps at episode 6,000), where 30% of a 2M budget would be 600,000; so a
+2M run's first million steps explore on the 1M runs' schedule and its second million is more training, not another
+schedule (the textbook's decay ends at 400,000: 10% of its 4M, to 0.05). MAPPO's and IPPO's entropy weight still anneals
+over 60% of the budget (1.2M env steps; the 1M runs' ended at 591,000-594,000). Its cost, estimated from the committed
+1M-step runs' speeds as a ratio to raw lbforaging timed beside each (machines of one kind differ by more than twice; a
+test holds these to results/foraging): IQL 0.15-0.16, VDN 0.18-0.24, QMIX 0.13-0.14, MAPPO 0.06-0.20, IPPO 0.08-0.18
+(VDN's 630-865 env steps/s were timed beside a raw 3,590: not a slower learner, a machine about 5 times slower than the
+others' 17,400; timed in one invocation IQL, VDN and QMIX step alike). With raw lbforaging at 17,500 steps/s (an idle
+machine) a 2M run takes about 12-13 minutes of one core for IQL, 8-11 for VDN, 14 for QMIX, 10-30 for MAPPO and 11-23
+for IPPO: about 6 core-hours for the 25 runs, 7.5 with a margin for the later, shorter episodes (more updates per env
+step), so about 4 hours on 2 idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300 steps/s) takes
+3-4 times as long, up to an hour or more a run: hence the checkpoints.
 
-Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (``train.greedy_team_return``, on the
-env seeded 0 each time: the same first start state, and then the same ones only until lbforaging's reset redraws
-an agent's cell because an agent stood there when the last episode ended, ``envs.foraging.ForagingEnv``); the env steps and seconds of one core at which that mean first reached 0.8; and at
-the end the mean over 100 greedy episodes. Beside each, the sampled policy's (``evaluation.sampled_team_return``:
-10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX epsilon-greedy with 0.05, the others drawing from
-their policy), recorded as ``sampled``, ``sampled_as`` and ``sampled_evaluations`` (runs committed before these were
-kept have only the greedy ones). The textbook's exercises publish their runs of the same task (IDQN, VDN and QMIX,
-5 seeds each, 4M env steps, evaluated every 100k env steps epsilon-greedy with 0.05): results/foraging/textbook.json
-holds them as published, with their source (tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK``
-below computes its columns of the table from that file: the env steps at which each seed's evaluation first reached
-0.8 (the range over seeds) and the range of the last evaluations; curves.png draws their mean and range.
+Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (``train.greedy_team_return``, on the env
+seeded 0 each time: the same first start state, and then the same ones only until lbforaging's reset redraws an agent's
+cell because an agent stood there when the last episode ended, ``envs.foraging.ForagingEnv``); the env steps and seconds
+of one core at which that mean first reached 0.8; and at the end the mean over 100 greedy episodes. Beside each, the
+sampled policy's (``evaluation.sampled_team_return``: 10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX
+epsilon-greedy with 0.05, the others drawing from their policy), recorded as ``sampled``, ``sampled_as`` and
+``sampled_evaluations`` (runs committed before these were kept have only the greedy ones). The textbook's exercises
+publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds each, 4M env steps, evaluated every 100k env steps
+epsilon-greedy with 0.05): results/foraging/textbook.json holds them as published, with their source
+(tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK`` below computes its columns of the table from
+that file: the env steps at which each seed's evaluation first reached 0.8 (the range over seeds) and the range of the
+last evaluations; curves.png draws their mean and range.
 
 Our learners use their defaults (``ValueDecompositionConfig``: GRU agents, TD(lambda) targets, tuned on Switch2-v0;
 COMA and central-V ``COMAConfig``'s), with any other values in ``METHODS``. Tried on seed 100 and left out:
@@ -60,11 +60,11 @@ collection, a target copy every 50) reached 0.13-0.22 in 200k.
 
 Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation), the
 first seed's OUT/METHOD/policy.pt and greedy.gif (``runs.grid.keeps_files``), OUT/curves.png (the runs' evaluations
-beside the textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, and one SUMMARY
-line per method. With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines of the same
-kind differ in speed by more than twice), so a run's speed is read as its ratio to raw lbforaging, never in seconds
-against another's. With ``--redraw`` nothing is trained: the summary's table and curves.png are rewritten from the
-records.
+beside the textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, and
+one SUMMARY line per method. With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines
+of the same kind differ in speed by more than twice), so a run's speed is read as its ratio to raw lbforaging, never in
+seconds against another's. With ``--redraw`` nothing is trained: the summary's table and curves.png are rewritten from
+the records.
 
 The runs go where compare.py's go (``--runner``: a local process pool, or Ray when it is installed; ``--address``: a
 Ray cluster; ``marl_edu.runs.grid``), one torch thread each; the files come back to this process, which writes them.
@@ -88,6 +88,7 @@ from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with, recorded_config
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
+from marl_edu.runs.folder import lock, writable_folder
 from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
                                 check_runner_options, drop_runner_options, keeps_files, open_out, read_record,
                                 replay_kept, run_files, run_grid, write_files)
@@ -196,6 +197,15 @@ def checkpoint_path(folder: pathlib.Path, method: str, seed: int) -> pathlib.Pat
     """Where a run in progress is saved with ``--checkpoint-every``: FOLDER/METHOD/seed<S>.run.pt, FOLDER being OUT or
     ``--checkpoint-dir`` (gone once its record is written)."""
     return pathlib.Path(folder) / method / f"seed{seed}.run.pt"
+
+
+def own_progress(path: pathlib.Path, header: dict) -> bool:
+    """Whether the run in progress saved at ``path`` is the run whose ``checkpoint_header`` is ``header`` (a config
+    saved before a field was added has it at its default, ``recorded_config``). ValueError if the file is not a run
+    in progress."""
+    saved = load_run_state(path)[0]
+    saved = {**saved, "config": recorded_config(header["method"], saved.get("config", {}))}
+    return all(saved.get(key) == value for key, value in header.items())
 
 
 def checkpoint_header(method: str, seed: int, budget: dict, eval_every: int, config: dict) -> dict:
@@ -417,7 +427,8 @@ def redraw(out: pathlib.Path) -> tuple[dict, list[dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)  # (a recorded command drops options by their full names)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=None, help="training episodes per run (default: 20000, "
@@ -430,9 +441,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(epsilon_fraction = N / the budget; default: their epsilon_fraction of the budget)")
     parser.add_argument("--checkpoint-every", type=float, default=None, metavar="SECONDS",
                         help="save each run in progress at most every SECONDS to OUT/METHOD/seed<S>.run.pt (on the "
-                             "machine that trains it; --checkpoint-dir for another folder than OUT); with --reuse a run "
-                             "cut off continues from its file to the same result (default: no saves, a cut-off run "
-                             "starts again)")
+                             "machine that trains it; --checkpoint-dir for another folder than OUT); with --reuse a "
+                             "run cut off continues from its file to the same result (default: no saves, a cut-off "
+                             "run starts again)")
     parser.add_argument("--checkpoint-dir", type=str, default=None, metavar="DIR",
                         help="with --checkpoint-every: keep the runs in progress in DIR/METHOD/seed<S>.run.pt instead "
                              "of OUT's (a folder outside the checkout outlives it: a grid over sittings in fresh "
@@ -504,23 +515,35 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--set {error}")
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
     args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
-    progress = args.out if args.checkpoint_dir is None else pathlib.Path(args.checkpoint_dir)  # runs in progress
+    progress, held_progress = args.out, None  # where the runs in progress are saved, and that folder's lock
+    if args.checkpoint_dir is not None:
+        try:  # expanded and absolute (--checkpoint-dir=~/x is not expanded by the shell; a Ray worker has its own cwd)
+            progress = writable_folder(pathlib.Path(args.checkpoint_dir).expanduser().resolve()
+                                       if args.checkpoint_dir.strip() else "")
+            held_progress = lock(progress)  # (two sittings in two clones never save over each other's runs)
+        except ValueError as error:  # (its messages name --out, the option they were written for)
+            if held is not None:
+                held.close()
+            parser.error(str(error).replace("--out", "--checkpoint-dir", 1))
+    budget = budget_of(args.episodes, args.env_steps)
+    header = lambda method, seed: checkpoint_header(method, seed, budget, args.eval_every,  # noqa: E731
+                                                    recorded_config(method, configs[method]))
     try:
         kept = kept_runs(args.out, jobs, args.episodes, configs, args.env_steps) if args.reuse else {}
-        budget = budget_of(args.episodes, args.env_steps)
-        for method, seed in jobs:  # a run in progress that --reuse would continue must be this run's
+        for method, seed in jobs:  # a run in progress is continued only by --reuse, and only by its own run
             path = checkpoint_path(progress, method, seed)
-            if args.reuse and args.checkpoint_every and (method, seed) not in kept and path.exists():
-                saved = load_run_state(path)[0]
-                saved = {**saved, "config": recorded_config(method, saved.get("config", {}))}  # (fields added since)
-                expected = checkpoint_header(method, seed, budget, args.eval_every,
-                                             recorded_config(method, configs[method]))
-                if any(saved.get(key) != value for key, value in expected.items()):
-                    raise ValueError(f"--reuse: {path} holds another run in progress (another budget, config or "
-                                     f"evaluation period): delete it to train that run from its start")
+            if not args.checkpoint_every or (method, seed) in kept or not path.exists():
+                continue
+            if not args.reuse:
+                raise ValueError(f"{path} holds a run in progress: give --reuse to continue it, or delete it to "
+                                 f"train that run from its start")
+            if not own_progress(path, header(method, seed)):
+                raise ValueError(f"--reuse: {path} holds another run in progress (another budget, config or "
+                                 f"evaluation period): delete it to train that run from its start")
     except ValueError as error:
-        if held is not None:
-            held.close()
+        for handle in (held, held_progress):
+            if handle is not None:
+                handle.close()
         parser.error(str(error))
     start = time.perf_counter()
     raw = raw_speed()
@@ -540,7 +563,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         record = (json.dumps(row) + "\n").encode()
         write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last
-        checkpoint_path(progress, row["method"], row["seed"]).unlink(missing_ok=True)  # (its run in progress: done)
+        leftover = checkpoint_path(progress, row["method"], row["seed"])  # its run in progress, now done, is
+        if leftover.exists() and own_progress(leftover, header(row["method"], row["seed"])):  # removed (a kept
+            leftover.unlink()  # record's may be another experiment's, in a --checkpoint-dir two of them share)
         to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
         seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
         print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
@@ -556,8 +581,9 @@ def main(argv: list[str] | None = None) -> int:
               f"final_median={np.median([row['final'] for row in mine]):.2f}")
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     given = sys.argv[1:] if argv is None else argv
-    command = " ".join(["benchmarks/foraging.py", *drop_runner_options([a for a in given if a != "--reuse"],
-                                                                       also=("--checkpoint-every", "--checkpoint-dir"))])
+    recorded = drop_runner_options([a for a in given if a != "--reuse"],
+                                   also=("--checkpoint-every", "--checkpoint-dir"))  # (a resumed run is the same run)
+    command = " ".join(["benchmarks/foraging.py", *recorded])
     summary = {"command": command, "env": ENV_ID, "target": TARGET, "textbook": TEXTBOOK, "table": lines,
                "raw_steps_per_s": round(raw, 1),
                "runs": [{key: value for key, value in row.items() if key not in CURVES} for row in rows]}

@@ -13,8 +13,11 @@ there were at the start and the items loaded by the end.
 
 It reads the food and the agents' levels from agent 0's observation at the start and at the end of each episode
 (``envs.foraging.ForagingEnv``'s layout: ``[y, x, level]`` of each food still on the field, then of each agent), so
-it needs a task whose agents see the whole grid (no ``-2s``). The mean team return printed beside the counts is the
-same 100 greedy episodes' and equals the run record's ``final`` (tests/test_results.py holds OUT/food.json to that).
+it needs a task whose agents see the whole grid (no ``-2s``: refused). The mean team return printed beside the counts
+is that of the same greedy episodes as the run's final evaluation (``evaluation.greedy_team_return``: the env seeded
+its family's ``eval_seed``, a fresh greedy policy per episode), so it equals the run record's ``final``; a test
+replays one method and holds OUT/food.json to the records. Run it again whenever a kept policy changes (a method's
+first seed committed): it counts the methods given (default all) and keeps the others' counts in OUT/food.json.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import sys
 
 import numpy as np
 
+from foraging import FINAL_EPISODES  # (benchmarks/foraging.py: a run's final evaluation, 100 episodes)
 from marl_edu.base.files import atomic_write_text
-from marl_edu.envs.make import make_env
+from marl_edu.data.rollout import run_episode
+from marl_edu.envs.make import family, make_env
+from marl_edu.runs.grid import open_out
 from marl_edu.runs.seed import load_replay_policy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-EPISODES = 100  # as a run's final evaluation
-SEED = 0  # the env's seed: the final evaluation's start states
 KINDS = ("alone", "together")
 
 
@@ -57,25 +61,21 @@ def food_kind(level: int, agent_levels: list[int]) -> str:
 
 
 def loaded_by_kind(env, make_policy, episodes: int) -> dict:
-    """Play ``episodes`` episodes of ``env`` (``ForagingEnv``'s interface) with a fresh ``make_policy()`` each (obs
-    ``(N, O)`` -> actions ``(N,)``) and count the food: ``{"alone": [loaded, at the start], "together": [...],
-    "team_return": mean}``."""
+    """Play ``episodes`` episodes of ``env`` (a full-view ``ForagingEnv``) with a fresh ``make_policy()`` each (obs
+    ``(N, O)`` -> actions ``(N,)``; ``rollout.run_episode``, one torch thread) and count the food: ``{"alone":
+    [loaded, at the start], "together": [...], "team_return": the episodes' mean}``."""
     n_food, n_agents = env.max_food, env.n_agents
     counts = {kind: [0, 0] for kind in KINDS}
     returns = []
     for _ in range(episodes):
-        obs = env.reset()  # (N, O)
-        start, levels = food_and_levels(obs[0], n_food, n_agents)
-        policy, total, done = make_policy(), 0.0, False
-        while not done:
-            obs, rewards, dones, _ = env.step(policy(obs))
-            total, done = total + float(np.sum(rewards)), bool(dones.all())
-        left, _ = food_and_levels(obs[0], n_food, n_agents)
+        episode = run_episode(env, make_policy(), threads=1)
+        start, levels = food_and_levels(episode.obs[0, 0], n_food, n_agents)  # agent 0's view at the first step
+        left, _ = food_and_levels(episode.next_obs[-1, 0], n_food, n_agents)  # ... and after the last
         for place, level in start.items():
             kind = food_kind(level, levels)
             counts[kind][1] += 1
             counts[kind][0] += place not in left
-        returns.append(total)
+        returns.append(episode.team_return)
     return {**counts, "team_return": float(np.mean(returns))}
 
 
@@ -93,34 +93,51 @@ def policy_seed(folder: pathlib.Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--out", type=str, default=str(ROOT / "results" / "foraging_2m"),
                         help="a benchmarks/foraging.py results folder (default: results/foraging_2m)")
-    parser.add_argument("--methods", nargs="+", default=None, help="the methods (default: every kept policy's)")
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="the methods to count again (default: every kept policy's); OUT/food.json keeps the "
+                             "others' counts")
     args = parser.parse_args(argv)
-    out = pathlib.Path(args.out)
-    found = kept_methods(out)
-    methods = found if args.methods is None else args.methods
-    missing = [method for method in methods if method not in found]
-    if not found or missing:
-        parser.error(f"{out} holds no kept policy (METHOD/policy.pt) of {', '.join(missing) or 'any method'}")
+    out, held = open_out(parser, args.out)  # (one script at a time: foraging.py may be writing its grid here)
     try:
-        kept = {method: (policy_seed(out / method), *load_replay_policy(str(out / method / "policy.pt"))[::2])
-                for method in methods}  # method -> (its seed, the learner, the env it plays)
-    except ValueError as error:
-        parser.error(str(error))
-    figures = {"env_seed": SEED, "episodes": EPISODES, "methods": {}}
-    print(f"{'method':>6} {'seed':>4} {'alone: loaded':>14} {'together: loaded':>17} {'team return':>11}")
-    for method, (seed, agent, env_id) in kept.items():
-        counts = loaded_by_kind(make_env(env_id, seed=SEED), agent.greedy_policy, EPISODES)
-        figures["methods"][method] = {"policy_seed": seed, "env": env_id, **counts}
-        alone, together = counts["alone"], counts["together"]
-        print(f"{method:>6} {seed:>4} {alone[0]:>4} of {alone[1]:<3} {alone[0] / max(alone[1], 1):4.0%} "
-              f"{together[0]:>6} of {together[1]:<3} {together[0] / max(together[1], 1):4.0%} "
-              f"{counts['team_return']:11.4f}", flush=True)
-    atomic_write_text(out / "food.json", json.dumps(figures, indent=1) + "\n")
-    print(f"wrote {out / 'food.json'}")
-    return 0
+        found = kept_methods(out)
+        methods = found if args.methods is None else args.methods
+        missing = [method for method in methods if method not in found]
+        if not found or missing:
+            parser.error(f"{out} holds no kept policy (METHOD/policy.pt) of {', '.join(missing) or 'any method'}")
+        kept = {}
+        for method in methods:
+            try:
+                seed = policy_seed(out / method)
+                agent, _, env_id = load_replay_policy(str(out / method / "policy.pt"))
+            except ValueError as error:
+                parser.error(str(error))
+            if "-2s" in env_id:  # (a partial view: food out of sight would count as loaded)
+                parser.error(f"{out / method / 'policy.pt'} plays {env_id}, whose agents see only around themselves: "
+                             f"the food is counted from a full view")
+            kept[method] = seed, agent, env_id
+        path = out / "food.json"
+        figures = json.loads(path.read_text()) if path.exists() else {"methods": {}}  # (other methods' counts kept)
+        print(f"{'method':>6} {'seed':>4} {'alone: loaded':>14} {'together: loaded':>17} {'team return':>11}")
+        for method, (seed, agent, env_id) in kept.items():
+            env_seed = family(env_id).eval_seed  # the final evaluation's start states
+            counts = loaded_by_kind(make_env(env_id, seed=env_seed), agent.greedy_policy, FINAL_EPISODES)
+            figures["env_seed"], figures["episodes"] = env_seed, FINAL_EPISODES
+            figures["methods"][method] = {"policy_seed": seed, "env": env_id, **counts}
+            alone, together = counts["alone"], counts["together"]
+            print(f"{method:>6} {seed:>4} {alone[0]:>4} of {alone[1]:<3} {alone[0] / max(alone[1], 1):4.0%} "
+                  f"{together[0]:>6} of {together[1]:<3} {together[0] / max(together[1], 1):4.0%} "
+                  f"{counts['team_return']:11.4f}", flush=True)
+        figures["methods"] = dict(sorted(figures["methods"].items()))
+        atomic_write_text(path, json.dumps(figures, indent=1) + "\n")
+        print(f"wrote {path}")
+        return 0
+    finally:  # (parser.error's exit too)
+        if held is not None:
+            held.close()
 
 
 if __name__ == "__main__":

@@ -672,22 +672,57 @@ def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, m
     assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
 
 
-def test_foraging_saves_runs_in_progress_in_the_checkpoint_dir_and_resumes_only_this_runs(tmp_path, monkeypatch):
+def test_foraging_saves_runs_in_progress_in_the_checkpoint_dir_and_leaves_other_runs_files(tmp_path, monkeypatch,
+                                                                                           capsys):
     # a grid over sittings in fresh clones keeps its runs in progress outside the checkout: --checkpoint-dir
+    from marl_edu.training import resume
+    from marl_edu.training.checkpoints import save_checkpoint
+
     foraging = script("foraging")
     out, keep = tmp_path / "out", tmp_path / "keep"
     base = ["--methods", "vdn", "--seeds", "3", "--env-steps", "100", "--checkpoint-every", "300", "--out", str(out)]
     todo = _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep)])
     assert todo[0][8] == (str(keep / "vdn" / "seed3.run.pt"), 300.0, False)  # (path, every seconds, resuming)
+    command = json.loads((out / "summary.json").read_text())["command"]
+    assert "checkpoint" not in command and str(keep) not in command  # (where runs were saved changes no result)
     todo = _foraging_jobs(foraging, monkeypatch, [*base, "--out", str(tmp_path / "out2")])
     assert todo[0][8][0] == str(tmp_path / "out2" / "vdn" / "seed3.run.pt")  # without it: OUT's, as before
-    (keep / "vdn").mkdir(parents=True)
-    (keep / "vdn" / "seed3.run.pt").write_bytes(b"")  # a run in progress left by a sitting: written when it ends...
-    _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep), "--out", str(tmp_path / "out3")])
-    assert not (keep / "vdn" / "seed3.run.pt").exists()  # ... and removed with its record written
-    command = json.loads((tmp_path / "out3" / "summary.json").read_text())["command"]
-    assert "checkpoint" not in command and str(keep) not in command  # (where runs were saved changes no result)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # --checkpoint-dir=~/...: no shell expands it, the script does
+    todo = _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir=~/runs", "--out", str(tmp_path / "o3")])
+    assert todo[0][8][0] == str(tmp_path / "home" / "runs" / "vdn" / "seed3.run.pt")
 
+    # a file already there is never trained over: without --reuse it is refused, and with --reuse it is continued
+    # only by its own run (the next test); a record kept by --reuse removes its run's leftover, not another run's
+    (keep / "vdn").mkdir(parents=True)
+    saved = keep / "vdn" / "seed3.run.pt"
+    saved.write_bytes(b"")
+    capsys.readouterr()  # (the invocations above printed their tables)
+    said = refused("foraging", [*base, "--checkpoint-dir", str(keep), "--jobs", "1", "--runner", "pool"], capsys)
+    assert f"{saved} holds a run in progress: give --reuse to continue it, or delete it" in said
+    other = foraging.checkpoint_header("vdn", 3, {"env_steps": 2_000_000}, 200, {})  # the 2M grid's run, say
+    save_checkpoint(saved, resume.KIND, foraging.ENV_ID, other, {})
+    (out / "vdn" / "seed3.json").write_text(json.dumps(_foraging_record("vdn", seed=3, budget={"env_steps": 100},
+                                                                        config=json.loads(json.dumps(dataclasses.asdict(
+                                                                            foraging.method_config("vdn", [])))))))
+    _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep), "--reuse"])
+    assert saved.is_file()  # another experiment's run in progress: kept
+    mine = foraging.checkpoint_header("vdn", 3, {"env_steps": 100}, 200,
+                                      dataclasses.asdict(foraging.method_config("vdn", [])))
+    save_checkpoint(saved, resume.KIND, foraging.ENV_ID, mine, {})
+    _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep), "--reuse"])
+    assert not saved.exists()  # this run's own leftover (its record is written): removed
+
+
+@pytest.mark.parametrize("where, said", [
+    ("", "--checkpoint-dir must name a folder, got an empty string"),
+    ("a-file", "is a file, not a folder"),
+])
+def test_foraging_checkpoint_dir_is_checked_in_one_line(where, said, capsys, tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    argv = ["--methods", "vdn", "--seeds", "3", "--env-steps", "100", "--checkpoint-every", "300", "--out",
+            str(tmp_path / "out"), "--jobs", "1", "--runner", "pool",
+            f"--checkpoint-dir={tmp_path / where if where else ''}"]
+    assert said in refused("foraging", argv, capsys)
 
 
 def test_foraging_reuse_refuses_a_run_in_progress_saved_by_another_run_in_one_line(tmp_path, capsys):
@@ -810,7 +845,7 @@ def test_food_and_levels_read_one_observation_by_hand():
 class _ScriptedForaging:
     """Two agents of level 1, a level-1 food at (1, 1) and a level-2 one at (5, 5); the first step loads the first
     food, pays each agent 0.25 (scripted: only their sum is counted) and ends the episode."""
-    max_food, n_agents = 2, 2
+    max_food, n_agents, env_id = 2, 2, "Foraging-8x8-2p-2f-v3"
     START = np.array([1, 1, 1, 5, 5, 2, 0, 0, 1, 7, 7, 1], dtype=np.float32)
     END = np.array([5, 5, 2, -1, -1, 0, 0, 0, 1, 7, 7, 1], dtype=np.float32)  # the slot moved up: (5, 5) is first
 
@@ -818,7 +853,9 @@ class _ScriptedForaging:
         return np.stack([self.START, self.START])  # (N, O)
 
     def step(self, actions):
-        return np.stack([self.END, self.END]), np.array([0.25, 0.25], np.float32), np.ones(2, bool), {}
+        done = np.ones(2, bool)  # (N,) every food loaded: terminated
+        return (np.stack([self.END, self.END]), np.array([0.25, 0.25], np.float32), done,
+                {"terminated": done, "truncated": ~done, "step": 1})
 
 
 def test_loaded_by_kind_counts_each_food_by_who_can_load_it():
@@ -833,11 +870,16 @@ def test_loaded_by_kind_on_the_real_task_with_agents_that_never_act():
     food = script("foraging_food")
     from marl_edu.envs.make import make_env
 
-    env = make_env(food_env := "Foraging-8x8-2p-3f-v3", seed=0)
+    env = make_env("Foraging-8x8-2p-3f-v3", seed=0)
     counts = food.loaded_by_kind(env, lambda: (lambda obs: np.zeros(2, np.int64)), episodes=4)
     # NONE for 50 steps loads nothing: 0 of the 3 food of each of 4 episodes, 12 in all, split by the levels drawn
     assert counts["alone"][0] == counts["together"][0] == 0 and counts["team_return"] == 0.0
-    assert counts["alone"][1] + counts["together"][1] == 4 * 3, food_env
+    assert counts["alone"][1] + counts["together"][1] == 4 * 3
+    # the first episode as drawn (seed 0): agents of levels 1 and 1, food of levels 2, 1 and 2 (ForagingEnv's
+    # docstring layout): one item one agent loads alone, two that need both
+    first = food.loaded_by_kind(make_env("Foraging-8x8-2p-3f-v3", seed=0), lambda: (lambda obs: np.zeros(2, np.int64)),
+                                episodes=1)
+    assert first == {"alone": [0, 1], "together": [0, 2], "team_return": 0.0}
 
 
 def test_foraging_food_refuses_a_folder_without_kept_policies_in_one_line(capsys, tmp_path):

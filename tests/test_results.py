@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from marl_edu.envs.make import make_env
 from marl_edu.training.checkpoints import load_policy
 from marl_edu.training.evaluation import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_return
 
@@ -721,20 +722,26 @@ def test_the_committed_2m_foraging_runs_replay_their_records():
 
 def test_the_committed_food_counts_are_of_the_kept_policies_final_episodes():
     # benchmarks/foraging_food.py replays each kept policy's final evaluation (100 greedy episodes, the env seeded 0)
-    # and counts the food it loads by kind: its team return is the record's final, and every episode starts with
-    # the task's 3 food items (100 x 3 = 300 in all)
+    # and counts the food it loads by kind: its team return is the record's final, every episode starts with the
+    # task's 3 food items (100 x 3 = 300 in all), and replaying the first method counts the same again
+    food = _module("foraging_food")
     found = committed("*/food.json")
     assert found, "no food.json committed: benchmarks/foraging_food.py --out results/foraging_2m writes one"
     for path in found:
         figures = json.loads(path.read_text())
         assert (figures["env_seed"], figures["episodes"]) == (0, 100)
-        assert set(figures["methods"]) == {policy.parent.name for policy in path.parent.glob("*/policy.pt")}
+        kept = {policy.parent.name for policy in path.parent.glob("*/policy.pt")}
+        assert set(figures["methods"]) == kept, f"run benchmarks/foraging_food.py --out {path.parent} again"
         for method, row in figures["methods"].items():
             record = json.loads((path.parent / method / f"seed{row['policy_seed']}.json").read_text())
             assert row["policy_seed"] == min(int(p.stem[4:]) for p in (path.parent / method).glob("seed*.json"))
             assert round(row["team_return"], 4) == record["final"], (path, method)
             assert row["alone"][1] + row["together"][1] == 300 and all(0 <= row[kind][0] <= row[kind][1]
                                                                         for kind in ("alone", "together"))
+        method, row = next(iter(figures["methods"].items()))
+        agent = load_policy(path.parent / method / "policy.pt", algo=method, env_id=row["env"])
+        replayed = food.loaded_by_kind(make_env(row["env"], seed=0), agent.greedy_policy, 100)  # (one thread)
+        assert replayed == {key: row[key] for key in ("alone", "together", "team_return")}, (path, method)
 
 
 def test_a_partial_foraging_grid_is_read_and_a_stray_policy_refused(tmp_path):
