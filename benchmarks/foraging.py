@@ -199,11 +199,16 @@ def checkpoint_path(folder: pathlib.Path, method: str, seed: int) -> pathlib.Pat
     return pathlib.Path(folder) / method / f"seed{seed}.run.pt"
 
 
-def own_progress(path: pathlib.Path, header: dict) -> bool:
+def own_progress(path: pathlib.Path, header: dict, missing: bool | None = None) -> bool:
     """Whether the run in progress saved at ``path`` is the run whose ``checkpoint_header`` is ``header`` (a config
-    saved before a field was added has it at its default, ``recorded_config``). ValueError if the file is not a run
-    in progress."""
-    saved = load_run_state(path)[0]
+    saved before a field was added has it at its default, ``recorded_config``). A file that is not a run in progress
+    is a ValueError, or (``missing`` a bool) that answer."""
+    try:
+        saved = load_run_state(path)[0]
+    except ValueError:
+        if missing is None:
+            raise
+        return missing
     saved = {**saved, "config": recorded_config(header["method"], saved.get("config", {}))}
     return all(saved.get(key) == value for key, value in header.items())
 
@@ -564,8 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         record = (json.dumps(row) + "\n").encode()
         write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last
         leftover = checkpoint_path(progress, row["method"], row["seed"])  # its run in progress, now done, is
-        if leftover.exists() and own_progress(leftover, header(row["method"], row["seed"])):  # removed (a kept
-            leftover.unlink()  # record's may be another experiment's, in a --checkpoint-dir two of them share)
+        if leftover.exists() and own_progress(leftover, header(row["method"], row["seed"]), missing=False):  # gone
+            leftover.unlink()  # (a kept record's may be another experiment's, in a --checkpoint-dir two share)
         to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
         seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
         print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "

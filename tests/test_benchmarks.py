@@ -706,6 +706,9 @@ def test_foraging_saves_runs_in_progress_in_the_checkpoint_dir_and_leaves_other_
                                                                             foraging.method_config("vdn", [])))))))
     _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep), "--reuse"])
     assert saved.is_file()  # another experiment's run in progress: kept
+    saved.write_bytes(b"not a checkpoint")  # nor a file that is no run in progress, after the runs have trained
+    _foraging_jobs(foraging, monkeypatch, [*base, "--checkpoint-dir", str(keep), "--reuse"])
+    assert saved.read_bytes() == b"not a checkpoint"
     mine = foraging.checkpoint_header("vdn", 3, {"env_steps": 100}, 200,
                                       dataclasses.asdict(foraging.method_config("vdn", [])))
     save_checkpoint(saved, resume.KIND, foraging.ENV_ID, mine, {})
