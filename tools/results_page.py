@@ -465,6 +465,20 @@ def foraging() -> list[str]:
                              f"`{rel(kept_path)}`:"),
                   *markdown_table(["method", "seed", "greedy", "sampled", "sampled policy"], rows), "",
                   *command("benchmarks/foraging.py --replay-kept"), ""]
+    food_path = RESULTS / "foraging" / "food.json"
+    if food_path.exists():  # which food each kept policy loads (benchmarks/foraging_food.py)
+        food = load(food_path)
+        share = lambda loaded, there: f"{loaded} of {there} ({loaded / max(there, 1):.0%})"  # noqa: E731
+        rows = [[method, str(row["policy_seed"]), share(*row["alone"]), share(*row["together"]),
+                 number(row["team_return"], 2)]
+                for method in dict.fromkeys(run["method"] for run in summary["runs"])  # (the table's order)
+                if (row := food["methods"].get(method))]
+        lines += [*paragraph("Which food each kept policy loads, over its final evaluation's",
+                             f"{food['episodes']} greedy episodes (env seeded {food['env_seed']}): an item no higher",
+                             "than the stronger agent's level can be loaded by that agent alone, a higher one only by",
+                             f"both on the same step; read from `{rel(food_path)}`:"),
+                  *markdown_table(["method", "seed", "alone: loaded", "together: loaded", "team return"], rows), "",
+                  *command("benchmarks/foraging_food.py --out results/foraging"), ""]
     return lines
 
 
