@@ -56,7 +56,9 @@ Our learners use their defaults (``ValueDecompositionConfig``: GRU agents, TD(la
 COMA and central-V ``COMAConfig``'s), with any other values in ``METHODS``. Tried on seed 100 and left out:
 feed-forward agents with 128 hidden units, 4 updates per collection and epsilon decayed over 10% (the textbook's
 choices where ours has one) stayed at a greedy mean of 0.02-0.11 over 400k env steps, where GRU agents (2 updates per
-collection, a target copy every 50) reached 0.13-0.22 in 200k.
+collection, a target copy every 50) reached 0.13-0.22 in 200k. VDN with one change at a time over 1M env steps
+(a learning rate, the exploration, the replay, one-step targets, feed-forward agents) is in benchmarks/TUNING.md,
+"VDN on Level-Based Foraging"; ``benchmarks/foraging_food.py`` counts which food a kept policy loads.
 
 Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation), the
 first seed's OUT/METHOD/policy.pt and greedy.gif (``runs.grid.keeps_files``), OUT/curves.png (the runs' evaluations
