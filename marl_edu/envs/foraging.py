@@ -83,7 +83,7 @@ class ForagingEnv:
     draws the agents' positions and levels and the food); stepping draws no random numbers. lbforaging's reset draws
     an agent's cell again when an agent stood there at the end of the last episode, so how an episode ended can
     change the draws, and every start state after it: two policies played on envs of one seed start from the same
-    states until then (about 10 episodes in, measured), and from different ones after.
+    states until then (7 and 9 episodes in, in two measurements), and from different ones after.
 
     ``render_frame()`` draws the grid itself with Pillow (agents as coloured discs with their level, food as green
     squares with its level): lbforaging's own renderer opens a pyglet window, which needs a display even for an
