@@ -201,18 +201,22 @@ def checkpoint_path(folder: pathlib.Path, method: str, seed: int) -> pathlib.Pat
     return pathlib.Path(folder) / method / f"seed{seed}.run.pt"
 
 
-def own_progress(path: pathlib.Path, header: dict, missing: bool | None = None) -> bool:
+def own_progress(path: pathlib.Path, header: dict) -> bool:
     """Whether the run in progress saved at ``path`` is the run whose ``checkpoint_header`` is ``header`` (a config
-    saved before a field was added has it at its default, ``recorded_config``). A file that is not a run in progress
-    is a ValueError, or (``missing`` a bool) that answer."""
-    try:
-        saved = load_run_state(path)[0]
-    except ValueError:
-        if missing is None:
-            raise
-        return missing
+    saved before a field was added has it at its default, ``recorded_config``). ValueError if the file is not a run
+    in progress."""
+    saved = load_run_state(path)[0]
     saved = {**saved, "config": recorded_config(header["method"], saved.get("config", {}))}
     return all(saved.get(key) == value for key, value in header.items())
+
+
+def leftover_is_own(path: pathlib.Path, header: dict) -> bool:
+    """Whether a run in progress left beside a finished record is that run's own, to remove: not when it is another
+    experiment's (two may share a --checkpoint-dir), nor a file that is no run in progress."""
+    try:
+        return own_progress(path, header)
+    except ValueError:
+        return False
 
 
 def checkpoint_header(method: str, seed: int, budget: dict, eval_every: int, config: dict) -> dict:
@@ -570,9 +574,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         record = (json.dumps(row) + "\n").encode()
         write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last
-        leftover = checkpoint_path(progress, row["method"], row["seed"])  # its run in progress, now done, is
-        if leftover.exists() and own_progress(leftover, header(row["method"], row["seed"]), missing=False):  # gone
-            leftover.unlink()  # (a kept record's may be another experiment's, in a --checkpoint-dir two share)
+        leftover = checkpoint_path(progress, row["method"], row["seed"])  # its run in progress, now done, goes;
+        if leftover.exists() and leftover_is_own(leftover, header(row["method"], row["seed"])):  # not another's
+            leftover.unlink()
         to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
         seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
         print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
