@@ -39,9 +39,8 @@ for IPPO: about 6 core-hours for the 25 runs, 7.5 with a margin for the later, s
 step), so about 4 hours on 2 idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300 steps/s) takes
 3-4 times as long, up to an hour or more a run: hence the checkpoints.
 
-Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (``train.greedy_team_return``, on the env
-seeded 0 each time: the same first start state, and then the same ones only until lbforaging's reset redraws an agent's
-cell because an agent stood there when the last episode ended, ``envs.foraging.ForagingEnv``); the env steps and seconds
+Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
+``train.greedy_team_return``; ``envs.foraging.ForagingEnv.reset`` says why they are the same); the env steps and seconds
 of one core at which that mean first reached 0.8; and at the end the mean over 100 greedy episodes. Beside each, the
 sampled policy's (``evaluation.sampled_team_return``: 10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX
 epsilon-greedy with 0.05, the others drawing from their policy), recorded as ``sampled``, ``sampled_as`` and

@@ -490,6 +490,23 @@ def test_foraging_same_seed_same_episodes():
     assert not np.array_equal(play(5)[0], play(5)[21])  # the second episode starts elsewhere
 
 
+def test_foraging_start_states_do_not_depend_on_how_earlier_episodes_ended():
+    # lbforaging's reset redraws an agent's cell when it falls where an agent stood at the end of the last episode,
+    # so its start states would follow from the policy played before; ForagingEnv places the agents as the first
+    # reset does, so an env of one seed starts the same episodes whatever is played (evaluations compare policies
+    # on the same start states). Measured on lbforaging alone: these two policies' starts part at episode 9 of 40.
+    def starts(policy):
+        env, frames = make_env(FORAGING, seed=0), []
+        for _ in range(40):
+            frames.append(env.reset())
+            while not env.step(policy())[2].all():
+                pass
+        return np.stack(frames)  # (40, N, O)
+
+    rng = np.random.default_rng(0)
+    np.testing.assert_array_equal(starts(lambda: np.zeros(2, dtype=np.int64)), starts(lambda: rng.integers(0, 6, 2)))
+
+
 def test_foraging_ids_with_prefix_and_coop():
     env = make_env("lbforaging:Foraging-8x8-2p-2f-coop-v3", seed=0)
     assert env.env_id == "Foraging-8x8-2p-2f-coop-v3" and env.obs_dim == 2 * 3 + 2 * 3

@@ -42,8 +42,7 @@ class EnvFamily:
     eval_episodes: how many episodes a periodic evaluation averages (greedy actions, or forces without noise): 1 when
         deterministic.
     final_eval_episodes: how many a run's final figure averages.
-    eval_seed: the seed of the env the evaluation episodes are played on (the same start states for every policy;
-        on Level-Based Foraging only until an episode's end changes lbforaging's draws, ``ForagingEnv``).
+    eval_seed: the seed of the env the evaluation episodes are played on (the same start states for every policy).
     optimum: ``optimum(env_id) -> float``, the exact optimal team return, or None when it is not known.
     render: how one of its envs draws itself (``render_frame()``: a uint8 RGB image ``(H, W, 3)``).
     gif_scale: how a GIF of an episode sizes those pictures: 2 doubles a small grid world's pixels (``save_gif``'s

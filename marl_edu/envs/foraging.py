@@ -80,10 +80,8 @@ class ForagingEnv:
     (its top-left corner is (max(y - 2, 0), max(x - 2, 0))), and agents out of sight leave (-1, -1, 0) slots at the end.
 
     Seeding: the first ``reset()`` seeds lbforaging's generator with ``seed``, later ones continue its stream (it
-    draws the agents' positions and levels and the food); stepping draws no random numbers. lbforaging's reset draws
-    an agent's cell again when an agent stood there at the end of the last episode, so how an episode ended can
-    change the draws, and every start state after it: two policies played on envs of one seed start from the same
-    states until then (7 and 9 episodes in, in two measurements), and from different ones after.
+    draws the agents' positions and levels and the food); stepping draws no random numbers, and each reset places
+    the agents afresh (``reset``), so the start states follow from the seed alone.
 
     ``render_frame()`` draws the grid itself with Pillow (agents as coloured discs with their level, food as green
     squares with its level): lbforaging's own renderer opens a pyglet window, which needs a display even for an
@@ -121,7 +119,15 @@ class ForagingEnv:
 
     def reset(self) -> np.ndarray:
         """Start an episode (the first one from ``seed``, the next ones continue its random stream). Returns obs
-        float32 ``(N, O)``."""
+        float32 ``(N, O)``.
+
+        lbforaging's reset draws each agent's cell in turn and draws again when the cell is taken, counting the cells
+        where the agents stood at the end of the last episode as taken: the draws, and so every later start state,
+        would depend on how earlier episodes ended, that is on the policy that played them. The agents are taken off
+        the grid first, as before the first reset, so an env of one seed starts the same episodes whatever is played
+        (an evaluation scores every policy on the same start states)."""
+        for player in self._lbf.players:
+            player.position = None  # (lbforaging's Player before its first setup: no cell taken)
         obs, _ = self._env.reset(seed=self.seed if self._episodes == 0 else None)
         self._episodes += 1
         self._step_count, self._over = 0, False
