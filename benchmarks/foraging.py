@@ -29,22 +29,22 @@ runs' exploration in env steps: their epsilon decayed over 30% of 20,000 episode
 steps (each record's evaluations give the env steps at episode 6,000), where 30% of a 2M budget would be 600,000; so a
 2M run's first million steps explore on the 1M runs' schedule and its second million is more training, not another
 schedule (the textbook's decay ends at 400,000: 10% of its 4M, to 0.05). MAPPO's and IPPO's entropy weight still anneals
-over 60% of the budget (1.2M env steps; the 1M runs' ended at 591,000-594,000). Its cost, estimated from the committed
+over 60% of the budget (1.2M env steps; the 1M runs' ended at 590,000-595,000). Its cost, estimated from the committed
 1M-step runs' speeds as a ratio to raw lbforaging timed beside each (machines of one kind differ by more than twice; a
-test holds these to results/foraging): IQL 0.15-0.16, VDN 0.18-0.24, QMIX 0.13-0.14, MAPPO 0.06-0.20, IPPO 0.08-0.18
-(VDN's 630-865 env steps/s were timed beside a raw 3,590: not a slower learner, a machine about 5 times slower than the
-others' 17,400; timed in one invocation IQL, VDN and QMIX step alike). With raw lbforaging at 17,500 steps/s (an idle
-machine) a 2M run takes about 12-13 minutes of one core for IQL, 8-11 for VDN, 14 for QMIX, 10-30 for MAPPO and 11-23
-for IPPO: about 6 core-hours for the 25 runs, 7.5 with a margin for the later, shorter episodes (more updates per env
-step), so about 4 hours on 2 idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300 steps/s) takes
-3-4 times as long, up to an hour or more a run: hence the checkpoints.
+test holds these to results/foraging): IQL 0.08-0.14, VDN 0.08-0.14, QMIX 0.12-0.13, MAPPO 0.23-0.26, IPPO 0.17-0.19
+(IQL's and VDN's 0.08 are their seed 0, trained while other work that started after the yardstick was timed shared the
+machine; their other seeds 0.13-0.14). With raw lbforaging at 17,500 steps/s (an idle machine) a 2M run takes about
+14-15 minutes of one core for IQL and VDN, 15-16 for QMIX, 7-8 for MAPPO and 10-11 for IPPO: about 5.2 core-hours for
+the 25 runs, 6.5 with a margin for the later, shorter episodes (more updates per env step), so about 3.5 hours on 2
+idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4 times as long, up to an
+hour or more a run: hence the checkpoints.
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``; ``envs.foraging.ForagingEnv.reset`` says why they are the same); the env steps and seconds
 of one core at which that mean first reached 0.8; and at the end the mean over 100 greedy episodes. Beside each, the
 sampled policy's (``evaluation.sampled_team_return``: 10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX
 epsilon-greedy with 0.05, the others drawing from their policy), recorded as ``sampled``, ``sampled_as`` and
-``sampled_evaluations`` (runs committed before these were kept have only the greedy ones). The textbook's exercises
+``sampled_evaluations``. The textbook's exercises
 publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds each, 4M env steps, evaluated every 100k env steps
 epsilon-greedy with 0.05): results/foraging/textbook.json holds them as published, with their source
 (tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK`` below computes its columns of the table from

@@ -8,8 +8,8 @@ than the highest agent's level can be loaded by that agent alone ("alone"), and 
 for 100 episodes from the start states of a run's final evaluation (the env seeded 0) and counts, per kind, the items
 there were at the start and the items loaded by the end.
 
-    .venv/bin/python benchmarks/foraging_food.py --out results/foraging_2m     # prints, writes OUT/food.json
-    .venv/bin/python benchmarks/foraging_food.py --out results/foraging --methods iql vdn mappo
+    .venv/bin/python benchmarks/foraging_food.py --out results/foraging        # prints, writes OUT/food.json
+    .venv/bin/python benchmarks/foraging_food.py --out results/foraging_2m --methods iql vdn
 
 It reads the food and the agents' levels from agent 0's observation at the start and at the end of each episode
 (``envs.foraging.ForagingEnv``'s layout: ``[y, x, level]`` of each food still on the field, then of each agent), so
@@ -95,8 +95,8 @@ def policy_seed(folder: pathlib.Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
-    parser.add_argument("--out", type=str, default=str(ROOT / "results" / "foraging_2m"),
-                        help="a benchmarks/foraging.py results folder (default: results/foraging_2m)")
+    parser.add_argument("--out", type=str, default=str(ROOT / "results" / "foraging"),
+                        help="a benchmarks/foraging.py results folder (default: results/foraging)")
     parser.add_argument("--methods", nargs="+", default=None,
                         help="the methods to count again (default: every kept policy's); OUT/food.json keeps the "
                              "others' counts")

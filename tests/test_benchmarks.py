@@ -804,9 +804,15 @@ def test_foraging_docstrings_speeds_are_the_committed_runs():
         ratios = [run["steps_per_s"] / run["raw_steps_per_s"] for run in runs]
         low, high = f"{min(ratios):.2f}", f"{max(ratios):.2f}"
         assert f"{method.upper()} {low if low == high else f'{low}-{high}'}" in said, method
-    vdn = [json.loads(path.read_text()) for path in (ROOT / "results" / "foraging" / "vdn").glob("seed*.json")]
-    assert f"{min(r['steps_per_s'] for r in vdn):.0f}-{max(r['steps_per_s'] for r in vdn):.0f} env steps/s" in said
-    assert {f"{r['raw_steps_per_s']:,.0f}" for r in vdn} == {"3,590"} and "beside a raw 3,590" in said
+    # IQL's and VDN's slowest run is their seed 0's (the machine shared after its yardstick was timed), the others'
+    others = []
+    for method in ("iql", "vdn"):
+        runs = {int(path.stem[4:]): json.loads(path.read_text())
+                for path in (ROOT / "results" / "foraging" / method).glob("seed*.json")}
+        ratios = {seed: run["steps_per_s"] / run["raw_steps_per_s"] for seed, run in runs.items()}  # seed -> ratio
+        assert min(ratios, key=ratios.get) == 0 and f"{ratios[0]:.2f} are their seed 0" in said, method
+        others += [ratio for seed, ratio in ratios.items() if seed != 0]
+    assert f"their other seeds {min(others):.2f}-{max(others):.2f}" in said
 
 
 def test_foraging_docstrings_exploration_ends_are_the_committed_runs():

@@ -455,12 +455,12 @@ def foraging() -> list[str]:
               "Reproduce (two runs at a time; `--reuse` keeps the runs already on disk):", "",
               *command(summary["command"]), ""]
     kept_path = RESULTS / "foraging" / module.KEPT_FIGURES
-    if kept_path.exists():  # the committed runs predate their sampled figures: the kept policies, replayed both ways
+    if kept_path.exists():  # the kept policies, replayed both ways
         kept = load(kept_path)
         rows = [[method, str(row["policy_seed"]), number(row["greedy"], 2), number(row["sampled"], 3),
                  row["sampled_as"]] for method, row in kept["methods"].items()]
-        lines += [*paragraph("Greedy against sampled: these runs were recorded before sampled figures were kept, so",
-                             "each method's kept policy (its first seed's final one) was replayed both ways,",
+        lines += [*paragraph("Greedy against sampled: each method's kept policy (its first seed's final one) was",
+                             "replayed both ways,",
                              f"{kept['episodes']} episodes each, env and draws seeded {kept['seed']}, into",
                              f"`{rel(kept_path)}`:"),
                   *markdown_table(["method", "seed", "greedy", "sampled", "sampled policy"], rows), "",
