@@ -84,6 +84,7 @@ import time
 import numpy as np
 
 from marl_edu.base.files import atomic_write, atomic_write_text
+from marl_edu.envs.foraging import START_STATES
 from marl_edu.learners.baselines import CentralV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import IPPO, MAPPO
@@ -220,9 +221,11 @@ def leftover_is_own(path: pathlib.Path, header: dict) -> bool:
 
 def checkpoint_header(method: str, seed: int, budget: dict, eval_every: int, config: dict) -> dict:
     """What a run-in-progress file records of its run: a file whose header differs is another run's, never resumed
-    (``resume.seed_checkpoint``)."""
-    return {"env": ENV_ID, "method": method, "seed": seed, "budget": budget, "eval_every": eval_every,
-            "config": config}
+    (``resume.seed_checkpoint``). ``start_states`` names how the env draws its episodes' starts
+    (``envs.foraging.START_STATES``): a run saved before they followed from the seed alone has none, and is another
+    run."""
+    return {"env": ENV_ID, "start_states": START_STATES, "method": method, "seed": seed, "budget": budget,
+            "eval_every": eval_every, "config": config}
 
 
 def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
@@ -548,8 +551,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"{path} holds a run in progress: give --reuse to continue it, or delete it to "
                                  f"train that run from its start")
             if not own_progress(path, header(method, seed)):
-                raise ValueError(f"--reuse: {path} holds another run in progress (another budget, config or "
-                                 f"evaluation period): delete it to train that run from its start")
+                raise ValueError(f"--reuse: {path} holds another run in progress (another budget, config, "
+                                 f"evaluation period or start-state rule): delete it to train that run from its start")
     except ValueError as error:
         for handle in (held, held_progress):
             if handle is not None:

@@ -9,7 +9,7 @@ for 100 episodes from the start states of a run's final evaluation (the env seed
 there were at the start and the items loaded by the end.
 
     .venv/bin/python benchmarks/foraging_food.py --out results/foraging        # prints, writes OUT/food.json
-    .venv/bin/python benchmarks/foraging_food.py --out results/foraging_2m --methods iql vdn
+    .venv/bin/python benchmarks/foraging_food.py --out results/tmp/tuning --methods iql vdn
 
 It reads the food and the agents' levels from agent 0's observation at the start and at the end of each episode
 (``envs.foraging.ForagingEnv``'s layout: ``[y, x, level]`` of each food still on the field, then of each agent), so

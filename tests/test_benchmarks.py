@@ -741,8 +741,16 @@ def test_foraging_reuse_refuses_a_run_in_progress_saved_by_another_run_in_one_li
     argv = ["--methods", "vdn", "--seeds", "3", "--env-steps", "100", "--checkpoint-every", "300", "--reuse",
             "--checkpoint-dir", str(keep), "--out", str(tmp_path / "out"), "--jobs", "1", "--runner", "pool"]
     said = refused("foraging", argv, capsys)
-    assert f"--reuse: {path} holds another run in progress (another budget, config or evaluation period)" in said
+    assert f"--reuse: {path} holds another run in progress (another budget, config, evaluation period or start-state rule)" in said
     assert path.is_file()  # nothing of the user's is lost
+    # a run saved before the start states followed from the seed alone (its header has no start_states) is another
+    # run too: continued under today's env, its first and second halves would meet different kinds of start states
+    mine = foraging.checkpoint_header("vdn", 3, {"env_steps": 100}, 200,
+                                      dataclasses.asdict(foraging.method_config("vdn", [])))
+    assert foraging.own_progress(save_checkpoint(path, resume.KIND, foraging.ENV_ID, mine, {}), mine)
+    before_the_fix = {key: value for key, value in mine.items() if key != "start_states"}
+    assert not foraging.own_progress(save_checkpoint(path, resume.KIND, foraging.ENV_ID, before_the_fix, {}), mine)
+    assert f"--reuse: {path} holds another run in progress" in refused("foraging", argv, capsys)
 
 
 def test_foraging_keeps_the_lowest_recorded_seeds_policy_over_sittings(tmp_path, monkeypatch):

@@ -15,6 +15,9 @@ from marl_edu.envs.state import attributes_state, restore_attributes
 
 FORAGING_PREFIX = "lbforaging:"
 FORAGING_PATTERN = "Foraging{-2s}-{s}x{s}-{p}p-{f}f{-coop}-v3"  # how lbforaging names the ids it registers
+# How ``ForagingEnv.reset`` draws an episode's start: a run in progress saved under another rule (before the agents
+# were taken off the grid, its start states followed the policy) is another run, never continued under this one.
+START_STATES = "from the seed alone: the agents taken off the grid before lbforaging's reset"
 
 
 def _foraging_ids() -> list[str]:
