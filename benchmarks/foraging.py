@@ -44,12 +44,11 @@ Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (th
 of one core at which that mean first reached 0.8; and at the end the mean over 100 greedy episodes. Beside each, the
 sampled policy's (``evaluation.sampled_team_return``: 10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX
 epsilon-greedy with 0.05, the others drawing from their policy), recorded as ``sampled``, ``sampled_as`` and
-``sampled_evaluations``. The textbook's exercises
-publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds each, 4M env steps, evaluated every 100k env steps
-epsilon-greedy with 0.05): results/foraging/textbook.json holds them as published, with their source
-(tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK`` below computes its columns of the table from
-that file: the env steps at which each seed's evaluation first reached 0.8 (the range over seeds) and the range of the
-last evaluations; curves.png draws their mean and range.
+``sampled_evaluations``. The textbook's exercises publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds each,
+4M env steps, evaluated every 100k env steps epsilon-greedy with 0.05): results/foraging/textbook.json holds them as
+published, with their source (tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK`` below computes its
+columns of the table from that file: the env steps at which each seed's evaluation first reached 0.8 (the range over
+seeds) and the range of the last evaluations; curves.png draws their mean and range.
 
 Our learners use their defaults (``ValueDecompositionConfig``: GRU agents, TD(lambda) targets, tuned on Switch2-v0;
 COMA and central-V ``COMAConfig``'s), with any other values in ``METHODS``. Tried on seed 100 and left out:

@@ -741,7 +741,8 @@ def test_foraging_reuse_refuses_a_run_in_progress_saved_by_another_run_in_one_li
     argv = ["--methods", "vdn", "--seeds", "3", "--env-steps", "100", "--checkpoint-every", "300", "--reuse",
             "--checkpoint-dir", str(keep), "--out", str(tmp_path / "out"), "--jobs", "1", "--runner", "pool"]
     said = refused("foraging", argv, capsys)
-    assert f"--reuse: {path} holds another run in progress (another budget, config, evaluation period or start-state rule)" in said
+    assert (f"--reuse: {path} holds another run in progress (another budget, config, evaluation period or "
+            f"start-state rule)") in said
     assert path.is_file()  # nothing of the user's is lost
     # a run saved before the start states followed from the seed alone (its header has no start_states) is another
     # run too: continued under today's env, its first and second halves would meet different kinds of start states
