@@ -9,11 +9,13 @@ every agent learning the team reward (the sum of the agents' rewards: loading ev
     .venv/bin/python benchmarks/foraging.py --redraw   # train nothing: the table and curves.png from the files
 
 The 2M-env-step grid (issue 48: IQL, VDN, QMIX, MAPPO and IPPO, seeds 0-4, a budget of env steps since this task's
-episodes end early), over as many sittings as it takes: the same command each sitting, in the background.
+episodes end early), over as many sittings as it takes: the same command each sitting, in the background. IQL and
+VDN learn at 2e-4 there and QMIX at its default 2e-3, each the best of three rates on this task's tuning seeds
+(benchmarks/TUNING.md, "The learning rate of IQL, VDN and QMIX on Level-Based Foraging"); MAPPO and IPPO at theirs.
 
     nohup nice -n 10 .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix mappo ippo --env-steps 2000000 \
-        --epsilon-steps 300000 --checkpoint-every 300 --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse \
-        --out results/foraging_2m > foraging_2m.log 2>&1 &
+        --epsilon-steps 300000 --set iql.lr=2e-4 vdn.lr=2e-4 --checkpoint-every 300 \
+        --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
     git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
 
 ``--reuse`` keeps every seed whose record is on disk; ``--checkpoint-every 300`` saves each run in progress every 5
@@ -172,6 +174,26 @@ def method_config(method: str, pairs: list[str] = ()):
     ``field=value``, read by ``table.config_with``; ValueError names a field the learner does not have or a value its
     field cannot take)."""
     return config_with(config_class(method), [f"{key}={value}" for key, value in METHODS[method].items()] + list(pairs))
+
+
+def method_pairs(pairs: list[str], methods: list[str]) -> dict[str, list[str]]:
+    """``--set``'s values by method: ``"METHOD.field=value"`` is that method's alone (``"iql.lr=2e-4"``), a bare
+    ``"field=value"`` every method's, each method's list in the order given (a field set twice takes its last value).
+    ValueError naming the setting for a method not among ``methods``, or a value its learner's config refuses."""
+    chosen = {method: [] for method in methods}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        method, dot, field = name.rpartition(".")
+        if dot and method.strip() not in chosen:
+            raise ValueError(f"{pair}: no method {method.strip()!r} among --methods ({', '.join(methods)})")
+        for target in [method.strip()] if dot else methods:
+            try:
+                method_config(target, [field + sep + value])  # (each setting alone: the error names it)
+            except ValueError as error:
+                named = not dot and repr(pair) in str(error)  # (config_with names a bare setting already)
+                raise ValueError(str(error) if named else f"{pair}: {error}") from None
+            chosen[target].append(field + sep + value)
+    return chosen
 
 
 def epsilon_pairs(method: str, epsilon_steps: int | None, env_steps: int | None) -> list[str]:
@@ -470,8 +492,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep runs whose OUT/METHOD/seed<S>.json holds this budget and config (an interrupted "
                              "benchmark)")
     parser.add_argument("--set", dest="pairs", nargs="+", default=[], metavar="FIELD=VALUE",
-                        help="config values on top of every method's (tuning: use seeds 100+ and another --out; the "
-                             "committed results/foraging holds the defaults only)")
+                        help="config values on top of every method's, or one method's as METHOD.FIELD=VALUE "
+                             "(iql.lr=2e-4); tuning: use seeds 100+ and another --out; the committed "
+                             "results/foraging holds the defaults only")
     parser.add_argument("--replay-kept", action="store_true",
                         help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) greedy and sampled, "
                              f"{FINAL_EPISODES} episodes each, into OUT/{KEPT_FIGURES}")
@@ -489,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.epsilon_steps is not None:
         if args.env_steps is None:
             parser.error("--epsilon-steps needs a budget of env steps (--env-steps)")
-        if any(pair.partition("=")[0].strip() == "epsilon_fraction" for pair in args.pairs):
+        if any(pair.partition("=")[0].rpartition(".")[2].strip() == "epsilon_fraction" for pair in args.pairs):
             parser.error("give --epsilon-steps or --set epsilon_fraction=..., not both")
     if args.checkpoint_every is not None and not args.checkpoint_every > 0:
         parser.error(f"--checkpoint-every must be a positive number of seconds, got {args.checkpoint_every}")
@@ -517,7 +540,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")
     try:
-        pairs = {method: [*args.pairs, *epsilon_pairs(method, args.epsilon_steps, args.env_steps)]
+        chosen = method_pairs(args.pairs, args.methods)
+    except ValueError as error:
+        parser.error(f"--set {error}")
+    try:
+        pairs = {method: [*chosen[method], *epsilon_pairs(method, args.epsilon_steps, args.env_steps)]
                  for method in args.methods}  # (each method's: --epsilon-steps sets only the value-based learners')
     except ValueError as error:
         parser.error(str(error))

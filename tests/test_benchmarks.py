@@ -672,6 +672,43 @@ def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, m
     assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
 
 
+def test_foraging_set_with_a_method_before_the_field_changes_that_method_only(tmp_path, monkeypatch):
+    # the 2M grid trains IQL at the learning rate tuned for it on this task beside the others at their defaults:
+    # "iql.lr=2e-4" is IQL's alone, "lr=..." every method's, in the order given (a field set twice: its last value)
+    foraging = script("foraging")
+    assert foraging.method_pairs(["iql.lr=2e-4", "gamma=0.9", "vdn.lr=1e-3", "iql.lr=3e-4"],
+                                 ["iql", "vdn", "qmix"]) == {"iql": ["lr=2e-4", "gamma=0.9", "lr=3e-4"],
+                                                             "vdn": ["gamma=0.9", "lr=1e-3"],
+                                                             "qmix": ["gamma=0.9"]}
+    assert foraging.method_config("iql", ["lr=2e-4", "lr=3e-4"]).lr == 3e-4
+    todo = _foraging_jobs(foraging, monkeypatch, ["--methods", "iql", "qmix", "mappo", "--seeds", "0", "--env-steps",
+                                                  "2000000", "--epsilon-steps", "300000", "--set", "iql.lr=2e-4",
+                                                  "--out", str(tmp_path)])
+    assert {job[0]: job[5] for job in todo} == {"iql": ["lr=2e-4", "epsilon_fraction=0.15"],
+                                                "qmix": ["epsilon_fraction=0.15"], "mappo": []}
+    assert json.loads((tmp_path / "summary.json").read_text())["command"].count("--set iql.lr=2e-4") == 1
+
+
+@pytest.mark.parametrize("pairs, said", [
+    (["sac.lr=1e-3"], "--set sac.lr=1e-3: no method 'sac' among --methods (iql, vdn)"),
+    (["qmix.lr=1e-3"], "--set qmix.lr=1e-3: no method 'qmix' among --methods (iql, vdn)"),
+    (["iql.lr"], "'lr' is not field=value"),
+    (["iql.no_such_field=1"], "ValueDecompositionConfig has no field 'no_such_field'"),
+    (["vdn.lr=-1"], "--set vdn.lr=-1: lr must be a positive number, got -1.0"),
+    (["lr=-1"], "--set lr=-1: lr must be a positive number, got -1.0"),
+    (["batch=4"], "--set 'batch=4': ValueDecompositionConfig has no field 'batch'"),
+    (["iql.epsilon_fraction=0.5", "--epsilon-steps", "10"], "give --epsilon-steps or --set epsilon_fraction=..., "
+                                                            "not both"),
+])
+def test_foraging_set_for_one_method_is_checked_in_one_line(pairs, said, capsys, tmp_path):
+    base = ["--methods", "iql", "vdn", "--seeds", "100", "--env-steps", "100", "--jobs", "1", "--runner", "pool",
+            "--out", str(tmp_path)]
+    options = [pair for pair in pairs if pair.startswith("--") or pair.isdigit()]
+    line = refused("foraging", [*base, *options, "--set", *[p for p in pairs if p not in options]], capsys)
+    assert said in line
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
 def test_foraging_saves_runs_in_progress_in_the_checkpoint_dir_and_leaves_other_runs_files(tmp_path, monkeypatch,
                                                                                            capsys):
     # a grid over sittings in fresh clones keeps its runs in progress outside the checkout: --checkpoint-dir
