@@ -62,8 +62,9 @@ collection, a target copy every 50) reached 0.13-0.22 in 200k. VDN with one chan
 
 Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation), the
 first seed's OUT/METHOD/policy.pt and greedy.gif (``runs.grid.keeps_files``), OUT/curves.png (the runs' evaluations
-beside the textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, and
-one SUMMARY line per method. With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines
+beside the textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, one
+SUMMARY line per method and one line per method beside the textbook (``beside_textbook``: issue 48's bar, and the
+means where the runs end). With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines
 of the same kind differ in speed by more than twice), so a run's speed is read as its ratio to raw lbforaging, never in
 seconds against another's. With ``--redraw`` nothing is trained: the summary's table and curves.png are rewritten from
 the records.
@@ -151,6 +152,78 @@ def textbook_figures(seeds: dict[str, list]) -> dict[str, str]:
         if len(reached) < len(seeds):
             to_target += f" ({len(reached)}/{len(seeds)})"
     return {"steps_to_target": to_target, "final": f"{min(finals):.2f}-{max(finals):.2f}"}
+
+
+def textbook_firsts(method: str) -> list[int | None]:
+    """Per seed of the textbook's run of ``method`` (in the file's order), the env steps of its first evaluation at
+    ``TARGET`` or above (counted as ours are, ``solve_line``), None for a seed that never got there."""
+    line = solve_line(REACHED_AS_SOLVED)
+    return [next((steps for steps, value in pairs if value >= line), None) for pairs in textbook_seeds(method)]
+
+
+def textbook_mean_at(method: str, env_steps: int) -> float:
+    """The mean over the textbook's seeds of ``method`` of each seed's evaluation nearest ``env_steps`` (it evaluates
+    every 100,000 env steps). ValueError for a method it has no run of, or when a seed has no evaluation within
+    50,000 env steps (half its period) of ``env_steps``."""
+    values = []
+    for pairs in textbook_seeds(method):
+        steps, value = min(pairs, key=lambda pair: abs(pair[0] - env_steps))
+        if abs(steps - env_steps) > 50_000:
+            raise ValueError(f"the textbook's {method}: no evaluation within 50,000 env steps of {env_steps:,}")
+        values.append(value)
+    return float(np.mean(values))
+
+
+def textbook_seeds(method: str) -> list[list]:
+    """The textbook's per-seed curves of ``method`` (``textbook_runs``). ValueError if it publishes none."""
+    runs = textbook_runs()
+    if method not in runs:
+        raise ValueError(f"the textbook publishes no run of {method!r} on this task (only of {', '.join(runs)})")
+    return list(runs[method].values())
+
+
+def beside_textbook(rows: list[dict]) -> list[str]:
+    """One line per method of ``rows`` (a grid's records), in the tables' order: on how many seeds a periodic greedy
+    mean reached ``TARGET`` and at which env steps; with a textbook run of the method, on how many by half the env
+    steps of its earliest first ``TARGET`` (issue 48's bar: within half the textbook's env steps) and its mean
+    beside ours where our runs end (their budget of env steps, or the shortest run's env steps)."""
+    lines = []
+    for method in METHODS:
+        mine = [row for row in rows if row["method"] == method]
+        if not mine:
+            continue
+        reached = sorted(row["steps_to_target"] for row in mine if row["steps_to_target"] is not None)
+        line = f"{method}: reached {TARGET:g} on {len(reached)} of {len(mine)} seeds"
+        if reached:
+            line += f" ({reached[0] / 1e3:.0f}k-{reached[-1] / 1e3:.0f}k env steps)"
+        budgets = {row.get("budget", {}).get("env_steps") for row in mine}
+        if len(budgets) == 1 and None not in budgets:  # (a budget of env steps: the runs end just past it)
+            at = budgets.pop()
+            where = f"{at / 1e6:.1f}M"
+        else:  # (a budget of episodes: where the shortest run ends)
+            at = min(row["env_steps"] for row in mine)
+            where = f"{at / 1e3:.0f}k"
+        final = float(np.mean([row["final"] for row in mine]))
+        if method not in textbook_runs():
+            lines.append(f"{line}; final mean {final:.2f} at {where} (no textbook run)")
+            continue
+        name = json.loads(TEXTBOOK_FILE.read_text())["runs"][method]["algorithm"].upper()
+        firsts = [steps for steps in textbook_firsts(method) if steps is not None]
+        if firsts:
+            half = min(firsts) / 2
+            by = sum(steps <= half for steps in reached)
+            line += (f", {by} of {len(mine)} by {half / 1e6:.1f}M (half the textbook's {name}'s first {TARGET:g} at "
+                     f"{min(firsts) / 1e6:.1f}-{max(firsts) / 1e6:.1f}M: {half / 1e6:.1f}-{max(firsts) / 2e6:.1f}M)")
+        else:
+            line += f" (the textbook's {name} never)"
+        try:
+            theirs = textbook_mean_at(method, at)
+        except ValueError:  # (runs shorter than its first evaluation, at 100k)
+            lines.append(f"{line}; final mean {final:.2f} at {where} (no evaluation of the textbook's there)")
+            continue
+        lines.append(f"{line}; final mean {final:.2f} at {where}, the textbook's {name} {theirs:.2f} there "
+                     f"({final - theirs:+.2f})")
+    return lines
 
 
 # the learners (by class, named as the tables name them), in the order the tables list them: each one's config
@@ -529,6 +602,7 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as error:  # no summary.json of this script's in OUT, or a record not its run's
                 parser.error(str(error))
             print("\n".join(summary["table"]))
+            print("\n".join(beside_textbook(rows)))
             print(f"curves: {out / 'curves.png'} ({len(rows)} runs)")
             return 0
         finally:
@@ -618,6 +692,7 @@ def main(argv: list[str] | None = None) -> int:
         reached = sum(row["steps_to_target"] is not None for row in mine)
         print(f"SUMMARY method={method} env={ENV_ID} seeds={len(mine)} reached_0.8={reached}/{len(mine)} "
               f"final_median={np.median([row['final'] for row in mine]):.2f}")
+    print("\n".join(beside_textbook(rows)))
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     given = sys.argv[1:] if argv is None else argv
     recorded = drop_runner_options([a for a in given if a != "--reuse"],

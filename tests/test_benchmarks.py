@@ -672,6 +672,45 @@ def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, m
     assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
 
 
+def test_foraging_textbook_mean_at_reads_each_seeds_evaluation_nearest_those_env_steps():
+    # results/foraging/textbook.json, each seed's evaluation nearest 2,000,000 env steps (2,000,348, 2,000,458, ...):
+    # IDQN (0.7507143 + 0.65821433 + 0.6735714 + 0.80535716 + 0.32184523) / 5 = 3.20970242 / 5 = 0.641940484
+    # QMIX (0.14416668 + 0.14845239 + 0.13242063 + 0.16726191 + 0.1327381) / 5 = 0.72503971 / 5 = 0.145007942
+    foraging = script("foraging")
+    assert foraging.textbook_mean_at("iql", 2_000_000) == pytest.approx(0.641940484, abs=1e-8)
+    assert foraging.textbook_mean_at("qmix", 2_000_000) == pytest.approx(0.145007942, abs=1e-8)
+    assert foraging.textbook_mean_at("iql", 1_960_000) == foraging.textbook_mean_at("iql", 2_000_000)  # (nearest)
+    # each seed's first evaluation at 0.8 or above (0.799999 with the float margin): IDQN seeds 0-4 at 2,200,408,
+    # 2,300,514, 2,300,453, 2,000,371 and 2,600,701; QMIX none
+    assert foraging.textbook_firsts("iql") == [2_200_408, 2_300_514, 2_300_453, 2_000_371, 2_600_701]
+    assert foraging.textbook_firsts("qmix") == [None] * 5
+    with pytest.raises(ValueError, match="the textbook publishes no run of 'mappo'"):
+        foraging.textbook_mean_at("mappo", 2_000_000)
+    with pytest.raises(ValueError, match="no evaluation within 50,000 env steps of 4,500,000"):
+        foraging.textbook_mean_at("iql", 4_500_000)  # (its last evaluations are at about 3.9M)
+
+
+def test_foraging_beside_the_textbook_says_the_bar_and_the_means_at_the_budget():
+    # two IQL seeds of a 2M grid: reached 0.8 at 650,000 and 1,100,000 env steps, finals 0.9 and 0.7 (mean 0.8); the
+    # bar: half the textbook's IDQN's first 0.8 (2,000,371 to 2,600,701): 1,000,186 to 1,300,351, so one seed of two
+    # by 1.0M; the textbook's IDQN at 2.0M: 0.641940484 (above), so ours ahead by 0.8 - 0.64 = 0.16
+    foraging = script("foraging")
+    rows = [_foraging_record("iql", seed=seed, evaluations=[[2, 100, 0.1]]) | {
+        "steps_to_target": steps, "final": final, "env_steps": 2_000_050, "budget": {"env_steps": 2_000_000}}
+        for seed, steps, final in [(0, 650_000, 0.9), (1, 1_100_000, 0.7)]]
+    rows.append(_foraging_record("mappo", seed=0, evaluations=[[2, 100, 0.1]]) | {
+        "steps_to_target": None, "final": 0.5, "env_steps": 2_000_100, "budget": {"env_steps": 2_000_000}})
+    lines = foraging.beside_textbook(rows)
+    assert lines == [
+        "iql: reached 0.8 on 2 of 2 seeds (650k-1100k env steps), 1 of 2 by 1.0M (half the textbook's IDQN's first "
+        "0.8 at 2.0-2.6M: 1.0-1.3M); final mean 0.80 at 2.0M, the textbook's IDQN 0.64 there (+0.16)",
+        "mappo: reached 0.8 on 0 of 1 seeds; final mean 0.50 at 2.0M (no textbook run)"]
+    short = [_foraging_record("vdn", env_steps=30_000)]  # (a budget of episodes: where the shortest run ends)
+    assert foraging.beside_textbook(short) == [
+        "vdn: reached 0.8 on 0 of 1 seeds, 0 of 1 by 1.0M (half the textbook's VDN's first 0.8 at 2.0-2.9M: "
+        "1.0-1.5M); final mean 0.50 at 30k (no evaluation of the textbook's there)"]
+
+
 def test_foraging_set_with_a_method_before_the_field_changes_that_method_only(tmp_path, monkeypatch):
     # the 2M grid trains IQL at the learning rate tuned for it on this task beside the others at their defaults:
     # "iql.lr=2e-4" is IQL's alone, "lr=..." every method's, in the order given (a field set twice: its last value)
