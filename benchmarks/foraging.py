@@ -62,12 +62,12 @@ collection, a target copy every 50) reached 0.13-0.22 in 200k. VDN with one chan
 
 Writes OUT/METHOD/seed<S>.json (the run's figures, its evaluations and the yardstick timed in the same invocation), the
 first seed's OUT/METHOD/policy.pt and greedy.gif (``runs.grid.keeps_files``), OUT/curves.png (the runs' evaluations
-beside the textbook's runs) and OUT/summary.json (the table and the command); prints one line per run, the table, one
-SUMMARY line per method and one line per method beside the textbook (``beside_textbook``: issue 48's bar, and the
-means where the runs end). With ``--reuse`` the runs already on disk are kept, each with its own yardstick (machines
-of the same kind differ in speed by more than twice), so a run's speed is read as its ratio to raw lbforaging, never in
-seconds against another's. With ``--redraw`` nothing is trained: the summary's table and curves.png are rewritten from
-the records.
+beside the textbook's runs) and OUT/summary.json (the table, the lines beside the textbook and the command); prints one
+line per run, the table, one SUMMARY line per method and one line per method beside the textbook (``beside_textbook``:
+issue 48's bar, and the means where the runs end). With ``--reuse`` the runs already on disk are kept, each with its
+own yardstick (machines of the same kind differ in speed by more than twice), so a run's speed is read as its ratio to
+raw lbforaging, never in seconds against another's. With ``--redraw`` nothing is trained: the summary's table, its
+lines beside the textbook and curves.png are rewritten from the records.
 
 The runs go where compare.py's go (``--runner``: a local process pool, or Ray when it is installed; ``--address``: a
 Ray cluster; ``marl_edu.runs.grid``), one torch thread each; the files come back to this process, which writes them.
@@ -520,14 +520,16 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
 
 def redraw(out: pathlib.Path) -> tuple[dict, list[dict]]:
     """Train nothing: read OUT/summary.json and the records of the runs it lists (``read_record``: ValueError for a
-    file that is not this script's), rewrite the summary's ``textbook`` with today's ``TEXTBOOK``, its ``runs`` and
-    ``table`` from the records (a run trained again since the summary was written shows as it is now; the runs listed
-    and the command unchanged) and redraw OUT/curves.png from them. Returns the summary and the records."""
+    file that is not this script's), rewrite the summary's ``textbook`` with today's ``TEXTBOOK``, its ``runs``,
+    ``table`` and ``beside_textbook`` from the records (a run trained again since the summary was written shows as
+    it is now; the runs listed and the command unchanged) and redraw OUT/curves.png from them. Returns the summary
+    and the records."""
     summary = read_record(out / "summary.json", {"runs": list, "table": list, "command": str}, what="--redraw")
     rows = [read_record(out / run["method"] / f"seed{run['seed']}.json", RECORD,
                         {"method": run["method"], "seed": run["seed"]}, what="--redraw") for run in summary["runs"]]
     runs = [{key: value for key, value in row.items() if key not in CURVES} for row in rows]  # as main writes them
-    summary = {**summary, "textbook": TEXTBOOK, "table": table(runs), "runs": runs}
+    summary = {**summary, "textbook": TEXTBOOK, "table": table(runs), "beside_textbook": beside_textbook(runs),
+               "runs": runs}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     figure(rows, out / "curves.png")
     return summary, rows
@@ -601,8 +603,7 @@ def main(argv: list[str] | None = None) -> int:
                 summary, rows = redraw(out)
             except ValueError as error:  # no summary.json of this script's in OUT, or a record not its run's
                 parser.error(str(error))
-            print("\n".join(summary["table"]))
-            print("\n".join(beside_textbook(rows)))
+            print("\n".join(summary["table"] + summary["beside_textbook"]))
             print(f"curves: {out / 'curves.png'} ({len(rows)} runs)")
             return 0
         finally:
@@ -692,14 +693,15 @@ def main(argv: list[str] | None = None) -> int:
         reached = sum(row["steps_to_target"] is not None for row in mine)
         print(f"SUMMARY method={method} env={ENV_ID} seeds={len(mine)} reached_0.8={reached}/{len(mine)} "
               f"final_median={np.median([row['final'] for row in mine]):.2f}")
-    print("\n".join(beside_textbook(rows)))
+    beside = beside_textbook(rows)
+    print("\n".join(beside))
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     given = sys.argv[1:] if argv is None else argv
     recorded = drop_runner_options([a for a in given if a != "--reuse"],
                                    also=("--checkpoint-every", "--checkpoint-dir"))  # (a resumed run is the same run)
     command = " ".join(["benchmarks/foraging.py", *recorded])
     summary = {"command": command, "env": ENV_ID, "target": TARGET, "textbook": TEXTBOOK, "table": lines,
-               "raw_steps_per_s": round(raw, 1),
+               "beside_textbook": beside, "raw_steps_per_s": round(raw, 1),
                "runs": [{key: value for key, value in row.items() if key not in CURVES} for row in rows]}
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=1) + "\n")

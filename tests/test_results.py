@@ -301,7 +301,8 @@ def test_foraging_benchmark_keeps_each_runs_own_yardstick(tmp_path, monkeypatch,
     assert "SUMMARY method=coma" in capsys.readouterr().out
     # --redraw trains nothing: a stale table is rewritten from the records, the runs and command kept, curves redrawn
     (tmp_path / "curves.png").unlink()
-    (tmp_path / "summary.json").write_text(json.dumps({**summary, "table": ["stale"], "textbook": {}}))
+    (tmp_path / "summary.json").write_text(json.dumps({**summary, "table": ["stale"], "textbook": {},
+                                                       "beside_textbook": ["stale"]}))
     assert foraging.main(["--redraw", "--out", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "summary.json").read_text()) == {**summary, "textbook": foraging.TEXTBOOK}
     assert (tmp_path / "curves.png").exists()
@@ -321,11 +322,13 @@ def test_readme_foraging_table_is_what_the_benchmark_printed():
     foraging = _module("foraging")
     summary = json.loads((FORAGING / "summary.json").read_text())
     assert foraging.table(summary["runs"]) == summary["table"]
+    assert foraging.beside_textbook(summary["runs"]) == summary["beside_textbook"]
     assert summary["runs"] == [  # the summary's rows are the per-seed files' (without their evaluations)
         {key: value for key, value in json.loads((FORAGING / run["method"] / f"seed{run['seed']}.json").read_text())
          .items() if key not in foraging.CURVES} for run in summary["runs"]]
     readme = (RESULTS / "README.md").read_text()  # the generated results page
     assert all(line in readme for line in summary["table"])
+    assert all(" ".join(line.split()) in " ".join(readme.split()) for line in summary["beside_textbook"])  # (wrapped)
 
 
 def test_foraging_textbook_figures_by_hand(tmp_path):
@@ -692,6 +695,7 @@ def _foraging_grid(folder: pathlib.Path, budget: dict) -> dict[str, dict[int, di
         assert {(run["method"], run["seed"]) for run in summary["runs"]} == {
             (method, seed) for method, records in grid.items() for seed in records}
         assert foraging.table(summary["runs"]) == summary["table"]
+        assert foraging.beside_textbook(summary["runs"]) == summary["beside_textbook"]
     return grid
 
 

@@ -15,6 +15,7 @@ committed page differs from what this script writes.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import pathlib
@@ -155,6 +156,8 @@ def intro() -> list[str]:
                 ("Switch2: 20 fresh seeds", "switch2-the-taught-defaults-on-20-fresh-seeds"),
                 ("Three and four agents", "three-and-four-agents-switch3-and-switch4"),
                 ("PredatorPrey7x7", "predatorprey7x7"), ("Level-Based Foraging", "level-based-foraging"),
+                *([("Level-Based Foraging, 2M env steps", "level-based-foraging-2m-env-steps")]
+                  if foraging_2m() else []),  # (the 2M grid, once a run of it is committed)
                 ("Cooperative navigation", "cooperative-navigation"), ("Physical deception", "physical-deception"),
                 ("Measured, not committed", "measured-not-committed")]
     return ["# Results of the committed runs", "",
@@ -440,6 +443,9 @@ def foraging() -> list[str]:
         f"({source['columns']['mean_episode_returns']}), kept as published in `{rel(module.TEXTBOOK_FILE)}` by",
         f"`tools/textbook_curves.py`. They are evaluated {source['evaluation'].split(' (')[0]}, where ours are",
         "greedy.")
+    lines += [*paragraph("Beside the textbook, where our runs end (`beside_textbook`, issue 48's bar: the target on",
+                         "every seed by half the textbook's env steps):"),
+              *[line for text in summary["beside_textbook"] for line in bullet(text)], ""]
     curves = RESULTS / "foraging" / "curves.png"
     if curves.exists():  # drawn by foraging.py from the same files
         lines += [f"![per learner on {summary['env']} against env steps: our runs' greedy mean and range over seeds "
@@ -479,6 +485,66 @@ def foraging() -> list[str]:
                              f"both on the same step; read from `{rel(food_path)}`:"),
                   *markdown_table(["method", "seed", "alone: loaded", "together: loaded", "team return"], rows), "",
                   *command("benchmarks/foraging_food.py --out results/foraging"), ""]
+    return lines
+
+
+def foraging_2m() -> list[str]:
+    """Issue 48's grid of 2M env steps per run (benchmarks/foraging.py's docstring gives its command), committed per
+    seed over several sittings: whatever part of it is on disk, said as a part. None of it: no section."""
+    module = benchmark("foraging")
+    folder = RESULTS / "foraging_2m"
+    runs = [{key: value for key, value in load(path).items() if key not in module.CURVES}
+            for method in module.METHODS
+            for path in sorted((folder / method).glob("seed*.json"), key=lambda path: int(path.stem[4:]))]
+    if not runs:
+        return []
+    from marl_edu.learners.table import config_class, recorded_config
+
+    methods = list(dict.fromkeys(run["method"] for run in runs))
+    changed = []
+    for method in methods:  # each method's config as its records hold it, against its learner's defaults
+        config = recorded_config(method, next(run for run in runs if run["method"] == method)["config"])
+        defaults = dataclasses.asdict(config_class(method)())
+        differs = [f"`{key}={value!r}`" for key, value in config.items() if defaults.get(key) != value]
+        changed.append(f"{method} {', '.join(differs)}" if differs else f"{method} its defaults")
+    budget = runs[0]["budget"]["env_steps"]
+    target = number(module.TARGET)
+    summary_path = folder / "summary.json"
+    lines = ["## Level-Based Foraging, 2M env steps", "",
+             *paragraph(f"Issue 48's grid on `{module.ENV_ID}`: the value-based learners and PPO with a budget of",
+                        f"{budget:,} env steps per run, committed per seed as the runs end;",
+                        f"{plural(len(runs), 'run')} on disk so far, of 25 (five methods, seeds 0-4):",
+                        "; ".join(f"{method} {seeds_text([run['seed'] for run in runs if run['method'] == method])}"
+                                  for method in methods) + ".",
+                        "Each method's config beside its learner's defaults, read from its records:",
+                        "; ".join(changed) + ".",
+                        "IQL's and VDN's learning rate is the best of three on this task's tuning seeds 100-104",
+                        "(`benchmarks/TUNING.md`); `epsilon_fraction` ends the exploration at 300,000 env steps, as",
+                        "the 1M runs' did. The table is the 1M table's, the textbook's columns as there."),
+             *module.table(runs), "",
+             *paragraph(f"Beside the textbook (`beside_textbook`): issue 48's bar is {target} on every seed by half",
+                        "the textbook's env steps, and a mean above its runs' where ours end:"),
+             *[line for text in module.beside_textbook(runs) for line in bullet(text)], ""]  # (no summary yet)
+    curves = folder / "curves.png"
+    if curves.exists():  # drawn by foraging.py when a sitting completes the grid
+        lines += [f"![per learner on {module.ENV_ID} against env steps, 2M per run: our runs' greedy mean and range "
+                  "(solid), the textbook's published runs (dashed)](foraging_2m/curves.png)", ""]
+    seed_rows = [[run["method"], str(run["seed"]), number(run["final"], 2), "-" if run["steps_to_target"] is None
+                  else f"{run['steps_to_target'] / 1e3:.0f}k", f"{run['env_steps']:,}", f"{run['wall_s']:.0f} s",
+                  f"{run['steps_per_s']:.0f}", f"{run['raw_steps_per_s']:,.0f}",
+                  number(run["steps_per_s"] / run["raw_steps_per_s"], 3)] for run in runs]
+    lines += ["Per run (speed: its env steps per second over raw lbforaging's, timed in the same invocation):", "",
+              *markdown_table(["method", "seed", f"final mean ({module.FINAL_EPISODES} episodes)",
+                               f"env steps to {target}", "env steps", "wall-clock", "env steps/s",
+                               "raw lbforaging steps/s", "speed / raw"], seed_rows), "",
+              *paragraph(compact_files_read("results/foraging_2m/<method>/seed<S>.json", len(runs),
+                                            [summary_path] if summary_path.exists() else []),
+                         "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`.")]
+    if summary_path.exists():
+        lines += ["Reproduce:", "", *command(load(summary_path)["command"]), ""]
+    else:
+        lines += paragraph("Reproduce: the 2M grid's command in `benchmarks/foraging.py`'s docstring (over several",
+                           "sittings, `--reuse` keeping the runs on disk).")
     return lines
 
 
@@ -602,7 +668,7 @@ def measured_not_committed() -> list[str]:
 
 
 SECTIONS = [intro, maddpg_switch2, coma_switch2, switch2_comparison, fresh_switch2, more_agents, predator_prey,
-            foraging, cooperative_navigation, discrete_navigation, physical_deception, measured_not_committed]
+            foraging, foraging_2m, cooperative_navigation, discrete_navigation, physical_deception, measured_not_committed]
 
 
 def page() -> str:
