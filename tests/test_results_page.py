@@ -107,3 +107,17 @@ def test_check_names_a_stale_or_missing_page_and_writes_nothing(tmp_path, monkey
     assert "out of date: README.md" in capsys.readouterr().out
     assert results_page.main([]) == 0 and page.read_text() == generated  # written
     assert results_page.main(["--check"]) == 0
+
+
+def test_the_tuning_sections_the_page_names_are_headings_of_tuning_md(generated):
+    # the page points at benchmarks/TUNING.md's sections by their titles: a renamed section must not leave a dead name
+    import re
+
+    headings = [line.removeprefix("## ") for line in (ROOT / "benchmarks" / "TUNING.md").read_text().splitlines()
+                if line.startswith("## ")]
+    text = " ".join(generated.split())  # (titles wrapped over lines)
+    named = [title for paragraph in re.findall(r"`benchmarks/TUNING\.md`: (.*?)\.", text)
+             for title in re.findall(r'"([^"]+)"', paragraph) if title != "Speed"]
+    assert len(named) >= 3
+    for title in named:
+        assert any(heading.startswith(title) for heading in headings), title

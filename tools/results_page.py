@@ -355,6 +355,12 @@ def fresh_switch2() -> list[str]:
                            "and not the other (not only its argmax); a final between 0 and 8.0 has both agents home by",
                            "a longer path.")
         lines += [line for text in missed for line in bullet(text)] + [""]
+        lines += paragraph("What was measured and tried against these misses, on tuning seeds and then on these",
+                           "twenty, is in `benchmarks/TUNING.md`: \"COMA's misses on Switch2-v0, and an entropy",
+                           "floor\", \"MAPPO with a KL target on an update\", \"Why QMIX misses on Switch2-v0, and a",
+                           "longer exploration\" and, for speed, the \"Speed\" bullets of its VDN and MADDPG sections",
+                           "(nothing was tried for the speed of COMA, MAPPO, IPPO or QMIX). Notebook 11, section 8,",
+                           "reads these results.")
     missing = [method for method in module.TAUGHT if method not in done]
     if missing:
         lines += paragraph("Not measured yet:", ", ".join(missing) + ".")
