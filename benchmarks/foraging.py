@@ -110,6 +110,14 @@ NO_RUN = {"steps_to_target": "-", "final": "-"}
 TEXTBOOK_FILE = ROOT / "results" / "foraging" / "textbook.json"
 
 
+def value_range(values: list, fmt) -> str:
+    """``"low-high"`` of ``values`` as ``fmt`` writes them, one value if the two read the same; "-" for none."""
+    if not values:
+        return "-"
+    low, high = fmt(min(values)), fmt(max(values))
+    return low if low == high else f"{low}-{high}"
+
+
 def textbook_runs(path: pathlib.Path = TEXTBOOK_FILE) -> dict[str, dict[str, list]]:
     """The textbook's runs in ``path``: ``method -> seed -> [[env steps, mean team return], ...]`` (our method names:
     its IDQN is our iql). ValueError naming the file for one that is not JSON, a method the benchmark does not have,
@@ -147,11 +155,10 @@ def textbook_figures(seeds: dict[str, list]) -> dict[str, str]:
     if not reached:
         to_target = f"never in {min(pairs[-1][0] for pairs in seeds.values()) / 1e6:.1f}M"
     else:
-        low, high = f"{min(reached) / 1e6:.1f}", f"{max(reached) / 1e6:.1f}"
-        to_target = (low if low == high else f"{low}-{high}") + "M"
+        to_target = value_range(reached, lambda v: f"{v / 1e6:.1f}") + "M"
         if len(reached) < len(seeds):
             to_target += f" ({len(reached)}/{len(seeds)})"
-    return {"steps_to_target": to_target, "final": f"{min(finals):.2f}-{max(finals):.2f}"}
+    return {"steps_to_target": to_target, "final": value_range(finals, lambda v: f"{v:.2f}")}
 
 
 def textbook_firsts(method: str) -> list[int | None]:
@@ -195,7 +202,7 @@ def beside_textbook(rows: list[dict]) -> list[str]:
         reached = sorted(row["steps_to_target"] for row in mine if row["steps_to_target"] is not None)
         line = f"{method}: reached {TARGET:g} on {len(reached)} of {len(mine)} seeds"
         if reached:
-            line += f" ({reached[0] / 1e3:.0f}k-{reached[-1] / 1e3:.0f}k env steps)"
+            line += f" ({value_range(reached, lambda v: f'{v / 1e3:.0f}k')} env steps)"
         budgets = {row.get("budget", {}).get("env_steps") for row in mine}
         if len(budgets) == 1 and None not in budgets:  # (a budget of env steps: the runs end just past it)
             at = budgets.pop()
@@ -389,22 +396,16 @@ def table(rows: list[dict]) -> list[str]:
         mine = [row for row in rows if row["method"] == method]
         if not mine:
             continue
-        reached = [row for row in mine if row["steps_to_target"] is not None]
-        def span(key, fmt) -> str:  # "low-high" over the seeds that reached the target, one value if they agree
-            if not reached:
-                return "-"
-            low, high = fmt(min(row[key] for row in reached)), fmt(max(row[key] for row in reached))
-            return low if low == high else f"{low}-{high}"
-
-        finals = [row["final"] for row in mine]
-        steps = [row["env_steps"] for row in mine]
+        reached = [row for row in mine if row["steps_to_target"] is not None]  # (the env steps and seconds to it:
+        # over these seeds)
         ratios = [row["steps_per_s"] / row["raw_steps_per_s"] for row in mine if row.get("raw_steps_per_s")]
-        speed = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
-        to_target = span("steps_to_target", lambda v: f"{v / 1e3:.0f}k")
-        lines.append(f"| {method} | {len(reached)}/{len(mine)} | {to_target} "
-                     f"| {span('seconds_to_target', lambda v: f'{v:.0f}')} | {min(finals):.2f}-{max(finals):.2f} | "
-                     f"{min(steps) / 1e3:.0f}k-{max(steps) / 1e3:.0f}k | {speed} | "
-                     f"{TEXTBOOK[method]['steps_to_target']} | "
+        thousands = lambda v: f"{v / 1e3:.0f}k"  # noqa: E731
+        lines.append(f"| {method} | {len(reached)}/{len(mine)} "
+                     f"| {value_range([row['steps_to_target'] for row in reached], thousands)} "
+                     f"| {value_range([row['seconds_to_target'] for row in reached], lambda v: f'{v:.0f}')} "
+                     f"| {value_range([row['final'] for row in mine], lambda v: f'{v:.2f}')} "
+                     f"| {value_range([row['env_steps'] for row in mine], thousands)} "
+                     f"| {value_range(ratios, lambda v: f'{v:.2f}')} | {TEXTBOOK[method]['steps_to_target']} | "
                      f"{TEXTBOOK[method]['final']} |")
     return lines
 

@@ -985,3 +985,11 @@ def test_foraging_food_refuses_a_folder_without_kept_policies_in_one_line(capsys
         "foraging_food", ["--out", str(tmp_path), "--methods", "vdn", "iql"], capsys)
     assert f"{tmp_path / 'vdn'} holds a policy.pt but no seed<S>.json record: whose policy is it?" in refused(
         "foraging_food", ["--out", str(tmp_path)], capsys)
+
+
+def test_foraging_value_range_writes_one_value_when_the_ends_read_the_same():
+    foraging = script("foraging")
+    two = lambda v: f"{v:.2f}"  # noqa: E731
+    assert foraging.value_range([0.03, 0.031, 0.029], two) == "0.03"  # (0.029 and 0.031 both read 0.03)
+    assert foraging.value_range([0.49, 0.27, 0.36], two) == "0.27-0.49"
+    assert foraging.value_range([], two) == "-"

@@ -296,7 +296,7 @@ def test_foraging_benchmark_keeps_each_runs_own_yardstick(tmp_path, monkeypatch,
     assert json.loads((tmp_path / "vdn" / "seed0.json").read_text()) == first  # kept as it was
     vdn_row = next(line for line in summary["table"] if line.startswith("| vdn "))
     ratio = first["steps_per_s"] / 1000.0  # against its own yardstick, not the new 4000
-    assert f"| {ratio:.2f}-{ratio:.2f} |" in vdn_row
+    assert f"| {ratio:.2f} |" in vdn_row  # (one run: one value, not a range)
     assert (tmp_path / "coma" / "policy.pt").exists() and (tmp_path / "curves.png").exists()
     assert "SUMMARY method=coma" in capsys.readouterr().out
     # --redraw trains nothing: a stale table is rewritten from the records, the runs and command kept, curves redrawn
@@ -315,7 +315,7 @@ def test_foraging_benchmark_keeps_each_runs_own_yardstick(tmp_path, monkeypatch,
     assert [run["method"] for run in redrawn["runs"]] == ["vdn", "coma"] and redrawn["command"] == summary["command"]
     assert next(run for run in redrawn["runs"] if run["method"] == "coma")["final"] == 0.5
     coma_row = next(line for line in redrawn["table"] if line.startswith("| coma "))
-    assert "| 0.50-0.50 |" in coma_row and "| 2.00-2.00 |" in coma_row  # final; 8,000 steps/s over its own 4,000
+    assert "| 0.50 |" in coma_row and "| 2.00 |" in coma_row  # final; 8,000 steps/s over its own 4,000
 
 
 def test_readme_foraging_table_is_what_the_benchmark_printed():

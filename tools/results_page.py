@@ -84,6 +84,10 @@ def seeds_text(seeds: list[int]) -> str:
     return "seeds " + ", ".join(str(seed) for seed in seeds)
 
 
+def seeds_or_seed(seeds: list[int]) -> str:
+    return f"seed {seeds[0]}" if len(seeds) == 1 else seeds_text(seeds)
+
+
 def files_read(paths: list[pathlib.Path]) -> str:
     """One line naming the files a section read: each folder once, with the names of the files it read there."""
     folders: dict[str, list[str]] = {}
@@ -96,6 +100,8 @@ def files_read(paths: list[pathlib.Path]) -> str:
 def compact_files_read(pattern: str, count: int, summaries: list[pathlib.Path]) -> str:
     """The files line of a family of per-seed files (too many to list one by one) and its summaries."""
     listed = ", ".join(f"`{rel(path)}`" for path in summaries)
+    if not summaries:
+        return f"Read from {count} per-seed files `{pattern}`."
     return f"Read from {count + len(summaries)} files: {count} per-seed files `{pattern}`, and {listed}."
 
 
@@ -542,7 +548,7 @@ def foraging_2m() -> list[str]:
              *paragraph(f"Issue 48's grid on `{module.ENV_ID}`: the value-based learners and PPO with a budget of",
                         f"{budget:,} env steps per run, committed per seed as the runs end;",
                         f"{plural(len(runs), 'run')} on disk so far, of 25 (five methods, seeds 0-4):",
-                        "; ".join(f"{method} {seeds_text([run['seed'] for run in runs if run['method'] == method])}"
+                        "; ".join(f"{method} {seeds_or_seed([run['seed'] for run in runs if run['method'] == method])}"
                                   for method in methods) + ".",
                         "Each method's config beside its learner's defaults, read from its records:",
                         "; ".join(changed) + ".",
