@@ -466,9 +466,9 @@ def test_two_runs_into_one_folder_are_refused(name, capsys, tmp_path):
 
 def _foraging_record(method: str, /, **changes) -> dict:
     """A run's record as foraging.py writes it (seed 0), with ``changes``."""
-    row = {"method": method, "seed": 0, "final": 0.5, "episodes_to_target": None, "steps_to_target": None,
-           "seconds_to_target": None, "episodes": 4, "env_steps": 200, "updates": 1, "wall_s": 1.0,
-           "steps_per_s": 200.0, "config": {"n_envs": 8}, "evaluations": [], "raw_steps_per_s": 5000.0}
+    row = {"method": method, "seed": 0, "final": 0.5, "sampled": 0.5, "episodes_to_target": None,
+           "steps_to_target": None, "seconds_to_target": None, "episodes": 4, "env_steps": 200, "updates": 1,
+           "wall_s": 1.0, "steps_per_s": 200.0, "config": {"n_envs": 8}, "evaluations": [], "raw_steps_per_s": 5000.0}
     return {**row, **changes}
 
 
@@ -672,43 +672,74 @@ def test_foraging_epsilon_steps_end_the_decay_at_that_many_env_steps(tmp_path, m
     assert foraging.method_config("qmix", todo[0][5]).epsilon_fraction == 0.15
 
 
-def test_foraging_textbook_mean_at_reads_each_seeds_evaluation_nearest_those_env_steps():
-    # results/foraging/textbook.json, each seed's evaluation nearest 2,000,000 env steps (2,000,348, 2,000,458, ...):
-    # IDQN (0.7507143 + 0.65821433 + 0.6735714 + 0.80535716 + 0.32184523) / 5 = 3.20970242 / 5 = 0.641940484
-    # QMIX (0.14416668 + 0.14845239 + 0.13242063 + 0.16726191 + 0.1327381) / 5 = 0.72503971 / 5 = 0.145007942
+def test_foraging_textbook_mean_at_interpolates_each_seed_between_its_evaluations():
+    # two seeds evaluated at 100,000 and 200,000 env steps: at 150,000 seed a reads (0.2 + 0.6) / 2 = 0.4 and seed b
+    # (0.0 + 1.0) / 2 = 0.5, their mean (0.4 + 0.5) / 2 = 0.45; at 100,000 exactly: (0.2 + 0.0) / 2 = 0.1
     foraging = script("foraging")
-    assert foraging.textbook_mean_at("iql", 2_000_000) == pytest.approx(0.641940484, abs=1e-8)
-    assert foraging.textbook_mean_at("qmix", 2_000_000) == pytest.approx(0.145007942, abs=1e-8)
-    assert foraging.textbook_mean_at("iql", 1_960_000) == foraging.textbook_mean_at("iql", 2_000_000)  # (nearest)
+    runs = {"iql": {"a": [[100_000, 0.2], [200_000, 0.6]], "b": [[100_000, 0.0], [200_000, 1.0]]}}
+    assert foraging.textbook_mean_at("iql", 150_000, runs) == pytest.approx(0.45, abs=1e-12)
+    assert foraging.textbook_mean_at("iql", 100_000, runs) == pytest.approx(0.1, abs=1e-12)
+    for outside in (99_999, 200_001):  # (before its first evaluation or after its last: not measured)
+        with pytest.raises(ValueError, match=f"its evaluations span 100,000-200,000 env steps, not {outside:,}"):
+            foraging.textbook_mean_at("iql", outside, runs)
+    with pytest.raises(ValueError, match="the textbook publishes no run of 'mappo'"):
+        foraging.textbook_mean_at("mappo", 150_000, runs)
+    # the published file at 2M: each seed's evaluations at about 1,900,400 and 2,000,400 lie within 0.3 of each other
+    # on every IDQN seed, so the mean is within a little of the mean of the evaluations at about 2,000,400:
+    # (0.7507143 + 0.65821433 + 0.6735714 + 0.80535716 + 0.32184523) / 5 = 3.20970242 / 5 = 0.6419
+    assert foraging.textbook_mean_at("iql", 2_000_000) == pytest.approx(0.6419, abs=0.002)
+
+
+def test_foraging_textbook_firsts_count_as_ours_do():
     # each seed's first evaluation at 0.8 or above (0.799999 with the float margin): IDQN seeds 0-4 at 2,200,408,
-    # 2,300,514, 2,300,453, 2,000,371 and 2,600,701; QMIX none
+    # 2,300,514, 2,300,453, 2,000,371 and 2,600,701; QMIX none; a seed of 0.8 exactly counts (our runs' 0.8 does)
+    foraging = script("foraging")
     assert foraging.textbook_firsts("iql") == [2_200_408, 2_300_514, 2_300_453, 2_000_371, 2_600_701]
     assert foraging.textbook_firsts("qmix") == [None] * 5
-    with pytest.raises(ValueError, match="the textbook publishes no run of 'mappo'"):
-        foraging.textbook_mean_at("mappo", 2_000_000)
-    with pytest.raises(ValueError, match="no evaluation within 50,000 env steps of 4,500,000"):
-        foraging.textbook_mean_at("iql", 4_500_000)  # (its last evaluations are at about 3.9M)
+    runs = {"vdn": {"a": [[1, 0.5], [2, 0.8], [3, 0.9]], "b": [[1, 0.79], [2, 0.7]]}}
+    assert foraging.textbook_firsts("vdn", runs) == [2, None]
+
+
+def _runs_2m(method, seeds_steps_finals, env_steps=2_000_050, budget=2_000_000):
+    return [_foraging_record(method, seed=seed, evaluations=[[2, 100, 0.1]]) | {
+        "steps_to_target": steps, "final": final, "sampled": sampled, "env_steps": env_steps,
+        "budget": {"env_steps": budget}} for seed, steps, final, sampled in seeds_steps_finals]
 
 
 def test_foraging_beside_the_textbook_says_the_bar_and_the_means_at_the_budget():
-    # two IQL seeds of a 2M grid: reached 0.8 at 650,000 and 1,100,000 env steps, finals 0.9 and 0.7 (mean 0.8); the
-    # bar: half the textbook's IDQN's first 0.8 (2,000,371 to 2,600,701): 1,000,186 to 1,300,351, so one seed of two
-    # by 1.0M; the textbook's IDQN at 2.0M: 0.641940484 (above), so ours ahead by 0.8 - 0.64 = 0.16
+    # two IQL seeds of a 2M grid: reached 0.8 at 650,000 and 1,100,000 env steps; greedy finals 0.9 and 0.7, sampled
+    # (epsilon 0.05, as the textbook evaluates) 0.88 and 0.72: means 0.80 and 0.80. The bar: half the env steps of the
+    # textbook's earliest first 0.8 (IDQN seed 3, 2,000,371): 1,000,186, so one seed of two by 1.0M. The textbook's
+    # IDQN at 2.0M: 0.64 (above), so ours ahead by 0.80 - 0.64 = +0.16
     foraging = script("foraging")
-    rows = [_foraging_record("iql", seed=seed, evaluations=[[2, 100, 0.1]]) | {
-        "steps_to_target": steps, "final": final, "env_steps": 2_000_050, "budget": {"env_steps": 2_000_000}}
-        for seed, steps, final in [(0, 650_000, 0.9), (1, 1_100_000, 0.7)]]
-    rows.append(_foraging_record("mappo", seed=0, evaluations=[[2, 100, 0.1]]) | {
-        "steps_to_target": None, "final": 0.5, "env_steps": 2_000_100, "budget": {"env_steps": 2_000_000}})
-    lines = foraging.beside_textbook(rows)
-    assert lines == [
-        "iql: reached 0.8 on 2 of 2 seeds (650k-1100k env steps), 1 of 2 by 1.0M (half the textbook's IDQN's first "
-        "0.8 at 2.0-2.6M: 1.0-1.3M); final mean 0.80 at 2.0M, the textbook's IDQN 0.64 there (+0.16)",
-        "mappo: reached 0.8 on 0 of 1 seeds; final mean 0.50 at 2.0M (no textbook run)"]
-    short = [_foraging_record("vdn", env_steps=30_000)]  # (a budget of episodes: where the shortest run ends)
-    assert foraging.beside_textbook(short) == [
-        "vdn: reached 0.8 on 0 of 1 seeds, 0 of 1 by 1.0M (half the textbook's VDN's first 0.8 at 2.0-2.9M: "
-        "1.0-1.5M); final mean 0.50 at 30k (no evaluation of the textbook's there)"]
+    rows = _runs_2m("iql", [(0, 650_000, 0.9, 0.88), (1, 1_100_000, 0.7, 0.72)])
+    rows += _runs_2m("mappo", [(0, None, 0.5, 0.6)])
+    assert foraging.beside_textbook(rows) == [
+        "iql: reached 0.8 on 2 of 2 seeds (650k-1100k env steps), 1 of 2 by 1.0M (half the env steps of the "
+        "textbook's earliest first 0.8; its IDQN's seeds first reached it at 2.0-2.6M); at 2.0M the final mean is "
+        "0.80 greedy and 0.80 sampled, the textbook's IDQN 0.64 (+0.16 sampled: both epsilon 0.05)",
+        "mappo: reached 0.8 on 0 of 1 seed; at 2.0M the final mean is 0.50 greedy and 0.60 sampled (no textbook run)"]
+
+
+def test_foraging_beside_the_textbook_does_not_judge_the_bar_past_the_runs_end():
+    # 1M runs (a budget of episodes: ending at 947k and 990k), neither at 0.8: whether they would have reached it by
+    # 1.0M is not measured, so neither counts as missing it; the textbook's mean is read where the shorter ends
+    foraging = script("foraging")
+    rows = [_foraging_record("vdn", seed=seed, evaluations=[[2, 100, 0.1]]) | {"env_steps": steps, "sampled": 0.5}
+            for seed, steps in [(0, 947_000), (1, 990_000)]]
+    line = foraging.beside_textbook(rows)[0]
+    assert line.startswith("vdn: reached 0.8 on 0 of 2 seeds, 0 of 2 by 1.0M (2 ended before it; half the env steps")
+    assert "at 947k (where the shortest run ends) the final mean is 0.50 greedy and 0.50 sampled" in line
+    # QMIX: the textbook's never reached 0.8, so there is no half of it to judge by
+    qmix = foraging.beside_textbook(_runs_2m("qmix", [(0, 1_500_000, 0.85, 0.8)]))[0]
+    assert qmix.startswith("qmix: reached 0.8 on 1 of 1 seed (1500k env steps); the textbook's QMIX never did; at 2.0M")
+    # runs shorter than the textbook's first evaluation (100k): its mean there is not measured
+    short = foraging.beside_textbook([_foraging_record("vdn", env_steps=30_000, sampled=0.5)])[0]
+    assert short.endswith("at 30k (where the shortest run ends) the final mean is 0.50 greedy and 0.50 sampled "
+                          "(the textbook's runs have no evaluation there)")
+    # runs of a grid with two budgets: where the shortest ends, as with episodes
+    mixed = _runs_2m("iql", [(0, None, 0.5, 0.5)]) + _runs_2m("iql", [(1, None, 0.5, 0.5)], 1_000_050, 1_000_000)
+    assert "at 1000k (where the shortest run ends)" in foraging.beside_textbook(mixed)[0]
 
 
 def test_foraging_set_with_a_method_before_the_field_changes_that_method_only(tmp_path, monkeypatch):
@@ -731,7 +762,9 @@ def test_foraging_set_with_a_method_before_the_field_changes_that_method_only(tm
 @pytest.mark.parametrize("pairs, said", [
     (["sac.lr=1e-3"], "--set sac.lr=1e-3: no method 'sac' among --methods (iql, vdn)"),
     (["qmix.lr=1e-3"], "--set qmix.lr=1e-3: no method 'qmix' among --methods (iql, vdn)"),
-    (["iql.lr"], "'lr' is not field=value"),
+    (["iql.lr"], "--set 'iql.lr' is not [METHOD.]FIELD=VALUE"),
+    (["lr0.5"], "--set 'lr0.5' is not [METHOD.]FIELD=VALUE"),  # (no method 'lr0')
+    (["lr=", "0.0002"], "--set 'lr=': lr takes a finite number, got ''"),  # (a space after '=' splits the setting)
     (["iql.no_such_field=1"], "ValueDecompositionConfig has no field 'no_such_field'"),
     (["vdn.lr=-1"], "--set vdn.lr=-1: lr must be a positive number, got -1.0"),
     (["lr=-1"], "--set lr=-1: lr must be a positive number, got -1.0"),

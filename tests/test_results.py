@@ -800,7 +800,7 @@ VARIANTS = {
     "competition/simple_adversary_v3/team": {"team_reward": True},
     "particle/simple_spread_v3-team/team": {"team_reward": True},
     "maddpg/Switch2-v2-gumbel": {"actor_gradient": "gumbel"},
-    "foraging_2m/iql": {"epsilon_fraction": 0.15, "lr": 2e-4},  # (the best of three rates on tuning seeds: TUNING.md)
+    "foraging_2m/iql": {"epsilon_fraction": 0.15, "lr": 2e-4},  # (chosen on tuning seeds: TUNING.md)
     "foraging_2m/vdn": {"epsilon_fraction": 0.15, "lr": 2e-4},
     "foraging_2m/qmix": {"epsilon_fraction": 0.15},
 }
