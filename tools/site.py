@@ -91,7 +91,7 @@ RESULTS_PAGES = [
      ["maddpg_switch2", "coma_switch2", "switch2_comparison", "fresh_switch2"]),
     ("switch3-switch4", None, ["more_agents"]),
     ("predator-prey", None, ["predator_prey"]),
-    ("foraging", None, ["foraging"]),
+    ("foraging", "Level-Based Foraging beside the MARL textbook's runs", ["foraging", "foraging_2m"]),
     ("navigation", "Cooperative navigation: forces and discrete actions",
      ["cooperative_navigation", "discrete_navigation"]),
     ("deception", None, ["physical_deception"]),
