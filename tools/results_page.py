@@ -549,7 +549,7 @@ def foraging_2m() -> list[str]:
     summary_path = folder / "summary.json"
     lines = ["## Level-Based Foraging, 2M env steps", "",
              *paragraph(f"Issue 48's grid on `{module.ENV_ID}`: the value-based learners and PPO with a budget of",
-                        f"{budget:,} env steps per run, committed per seed as the runs end;",
+                        f"{budget:,} env steps per run, each run committed as it ends;",
                         f"{plural(len(runs), 'run')} on disk so far, of 25 (five methods, seeds 0-4):",
                         "; ".join(f"{method} {seeds_or_seed([run['seed'] for run in runs if run['method'] == method])}"
                                   for method in methods) + ".",
