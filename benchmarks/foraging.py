@@ -21,21 +21,22 @@ IQL's confirmed on 102-104; VDN's level with 5e-4 there); MAPPO and IPPO at thei
 
 ``--reuse`` keeps every seed whose record is on disk; ``--checkpoint-every 300`` saves each run in progress every 5
 minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a value-decomposition learner's replay; deleted when its record
-is written; never committed), so a run cut off by the end of a sitting continues from its last save to the same result.
-``--checkpoint-dir`` keeps them outside the checkout, so that a sitting in a fresh clone on the same machine finds them
-(without it they are saved in OUT, gitignored, and a fresh clone starts them again). Each run's files are written as it
-ends: commit them per seed as they appear (the summary and curves.png are written when a sitting completes the grid).
-Ray runs it where installed (``--runner``, the default then); otherwise the process pool. Its own folder, not
-results/foraging: the 1M-step runs there are what notebook 12, the results page and their tests read, and these differ
-in kind (a budget of env steps), so each folder's summary holds one experiment. ``--epsilon-steps 300000`` keeps the 1M
-runs' exploration in env steps: their epsilon decayed over 30% of 20,000 episodes, which ended at 297,000-300,000 env
-steps (each record's evaluations give the env steps at episode 6,000), where 30% of a 2M budget would be 600,000; so a
-2M run's first million steps explore on the 1M runs' schedule and its second million is more training, not another
-schedule (the textbook's decay ends at 400,000: 10% of its 4M, to 0.05). MAPPO's and IPPO's entropy weight still anneals
-over 60% of the budget (1.2M env steps; the 1M runs' ended at 590,000-595,000). Its cost, estimated from the committed
-1M-step runs' speeds as a ratio to raw lbforaging timed beside each (machines of one kind differ by more than twice; a
-test holds these to results/foraging): IQL 0.08-0.14, VDN 0.08-0.14, QMIX 0.12-0.13, MAPPO 0.23-0.26, IPPO 0.17-0.19
-(IQL's and VDN's 0.08 are their seed 0, trained while other work that started after the yardstick was timed shared the
+is written; never committed), so a run cut off by the end of a sitting continues from its last save to the same result
+(Ctrl-C ends a sitting with one line and exit status 130, every finished run's files on disk). ``--checkpoint-dir``
+keeps them outside the checkout, so that a sitting in a fresh clone on the same machine finds them (without it they are
+saved in OUT, gitignored, and a fresh clone starts them again). Each run's files are written as it ends: commit them
+run by run as they appear (the summary and curves.png are written when a sitting completes the grid). Ray runs it where
+installed (``--runner``, the default then); otherwise the process pool. Its own folder, not results/foraging: the
+1M-step runs there are what notebook 12, the results page and their tests read, and these differ in kind (a budget of
+env steps), so each folder's summary holds one experiment. ``--epsilon-steps 300000`` keeps the 1M runs' exploration in
+env steps: their epsilon decayed over 30% of 20,000 episodes, which ended at 297,000-300,000 env steps (each record's
+evaluations give the env steps at episode 6,000), where 30% of a 2M budget would be 600,000; so a 2M run's first
+million steps explore on the 1M runs' schedule and its second million is more training, not another schedule (the
+textbook's decay ends at 400,000: 10% of its 4M, to 0.05). MAPPO's and IPPO's entropy weight still anneals over 60% of
+the budget (1.2M env steps; the 1M runs' ended at 590,000-595,000). Its cost, estimated from the committed 1M-step
+runs' speeds as a ratio to raw lbforaging timed beside each (machines of one kind differ by more than twice; a test
+holds these to results/foraging): IQL 0.08-0.14, VDN 0.08-0.14, QMIX 0.12-0.13, MAPPO 0.23-0.26, IPPO 0.17-0.19 (IQL's
+and VDN's 0.08 are their seed 0, trained while other work that started after the yardstick was timed shared the
 machine; their other seeds 0.13-0.14). With raw lbforaging at 17,500 steps/s (an idle machine) a 2M run takes about
 14-15 minutes of one core for IQL and VDN, 15-16 for QMIX, 7-8 for MAPPO and 10-11 for IPPO: about 5.2 core-hours for
 the 25 runs, 6.5 with a margin for the later, shorter episodes (more updates per env step), so about 3.5 hours on 2
@@ -693,19 +694,27 @@ def main(argv: list[str] | None = None) -> int:
             for method, seed in jobs if (method, seed) not in kept]
     trained = (({**row, "raw_steps_per_s": round(raw, 1)}, files)  # each as it ends: its files written at once
                for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address))
-    for row, files in itertools.chain(((row, {}) for row in kept.values()), trained):  # (not a list: one run's
-        # files are written as it ends, not once every run has)
-        rows.append(row)
-        record = (json.dumps(row) + "\n").encode()
-        write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})  # atomically, record last
-        leftover = checkpoint_path(progress, row["method"], row["seed"])  # its run in progress, now done, goes;
-        if leftover.exists() and leftover_is_own(leftover, header(row["method"], row["seed"])):  # not another's
-            leftover.unlink()
-        to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
-        seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
-        print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
-              f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
-              f"{row['steps_per_s'] / (row.get('raw_steps_per_s') or float('nan')):6.3f}", flush=True)
+    try:
+        for row, files in itertools.chain(((row, {}) for row in kept.values()), trained):  # (not a list: one run's
+            # files are written as it ends, not once every run has)
+            rows.append(row)
+            record = (json.dumps(row) + "\n").encode()
+            # atomically, the record last
+            write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})
+            leftover = checkpoint_path(progress, row["method"], row["seed"])  # its run in progress, now done, goes;
+            if leftover.exists() and leftover_is_own(leftover, header(row["method"], row["seed"])):  # not another's
+                leftover.unlink()
+            to_target = "-" if row["steps_to_target"] is None else f"{row['steps_to_target']}"
+            seconds = "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.0f}"
+            print(f"{row['method']:>6} {row['seed']:>4} {to_target:>9} {seconds:>7} {row['final']:6.2f} "
+                  f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
+                  f"{row['steps_per_s'] / (row.get('raw_steps_per_s') or float('nan')):6.3f}", flush=True)
+    except KeyboardInterrupt:  # (Ctrl-C between sittings: one line, every finished run's files already written)
+        saved = (f"the runs in progress were saved at most {args.checkpoint_every:g} s ago and continue with --reuse"
+                 if args.checkpoint_every else "the runs in progress are lost (no --checkpoint-every)")
+        whose = "run's" if len(rows) == 1 else "runs'"
+        print(f"interrupted: {len(rows)} finished {whose} files are in {args.out}; {saved}", file=sys.stderr)
+        return 130
     rows.sort(key=lambda row: jobs.index((row["method"], row["seed"])))  # the summary lists them in the jobs' order
     lines = table(rows)
     print("\n".join(lines))

@@ -1026,3 +1026,24 @@ def test_foraging_value_range_writes_one_value_when_the_ends_read_the_same():
     assert foraging.value_range([0.03, 0.031, 0.029], two) == "0.03"  # (0.029 and 0.031 both read 0.03)
     assert foraging.value_range([0.49, 0.27, 0.36], two) == "0.27-0.49"
     assert foraging.value_range([], two) == "-"
+
+
+def test_foraging_ctrl_c_is_one_line_and_status_130_with_the_finished_runs_on_disk(tmp_path, monkeypatch, capsys):
+    # a grid of hours is stopped with Ctrl-C between sittings: the runs that ended are on disk, the ones in progress
+    # continue from their saves with --reuse, and the script says so in one line (no traceback), exit status 130
+    foraging = script("foraging")
+
+    def stopped_grid(function, jobs, *args, **kwargs):
+        yield _foraging_record(jobs[0][0], seed=jobs[0][1], evaluations=[[2, 100, 0.1]]), {}
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(foraging, "run_grid", stopped_grid)
+    monkeypatch.setattr(foraging, "raw_speed", lambda: 1000.0)
+    argv = ["--methods", "iql", "--seeds", "0", "1", "--env-steps", "100", "--checkpoint-every", "300",
+            "--jobs", "1", "--runner", "pool", "--out", str(tmp_path)]
+    assert foraging.main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"interrupted: 1 finished run's files are in {tmp_path}; the runs in progress were saved at most "
+                   f"300 s ago and continue with --reuse"]
+    assert json.loads((tmp_path / "iql" / "seed0.json").read_text())["seed"] == 0
+    assert not (tmp_path / "iql" / "seed1.json").exists() and not (tmp_path / "summary.json").exists()
