@@ -163,7 +163,7 @@ def intro() -> list[str]:
                 ("Three and four agents", "three-and-four-agents-switch3-and-switch4"),
                 ("PredatorPrey7x7", "predatorprey7x7"), ("Level-Based Foraging", "level-based-foraging"),
                 *([("Level-Based Foraging, 2M env steps", "level-based-foraging-2m-env-steps")]
-                  if any((RESULTS / "foraging_2m").glob("*/seed*.json")) else []),  # (once a run of it is committed)
+                  if foraging_runs(RESULTS / "foraging_2m") else []),  # (once a run of it is committed)
                 ("Cooperative navigation", "cooperative-navigation"), ("Physical deception", "physical-deception"),
                 ("Measured, not committed", "measured-not-committed")]
     return ["# Results of the committed runs", "",
@@ -441,14 +441,19 @@ def predator_prey() -> list[str]:
                                                "range over seeds")]
 
 
+def foraging_runs(folder: pathlib.Path) -> list[dict]:
+    """Every run record of a foraging.py grid in ``folder`` (FOLDER/METHOD/seed<S>.json) without its curves, as its
+    summary lists them: by the benchmark's methods, then by seed."""
+    module = benchmark("foraging")
+    return [{key: value for key, value in load(path).items() if key not in module.CURVES}
+            for method in module.METHODS
+            for path in sorted((folder / method).glob("seed*.json"), key=lambda path: int(path.stem[4:]))]
+
+
 def foraging() -> list[str]:
     module = benchmark("foraging")
     summary = load(RESULTS / "foraging" / "summary.json")
-    runs = []
-    for method in module.METHODS:
-        for path in sorted((RESULTS / "foraging" / method).glob("seed*.json"),
-                           key=lambda path: int(path.stem.removeprefix("seed"))):
-            runs.append({key: value for key, value in load(path).items() if key not in module.CURVES})
+    runs = foraging_runs(RESULTS / "foraging")
     seeds = sorted({run["seed"] for run in runs})
     seed_rows = []
     for method in module.METHODS:
@@ -530,9 +535,7 @@ def foraging_2m() -> list[str]:
     seed over several sittings: whatever part of it is on disk, said as a part. None of it: no section."""
     module = benchmark("foraging")
     folder = RESULTS / "foraging_2m"
-    runs = [{key: value for key, value in load(path).items() if key not in module.CURVES}
-            for method in module.METHODS
-            for path in sorted((folder / method).glob("seed*.json"), key=lambda path: int(path.stem[4:]))]
+    runs = foraging_runs(folder)
     if not runs:
         return []
     from marl_edu.learners.table import config_class, recorded_config
