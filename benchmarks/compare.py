@@ -23,7 +23,8 @@ the mean team return of uniformly random actions.
 Re-running some methods of a task keeps the other rows: delete those methods' folders (results/compare/ENV/METHOD/)
 and run the command of the task's whole table (its methods, seeds and budgets: the results page's "Reproduce" line)
 with --reuse, which trains only the runs missing on disk, then writes the table, its command and the figure again
-from every run's file.
+from every run's file. Ctrl-C stops a comparison with one line and exit status 130: every finished run's files are on
+disk, and the same command with --reuse trains only the runs missing.
 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
 results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
@@ -53,8 +54,8 @@ from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.grid import (MAX_EPISODES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
-                                check_runner_options, drop_runner_options, open_out, read_record, run_files, run_grid,
-                                where, write_files)
+                                check_runner_options, drop_runner_options, interrupted, open_out, read_record,
+                                run_files, run_grid, where, write_files)
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
 from marl_edu.runs.seed import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
 
@@ -272,11 +273,16 @@ def main(argv=None) -> int:
     command = " ".join(["benchmarks/compare.py", *drop_runner_options([a for a in given if a != "--reuse"])])
     start = time.perf_counter()
     print(f"{len(todo)} runs of {len(jobs)} to do, {where(args)}", flush=True)
-    for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address):
-        write_files(args.out / row["env"] / row["method"], files)  # each atomically, seed<S>.json last
-        print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
-              f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
-              f"({time.perf_counter() - start:.0f} s so far)", flush=True)
+    written = 0
+    try:
+        for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address):
+            write_files(args.out / row["env"] / row["method"], files)  # each atomically, seed<S>.json last
+            written += 1
+            print(f"  {row['env']:<11} {row['method']:<14} seed {row['seed']}: greedy {row['greedy']:5.1f}, "
+                  f"solved at {row['episodes_to_solve']} episodes, {row['wall_s']:.0f} s "
+                  f"({time.perf_counter() - start:.0f} s so far)", flush=True)
+    except KeyboardInterrupt:  # (Ctrl-C: one line, every finished run's files already written)
+        return interrupted(len(jobs) - len(todo) + written, args.out)
     for env_id in args.envs:
         results = {method: [record(args.out, env_id, method, seed, "the table") for seed in args.seeds]
                    for method in args.methods}

@@ -96,8 +96,8 @@ from marl_edu.learners.table import algo_name_of_class, config_class, config_wit
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.folder import lock, writable_folder
 from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
-                                check_runner_options, drop_runner_options, keeps_files, open_out, read_record,
-                                replay_kept, run_files, run_grid, write_files)
+                                check_runner_options, drop_runner_options, interrupted, keeps_files, open_out,
+                                read_record, replay_kept, run_files, run_grid, write_files)
 from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts, solve_line
 from marl_edu.training.resume import load_run_state, seed_checkpoint
 
@@ -710,11 +710,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['env_steps']:>9} {row['wall_s']:7.1f} {row['steps_per_s']:7.0f} "
                   f"{row['steps_per_s'] / (row.get('raw_steps_per_s') or float('nan')):6.3f}", flush=True)
     except KeyboardInterrupt:  # (Ctrl-C between sittings: one line, every finished run's files already written)
-        saved = (f"the runs in progress were saved at most {args.checkpoint_every:g} s ago and continue with --reuse"
-                 if args.checkpoint_every else "the runs in progress are lost (no --checkpoint-every)")
-        whose = "run's" if len(rows) == 1 else "runs'"
-        print(f"interrupted: {len(rows)} finished {whose} files are in {args.out}; {saved}", file=sys.stderr)
-        return 130
+        return interrupted(len(rows), args.out, f"the runs in progress were saved at most {args.checkpoint_every:g} s "
+                           "ago and continue with --reuse" if args.checkpoint_every else
+                           "the runs in progress are lost (no --checkpoint-every)")
     rows.sort(key=lambda row: jobs.index((row["method"], row["seed"])))  # the summary lists them in the jobs' order
     lines = table(rows)
     print("\n".join(lines))

@@ -26,7 +26,8 @@ loads compare. Per learner (``table_row``):
   solved (``benchmarks/keep.py``'s), a steadier measure of keeping than the final evaluation alone.
 
 Writes results/fresh/ENV/METHOD/seed<S>.json per run (the record last, the mark of a finished run; ``--reuse`` keeps
-finished seeds, so a sitting cut off loses only the runs in progress), the first seed's policy.pt and greedy.gif,
+finished seeds, so a sitting cut off loses only the runs in progress; Ctrl-C ends one with a line saying so and exit
+status 130), the first seed's policy.pt and greedy.gif,
 and results/fresh/ENV/summary.json: the command, the seeds and one row per learner whose seeds have all finished.
 
 **Timed again on a quiet machine** (``--retime``): the episodes a run took are exact wherever it ran, its seconds are
@@ -59,8 +60,8 @@ from marl_edu.learners.maddpg import MADDPG
 from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, entry
 from marl_edu.learners.value_decomposition import QMIX, VDN
-from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, keeps_files, open_out,
-                                read_record, run_grid, where, write_files)
+from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options, interrupted, keeps_files,
+                                open_out, read_record, run_grid, where, write_files)
 from marl_edu.runs.seed import (known_optimum, late_solved, median_or_never, method_config, solve_line,
                                 solved_threshold, split)
 from marl_edu.training.loops import train
@@ -337,15 +338,24 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     print(f"{len(todo)} {'re-timings' if args.retime else 'runs'} of {len(jobs)} seeds to do, {where(args)}; load "
           f"average now {os.getloadavg()[0]:.1f}", flush=True)
-    for row, files in run_grid(retime_one if args.retime else run_one, todo, args.runner, args.jobs, args.address):
-        if not args.retime:  # a run trained again: a re-timing of the run it replaces is not its own
-            (args.out / row["env"] / row["method"] / f"seed{row['seed']}.retime.json").unlink(missing_ok=True)
-        write_files(args.out / row["env"] / row["method"], files)  # each atomically, the record last
-        print(f"  {row['method']:<10} seed {row['seed']}: "
-              + ("" if args.retime else f"greedy {row['greedy']:5.1f}, ") + "first solve "
-              f"{'-' if yardsticks(row) is None else f'{yardsticks(row):.1f}'} yardsticks (episode "
-              f"{row['episodes_to_solve']}), yardstick {np.mean(row['yardstick_s']):.2f} s, load "
-              f"{row['load'][0]:.1f}; {time.perf_counter() - start:.0f} s so far", flush=True)
+    written = 0
+    try:
+        for row, files in run_grid(retime_one if args.retime else run_one, todo, args.runner, args.jobs,
+                                   args.address):
+            if not args.retime:  # a run trained again: a re-timing of the run it replaces is not its own
+                (args.out / row["env"] / row["method"] / f"seed{row['seed']}.retime.json").unlink(missing_ok=True)
+            write_files(args.out / row["env"] / row["method"], files)  # each atomically, the record last
+            written += 1
+            print(f"  {row['method']:<10} seed {row['seed']}: "
+                  + ("" if args.retime else f"greedy {row['greedy']:5.1f}, ") + "first solve "
+                  f"{'-' if yardsticks(row) is None else f'{yardsticks(row):.1f}'} yardsticks (episode "
+                  f"{row['episodes_to_solve']}), yardstick {np.mean(row['yardstick_s']):.2f} s, load "
+                  f"{row['load'][0]:.1f}; {time.perf_counter() - start:.0f} s so far", flush=True)
+    except KeyboardInterrupt:  # (Ctrl-C: one line, every finished run's files already written)
+        if args.retime:
+            return interrupted(written, args.out, "the re-timings in progress are lost; the same command with "
+                               "--reuse times only the seeds not re-timed yet")
+        return interrupted(len(jobs) - len(todo) + written, args.out)
     # the summaries: every taught method of each env over its seeds finished, run now or before (all of --seeds once
     # they have all finished; a cut-off sitting's table says how many)
     for env_id in dict.fromkeys(TAUGHT[method] for method in args.methods):

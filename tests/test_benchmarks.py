@@ -1028,6 +1028,30 @@ def test_foraging_value_range_writes_one_value_when_the_ends_read_the_same():
     assert foraging.value_range([], two) == "-"
 
 
+@pytest.mark.parametrize("name, folder", [("compare", "Switch2-v0/coma-gru"), ("fresh", "Switch2-v0/coma-gru")])
+def test_a_grid_stopped_with_ctrl_c_is_one_line_and_status_130_with_its_finished_runs_on_disk(name, folder, tmp_path,
+                                                                                             monkeypatch, capsys):
+    # compare.py and fresh.py printed a traceback from inside the runner on Ctrl-C; now one line, exit status 130,
+    # the run that ended before it on disk and no table written from a part of the grid
+    module = script(name)
+    row = {"env": "Switch2-v0", "method": "coma-gru", "seed": 0, "greedy": 8.0, "episodes_to_solve": 2,
+           "seconds_to_solve": 1.0, "wall_s": 2.0, "yardstick_s": [1.0, 1.0], "load": [0.5, 0.5, 0.5]}
+
+    def stopped_grid(function, jobs, *args, **kwargs):
+        yield row, {"seed0.json": b"{}"}
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "run_grid", stopped_grid)
+    argv = ["--methods", "coma-gru", "--seeds", "0", "1", "--episodes", "4", "--jobs", "1", "--runner", "pool",
+            "--out", str(tmp_path)] + (["--envs", "Switch2-v0"] if name == "compare" else [])
+    assert module.main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"interrupted: 1 finished run's files are in {tmp_path}; the runs in progress are lost; the same "
+                   f"command with --reuse trains only the runs missing"]
+    assert (tmp_path / folder / "seed0.json").exists() and not (tmp_path / folder / "seed1.json").exists()
+    assert not list(tmp_path.rglob("summary.json"))
+
+
 def test_foraging_ctrl_c_is_one_line_and_status_130_with_the_finished_runs_on_disk(tmp_path, monkeypatch, capsys):
     # a grid of hours is stopped with Ctrl-C between sittings: the runs that ended are on disk, the ones in progress
     # continue from their saves with --reuse, and the script says so in one line (no traceback), exit status 130

@@ -163,6 +163,16 @@ def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: st
         ray.shutdown()
 
 
+def interrupted(finished: int, out: pathlib.Path, in_progress: str = "the runs in progress are lost; the same "
+                "command with --reuse trains only the runs missing") -> int:
+    """Ctrl-C during a grid of hours: one line on stderr saying how many finished runs' files are in ``out`` and what
+    became of the runs in progress (``in_progress``), instead of a traceback (every finished run's files are written as
+    it ends); returns 130, the exit status of a command stopped by Ctrl-C."""
+    whose = "run's" if finished == 1 else "runs'"
+    print(f"interrupted: {finished} finished {whose} files are in {out}; {in_progress}", file=sys.stderr)
+    return 130
+
+
 def drop_runner_options(argv: list[str], also: tuple[str, ...] = ()) -> list[str]:
     """The command line without --runner and --address (and the options ``also`` names) and their values: where the
     runs went does not change the results, so a recorded command leaves it out (as it leaves out where runs in
