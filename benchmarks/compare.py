@@ -271,9 +271,11 @@ def main(argv=None) -> int:
         if held is not None:
             held.close()
         parser.error(str(error))
-    # --reuse only skips runs that are already on disk: the results are those of the command without it
+    # --reuse only skips runs that are already on disk, and --jobs only says how many run at once: the results are
+    # those of the command without them
     given = sys.argv[1:] if argv is None else argv
-    command = " ".join(["benchmarks/compare.py", *drop_runner_options([a for a in given if a != "--reuse"])])
+    command = " ".join(["benchmarks/compare.py", *drop_runner_options([a for a in given if a != "--reuse"],
+                                                                      also=("--jobs",))])
     start = time.perf_counter()
     print(f"{len(todo)} runs of {len(jobs)} to do, {where(args)}", flush=True)
     written = 0
