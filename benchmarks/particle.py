@@ -17,9 +17,12 @@ landmarks of the distance to the nearest agent) averaged over the steps and at t
 (touching pairs) per step; beside them the sampled policy's mean team return over 100 episodes (``sampled``,
 ``sampled_as``: MADDPG's kin with their last exploration noise, PPO drawing from its Gaussian) and its periodic
 evaluations (``sampled_evaluations``; runs committed before these were kept have none: ``--replay-kept --out FOLDER``
-replays each kept policy both ways into FOLDER/greedy_and_sampled.json). With --out: summary.json (the table, the
-references, and every run's figures, config and evaluations during training) and, for the first seed,
-<method>/policy.pt (its final actors) and <method>/greedy.gif.
+replays each kept policy both ways into FOLDER/greedy_and_sampled.json). With --out: each run's figures, config and
+evaluations during training in <method>/seed<S>.json as it ends (the mark of a finished run), for the first seed
+<method>/policy.pt (its final actors) and <method>/greedy.gif, and once every run has finished summary.json (the
+table, the references and every run's record). ``--reuse`` keeps each run whose record is in --out (the same method,
+seed, budget and config; anything else is refused), so a grid of hours goes over several sittings: Ctrl-C ends one
+with a line saying how many finished runs' files are on disk and exit status 130.
 The runs go where compare.py's go (``--runner``, ``--address``: ``marl_edu.runs.grid``), one torch thread each.
 """
 
@@ -39,7 +42,8 @@ from marl_edu.learners.inference import InferringMADDPG
 from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.runs.grid import (KEPT_FIGURES, add_runner_options, check_options, check_runner_options,
-                                drop_runner_options, open_out, replay_kept, run_files, run_grid, write_files)
+                                drop_runner_options, interrupted, open_out, read_record, replay_kept, run_files,
+                                run_grid, write_files)
 from marl_edu.runs.seed import rounded, run_seed, save_artifacts
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.training.evaluation import evaluate_particle, sampled_returns
@@ -97,6 +101,28 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
             "sampled_evaluations": row["sampled_evaluations"]}, files
 
 
+# a run's record as main writes it (OUT/METHOD/seed<S>.json): what --reuse trusts
+RECORD = {"method": str, "seed": int, "team_return": float, "landmark_distance": float, "final_landmark_distance": float,
+          "collisions_per_step": float, "sampled": float, "episodes": int, "env_steps": int, "updates": int,
+          "wall_s": float, "steps_per_s": float, "config": dict, "evaluations": list, "sampled_evaluations": list}
+
+
+def kept_record(out, method: str, seed: int, episodes: int, pairs: list[str]) -> dict | None:
+    """The finished run of ``method`` with ``seed`` in ``out`` (``out/method/seed<S>.json``), or None if there is none.
+    ValueError in one line (``runs.grid.read_record``) for a file there that is not this script's record of exactly
+    that run: the same method, seed and config (the learner's, the method's and ``--set``'s values), and a budget of
+    ``episodes`` (a run of 16 lock-step env copies may overshoot it by fewer than 16)."""
+    path = out / method / f"seed{seed}.json"
+    if not path.exists():
+        return None
+    config = json.loads(json.dumps(dataclasses.asdict(method_config(method, pairs))))  # (as the record holds it)
+    row = read_record(path, RECORD, {"method": method, "seed": seed, "config": config})
+    if not episodes <= row["episodes"] < episodes + 16:
+        raise ValueError(f"--reuse: {path} is another run's record: its 'episodes' is {row['episodes']}, this "
+                         f"run's budget {episodes}; move it away or run without --reuse")
+    return row
+
+
 def reference_scores() -> dict[str, dict]:
     """The same 100 evaluation episodes played by uniform random forces and by standing still."""
     rng = np.random.default_rng(0)
@@ -137,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: 2); with "
                                                              "--address, the cluster's CPUs decide")
     add_runner_options(parser)
-    parser.add_argument("--out", type=str, default=None, help="write summary.json, policies and GIFs here")
+    parser.add_argument("--out", type=str, default=None, help="write each run's record, summary.json, policies and "
+                                                                  "GIFs here")
+    parser.add_argument("--reuse", action="store_true", help="keep every run whose record is in --out (train the rest)")
     parser.add_argument("--replay-kept", action="store_true",
                         help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) noise-free and sampled, "
                              f"{EVAL_EPISODES} episodes each from the evaluation seed, into OUT/{KEPT_FIGURES}")
@@ -154,19 +182,35 @@ def main(argv: list[str] | None = None) -> int:
             method_config(method, args.pairs)
     except ValueError as error:
         parser.error(f"--set {error}")
+    if args.reuse and args.out is None:
+        parser.error("--reuse needs --out, the folder whose finished runs it keeps")
     args.out, held = open_out(parser, args.out) if args.out is not None else (None, None)  # (held to the end)
+    jobs = [(method, seed) for seed in args.seeds for method in args.methods]
+    try:
+        kept = {job: row for job in jobs if args.reuse
+                and (row := kept_record(args.out, *job, args.episodes, args.pairs)) is not None}
+    except ValueError as error:
+        parser.error(str(error))
     start = time.perf_counter()
+    print(f"{len(jobs) - len(kept)} runs of {len(jobs)} to do")
     print(f"{'method':>7} {'seed':>4} {'return':>7} {'distance':>8} {'final':>6} {'coll/step':>9} {'wall_s':>7}")
-    rows = []
+    rows = list(kept.values())
     todo = [(method, seed, args.episodes, bool(args.out) and seed == args.seeds[0], args.pairs)
-            for seed in args.seeds for method in args.methods]
-    for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address, ordered=True):
-        rows.append(row)
-        if files:
-            write_files(args.out / row["method"], files)  # each atomically
-        print(f"{row['method']:>7} {row['seed']:>4} {row['team_return']:7.1f} {row['landmark_distance']:8.3f} "
-              f"{row['final_landmark_distance']:6.3f} {row['collisions_per_step']:9.3f} {row['wall_s']:7.1f}",
-              flush=True)
+            for method, seed in jobs if (method, seed) not in kept]
+    try:
+        for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address, ordered=True):
+            rows.append(row)
+            if args.out:  # each atomically, the record last: the mark of a finished run
+                write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": json.dumps(row).encode()})
+            print(f"{row['method']:>7} {row['seed']:>4} {row['team_return']:7.1f} {row['landmark_distance']:8.3f} "
+                  f"{row['final_landmark_distance']:6.3f} {row['collisions_per_step']:9.3f} {row['wall_s']:7.1f}",
+                  flush=True)
+    except KeyboardInterrupt:  # (Ctrl-C: one line, every finished run's record already written)
+        if args.out is None:
+            print(f"interrupted: {len(rows)} runs finished; without --out nothing was written", file=sys.stderr)
+            return 130
+        return interrupted(len(rows), args.out)
+    rows.sort(key=lambda row: jobs.index((row["method"], row["seed"])))  # the summary lists them in the jobs' order
     references = reference_scores()
     lines = table(rows, references)
     print("\n".join(lines))
@@ -179,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        command = " ".join(["benchmarks/particle.py", *drop_runner_options(sys.argv[1:] if argv is None else argv)])
+        given = sys.argv[1:] if argv is None else argv  # (--reuse only skips runs on disk: the command's results)
+        command = " ".join(["benchmarks/particle.py", *drop_runner_options([a for a in given if a != "--reuse"])])
         atomic_write_text(args.out / "summary.json", json.dumps(
             {"command": command, "env": ENV_ID, "episodes": args.episodes, "table": lines, "references": references,
              "runs": rows}, indent=1) + "\n")

@@ -553,6 +553,78 @@ def test_replay_kept_without_this_script_s_summary_is_one_line(name, summary, ca
     assert not (tmp_path / "greedy_and_sampled.json").exists()
 
 
+def _particle_row(particle, method: str, seed: int, **changes) -> dict:
+    """A finished particle.py run's record of ``method`` with ``seed`` (the default config, a 4-episode budget)."""
+    config = json.loads(json.dumps(dataclasses.asdict(particle.method_config(method))))
+    return {"method": method, "seed": seed, "team_return": -50.0, "landmark_distance": 1.2,
+            "final_landmark_distance": 1.1, "collisions_per_step": 0.05, "sampled": -49.5, "sampled_as": "noise",
+            "episodes": 16, "env_steps": 400, "updates": 3, "wall_s": 1.0, "steps_per_s": 400.0, "config": config,
+            "evaluations": [[16, -50.0]], "sampled_evaluations": [[16, -49.5]], **changes}
+
+
+def test_particle_keeps_each_run_s_record_and_reuse_trains_only_the_missing_ones(tmp_path, monkeypatch, capsys):
+    # particle.py wrote its runs only into summary.json, once every run had finished: a grid of hours cut off lost
+    # them all. Each run's record is now written as it ends, and --reuse keeps it
+    particle = script("particle")
+    given = []
+
+    def grid(function, jobs, *args, **kwargs):
+        given.extend(jobs)
+        for method, seed, *_ in jobs:
+            yield _particle_row(particle, method, seed), {}
+
+    monkeypatch.setattr(particle, "run_grid", grid)
+    monkeypatch.setattr(particle, "reference_scores", lambda: {})
+    (tmp_path / "maddpg").mkdir()
+    (tmp_path / "maddpg" / "seed0.json").write_text(json.dumps(_particle_row(particle, "maddpg", 0, team_return=-40.0)))
+    argv = ["--methods", "maddpg", "--seeds", "0", "1", "--episodes", "16", "--jobs", "1", "--runner", "pool",
+            "--out", str(tmp_path), "--reuse"]
+    assert particle.main(argv) == 0
+    assert [job[:2] for job in given] == [("maddpg", 1)]  # seed 0 kept, seed 1 trained
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [(run["seed"], run["team_return"]) for run in summary["runs"]] == [(0, -40.0), (1, -50.0)]
+    assert json.loads((tmp_path / "maddpg" / "seed1.json").read_text())["seed"] == 1
+    assert "--reuse" not in summary["command"]
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"config": {"actor_lr": 1.0}}, "its 'config' is"),
+    ({"episodes": 4000}, "its 'episodes' is 4000, this run's budget 16"),
+    ({"team_return": "NaN"}, "NaN is not a number a results file holds"),
+])
+def test_particle_reuse_refuses_a_record_of_another_run_in_one_line(change, said, tmp_path, capsys):
+    particle = script("particle")
+    (tmp_path / "maddpg").mkdir()
+    text = json.dumps(_particle_row(particle, "maddpg", 0, **change)).replace('"NaN"', "NaN")
+    (tmp_path / "maddpg" / "seed0.json").write_text(text)
+    line = refused("particle", ["--methods", "maddpg", "--seeds", "0", "--episodes", "16", "--runner", "pool",
+                                "--out", str(tmp_path), "--reuse"], capsys)
+    assert "maddpg/seed0.json" in line and said in line
+
+
+def test_particle_reuse_needs_out(capsys):
+    assert "--reuse needs --out" in refused("particle", ["--reuse", "--runner", "pool"], capsys)
+
+
+def test_particle_ctrl_c_is_one_line_and_status_130_with_the_finished_runs_on_disk(tmp_path, monkeypatch, capsys):
+    particle = script("particle")
+
+    def stopped_grid(function, jobs, *args, **kwargs):
+        method, seed, *_ = jobs[0]
+        yield _particle_row(particle, method, seed), {}
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(particle, "run_grid", stopped_grid)
+    argv = ["--methods", "maddpg", "--seeds", "0", "1", "--episodes", "16", "--jobs", "1", "--runner", "pool",
+            "--out", str(tmp_path)]
+    assert particle.main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"interrupted: 1 finished run's files are in {tmp_path}; the runs in progress are lost; the same "
+                   f"command with --reuse trains only the runs missing"]
+    assert (tmp_path / "maddpg" / "seed0.json").exists() and not (tmp_path / "maddpg" / "seed1.json").exists()
+    assert not (tmp_path / "summary.json").exists()
+
+
 def test_particle_replay_kept_needs_out(capsys):
     assert "--replay-kept needs --out" in refused("particle", ["--replay-kept"], capsys)
 
