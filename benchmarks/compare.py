@@ -27,7 +27,8 @@ from every run's file. Ctrl-C stops a comparison with one line and exit status 1
 disk, and the same command with --reuse trains only the runs missing.
 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
-results/compare/ENV/summary.json (the table's rows and the command); draws media/compare_<env>.png (mean and
+results/compare/ENV/summary.json (the table's rows and the command; on Switch3-v0 and Switch4-v0 also issue 48's bar
+for QMIX and MAPPO, ``KEEP_BAR``, which notebook 12 and the results page read); draws media/compare_<env>.png (mean and
 range over seeds against the optimum); prints one table row per method and environment (the table of results/README.md).
 
 Where the runs go (--runner): Ray when it is installed (pip install -e ".[ray]"), else a local process pool. With
@@ -298,7 +299,8 @@ def main(argv=None) -> int:
         optimum = "not known" if optima[env_id] is None else f"{optima[env_id]:.1f}"
         print(f"reference lines on {env_id}: exact optimum {optimum}, uniformly random actions {random:.2f} "
               f"(mean of {RANDOM_EPISODES} episodes)")
-        bar = {"bar": KEEP_BAR} if env_id in KEEP_BAR["tasks"] else {}
+        judged = env_id in KEEP_BAR["tasks"] and set(KEEP_BAR["methods"]) <= set(args.methods)  # (the bar's rows run)
+        bar = {"bar": KEEP_BAR} if judged else {}
         atomic_write_text(args.out / env_id / "summary.json", json.dumps(
             {"command": command, "seeds": args.seeds, "random": random, "table": table, **bar}, indent=1) + "\n")
         plot(env_id, results, optima[env_id], ROOT / "media" if args.out == RESULTS else args.out, random)

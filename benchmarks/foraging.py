@@ -697,10 +697,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for row, files in itertools.chain(((row, {}) for row in kept.values()), trained):  # (not a list: one run's
             # files are written as it ends, not once every run has)
-            rows.append(row)
             record = (json.dumps(row) + "\n").encode()
             # atomically, the record last
             write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})
+            rows.append(row)  # (counted once its record is on disk)
             leftover = checkpoint_path(progress, row["method"], row["seed"])  # its run in progress, now done, goes;
             if leftover.exists() and leftover_is_own(leftover, header(row["method"], row["seed"])):  # not another's
                 leftover.unlink()

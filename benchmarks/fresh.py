@@ -354,7 +354,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # (Ctrl-C: one line, every finished run's files already written)
         if args.retime:
             return interrupted(written, args.out, "the re-timings in progress are lost; the same command with "
-                               "--reuse times only the seeds not re-timed yet")
+                               "--reuse times only the seeds not re-timed yet", what="re-timing")
         return interrupted(len(jobs) - len(todo) + written, args.out)
     # the summaries: every taught method of each env over its seeds finished, run now or before (all of --seeds once
     # they have all finished; a cut-off sitting's table says how many)

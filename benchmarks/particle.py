@@ -42,8 +42,8 @@ from marl_edu.learners.inference import InferringMADDPG
 from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.runs.grid import (KEPT_FIGURES, add_runner_options, check_options, check_runner_options,
-                                drop_runner_options, interrupted, open_out, read_record, replay_kept, run_files,
-                                run_grid, write_files)
+                                drop_runner_options, interrupted, keeps_files, open_out, read_record, replay_kept,
+                                run_files, run_grid, write_files)
 from marl_edu.runs.seed import rounded, run_seed, save_artifacts
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.training.evaluation import evaluate_particle, sampled_returns
@@ -82,9 +82,10 @@ def method_config(method: str, pairs: list[str] = ()):
 def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     """Train one learner for one seed (one torch thread, ``marl_edu.runs.seed.run_seed``) and score its final policy
     (``evaluate_particle``). ``job``: ``(method, seed, episodes, keep_artifacts, pairs)``; ``pairs``: ``--set``'s
-    field=value on top of the method's config. Returns its row of summary.json's runs (method, seed, the score's
-    fields, counts, speed, config and evaluations during training) and, with ``keep_artifacts`` (the first seed,
-    with --out), its policy and GIF as bytes (``run_files``, ``save_artifacts``)."""
+    field=value on top of the method's config. Returns its record (method, seed, the score's fields, counts, speed,
+    config and evaluations during training: OUT/METHOD/seed<S>.json and a row of summary.json's runs) and, with
+    ``keep_artifacts`` (the lowest seed, with --out: ``runs.grid.keeps_files``), its policy and GIF as bytes
+    (``run_files``, ``save_artifacts``)."""
     method, seed, episodes, keep_artifacts, pairs = job
     algo, _ = METHODS[method]
     config = method_config(method, pairs)  # (the inferred learner's defaults add approx_lr and entropy_coef)
@@ -103,21 +104,28 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
 
 # a run's record as main writes it (OUT/METHOD/seed<S>.json): what --reuse trusts
 RECORD = {"method": str, "seed": int, "team_return": float, "landmark_distance": float, "final_landmark_distance": float,
-          "collisions_per_step": float, "sampled": float, "episodes": int, "env_steps": int, "updates": int,
-          "wall_s": float, "steps_per_s": float, "config": dict, "evaluations": list, "sampled_evaluations": list}
+          "collisions_per_step": float, "sampled": float, "sampled_as": str, "episodes": int, "env_steps": int,
+          "updates": int, "wall_s": float, "steps_per_s": float, "config": dict, "evaluations": list,
+          "sampled_evaluations": list}
 
 
 def kept_record(out, method: str, seed: int, episodes: int, pairs: list[str]) -> dict | None:
     """The finished run of ``method`` with ``seed`` in ``out`` (``out/method/seed<S>.json``), or None if there is none.
     ValueError in one line (``runs.grid.read_record``) for a file there that is not this script's record of exactly
-    that run: the same method, seed and config (the learner's, the method's and ``--set``'s values), and a budget of
-    ``episodes`` (a run of 16 lock-step env copies may overshoot it by fewer than 16)."""
+    that run: the same method, seed and config (the learner's, the method's and ``--set``'s values; the first field
+    that differs is named), and a budget of ``episodes`` (a run of ``n_envs`` lock-step env copies may overshoot it by
+    fewer than ``n_envs``)."""
     path = out / method / f"seed{seed}.json"
     if not path.exists():
         return None
     config = json.loads(json.dumps(dataclasses.asdict(method_config(method, pairs))))  # (as the record holds it)
-    row = read_record(path, RECORD, {"method": method, "seed": seed, "config": config})
-    if not episodes <= row["episodes"] < episodes + 16:
+    row = read_record(path, RECORD, {"method": method, "seed": seed})
+    for field, value in config.items():
+        if row["config"].get(field, "nothing") != value:
+            raise ValueError(f"--reuse: {path} is another run's record: its config's {field!r} is "
+                             f"{str(row['config'].get(field, 'nothing'))[:40]}, this run's {value}; move it away or run "
+                             f"without --reuse")
+    if not episodes <= row["episodes"] < episodes + config.get("n_envs", 1):
         raise ValueError(f"--reuse: {path} is another run's record: its 'episodes' is {row['episodes']}, this "
                          f"run's budget {episodes}; move it away or run without --reuse")
     return row
@@ -195,19 +203,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(jobs) - len(kept)} runs of {len(jobs)} to do")
     print(f"{'method':>7} {'seed':>4} {'return':>7} {'distance':>8} {'final':>6} {'coll/step':>9} {'wall_s':>7}")
     rows = list(kept.values())
-    todo = [(method, seed, args.episodes, bool(args.out) and seed == args.seeds[0], args.pairs)
-            for method, seed in jobs if (method, seed) not in kept]
-    try:
-        for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address, ordered=True):
-            rows.append(row)
+    todo = [(method, seed, args.episodes, bool(args.out) and keeps_files(args.out / method, seed, args.seeds),
+             args.pairs) for method, seed in jobs if (method, seed) not in kept]
+    try:  # each run as it ends (not in order: a finished run is written at once, not after the ones before it)
+        for row, files in run_grid(run_one, todo, args.runner, args.jobs, args.address):
             if args.out:  # each atomically, the record last: the mark of a finished run
-                write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": json.dumps(row).encode()})
+                record = (json.dumps(row) + "\n").encode()
+                write_files(args.out / row["method"], {**files, f"seed{row['seed']}.json": record})
+            rows.append(row)
             print(f"{row['method']:>7} {row['seed']:>4} {row['team_return']:7.1f} {row['landmark_distance']:8.3f} "
                   f"{row['final_landmark_distance']:6.3f} {row['collisions_per_step']:9.3f} {row['wall_s']:7.1f}",
                   flush=True)
     except KeyboardInterrupt:  # (Ctrl-C: one line, every finished run's record already written)
         if args.out is None:
-            print(f"interrupted: {len(rows)} runs finished; without --out nothing was written", file=sys.stderr)
+            print(f"interrupted: {len(rows)} of {len(jobs)} runs finished; without --out nothing was written",
+                  file=sys.stderr)
             return 130
         return interrupted(len(rows), args.out)
     rows.sort(key=lambda row: jobs.index((row["method"], row["seed"])))  # the summary lists them in the jobs' order
@@ -223,8 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total wall-clock {time.perf_counter() - start:.0f} s with {args.jobs} jobs")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        given = sys.argv[1:] if argv is None else argv  # (--reuse only skips runs on disk: the command's results)
-        command = " ".join(["benchmarks/particle.py", *drop_runner_options([a for a in given if a != "--reuse"])])
+        given = sys.argv[1:] if argv is None else argv  # (--reuse and --jobs change no run's results)
+        command = " ".join(["benchmarks/particle.py", *drop_runner_options([a for a in given if a != "--reuse"],
+                                                                           also=("--jobs",))])
         atomic_write_text(args.out / "summary.json", json.dumps(
             {"command": command, "env": ENV_ID, "episodes": args.episodes, "table": lines, "references": references,
              "runs": rows}, indent=1) + "\n")

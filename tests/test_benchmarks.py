@@ -576,26 +576,36 @@ def test_particle_keeps_each_run_s_record_and_reuse_trains_only_the_missing_ones
     monkeypatch.setattr(particle, "run_grid", grid)
     monkeypatch.setattr(particle, "reference_scores", lambda: {})
     (tmp_path / "maddpg").mkdir()
-    (tmp_path / "maddpg" / "seed0.json").write_text(json.dumps(_particle_row(particle, "maddpg", 0, team_return=-40.0)))
+    (tmp_path / "maddpg" / "seed1.json").write_text(json.dumps(_particle_row(particle, "maddpg", 1, team_return=-40.0)))
     argv = ["--methods", "maddpg", "--seeds", "0", "1", "--episodes", "16", "--jobs", "1", "--runner", "pool",
             "--out", str(tmp_path), "--reuse"]
     assert particle.main(argv) == 0
-    assert [job[:2] for job in given] == [("maddpg", 1)]  # seed 0 kept, seed 1 trained
+    assert [job[:2] for job in given] == [("maddpg", 0)]  # seed 1 kept, seed 0 trained
+    assert given[0][3]  # the lowest seed writes the method's policy.pt and greedy.gif
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [(run["seed"], run["team_return"]) for run in summary["runs"]] == [(0, -40.0), (1, -50.0)]
-    assert json.loads((tmp_path / "maddpg" / "seed1.json").read_text())["seed"] == 1
-    assert "--reuse" not in summary["command"]
+    assert [(run["seed"], run["team_return"]) for run in summary["runs"]] == [(0, -50.0), (1, -40.0)]  # seeds' order
+    assert json.loads((tmp_path / "maddpg" / "seed0.json").read_text())["seed"] == 0
+    assert "--reuse" not in summary["command"] and "--jobs" not in summary["command"]
+    given.clear()
+    assert particle.main(argv) == 0 and given == []  # the records it wrote are ones --reuse keeps: nothing to train
 
 
 @pytest.mark.parametrize("change, said", [
-    ({"config": {"actor_lr": 1.0}}, "its 'config' is"),
+    ({"actor_lr": 1.0}, "its config's 'actor_lr' is 1.0, this run's 0.001"),
+    ({"n_envs": None}, "its config's 'n_envs' is nothing, this run's 16"),  # (a field the learner gained since)
     ({"episodes": 4000}, "its 'episodes' is 4000, this run's budget 16"),
     ({"team_return": "NaN"}, "NaN is not a number a results file holds"),
 ])
 def test_particle_reuse_refuses_a_record_of_another_run_in_one_line(change, said, tmp_path, capsys):
     particle = script("particle")
+    row = _particle_row(particle, "maddpg", 0)
+    for field in ("actor_lr", "n_envs"):
+        if field in change:
+            value = change.pop(field)
+            row["config"] = {k: v for k, v in row["config"].items() if k != field} | ({} if value is None
+                                                                                      else {field: value})
+    text = json.dumps({**row, **change}).replace('"NaN"', "NaN")
     (tmp_path / "maddpg").mkdir()
-    text = json.dumps(_particle_row(particle, "maddpg", 0, **change)).replace('"NaN"', "NaN")
     (tmp_path / "maddpg" / "seed0.json").write_text(text)
     line = refused("particle", ["--methods", "maddpg", "--seeds", "0", "--episodes", "16", "--runner", "pool",
                                 "--out", str(tmp_path), "--reuse"], capsys)

@@ -815,7 +815,7 @@ VARIANTS = {
 }
 def _committed_configs() -> dict[str, list[tuple[str, str, dict]]]:
     """Every committed config, by folder (relative to results/): (file, algo, config) from each policy file's header
-    and each run record that keeps its config (foraging.py's)."""
+    and each run record that keeps its config (foraging.py's and particle.py's)."""
     from marl_edu.training.checkpoints import load_checkpoint
 
     found: dict[str, list[tuple[str, str, dict]]] = {}
@@ -836,7 +836,7 @@ def _committed_configs() -> dict[str, list[tuple[str, str, dict]]]:
 def test_every_committed_config_is_of_todays_defaults_or_the_variant_its_folder_names():
     # a default changed without remaking the runs that read it leaves figures of a learner the course no longer
     # ships; this lists every field that differs, file by file. It sees the configs the files keep: every policy file's
-    # header (a folder's first seed's) and every run record that holds one (foraging.py's); compare.py's and fresh.py's
+    # header (a folder's first seed's) and every run record that holds one (foraging.py's, particle.py's); compare.py's and fresh.py's
     # records hold none, so their other seeds are seen through the first
     from marl_edu.learners.table import config_class, recorded_config
 

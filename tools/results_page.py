@@ -410,8 +410,12 @@ def more_agents() -> list[str]:
 def keep_bar() -> list[str]:
     """Issue 48's bar for QMIX and MAPPO with three and four agents (benchmarks/compare.py's ``KEEP_BAR``, kept in
     those tasks' summaries), each row's verdict from its summary."""
-    summaries = {env_id: load(RESULTS / "compare" / env_id / "summary.json") for env_id in ("Switch3-v0", "Switch4-v0")}
-    bar = summaries["Switch3-v0"]["bar"]
+    bar = load(RESULTS / "compare" / "Switch3-v0" / "summary.json")["bar"]
+    summaries = {env_id: load(RESULTS / "compare" / env_id / "summary.json") for env_id in bar["tasks"]}
+    for env_id, summary in summaries.items():
+        if summary.get("bar") != bar:
+            raise ValueError(f"results/compare/{env_id}/summary.json holds another bar than Switch3-v0's: "
+                             f"{summary.get('bar')} against {bar}; run its table's command with --reuse")
     lines = [*paragraph(f"Issue 48's bar: {' and '.join(bar['methods'])} end solved on at least {bar['ended_solved']} "
                         f"of {bar['of']} seeds on {' and '.join(bar['tasks'])}. From the tables above:")]
     for env_id in bar["tasks"]:

@@ -164,11 +164,11 @@ def run_grid(function: Callable, todo: list, runner: str, jobs: int, address: st
 
 
 def interrupted(finished: int, out: pathlib.Path, in_progress: str = "the runs in progress are lost; the same "
-                "command with --reuse trains only the runs missing") -> int:
-    """Ctrl-C during a grid of hours: one line on stderr saying how many finished runs' files are in ``out`` and what
-    became of the runs in progress (``in_progress``), instead of a traceback (every finished run's files are written as
-    it ends); returns 130, the exit status of a command stopped by Ctrl-C."""
-    whose = "run's" if finished == 1 else "runs'"
+                "command with --reuse trains only the runs missing", what: str = "run") -> int:
+    """Ctrl-C during a grid of hours: one line on stderr saying how many finished ``what``s' files are in ``out`` (a
+    run's, a re-timing's) and what became of the ones in progress (``in_progress``), instead of a traceback (every
+    finished one's files are written as it ends); returns 130, the exit status of a command stopped by Ctrl-C."""
+    whose = f"{what}'s" if finished == 1 else f"{what}s'"
     print(f"interrupted: {finished} finished {whose} files are in {out}; {in_progress}", file=sys.stderr)
     return 130
 
