@@ -405,6 +405,17 @@ def time_updates(algo: str, config, env_id: str, repeats: int = 30, shown: int =
 
 
 def main(argv=None) -> int:
+    """The command line (the module's docstring); Ctrl-C ends it with one line and exit status 130: the seeds whose
+    lines are printed finished, and keep.py writes no file, so nothing else is lost."""
+    try:
+        return measure(argv)
+    except KeyboardInterrupt:
+        print("interrupted: the seeds printed above finished (keep.py writes no file); the seed in progress is lost",
+              file=sys.stderr)
+        return 130
+
+
+def measure(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", required=True, choices=list(ALGORITHMS))
     parser.add_argument("--env", default=None, help="default: Switch2-v2 for the learners that replay transitions "

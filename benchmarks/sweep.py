@@ -40,6 +40,17 @@ def median_or_never(values: list) -> str:
 
 
 def main(argv=None) -> int:
+    """The command line (the module's docstring); Ctrl-C ends it with one line and exit status 130 (sweep.py writes no
+    file: its table is printed once every run has finished)."""
+    try:
+        return sweep(argv)
+    except KeyboardInterrupt:
+        print("interrupted: sweep.py prints its table once every run has finished, and writes no file; the runs of "
+              "this sitting are lost", file=sys.stderr)
+        return 130
+
+
+def sweep(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     default = algo_name_of_class(COMA)
     parser.add_argument("--algo", default=default, choices=list(ALGORITHMS), help="a discrete learner of the table "

@@ -1134,6 +1134,25 @@ def test_a_grid_stopped_with_ctrl_c_is_one_line_and_status_130_with_its_finished
     assert not list(tmp_path.rglob("summary.json"))
 
 
+def test_keep_and_sweep_stopped_with_ctrl_c_say_so_in_one_line_with_status_130(monkeypatch, capsys):
+    # both printed a traceback from inside training; neither writes a file, so the line says what is lost
+    keep, sweep = script("keep"), script("sweep")
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(keep, "yardstick_seconds", lambda: 1.0)
+    monkeypatch.setattr(keep, "run_seed", stopped)
+    assert keep.main(SCRIPTS["keep"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "interrupted: the seeds printed above finished (keep.py writes no file); the seed in progress is lost"]
+    monkeypatch.setattr(sweep, "run_grid", stopped)
+    assert sweep.main(SCRIPTS["sweep"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "interrupted: sweep.py prints its table once every run has finished, and writes no file; the runs of this "
+        "sitting are lost"]
+
+
 def test_foraging_ctrl_c_is_one_line_and_status_130_with_the_finished_runs_on_disk(tmp_path, monkeypatch, capsys):
     # a grid of hours is stopped with Ctrl-C between sittings: the runs that ended are on disk, the ones in progress
     # continue from their saves with --reuse, and the script says so in one line (no traceback), exit status 130
