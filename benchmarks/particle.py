@@ -18,7 +18,7 @@ landmarks of the distance to the nearest agent) averaged over the steps and at t
 ``sampled_as``: MADDPG's kin with their last exploration noise, PPO drawing from its Gaussian) and its periodic
 evaluations (``sampled_evaluations``; runs committed before these were kept have none: ``--replay-kept --out FOLDER``
 replays each kept policy both ways into FOLDER/greedy_and_sampled.json). With --out: each run's figures, config and
-evaluations during training in <method>/seed<S>.json as it ends (the mark of a finished run), for the first seed
+evaluations during training in <method>/seed<S>.json as it ends (the mark of a finished run), for the lowest seed
 <method>/policy.pt (its final actors) and <method>/greedy.gif, and once every run has finished summary.json (the
 table, the references and every run's record). ``--reuse`` keeps each run whose record is in --out (the same method,
 seed, budget and config; anything else is refused), so a grid of hours goes over several sittings: Ctrl-C ends one
