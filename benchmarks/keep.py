@@ -1,7 +1,7 @@
 """Does a learner solve Switch fast, and does it keep what it learned? Issue 48's two figures, seed by seed.
 
     .venv/bin/python benchmarks/keep.py --algo vdn --seeds 100 101 102 [--env Switch2-v0] [--episodes 3000]
-        [--eval-every 50] [--set lr=1e-3 target_update_every=200] [--diagnose] [--trace] [--profile 40]
+        [--eval-every 50] [--set lr=1e-3 target_update_every=200] [--diagnose] [--trace] [--nearest] [--profile 40]
         [--entropy-floor 0.01] [--lr-end 0.1]
 
 Each seed trains the learner's defaults (``--set field=value`` changes them, as ``benchmarks/sweep.py``'s) for its
@@ -19,7 +19,10 @@ whole budget, one torch thread, with a greedy evaluation every ``--eval-every`` 
 QMIX's credit to each agent (dQ_tot/dQ_i, ``mixer_credit``), the gradient norm before clipping, the size of the step the
 weights took, epsilon, and how many of the replay's episodes got every agent home; printed per evaluation window beside
 the greedy return, so a collapse is seen as it happens. ``--trace`` (iql, vdn, qmix) prints each seed's final greedy
-episode agent by agent, with how near a tie its best two Q-values were (``trace``). For COMA's family (coma, central_v,
+episode agent by agent, with how near a tie its best two Q-values were (``trace``). ``--nearest`` (any learner) prints
+each seed's final greedy episode agent by agent and the best team return with only one agent's moves changed, then
+two agents' (the others' replayed as played; ``nearest``): whether a path short of the optimum is one agent's
+exploration away from it or needs several agents to change together. For COMA's family (coma, central_v,
 iac; ``coma_figures``): the entropy weight beta, the mean |advantage| the actor's step used, the critic's loss, the
 policy's entropy, the gradient norms and steps of the actor and the critic, and how many of the episodes played got
 every agent home. For PPO (mappo, ippo, ``ppo_figures``): the critic's error on each fresh batch, the policy's entropy,
@@ -42,6 +45,7 @@ import argparse
 import contextlib
 import cProfile
 import io
+import itertools
 import math
 import pstats
 import sys
@@ -51,7 +55,7 @@ import numpy as np
 import torch
 
 from marl_edu.envs.make import make_env
-from marl_edu.envs.planning import optimal_team_return
+from marl_edu.envs.planning import best_response_return, optimal_team_return
 from marl_edu.learners.baselines import CentralQV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.ppo import MAPPO, gae_advantages
@@ -134,6 +138,33 @@ def trace(agent, env_id: str) -> list[str]:
         lines.append(f"agent {i}: {moves} ({f'home after {steps} steps' if home else 'never home'}); its best two "
                      f"Q-values apart by {gaps[:steps, i].min():.2f} at least, {np.median(gaps[:steps, i]):.2f} in the "
                      f"median step")
+    return lines
+
+
+def nearest(agent, env_id: str) -> list[str]:
+    """How far the final greedy episode is from the optimum when only some agents change their moves: the best team
+    return with each one agent's moves free (the others' replayed as played, ``planning.best_response_return``), then
+    with each two agents' free. A path kept a few steps short of the optimum that one agent's change reaches is what
+    one agent's exploration can find while the others play on; one that needs two agents to change together, at the
+    same steps, independent exploration rarely tries. Returns 2 + N lines: the episode, one line per agent's moves
+    (the initials of the env's action meanings, until it is home), and the best returns."""
+    episode = greedy_return(agent, env_id, threads=1)  # actions (T, N), terminated (T, N)
+    env = make_env(env_id, seed=0)
+    meanings = env.action_meanings
+    env.close()
+    n = agent.n_agents
+    lines = [f"final greedy episode: team return {episode.team_return:.1f}, {len(episode.actions)} steps; the optimum "
+             f"{optimal_team_return(env_id):.1f}"]
+    for i in range(n):
+        home = bool(episode.terminated[:, i].any())
+        steps = int(np.argmax(episode.terminated[:, i])) + 1 if home else len(episode.actions)
+        moves = "".join(meanings[a][0] for a in episode.actions[:steps, i])
+        lines.append(f"agent {i}: {moves} ({f'home after {steps} steps' if home else 'never home'})")
+    best = []
+    for k in (1, 2):
+        for free in itertools.combinations(range(n), k):
+            best.append(f"{'+'.join(map(str, free))} {best_response_return(env_id, episode.actions, free):.1f}")
+    lines.append("the best team return with only these agents' moves changed: " + ", ".join(best))
     return lines
 
 
@@ -434,6 +465,8 @@ def measure(argv=None) -> int:
                              "budget's updates")
     parser.add_argument("--trace", action="store_true", help="print each seed's final greedy episode agent by agent "
                         "with the gap between its best two Q-values (value decomposition: iql, vdn, qmix)")
+    parser.add_argument("--nearest", action="store_true", help="print each seed's final greedy episode agent by agent "
+                        "and the best team return with one agent's, or two agents', moves changed (``nearest``)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the first seed: N functions")
     parser.add_argument("--time-updates", action="store_true", help="time the update alone (value decomposition)")
     args = parser.parse_args(argv)
@@ -523,6 +556,8 @@ def measure(argv=None) -> int:
             print("\n".join("      " + text for text in diagnosis.windows(run, config, episodes)))
         if args.trace:
             print("\n".join("      " + text for text in trace(run.agent, env_id)))
+        if args.nearest:
+            print("\n".join("      " + text for text in nearest(run.agent, env_id)))
         if profiler is not None:
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.profile)

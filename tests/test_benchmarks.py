@@ -8,6 +8,7 @@ import json
 import math
 import pathlib
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -241,6 +242,36 @@ def test_keep_trace_spells_each_agents_greedy_moves_and_its_nearest_tie(monkeypa
     moves = "".join("DLURN"[a] for a in episode.actions[:3, 0])
     assert line == (f"agent 0: {moves} (home after 3 steps); its best two Q-values apart by {gaps[:3, 0].min():.2f} "
                     f"at least, {np.median(gaps[:3, 0]):.2f} in the median step")
+
+
+def test_keep_nearest_spells_the_moves_and_the_best_return_with_one_or_two_agents_changed(monkeypatch):
+    # The rush of tests/test_planning.py: both agents take their shortest path at once, Down, Right (Left) x5, Up, and
+    # jam in the corridor (team -10.0). With agent 0's moves free the best is 8.2, with agent 1's 8.3 (the optimum),
+    # with both the optimum: the arithmetic is in test_planning.py's
+    # test_one_agent_free_against_the_others_fixed_moves_by_hand.
+    keep = script("keep")
+    rush = np.array([[0, 0], [3, 1], [3, 1], [3, 1], [3, 1], [3, 1], [2, 2]])  # (T=7, N=2)
+    episode = types.SimpleNamespace(actions=rush, terminated=np.zeros((7, 2), dtype=bool), team_return=-10.0)
+    monkeypatch.setattr(keep, "greedy_return", lambda *args, **kwargs: episode)
+    agent = types.SimpleNamespace(n_agents=2)
+    assert keep.nearest(agent, "Switch2-v0") == [
+        "final greedy episode: team return -10.0, 7 steps; the optimum 8.3",
+        "agent 0: DRRRRRU (never home)",
+        "agent 1: DLLLLLU (never home)",
+        "the best team return with only these agents' moves changed: 0 8.2, 1 8.3, 0+1 8.3"]
+
+
+def test_keep_nearest_on_mappo_s_committed_near_path_on_switch3():
+    # TUNING.md, "Why MAPPO misses on Switch3": the committed seed-0 policy keeps a path of 12.0 (the optimum 12.4) on
+    # which agent 1 crosses the corridor first; no change of one agent's moves, nor of two agents', gets above 12.0.
+    from marl_edu.runs.seed import load_replay_policy
+    keep = script("keep")
+    agent, _, _ = load_replay_policy(str(ROOT / "results/compare/Switch3-v0/mappo-gru/policy.pt"))
+    lines = keep.nearest(agent, "Switch3-v0")
+    assert lines[0] == "final greedy episode: team return 12.0, 14 steps; the optimum 12.4"
+    assert lines[2] == "agent 1: DLLLLUL (home after 7 steps)"
+    assert lines[-1] == ("the best team return with only these agents' moves changed: 0 12.0, 1 12.0, 2 12.0, "
+                         "0+1 12.0, 0+2 12.0, 1+2 12.0")
 
 
 def test_keep_trains_coma_with_the_remedies(monkeypatch, capsys):

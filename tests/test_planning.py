@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from marl_edu.envs.make import make_env
-from marl_edu.envs.planning import optimal_plan, optimal_team_return
+from marl_edu.envs.planning import best_response_return, optimal_plan, optimal_team_return
 
 
 def replay(env_id, joint_actions):
@@ -102,3 +102,57 @@ def test_position_only_policies_census():
     # 4 tables of 18 entries and 2 of 20: 4 * 5^-18 + 2 * 5^-20 = 1.0486e-12 + 0.0210e-12
     assert p_solved == pytest.approx(4 * 5.0**-18 + 2 * 5.0**-20)
     assert sum(p for r, p in census.probability.items() if r >= 8.0) == pytest.approx(p_solved)
+
+
+# Two agents who rush the corridor at once: each plays its own shortest path, Down, Right (Left) x5, Up, from step 0.
+D, L, U, R, NOOP = 0, 1, 2, 3, 4
+RUSH = np.array([[D, D], [R, L], [R, L], [R, L], [R, L], [R, L], [U, U]])  # (T=7, N=2)
+
+
+def test_the_played_episode_alone_is_its_own_return():
+    # Nobody free: the plan is played as it stands. In the rush agent 0 reaches (1,3) at step 3, agent 1 is held at
+    # (1,4) and neither gets past the other: both pay 0.1 for each of the 50 steps, 2 x 50 x -0.1 = -10.0.
+    assert best_response_return("Switch2-v0", RUSH, free=()) == pytest.approx(-10.0)
+    # The optimal plan, played as it stands, earns the optimum.
+    plan = optimal_plan("Switch2-v0")
+    assert best_response_return("Switch2-v0", plan.joint_actions, free=()) == pytest.approx(8.3)
+
+
+def test_every_agent_free_is_the_optimum():
+    for env_id in ("Switch2-v0", "Switch3-v0"):
+        n_agents = optimal_plan(env_id).joint_actions.shape[1]
+        stay = np.full((1, n_agents), NOOP)
+        assert best_response_return(env_id, stay, free=range(n_agents)) == pytest.approx(optimal_team_return(env_id))
+
+
+def test_one_agent_free_against_the_others_fixed_moves_by_hand():
+    # Agent 1 stands still all episode (its actions end at once: NOOP after them) and pays 50 x -0.1 = -5.0; agent 0,
+    # free, walks its 7 moves undisturbed: 5 - 6 x 0.1 = 4.4. Team: -0.6. The same the other way round.
+    stay = np.array([[NOOP, NOOP]])
+    assert best_response_return("Switch2-v0", stay, free=[0]) == pytest.approx(-0.6)
+    assert best_response_return("Switch2-v0", stay, free=[1]) == pytest.approx(-0.6)
+    # In the rush, agent 1 free: agent 0 keeps its shortest path (home at step 7, 4.4) and leaves (1,5) on its move of
+    # step 6 (1-based); agent 1 moves after it in the same step, so it can step Down into (1,5) at step 6, then Left
+    # x5 and Up: home at step 12, 5 - 1.1 = 3.9. Team 8.3, the optimum: one agent's change away.
+    assert best_response_return("Switch2-v0", RUSH, free=[1]) == pytest.approx(8.3)
+    # Agent 0 free: agent 1 keeps its path, on (1,1) after step 5 and (1,0) after step 6. Agent 0 moves first in each
+    # step, so (1,1) is still taken when it moves at step 6; it steps Down at step 7 at the earliest, Right x5, Up:
+    # home at step 13, 5 - 1.2 = 3.8. Team 4.4 + 3.8 = 8.2: the order the agents move in costs a step.
+    assert best_response_return("Switch2-v0", RUSH, free=[0]) == pytest.approx(8.2)
+
+
+def test_best_response_refuses_bad_input():
+    with pytest.raises(ValueError, match="joint_actions"):
+        best_response_return("Switch2-v0", np.zeros((3, 3), dtype=np.int64), free=[0])  # three agents on Switch2
+    with pytest.raises(ValueError, match="joint_actions"):
+        best_response_return("Switch2-v0", np.full((3, 2), 5), free=[0])  # no action 5
+    with pytest.raises(ValueError, match="joint_actions"):
+        best_response_return("Switch2-v0", np.zeros((3, 2), dtype=np.float32), free=[0])  # not integers
+    with pytest.raises(ValueError, match="joint_actions"):
+        best_response_return("Switch2-v0", np.zeros((51, 2), dtype=np.int64), free=[0])  # longer than an episode
+    with pytest.raises(ValueError, match="free"):
+        best_response_return("Switch2-v0", RUSH, free=[2])
+    with pytest.raises(ValueError, match="free"):
+        best_response_return("Switch2-v0", RUSH, free=[0, 0])
+    with pytest.raises(ValueError, match="Switch"):
+        best_response_return("PredatorPrey5x5-v0", RUSH, free=[0])

@@ -159,6 +159,54 @@ def optimal_team_return(env_id: str = "Switch2-v0") -> float:
     return optimal_plan(env_id).team_return
 
 
+def best_response_return(env_id: str, joint_actions, free) -> float:
+    """The best team return of an episode in which the agents in ``free`` may play anything and every other agent j
+    plays ``joint_actions[t, j]`` at step t again (and NOOP after them): how far a played episode is from the optimum
+    when only some agents change their moves. ``joint_actions``: int ``(T, N)``, an episode's actions, T <= the
+    episode's limit; ``free``: distinct agent indices.
+
+    Why: a learner that keeps a path a few steps longer than the optimum's may be one agent's change away from it
+    (what one agent's exploration can find while the others play on) or need several agents to change together (what
+    independent exploration rarely tries). The others' moves are kept as played (open loop): an agent whose move is
+    blocked by a changed one does not react, where its policy might.
+
+    Forward dynamic programming over the joint cells: the fixed agents' actions depend on the step only, so the best
+    return to each joint cell at step t is all the future needs, B_{t+1}(s') = max over (s, u_free) leading to s' of
+    [B_t(s) + R(s, u)], and the answer is max_s B_H(s)."""
+    env_id = resolve_env_id(env_id)
+    env, move_to, starts, goals, step_cost, arrival = _switch_model(env_id)
+    N, A, H, C = env.n_agents, env.n_actions, env.max_steps, move_to.shape[0]
+    plan = np.asarray(joint_actions)
+    if plan.ndim != 2 or plan.shape[1] != N or not 1 <= plan.shape[0] <= H:
+        raise ValueError(f"joint_actions must be (T, N) = (T, {N}) with 1 <= T <= {H} on {env_id}, got shape "
+                         f"{plan.shape}")
+    if not np.issubdtype(plan.dtype, np.integer) or plan.min() < 0 or plan.max() >= A:
+        raise ValueError(f"joint_actions must be integer actions in [0, {A}), got dtype {plan.dtype} with values "
+                         f"{plan.min()}..{plan.max()}")
+    free = [int(i) for i in free]
+    if len(set(free)) != len(free) or any(not 0 <= i < N for i in free):
+        raise ValueError(f"free must be distinct agent indices in [0, {N}), got {free}")
+    plan = np.concatenate([plan, np.full((H - len(plan), N), _NOOP)])  # (H, N) NOOP after the played actions
+    choices = np.array(list(itertools.product(range(A), repeat=len(free))), dtype=np.int64)  # (A^k, k)
+    powers = C ** np.arange(N)  # (N,) a joint cell as one base-C number
+    cells, best = starts[None].copy(), np.zeros(1, dtype=np.int64)  # (P, N) reachable joint cells, (P,) best tenths
+    for t in range(H):
+        reached, totals = [], []
+        for choice in choices:
+            actions = plan[t].copy()  # (N,)
+            actions[free] = choice
+            moved, rewards = _step(cells, actions, move_to, goals, step_cost, arrival)  # (P, N), (P, N)
+            reached.append(moved)
+            totals.append(best + rewards.sum(axis=1))
+        reached, totals = np.concatenate(reached), np.concatenate(totals)  # (P * A^k, N), (P * A^k,)
+        keys = reached @ powers  # (P * A^k,)
+        order = np.lexsort((-totals, keys))  # by joint cell, the best total first within each
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = keys[order][1:] != keys[order][:-1]
+        cells, best = reached[order][first], totals[order][first]  # (P', N), (P',)
+    return float(best.max()) / 10
+
+
 # ----------------------------------------------------------------------------------------------
 # Deterministic policies that see only the agent's own cell
 # ----------------------------------------------------------------------------------------------
