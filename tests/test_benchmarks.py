@@ -274,6 +274,19 @@ def test_keep_nearest_on_mappo_s_committed_near_path_on_switch3():
                          "0+1 12.0, 0+2 12.0, 1+2 12.0")
 
 
+def test_keep_nearest_on_qmix_s_committed_near_path_on_switch4():
+    # TUNING.md, "Why QMIX misses on Switch4": the committed seed-0 policy ends at 15.3 (the optimum 16.1) with agent 1
+    # wandering for 23 steps; changing agent 1's moves alone gives the optimum.
+    from marl_edu.runs.seed import load_replay_policy
+    keep = script("keep")
+    agent, _, _ = load_replay_policy(str(ROOT / "results/compare/Switch4-v0/qmix-gru/policy.pt"))
+    lines = keep.nearest(agent, "Switch4-v0")
+    assert lines[0] == "final greedy episode: team return 15.3, 23 steps; the optimum 16.1"
+    assert lines[2] == "agent 1: RDRUULDULDRURDULLULLLLU (home after 23 steps)"
+    assert lines[-1].startswith("the best team return with only these agents' moves changed: 0 15.3, 1 16.1, 2 15.3, "
+                                "3 15.3,")
+
+
 def test_keep_trains_coma_with_the_remedies(monkeypatch, capsys):
     # COMA's family takes --entropy-floor and --lr-end (the on-policy loop), as PPO's does: a run of 16 episodes
     keep = script("keep")
