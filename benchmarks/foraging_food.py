@@ -6,7 +6,9 @@ than the highest agent's level can be loaded by that agent alone ("alone"), and 
 ("together": the coordination the value-decomposition learners are for). This replays each kept policy
 (``benchmarks/foraging.py``'s OUT/METHOD/policy.pt, the final policy of the method's lowest recorded seed) greedily
 for 100 episodes from the start states of a run's final evaluation (the env seeded 0) and counts, per kind, the items
-there were at the start and the items loaded by the end.
+there were at the start and the items loaded by the end; and what a policy that leaves food does instead: the episodes
+that ended with food on the field, how many of them ended stuck (the agents on at most two joint cells over the last
+20 steps: standing still, or stepping back and forth; ``stuck``) and each agent's share of NONE among its actions.
 
     .venv/bin/python benchmarks/foraging_food.py --out results/foraging        # prints, writes OUT/food.json
     .venv/bin/python benchmarks/foraging_food.py --out results/tmp/tuning --methods iql vdn
@@ -38,6 +40,8 @@ from marl_edu.runs.seed import load_replay_policy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KINDS = ("alone", "together")
+STUCK_WINDOW = 20  # steps at the end of an episode over which stuck agents stand on at most two joint cells
+NONE = 0  # lbforaging's Action.NONE (envs.foraging.ForagingEnv.action_meanings[0])
 
 
 def food_and_levels(obs: np.ndarray, n_food: int, n_agents: int) -> tuple[dict[tuple[int, int], int], list[int]]:
@@ -60,13 +64,27 @@ def food_kind(level: int, agent_levels: list[int]) -> str:
     return "alone" if level <= max(agent_levels) else "together"
 
 
+def stuck(cells: np.ndarray, window: int = STUCK_WINDOW) -> bool:
+    """Whether agents whose joint cells over an episode are ``cells`` ``(T+1, N, 2)`` (``[y, x]`` per agent, before
+    the first step and after each) stood on at most two joint cells over the last ``window`` steps: standing still,
+    or stepping back and forth. An episode shorter than ``window`` steps is not called stuck."""
+    cells = np.asarray(cells)
+    if cells.ndim != 3 or cells.shape[-1] != 2:
+        raise ValueError(f"cells must be (T+1, N, 2), [y, x] per agent, got shape {cells.shape}")
+    if len(cells) - 1 < window:
+        return False
+    return len({tuple(row.ravel().tolist()) for row in cells[-(window + 1):]}) <= 2
+
+
 def loaded_by_kind(env, make_policy, episodes: int) -> dict:
     """Play ``episodes`` episodes of ``env`` (a full-view ``ForagingEnv``) with a fresh ``make_policy()`` each (obs
     ``(N, O)`` -> actions ``(N,)``; ``rollout.run_episode``, one torch thread) and count the food: ``{"alone":
-    [loaded, at the start], "together": [...], "team_return": the episodes' mean}``."""
+    [loaded, at the start], "together": [...], "team_return": the episodes' mean, "left": the episodes that ended
+    with food on the field, "stuck": those of them whose agents were stuck at the end (``stuck``), "idle": each
+    agent's share of its actions that were NONE (action 0)}``: what a policy that leaves food does instead."""
     n_food, n_agents = env.max_food, env.n_agents
     counts = {kind: [0, 0] for kind in KINDS}
-    returns = []
+    returns, left_episodes, stuck_episodes, idle, steps = [], 0, 0, np.zeros(n_agents, dtype=np.int64), 0
     for _ in range(episodes):
         episode = run_episode(env, make_policy(), threads=1)
         start, levels = food_and_levels(episode.obs[0, 0], n_food, n_agents)  # agent 0's view at the first step
@@ -76,7 +94,14 @@ def loaded_by_kind(env, make_policy, episodes: int) -> dict:
             counts[kind][1] += 1
             counts[kind][0] += place not in left
         returns.append(episode.team_return)
-    return {**counts, "team_return": float(np.mean(returns))}
+        views = np.concatenate([episode.obs[:1, 0], episode.next_obs[:, 0]])  # (T+1, O) agent 0's, all agents' cells
+        cells = views[:, 3 * n_food:].reshape(len(views), n_agents, 3)[..., :2]  # (T+1, N, 2) [y, x]
+        left_episodes += bool(left)
+        stuck_episodes += bool(left) and stuck(cells)
+        idle += (np.asarray(episode.actions) == NONE).sum(axis=0)  # (N,)
+        steps += len(episode.actions)
+    return {**counts, "team_return": float(np.mean(returns)), "left": left_episodes, "stuck": stuck_episodes,
+            "idle": [round(float(n) / steps, 4) for n in idle]}
 
 
 def kept_methods(out: pathlib.Path) -> list[str]:
@@ -121,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             kept[method] = seed, agent, env_id
         path = out / "food.json"
         figures = json.loads(path.read_text()) if path.exists() else {"methods": {}}  # (other methods' counts kept)
-        print(f"{'method':>6} {'seed':>4} {'alone: loaded':>14} {'together: loaded':>17} {'team return':>11}")
+        print(f"{'method':>6} {'seed':>4} {'alone: loaded':>14} {'together: loaded':>17} {'team return':>11} "
+              f"{'food left':>9} {'stuck':>5}  NONE, per agent")
         for method, (seed, agent, env_id) in kept.items():
             env_seed = family(env_id).eval_seed  # the final evaluation's start states
             counts = loaded_by_kind(make_env(env_id, seed=env_seed), agent.greedy_policy, FINAL_EPISODES)
@@ -130,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             alone, together = counts["alone"], counts["together"]
             print(f"{method:>6} {seed:>4} {alone[0]:>4} of {alone[1]:<3} {alone[0] / max(alone[1], 1):4.0%} "
                   f"{together[0]:>6} of {together[1]:<3} {together[0] / max(together[1], 1):4.0%} "
-                  f"{counts['team_return']:11.4f}", flush=True)
+                  f"{counts['team_return']:11.4f} {counts['left']:>9} {counts['stuck']:>5}  "
+                  f"{', '.join(f'{share:.0%}' for share in counts['idle'])}", flush=True)
         figures["methods"] = dict(sorted(figures["methods"].items()))
         atomic_write_text(path, json.dumps(figures, indent=1) + "\n")
         print(f"wrote {path}")

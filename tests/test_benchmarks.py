@@ -1115,8 +1115,27 @@ def test_loaded_by_kind_counts_each_food_by_who_can_load_it():
     food = script("foraging_food")
     # 3 episodes: each starts with one "alone" food (level 1 <= the agents' highest level, 1) and one "together"
     # food (level 2 > 1) and loads the first: alone 3 of 3, together 0 of 3; team return 0.25 + 0.25 = 0.5 each
+    # the level-2 food is still on the field after each: 3 episodes end with food left; none is stuck (one step, under
+    # the 20 a stuck ending needs); both agents chose NONE (action 0) at their one step: idle 1.0 each
     counts = food.loaded_by_kind(_ScriptedForaging(), lambda: (lambda obs: np.zeros(2, np.int64)), episodes=3)
-    assert counts == {"alone": [3, 3], "together": [0, 3], "team_return": 0.5}
+    assert counts == {"alone": [3, 3], "together": [0, 3], "team_return": 0.5, "left": 3, "stuck": 0,
+                      "idle": [1.0, 1.0]}
+
+
+def test_stuck_agents_stand_on_at_most_two_joint_cells_over_the_last_twenty_steps():
+    food = script("foraging_food")
+    still = np.zeros((21, 2, 2))  # (T+1, N, 2) 20 steps, both agents on (0, 0) throughout: one joint cell
+    assert food.stuck(still)
+    shuttle = still.copy()
+    shuttle[1::2, 0] = [0, 1]  # agent 0 steps east and back, again and again: two joint cells
+    assert food.stuck(shuttle)
+    walk = shuttle.copy()
+    walk[-1, 1] = [1, 0]  # agent 1's last step south makes a third joint cell
+    assert not food.stuck(walk)
+    assert food.stuck(np.concatenate([np.arange(10).repeat(4).reshape(10, 2, 2) + 5, shuttle]))  # ten cells, then the tail
+    assert not food.stuck(still[:20])  # 19 steps: too short an episode to call stuck
+    with pytest.raises(ValueError, match=r"cells must be \(T\+1, N, 2\).*\(21, 2\)"):
+        food.stuck(still[..., 0])
 
 
 def test_loaded_by_kind_on_the_real_task_with_agents_that_never_act():
@@ -1127,12 +1146,15 @@ def test_loaded_by_kind_on_the_real_task_with_agents_that_never_act():
     counts = food.loaded_by_kind(env, lambda: (lambda obs: np.zeros(2, np.int64)), episodes=4)
     # NONE for 50 steps loads nothing: 0 of the 3 food of each of 4 episodes, 12 in all, split by the levels drawn
     assert counts["alone"][0] == counts["together"][0] == 0 and counts["team_return"] == 0.0
+    # every episode ends with its food on the field and both agents on their start cells for all 50 steps: stuck
+    assert (counts["left"], counts["stuck"], counts["idle"]) == (4, 4, [1.0, 1.0])
     assert counts["alone"][1] + counts["together"][1] == 4 * 3
     # the first episode as drawn (seed 0): agents of levels 1 and 1, food of levels 2, 1 and 2 (ForagingEnv's
     # docstring layout): one item one agent loads alone, two that need both
     first = food.loaded_by_kind(make_env("Foraging-8x8-2p-3f-v3", seed=0), lambda: (lambda obs: np.zeros(2, np.int64)),
                                 episodes=1)
-    assert first == {"alone": [0, 1], "together": [0, 2], "team_return": 0.0}
+    assert first == {"alone": [0, 1], "together": [0, 2], "team_return": 0.0, "left": 1, "stuck": 1,
+                     "idle": [1.0, 1.0]}
 
 
 def test_foraging_food_refuses_a_folder_without_kept_policies_in_one_line(capsys, tmp_path):

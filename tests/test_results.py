@@ -756,7 +756,8 @@ def test_the_committed_food_counts_are_of_the_kept_policies_final_episodes():
         method, row = next(iter(figures["methods"].items()))
         agent = load_policy(path.parent / method / "policy.pt", algo=method, env_id=row["env"])
         replayed = food.loaded_by_kind(make_env(row["env"], seed=0), agent.greedy_policy, 100)  # (one thread)
-        assert replayed == {key: row[key] for key in ("alone", "together", "team_return")}, (path, method)
+        assert replayed == {key: row[key] for key in ("alone", "together", "team_return", "left", "stuck", "idle")}, (
+            path, method)
 
 
 def test_a_partial_foraging_grid_is_read_and_a_stray_policy_refused(tmp_path):
