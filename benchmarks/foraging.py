@@ -389,6 +389,51 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     return row, files
 
 
+ALL_FOOD = 1.0 - 1e-6  # a team return that loaded every food item (they pay 1 in all; less a float sum's rounding)
+
+
+def diagnose(method: str, seed: int, episodes: int | None, eval_every: int, pairs: list[str],
+             env_steps: int | None) -> list[str]:
+    """Train one run of a value-based learner (iql, vdn, qmix) in this process exactly as ``run_one`` trains it, with
+    ``keep.Diagnosis`` measuring every update (its TD loss, the agents' utilities of the actions taken, QMIX's credit
+    to each agent dQ_tot/dQ_i, the gradient's norm before clipping and the weights' step; none of it draws from the
+    run's generators), and return one line per evaluation window: env steps at its end, the greedy mean, epsilon,
+    the updates' means, and what the replay held: its episodes' mean team return and the share of them that loaded
+    every food item (``ALL_FOOD``), then the same for the last 50 episodes played. The first line names the figures;
+    the last gives the final greedy mean over ``FINAL_EPISODES``, which equals the run record's ``final``."""
+    from keep import Diagnosis  # (benchmarks/keep.py: the Switch diagnosis, its per-update figures shared)
+    from marl_edu.base.schedules import linear
+    from marl_edu.training.evaluation import greedy_team_return
+    from marl_edu.training.loops import train
+
+    config = method_config(method, pairs)
+    if not hasattr(config, "buffer_episodes"):
+        raise ValueError(f"--diagnose measures the value-based learners' updates (iql, vdn, qmix), not {method}'s")
+    with Diagnosis() as diagnosis:
+        run = train(method, ENV_ID, episodes, config, seed, eval_every, False, threads=1, update=diagnosis.update,
+                    env_steps=env_steps)
+    returns = np.array(run.episode_returns)  # (episodes,) each training episode's team return
+    budget = run.eval_env_steps[-1] if env_steps is None else env_steps  # (the decay's unit: env steps or episodes)
+    keys = [key for key in diagnosis.rows[0] if key != "time" and not key.endswith("|g|max")]
+    lines = [f"{'steps':>6} {'greedy':>6} {'eps':>5} " + " ".join(f"{key:>9}" for key in keys)
+             + f" {'replay':>6} {'all':>5} {'last50':>6} {'all':>5}"]
+    start = run.started
+    for (episode, greedy), seconds, steps in zip(run.evaluations, run.eval_seconds, run.eval_env_steps):
+        end = run.started + seconds
+        rows = [row for row in diagnosis.rows if start < row["time"] <= end]
+        start = end
+        done = steps if env_steps is not None else episode
+        eps = linear(config.epsilon_start, config.epsilon_end, done, config.epsilon_fraction *
+                     (budget if env_steps is not None else len(returns)))
+        held, last = returns[max(0, episode - config.buffer_episodes):episode], returns[max(0, episode - 50):episode]
+        figures = " ".join(f"{np.mean([row[key] for row in rows]):9.4f}" if rows else f"{'':>9}" for key in keys)
+        lines.append(f"{steps / 1000:5.0f}k {greedy:6.2f} {eps:5.2f} {figures} {held.mean():6.3f} "
+                     f"{(held >= ALL_FOOD).mean():5.2f} {last.mean():6.3f} {(last >= ALL_FOOD).mean():5.2f}")
+    final = greedy_team_return(run.agent, ENV_ID, FINAL_EPISODES, threads=1)
+    lines.append(f"final greedy mean over {FINAL_EPISODES} episodes: {final:.4f}")
+    return lines
+
+
 def raw_speed(steps: int = 20_000, seed: int = 0) -> float:
     """Env steps per second of lbforaging's own env (``gymnasium.make``, no wrapper, uniformly random actions, resets
     included): the yardstick each run's speed is divided by, timed in the same run of this script."""
@@ -595,6 +640,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay-kept", action="store_true",
                         help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) greedy and sampled, "
                              f"{FINAL_EPISODES} episodes each, into OUT/{KEPT_FIGURES}")
+    parser.add_argument("--diagnose", action="store_true",
+                        help="write nothing: train each run in this process, one after another, and print what its "
+                             "updates saw and did and what its replay held, per evaluation window (``diagnose``; "
+                             "iql, vdn, qmix)")
     parser.add_argument("--redraw", action="store_true",
                         help="train nothing: from the runs OUT/summary.json lists (their OUT/METHOD/seed<S>.json), "
                              "rewrite the summary's table and textbook columns and redraw OUT/curves.png")
@@ -649,6 +698,24 @@ def main(argv: list[str] | None = None) -> int:
         configs = {method: dataclasses.asdict(method_config(method, pairs[method])) for method in args.methods}
     except ValueError as error:
         parser.error(f"--set {error}")
+    if args.diagnose:
+        if args.redraw or args.replay_kept or args.reuse:
+            parser.error("--diagnose trains and writes nothing: not with --redraw, --replay-kept or --reuse")
+        unmeasured = [method for method in args.methods if not hasattr(method_config(method), "buffer_episodes")]
+        if unmeasured:
+            parser.error(f"--diagnose measures the value-based learners' updates (iql, vdn, qmix), not "
+                         f"{', '.join(unmeasured)}'s")
+        try:
+            for method in args.methods:
+                for seed in args.seeds:
+                    print(f"{method} seed {seed}, {ENV_ID}, config: {' '.join(pairs[method]) or 'the defaults'}",
+                          flush=True)
+                    print("\n".join("  " + line for line in diagnose(method, seed, args.episodes, args.eval_every,
+                                                                      pairs[method], args.env_steps)), flush=True)
+        except KeyboardInterrupt:
+            print("interrupted: --diagnose writes nothing; the run in progress is lost", file=sys.stderr)
+            return 130
+        return 0
     jobs = [(method, seed) for seed in args.seeds for method in args.methods]
     args.out, held = open_out(parser, args.out)  # (held until the script ends: one script per folder at a time)
     progress, held_progress = args.out, None  # where the runs in progress are saved, and that folder's lock

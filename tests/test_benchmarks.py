@@ -1238,3 +1238,26 @@ def test_foraging_ctrl_c_is_one_line_and_status_130_with_the_finished_runs_on_di
                    f"300 s ago and continue with --reuse"]
     assert json.loads((tmp_path / "iql" / "seed0.json").read_text())["seed"] == 0
     assert not (tmp_path / "iql" / "seed1.json").exists() and not (tmp_path / "summary.json").exists()
+
+
+def test_foraging_diagnose_trains_the_run_as_the_grid_does_and_prints_its_windows(capsys):
+    # a QMIX run of 64 episodes with an evaluation every 32, diagnosed: its windows' lines, and a final greedy mean
+    # equal to the one run_one (the grid's run) records for the same method, seed and budget
+    foraging = script("foraging")
+    assert foraging.main(["--methods", "qmix", "--seeds", "100", "--episodes", "64", "--eval-every", "32",
+                          "--diagnose"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "qmix seed 100, Foraging-8x8-2p-3f-v3, config: the defaults"
+    assert lines[1].split() == ["steps", "greedy", "eps", "td_loss", "q_taken", "credit0", "credit1", "|g|", "step",
+                                "replay", "all", "last50", "all"]
+    assert len(lines) == 2 + 2 + 1  # the header, two windows, the final
+    row, _ = foraging.run_one(("qmix", 100, 64, 32, False, [], foraging.FINAL_EPISODES, None, None))
+    assert lines[-1] == f"  final greedy mean over 100 episodes: {row['final']:.4f}"
+    greedy = [float(line.split()[1]) for line in lines[2:4]]
+    assert greedy == [round(value, 2) for _, _, value in row["evaluations"]]
+
+
+@pytest.mark.parametrize("argv, named", [(["--methods", "mappo", "--diagnose"], "not mappo's"),
+                                         (["--methods", "qmix", "--diagnose", "--reuse"], "not with --redraw")])
+def test_foraging_diagnose_refuses_what_it_cannot_measure(argv, named, capsys):
+    assert named in refused("foraging", argv, capsys)
