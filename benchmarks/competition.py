@@ -162,17 +162,24 @@ def main(argv: list[str] | None = None) -> int:
     # the slow ensembles first, so the two workers finish together
     todo = [(method, seed, args.episodes, bool(args.out) and seed == args.seeds[0])
             for method in sorted(args.methods, key=lambda m: m != "ensemble") for seed in args.seeds]
-    for row, files in run_grid(train_one, todo, args.runner, args.jobs, args.address):
-        rows.append(row)
-        if files:
-            write_files(args.out / row["method"], files)  # each atomically
-        print(f"{row['method']:>8} {row['seed']:>4} {row['adversary_return']:8.1f} {row['good_return']:8.1f} "
-              f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} {row['wall_s']:7.1f}", flush=True)
-    rows.sort(key=lambda row: (list(METHODS).index(row["method"]), row["seed"]))
-    baseline = [row for row in rows if row["method"] == MADDPG]
-    pairs = [(a, g) for a in rows for g in baseline if a["method"] in (MADDPG, "ensemble") and a["seed"] != g["seed"]]
-    pairs += [(a, g) for g in rows for a in baseline if g["method"] == "ensemble" and a["seed"] != g["seed"]]
-    games = list(run_grid(matchup, pairs, args.runner, args.jobs, args.address, ordered=True))
+    try:
+        for row, files in run_grid(train_one, todo, args.runner, args.jobs, args.address):
+            rows.append(row)
+            if files:
+                write_files(args.out / row["method"], files)  # each atomically
+            print(f"{row['method']:>8} {row['seed']:>4} {row['adversary_return']:8.1f} {row['good_return']:8.1f} "
+                  f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} {row['wall_s']:7.1f}", flush=True)
+        rows.sort(key=lambda row: (list(METHODS).index(row["method"]), row["seed"]))
+        baseline = [row for row in rows if row["method"] == MADDPG]
+        pairs = [(a, g) for a in rows for g in baseline
+                 if a["method"] in (MADDPG, "ensemble") and a["seed"] != g["seed"]]
+        pairs += [(a, g) for g in rows for a in baseline if g["method"] == "ensemble" and a["seed"] != g["seed"]]
+        games = list(run_grid(matchup, pairs, args.runner, args.jobs, args.address, ordered=True))
+    except KeyboardInterrupt:  # (the matchups need every run's actors, held in memory: no summary from a part)
+        print(f"interrupted after {len(rows)} finished runs (their rows are printed above): the summary is written "
+              f"only once every run and matchup is done, so nothing of it was written; the same command trains the "
+              f"grid again", file=sys.stderr)
+        return 130
     lines = selfplay_table(rows) + [""] + crossplay_table(games)
     print("\n".join(lines))
     for method in args.methods:

@@ -70,6 +70,18 @@ def main(argv=None) -> int:
         config = COMAConfig(recurrent=not args.feed_forward, team_reward=not args.per_agent_reward)
     print(f"{'seed':>4} {'greedy':>7} {'sampled':>8} {'episodes':>8} {'env_steps':>9} {'wall_s':>7} {'steps/s':>8}")
     rows = []
+    try:
+        return _train_seeds(args, config, off_policy, optimum, rows, argv)
+    except KeyboardInterrupt:  # (one line, no traceback: the finished seeds' rows are printed above)
+        kept = f"; {args.out / 'policy.pt'} and run.json are the first seed's" if args.out and rows else ""
+        print(f"interrupted after {len(rows)} of {len(args.seeds)} seeds (their rows are printed above): summary.json "
+              f"is written only once every seed is done{kept}", file=sys.stderr)
+        return 130
+
+
+def _train_seeds(args, config, off_policy: bool, optimum: float, rows: list, argv) -> int:
+    """Train every seed of ``args.seeds`` in turn, each row appended to ``rows`` and printed as it ends; then the
+    SUMMARY line and, with ``args.out``, summary.json. Returns 0."""
     for seed in args.seeds:
         run, figures = run_seed(args.algo, args.env, args.episodes, config, seed, eval_every=50 if off_policy else 400,
                                 threads=1)  # one core per run, as the target says

@@ -1261,3 +1261,35 @@ def test_foraging_diagnose_trains_the_run_as_the_grid_does_and_prints_its_window
                                          (["--methods", "qmix", "--diagnose", "--reuse"], "not with --redraw")])
 def test_foraging_diagnose_refuses_what_it_cannot_measure(argv, named, capsys):
     assert named in refused("foraging", argv, capsys)
+
+
+def test_learning_and_competition_stopped_with_ctrl_c_say_so_in_one_line_with_status_130(monkeypatch, capsys,
+                                                                                        tmp_path):
+    # both printed a traceback from inside training and write their summary only at the end: the line says so
+    learning, competition = script("learning"), script("competition")
+    calls = []
+
+    def second_stopped(*args, **kwargs):  # the first seed's run (a tiny real one), then Ctrl-C in the second
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    original = learning.run_seed
+    monkeypatch.setattr(learning, "run_seed", second_stopped)
+    out = tmp_path / "maddpg"
+    assert learning.main(["--algo", "maddpg", "--seeds", "0", "1", "--episodes", "4", "--out", str(out)]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"interrupted after 1 of 2 seeds (their rows are printed above): summary.json is written only once every seed "
+        f"is done; {out / 'policy.pt'} and run.json are the first seed's"]
+    assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == ["policy.pt", "run.json"]
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+        yield  # (a generator, as run_grid is)
+
+    monkeypatch.setattr(competition, "run_grid", stopped)
+    assert competition.main(["--seeds", "0", "--episodes", "4"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "interrupted after 0 finished runs (their rows are printed above): the summary is written only once every "
+        "run and matchup is done, so nothing of it was written; the same command trains the grid again"]
