@@ -176,9 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         pairs += [(a, g) for g in rows for a in baseline if g["method"] == "ensemble" and a["seed"] != g["seed"]]
         games = list(run_grid(matchup, pairs, args.runner, args.jobs, args.address, ordered=True))
     except KeyboardInterrupt:  # (the matchups need every run's actors, held in memory: no summary from a part)
-        print(f"interrupted after {len(rows)} finished runs (their rows are printed above): the summary is written "
-              f"only once every run and matchup is done, so nothing of it was written; the same command trains the "
-              f"grid again", file=sys.stderr)
+        done = f"{len(rows)} finished runs" + (" (their rows are printed above)" if rows else "")
+        kept = (f"; the first seed's policy.pt and selfplay.gif of each method that finished it are in {args.out}"
+                if args.out is not None and any(row["seed"] == args.seeds[0] for row in rows) else "")
+        print(f"interrupted after {done}: summary.json is written only once every run and matchup is done, so it was "
+              f"not{kept}; the same command trains the grid again", file=sys.stderr)
         return 130
     lines = selfplay_table(rows) + [""] + crossplay_table(games)
     print("\n".join(lines))

@@ -397,8 +397,8 @@ def diagnose(method: str, seed: int, episodes: int | None, eval_every: int, pair
     """Train one run of a value-based learner (iql, vdn, qmix) in this process exactly as ``run_one`` trains it, with
     ``keep.Diagnosis`` measuring every update (its TD loss, the agents' utilities of the actions taken, QMIX's credit
     to each agent dQ_tot/dQ_i, the gradient's norm before clipping and the weights' step; none of it draws from the
-    run's generators), and return one line per evaluation window: env steps at its end, the greedy mean, epsilon,
-    the updates' means, and what the replay held: its episodes' mean team return and the share of them that loaded
+    run's generators), and return one line per evaluation window: env steps at its end, the greedy mean, epsilon at
+    its end (the next collection's), the updates' means (none in a window without an update), and what the replay held: its episodes' mean team return and the share of them that loaded
     every food item (``ALL_FOOD``), then the same for the last 50 episodes played. The first line names the figures;
     the last gives the final greedy mean over ``FINAL_EPISODES``, which equals the run record's ``final``."""
     from keep import Diagnosis  # (benchmarks/keep.py: the Switch diagnosis, its per-update figures shared)
@@ -413,8 +413,8 @@ def diagnose(method: str, seed: int, episodes: int | None, eval_every: int, pair
         run = train(method, ENV_ID, episodes, config, seed, eval_every, False, threads=1, update=diagnosis.update,
                     env_steps=env_steps)
     returns = np.array(run.episode_returns)  # (episodes,) each training episode's team return
-    budget = run.eval_env_steps[-1] if env_steps is None else env_steps  # (the decay's unit: env steps or episodes)
-    keys = [key for key in diagnosis.rows[0] if key != "time" and not key.endswith("|g|max")]
+    budget = episodes if env_steps is None else env_steps  # what epsilon decays over a fraction of (loops.train)
+    keys = [key for key in diagnosis.rows[0] if key != "time" and not key.endswith("|g|max")] if diagnosis.rows else []
     lines = [f"{'steps':>6} {'greedy':>6} {'eps':>5} " + " ".join(f"{key:>9}" for key in keys)
              + f" {'replay':>6} {'all':>5} {'last50':>6} {'all':>5}"]
     start = run.started
@@ -422,9 +422,8 @@ def diagnose(method: str, seed: int, episodes: int | None, eval_every: int, pair
         end = run.started + seconds
         rows = [row for row in diagnosis.rows if start < row["time"] <= end]
         start = end
-        done = steps if env_steps is not None else episode
-        eps = linear(config.epsilon_start, config.epsilon_end, done, config.epsilon_fraction *
-                     (budget if env_steps is not None else len(returns)))
+        done = steps if env_steps is not None else episode  # (the next collection's epsilon, as train computes it)
+        eps = linear(config.epsilon_start, config.epsilon_end, done, config.epsilon_fraction * budget)
         held, last = returns[max(0, episode - config.buffer_episodes):episode], returns[max(0, episode - 50):episode]
         figures = " ".join(f"{np.mean([row[key] for row in rows]):9.4f}" if rows else f"{'':>9}" for key in keys)
         lines.append(f"{steps / 1000:5.0f}k {greedy:6.2f} {eps:5.2f} {figures} {held.mean():6.3f} "
@@ -648,6 +647,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="train nothing: from the runs OUT/summary.json lists (their OUT/METHOD/seed<S>.json), "
                              "rewrite the summary's table and textbook columns and redraw OUT/curves.png")
     args = parser.parse_args(argv)
+    if args.diagnose:
+        if args.redraw or args.replay_kept or args.reuse:
+            parser.error("--diagnose trains in this process and writes nothing: not with --redraw, --replay-kept or "
+                         "--reuse")
+        unmeasured = [method for method in args.methods if not hasattr(method_config(method), "buffer_episodes")]
+        if unmeasured:
+            parser.error(f"--diagnose measures the value-based learners' updates (iql, vdn, qmix), not those of "
+                         f"{', '.join(unmeasured)}")
     if args.env_steps is not None:
         if args.episodes is not None:
             parser.error("give --episodes or --env-steps, not both")
@@ -683,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay_kept:  # every kept policy greedy and sampled, env and draws seeded 0
         return replay_kept(parser, args.out, ENV_ID, {method: method for method in METHODS}, FINAL_EPISODES, seed=0)
     check_runner_options(parser, args)
-    if args.pairs and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
+    if args.pairs and not args.diagnose and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")
     try:
         chosen = method_pairs(args.pairs, args.methods)
@@ -699,12 +706,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(f"--set {error}")
     if args.diagnose:
-        if args.redraw or args.replay_kept or args.reuse:
-            parser.error("--diagnose trains and writes nothing: not with --redraw, --replay-kept or --reuse")
-        unmeasured = [method for method in args.methods if not hasattr(method_config(method), "buffer_episodes")]
-        if unmeasured:
-            parser.error(f"--diagnose measures the value-based learners' updates (iql, vdn, qmix), not "
-                         f"{', '.join(unmeasured)}'s")
         try:
             for method in args.methods:
                 for seed in args.seeds:

@@ -67,7 +67,8 @@ def food_kind(level: int, agent_levels: list[int]) -> str:
 def stuck(cells: np.ndarray, window: int = STUCK_WINDOW) -> bool:
     """Whether agents whose joint cells over an episode are ``cells`` ``(T+1, N, 2)`` (``[y, x]`` per agent, before
     the first step and after each) stood on at most two joint cells over the last ``window`` steps: standing still,
-    or stepping back and forth. An episode shorter than ``window`` steps is not called stuck."""
+    or one agent (or both, in step) stepping back and forth. An episode shorter than ``window`` steps is not called
+    stuck."""
     cells = np.asarray(cells)
     if cells.ndim != 3 or cells.shape[-1] != 2:
         raise ValueError(f"cells must be (T+1, N, 2), [y, x] per agent, got shape {cells.shape}")

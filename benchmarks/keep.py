@@ -132,13 +132,20 @@ def trace(agent, env_id: str) -> list[str]:
     gaps = (best_two[..., 0] - best_two[..., 1]).numpy()  # (T, N)
     lines = [f"final greedy episode: team return {episode.team_return:.1f}, {len(episode.actions)} steps"]
     for i in range(agent.n_agents):
-        home = bool(episode.terminated[:, i].any())
-        steps = int(np.argmax(episode.terminated[:, i])) + 1 if home else len(episode.actions)
-        moves = "".join(meanings[a][0] for a in episode.actions[:steps, i])
-        lines.append(f"agent {i}: {moves} ({f'home after {steps} steps' if home else 'never home'}); its best two "
-                     f"Q-values apart by {gaps[:steps, i].min():.2f} at least, {np.median(gaps[:steps, i]):.2f} in the "
-                     f"median step")
+        steps, moves = agent_moves(episode, i, meanings)
+        lines.append(f"{moves}; its best two Q-values apart by {gaps[:steps, i].min():.2f} at least, "
+                     f"{np.median(gaps[:steps, i]):.2f} in the median step")
     return lines
+
+
+def agent_moves(episode, i: int, meanings: list[str]) -> tuple[int, str]:
+    """Agent ``i``'s moves in ``episode`` (actions ``(T, N)``, terminated ``(T, N)``) until it is home, as the initials
+    of the env's action ``meanings``: ``(steps, "agent i: DRRU (home after 4 steps)")``, or all T steps and "never
+    home"."""
+    home = bool(episode.terminated[:, i].any())
+    steps = int(np.argmax(episode.terminated[:, i])) + 1 if home else len(episode.actions)
+    moves = "".join(meanings[a][0] for a in episode.actions[:steps, i])
+    return steps, f"agent {i}: {moves} ({f'home after {steps} steps' if home else 'never home'})"
 
 
 def nearest(agent, env_id: str) -> list[str]:
@@ -155,11 +162,7 @@ def nearest(agent, env_id: str) -> list[str]:
     n = agent.n_agents
     lines = [f"final greedy episode: team return {episode.team_return:.1f}, {len(episode.actions)} steps; the optimum "
              f"{optimal_team_return(env_id):.1f}"]
-    for i in range(n):
-        home = bool(episode.terminated[:, i].any())
-        steps = int(np.argmax(episode.terminated[:, i])) + 1 if home else len(episode.actions)
-        moves = "".join(meanings[a][0] for a in episode.actions[:steps, i])
-        lines.append(f"agent {i}: {moves} ({f'home after {steps} steps' if home else 'never home'})")
+    lines += [agent_moves(episode, i, meanings)[1] for i in range(n)]
     best = []
     for k in (1, 2):
         for free in itertools.combinations(range(n), k):

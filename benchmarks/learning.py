@@ -72,10 +72,15 @@ def main(argv=None) -> int:
     rows = []
     try:
         return _train_seeds(args, config, off_policy, optimum, rows, argv)
-    except KeyboardInterrupt:  # (one line, no traceback: the finished seeds' rows are printed above)
-        kept = f"; {args.out / 'policy.pt'} and run.json are the first seed's" if args.out and rows else ""
-        print(f"interrupted after {len(rows)} of {len(args.seeds)} seeds (their rows are printed above): summary.json "
-              f"is written only once every seed is done{kept}", file=sys.stderr)
+    except KeyboardInterrupt:  # (one line, no traceback)
+        done = f"{len(rows)} of {len(args.seeds)} seeds" + (" (their rows are printed above)" if rows else "")
+        kept = ""
+        if args.out is not None and rows:  # (a row is counted once its seed's files are written)
+            kept = f"; {args.out / 'policy.pt'} and run.json are this run's first seed's"
+            if (args.out / "summary.json").exists():
+                kept += ", beside an earlier run's summary.json"
+        print(f"interrupted after {done}: summary.json is written only once every seed is done{kept}",
+              file=sys.stderr)
         return 130
 
 
@@ -90,15 +95,15 @@ def _train_seeds(args, config, off_policy: bool, optimum: float, rows: list, arg
                                              "wall_s", "steps_per_s")}
         row["evaluations"], row["sampled_evaluations"] = (_rounded(run)[key] for key in ("evaluations",
                                                                                         "sampled_evaluations"))
-        rows.append(row)
-        print(f"{seed:>4} {row['greedy']:7.2f} {row['sampled']:8.2f} {row['episodes']:>8} {row['env_steps']:>9} "
-              f"{row['wall_s']:7.1f} {row['steps_per_s']:8.0f}", flush=True)
         if args.out and seed == args.seeds[0]:
             args.out.mkdir(parents=True, exist_ok=True)
             save_policy(run.agent, args.env, args.out / "policy.pt")
             reference = {"algo": args.algo, "env": args.env, "seed": seed, "greedy": row["greedy"],
                          "config": dataclasses.asdict(config), **_rounded(run)}
             atomic_write_text(args.out / "run.json", json.dumps(reference) + "\n")
+        rows.append(row)  # (counted once its files are written)
+        print(f"{seed:>4} {row['greedy']:7.2f} {row['sampled']:8.2f} {row['episodes']:>8} {row['env_steps']:>9} "
+              f"{row['wall_s']:7.1f} {row['steps_per_s']:8.0f}", flush=True)
     greedy = np.array([row["greedy"] for row in rows])
     variant = (f"actor_gradient={args.actor_gradient}" if off_policy
                else f"recurrent={config.recurrent} team_reward={config.team_reward}")

@@ -250,14 +250,14 @@ def test_keep_nearest_spells_the_moves_and_the_best_return_with_one_or_two_agent
     # with both the optimum: the arithmetic is in test_planning.py's
     # test_one_agent_free_against_the_others_fixed_moves_by_hand.
     keep = script("keep")
-    rush = np.array([[0, 0], [3, 1], [3, 1], [3, 1], [3, 1], [3, 1], [2, 2]])  # (T=7, N=2)
-    episode = types.SimpleNamespace(actions=rush, terminated=np.zeros((7, 2), dtype=bool), team_return=-10.0)
+    rush = np.array([[0, 0], [3, 1], [3, 1], [3, 1], [3, 1], [3, 1], [2, 2]] + [[4, 4]] * 43)  # (T=50, N=2) jammed
+    episode = types.SimpleNamespace(actions=rush, terminated=np.zeros((50, 2), dtype=bool), team_return=-10.0)
     monkeypatch.setattr(keep, "greedy_return", lambda *args, **kwargs: episode)
     agent = types.SimpleNamespace(n_agents=2)
     assert keep.nearest(agent, "Switch2-v0") == [
-        "final greedy episode: team return -10.0, 7 steps; the optimum 8.3",
-        "agent 0: DRRRRRU (never home)",
-        "agent 1: DLLLLLU (never home)",
+        "final greedy episode: team return -10.0, 50 steps; the optimum 8.3",
+        "agent 0: DRRRRRU" + "N" * 43 + " (never home)",
+        "agent 1: DLLLLLU" + "N" * 43 + " (never home)",
         "the best team return with only these agents' moves changed: 0 8.2, 1 8.3, 0+1 8.3"]
 
 
@@ -1250,15 +1250,18 @@ def test_foraging_diagnose_trains_the_run_as_the_grid_does_and_prints_its_window
     assert lines[0] == "qmix seed 100, Foraging-8x8-2p-3f-v3, config: the defaults"
     assert lines[1].split() == ["steps", "greedy", "eps", "td_loss", "q_taken", "credit0", "credit1", "|g|", "step",
                                 "replay", "all", "last50", "all"]
-    assert len(lines) == 2 + 2 + 1  # the header, two windows, the final
+    assert len(lines) == 2 + 2 + 1  # the run's name and the header, two windows, the final
     row, _ = foraging.run_one(("qmix", 100, 64, 32, False, [], foraging.FINAL_EPISODES, None, None))
     assert lines[-1] == f"  final greedy mean over 100 episodes: {row['final']:.4f}"
     greedy = [float(line.split()[1]) for line in lines[2:4]]
     assert greedy == [round(value, 2) for _, _, value in row["evaluations"]]
 
 
-@pytest.mark.parametrize("argv, named", [(["--methods", "mappo", "--diagnose"], "not mappo's"),
-                                         (["--methods", "qmix", "--diagnose", "--reuse"], "not with --redraw")])
+@pytest.mark.parametrize("argv, named", [
+    (["--methods", "mappo", "coma", "--diagnose"], "not those of mappo, coma"),
+    (["--methods", "qmix", "--diagnose", "--reuse"], "writes nothing: not with --redraw, --replay-kept or --reuse"),
+    (["--methods", "qmix", "--diagnose", "--redraw"], "writes nothing: not with --redraw, --replay-kept or --reuse"),
+    (["--methods", "qmix", "--diagnose", "--replay-kept"], "writes nothing: not with --redraw, --replay-kept or")])
 def test_foraging_diagnose_refuses_what_it_cannot_measure(argv, named, capsys):
     assert named in refused("foraging", argv, capsys)
 
@@ -1281,8 +1284,13 @@ def test_learning_and_competition_stopped_with_ctrl_c_say_so_in_one_line_with_st
     assert learning.main(["--algo", "maddpg", "--seeds", "0", "1", "--episodes", "4", "--out", str(out)]) == 130
     assert capsys.readouterr().err.strip().splitlines() == [
         f"interrupted after 1 of 2 seeds (their rows are printed above): summary.json is written only once every seed "
-        f"is done; {out / 'policy.pt'} and run.json are the first seed's"]
+        f"is done; {out / 'policy.pt'} and run.json are this run's first seed's"]
     assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == ["policy.pt", "run.json"]
+    # stopped again in a folder that holds an earlier run's summary: the line says the files no longer match it
+    (out / "summary.json").write_text("{}\n")
+    calls.clear()
+    assert learning.main(["--algo", "maddpg", "--seeds", "0", "1", "--episodes", "4", "--out", str(out)]) == 130
+    assert capsys.readouterr().err.strip().endswith("are this run's first seed's, beside an earlier run's summary.json")
 
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
@@ -1291,5 +1299,17 @@ def test_learning_and_competition_stopped_with_ctrl_c_say_so_in_one_line_with_st
     monkeypatch.setattr(competition, "run_grid", stopped)
     assert competition.main(["--seeds", "0", "--episodes", "4"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == [
-        "interrupted after 0 finished runs (their rows are printed above): the summary is written only once every "
-        "run and matchup is done, so nothing of it was written; the same command trains the grid again"]
+        "interrupted after 0 finished runs: summary.json is written only once every run and matchup is done, so it "
+        "was not; the same command trains the grid again"]
+
+
+def test_foraging_diagnose_takes_set_without_out_and_a_run_too_short_to_update(capsys):
+    # --set would need another --out than the tables' for a grid; --diagnose writes nothing, so it needs none. Eight
+    # episodes (one collection of 8 copies) are fewer than a batch of 16: no update, so the window has no figures
+    foraging = script("foraging")
+    assert foraging.main(["--methods", "vdn", "--seeds", "100", "--episodes", "8", "--eval-every", "8",
+                          "--diagnose", "--set", "lr=1e-3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "vdn seed 100, Foraging-8x8-2p-3f-v3, config: lr=1e-3"
+    assert lines[1].split() == ["steps", "greedy", "eps", "replay", "all", "last50", "all"]
+    assert len(lines) == 4 and lines[-1].startswith("  final greedy mean over 100 episodes: ")

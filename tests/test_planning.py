@@ -154,5 +154,9 @@ def test_best_response_refuses_bad_input():
         best_response_return("Switch2-v0", RUSH, free=[2])
     with pytest.raises(ValueError, match="free"):
         best_response_return("Switch2-v0", RUSH, free=[0, 0])
+    with pytest.raises(ValueError, match="free"):
+        best_response_return("Switch2-v0", RUSH, free=[1.7])  # not an index
+    with pytest.raises(ValueError, match="free"):
+        best_response_return("Switch2-v0", RUSH, free=1)  # not a sequence
     with pytest.raises(ValueError, match="Switch"):
         best_response_return("PredatorPrey5x5-v0", RUSH, free=[0])

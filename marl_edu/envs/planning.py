@@ -183,9 +183,14 @@ def best_response_return(env_id: str, joint_actions, free) -> float:
     if not np.issubdtype(plan.dtype, np.integer) or plan.min() < 0 or plan.max() >= A:
         raise ValueError(f"joint_actions must be integer actions in [0, {A}), got dtype {plan.dtype} with values "
                          f"{plan.min()}..{plan.max()}")
+    try:
+        free = list(free)
+    except TypeError:
+        raise ValueError(f"free must be a sequence of agent indices, got {free!r}") from None
+    if (any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in free) or len(set(free)) != len(free)
+            or any(not 0 <= i < N for i in free)):
+        raise ValueError(f"free must be distinct integer agent indices in [0, {N}), got {free}")
     free = [int(i) for i in free]
-    if len(set(free)) != len(free) or any(not 0 <= i < N for i in free):
-        raise ValueError(f"free must be distinct agent indices in [0, {N}), got {free}")
     plan = np.concatenate([plan, np.full((H - len(plan), N), _NOOP)])  # (H, N) NOOP after the played actions
     choices = np.array(list(itertools.product(range(A), repeat=len(free))), dtype=np.int64)  # (A^k, k)
     powers = C ** np.arange(N)  # (N,) a joint cell as one base-C number
