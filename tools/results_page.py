@@ -605,14 +605,17 @@ def particle_folder(name: str, title: str) -> list[str]:
     runs = summary["runs"]
     methods = [method for method in module.METHODS if any(run["method"] == method for run in runs)]
     seeds = sorted({run["seed"] for run in runs})
+    sampled = all("sampled" in run for run in runs)  # (runs recorded before sampled figures were kept have none)
     seed_rows = []
     for method in methods:
         mine = sorted((run for run in runs if run["method"] == method), key=lambda run: run["seed"])
         seed_rows.append([method, per_seed([run["team_return"] for run in mine]),
+                          *([per_seed([run["sampled"] for run in mine])] if sampled else []),
                           per_seed([run["collisions_per_step"] for run in mine], 3)])
+    header = ["method", "team return, per seed", *(["sampled team return, per seed"] if sampled else []),
+              "collisions per step, per seed"]
     lines = [f"### {title}", "", *module.table(runs, summary["references"]), "",
-             f"Per seed ({seeds_text(seeds)}):", "",
-             *markdown_table(["method", "team return, per seed", "collisions per step, per seed"], seed_rows), ""]
+             f"Per seed ({seeds_text(seeds)}):", "", *markdown_table(header, seed_rows), ""]
     if "rerun" in summary:
         rerun = summary["rerun"]
         lines += paragraph(f"`summary.json` records a re-run of the {', '.join(rerun['methods'])} runs. Why:",
@@ -626,8 +629,11 @@ def particle_folder(name: str, title: str) -> list[str]:
         kept = load(kept_path)
         rows = [[method, str(row["policy_seed"]), number(row["team_return"], 2), number(row["sampled"], 2),
                  number(row["sampled_sd"], 1), row["sampled_as"]] for method, row in kept["methods"].items()]
-        lines += [*paragraph("Noise-free against sampled: these runs were recorded before sampled figures were kept,",
-                             "so each method's kept policy (its first seed's final one) was replayed both ways,",
+        why = (["Noise-free against sampled: beside each run's own sampled figure (above), each method's kept policy",
+                "(its first seed's final one) was replayed both ways,"] if sampled else
+               ["Noise-free against sampled: these runs were recorded before sampled figures were kept,",
+                "so each method's kept policy (its first seed's final one) was replayed both ways,"])
+        lines += [*paragraph(*why,
                              f"{kept['episodes']} episodes each from seed {kept['seed']} (the sampled episodes on",
                              f"other start states), into `{rel(kept_path)}`:"),
                   *markdown_table(["method", "seed", "noise-free", "sampled", "sampled's sd over episodes",
