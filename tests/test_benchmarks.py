@@ -261,30 +261,23 @@ def test_keep_nearest_spells_the_moves_and_the_best_return_with_one_or_two_agent
         "the best team return with only these agents' moves changed: 0 8.2, 1 8.3, 0+1 8.3"]
 
 
-def test_keep_nearest_on_mappo_s_committed_near_path_on_switch3():
+@pytest.mark.parametrize("env_id, method, first, mover, best", [
     # TUNING.md, "Why MAPPO misses on Switch3": the committed seed-0 policy keeps a path of 12.0 (the optimum 12.4) on
-    # which agent 1 crosses the corridor first; no change of one agent's moves, nor of two agents', gets above 12.0.
+    # which agent 1 crosses the corridor first; no change of one agent's moves, nor of two agents', gets above 12.0
+    ("Switch3-v0", "mappo-gru", "team return 12.0, 14 steps; the optimum 12.4", "agent 1: DLLLLUL (home after 7 steps)",
+     "0 12.0, 1 12.0, 2 12.0, 0+1 12.0, 0+2 12.0, 1+2 12.0"),
+    # "Why QMIX misses on Switch4": the committed seed-0 policy ends at 15.3 (the optimum 16.1) with agent 1 wandering
+    # for 23 steps; changing agent 1's moves alone gives the optimum
+    ("Switch4-v0", "qmix-gru", "team return 15.3, 23 steps; the optimum 16.1",
+     "agent 1: RDRUULDULDRURDULLULLLLU (home after 23 steps)", "0 15.3, 1 16.1, 2 15.3, 3 15.3,")])
+def test_keep_nearest_on_a_committed_near_path(env_id, method, first, mover, best):
     from marl_edu.runs.seed import load_replay_policy
     keep = script("keep")
-    agent, _, _ = load_replay_policy(str(ROOT / "results/compare/Switch3-v0/mappo-gru/policy.pt"))
-    lines = keep.nearest(agent, "Switch3-v0")
-    assert lines[0] == "final greedy episode: team return 12.0, 14 steps; the optimum 12.4"
-    assert lines[2] == "agent 1: DLLLLUL (home after 7 steps)"
-    assert lines[-1] == ("the best team return with only these agents' moves changed: 0 12.0, 1 12.0, 2 12.0, "
-                         "0+1 12.0, 0+2 12.0, 1+2 12.0")
-
-
-def test_keep_nearest_on_qmix_s_committed_near_path_on_switch4():
-    # TUNING.md, "Why QMIX misses on Switch4": the committed seed-0 policy ends at 15.3 (the optimum 16.1) with agent 1
-    # wandering for 23 steps; changing agent 1's moves alone gives the optimum.
-    from marl_edu.runs.seed import load_replay_policy
-    keep = script("keep")
-    agent, _, _ = load_replay_policy(str(ROOT / "results/compare/Switch4-v0/qmix-gru/policy.pt"))
-    lines = keep.nearest(agent, "Switch4-v0")
-    assert lines[0] == "final greedy episode: team return 15.3, 23 steps; the optimum 16.1"
-    assert lines[2] == "agent 1: RDRUULDULDRURDULLULLLLU (home after 23 steps)"
-    assert lines[-1].startswith("the best team return with only these agents' moves changed: 0 15.3, 1 16.1, 2 15.3, "
-                                "3 15.3,")
+    agent, _, _ = load_replay_policy(str(ROOT / "results" / "compare" / env_id / method / "policy.pt"))
+    lines = keep.nearest(agent, env_id)
+    assert lines[0] == f"final greedy episode: {first}"
+    assert lines[2] == mover
+    assert lines[-1].startswith(f"the best team return with only these agents' moves changed: {best}")
 
 
 def test_keep_trains_coma_with_the_remedies(monkeypatch, capsys):
