@@ -398,9 +398,10 @@ def diagnose(method: str, seed: int, episodes: int | None, eval_every: int, pair
     ``keep.Diagnosis`` measuring every update (its TD loss, the agents' utilities of the actions taken, QMIX's credit
     to each agent dQ_tot/dQ_i, the gradient's norm before clipping and the weights' step; none of it draws from the
     run's generators), and return one line per evaluation window: env steps at its end, the greedy mean, epsilon at
-    its end (the next collection's), the updates' means (none in a window without an update), and what the replay held: its episodes' mean team return and the share of them that loaded
-    every food item (``ALL_FOOD``), then the same for the last 50 episodes played. The first line names the figures;
-    the last gives the final greedy mean over ``FINAL_EPISODES``, which equals the run record's ``final``."""
+    its end (the next collection's), the updates' means (none in a window without an update), and what the replay
+    held: its episodes' mean team return and the share of them that loaded every food item (``ALL_FOOD``), then the
+    same for the last 50 episodes played. The first line names the figures; the last gives the final greedy mean over
+    ``FINAL_EPISODES``, which equals the run record's ``final``."""
     from keep import Diagnosis  # (benchmarks/keep.py: the Switch diagnosis, its per-update figures shared)
     from marl_edu.base.schedules import linear
     from marl_edu.training.evaluation import greedy_team_return
@@ -690,7 +691,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay_kept:  # every kept policy greedy and sampled, env and draws seeded 0
         return replay_kept(parser, args.out, ENV_ID, {method: method for method in METHODS}, FINAL_EPISODES, seed=0)
     check_runner_options(parser, args)
-    if args.pairs and not args.diagnose and pathlib.Path(args.out).resolve() == (ROOT / "results" / "foraging").resolve():
+    tables = (ROOT / "results" / "foraging").resolve()
+    if args.pairs and not args.diagnose and pathlib.Path(args.out).resolve() == tables:
         parser.error("--set trains other configs than the tables': give another --out than results/foraging")
     try:
         chosen = method_pairs(args.pairs, args.methods)

@@ -1125,7 +1125,8 @@ def test_stuck_agents_stand_on_at_most_two_joint_cells_over_the_last_twenty_step
     walk = shuttle.copy()
     walk[-1, 1] = [1, 0]  # agent 1's last step south makes a third joint cell
     assert not food.stuck(walk)
-    assert food.stuck(np.concatenate([np.arange(10).repeat(4).reshape(10, 2, 2) + 5, shuttle]))  # ten cells, then the tail
+    # ten joint cells, then the shuttle: only the last 20 steps count
+    assert food.stuck(np.concatenate([np.arange(10).repeat(4).reshape(10, 2, 2) + 5, shuttle]))
     assert not food.stuck(still[:20])  # 19 steps: too short an episode to call stuck
     with pytest.raises(ValueError, match=r"cells must be \(T\+1, N, 2\).*\(21, 2\)"):
         food.stuck(still[..., 0])
