@@ -8,7 +8,8 @@ than the highest agent's level can be loaded by that agent alone ("alone"), and 
 for 100 episodes from the start states of a run's final evaluation (the env seeded 0) and counts, per kind, the items
 there were at the start and the items loaded by the end; and what a policy that leaves food does instead: the episodes
 that ended with food on the field, how many of them ended stuck (the agents on at most two joint cells over the last
-20 steps: standing still, or stepping back and forth; ``stuck``) and each agent's share of NONE among its actions.
+20 steps: standing still, or one agent, or both in step, stepping back and forth; ``stuck``) and each agent's share
+of NONE among its actions.
 
     .venv/bin/python benchmarks/foraging_food.py --out results/foraging        # prints, writes OUT/food.json
     .venv/bin/python benchmarks/foraging_food.py --out results/tmp/tuning --methods iql vdn
