@@ -3,7 +3,8 @@
 ``run_seed`` trains one seed of a learner of ``learners.LEARNERS`` with its loop and measures it (the final greedy and
 sampled team returns on a discrete task, when it first solved; a continuous learner's noise-free and sampled score
 is ``particle_figures``); ``rounded`` gives the figures as the files record them; ``save_artifacts`` writes a seed's
-``policy.pt`` and ``greedy.gif``, ``write_curve`` the runs' evaluations as a PNG; ``load_replay_policy`` loads a
+``policy.pt`` and ``greedy.gif``, ``write_curve`` the runs' evaluations as a PNG; ``solve_counts`` and
+``sampled_gaps`` sum up a method's seeds as the tables and notebooks read them; ``load_replay_policy`` loads a
 saved policy (never a run in progress) and ``replay_figures`` measures it as training measured it. ``METHODS`` and
 ``method_config`` name the variants (a GRU or feed-forward actor) ``benchmarks/compare.py`` and ``benchmarks/speed.py``
 train.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import pathlib
 import statistics
+from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -95,6 +97,37 @@ def solve_counts(rows: list[dict], optimum: float) -> tuple[int, int, float | No
     at_end = sum(row["greedy"] >= line for row in rows)
     episodes = [row["episodes_to_solve"] for row in rows if row["episodes_to_solve"] is not None]
     return at_end, len(episodes), (float(np.median(episodes)) if episodes else None)
+
+
+class SampledGaps(NamedTuple):
+    """What ``sampled_gaps`` measures over a method's seeds."""
+    gaps: np.ndarray  # (S,) each seed's final sampled mean minus its noise-free (greedy) one
+    mean: float  # their mean
+    error: float  # the standard error of that mean: the gaps' sample standard deviation over sqrt(S)
+    lower: int  # seeds whose sampled mean is below the noise-free one (a tie is not lower)
+
+    @property
+    def beyond_chance(self) -> bool:
+        """The mean more than two standard errors from zero: more than chance alone would give."""
+        return abs(self.mean) > 2 * self.error
+
+
+def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGaps:
+    """The sampled policy against the noise-free (or greedy) one over a method's seeds. ``rows``: one record per seed
+    (at least 2) with ``"sampled"``, its final policy's sampled mean team return, and ``noise_free``, the same
+    policy's noise-free one (``"team_return"`` in a particle record, ``"greedy"`` in a discrete one). The two means
+    come from different start states, so each seed's gap holds chance too; over the seeds it averages out, and the
+    standard error says how far. ValueError names a missing or non-finite figure."""
+    if len(rows) < 2:
+        raise ValueError(f"sampled_gaps needs at least 2 seeds' rows (a standard error), got {len(rows)}")
+    for index, row in enumerate(rows):
+        for key in ("sampled", noise_free):
+            if key not in row:
+                raise ValueError(f"row {index} has no {key!r}: it holds {', '.join(map(repr, row)) or 'nothing'}")
+            if not np.isfinite(row[key]):
+                raise ValueError(f"row {index}'s {key!r} is {row[key]}, expected a finite team return")
+    gaps = np.array([row["sampled"] - row[noise_free] for row in rows], dtype=np.float64)  # (S,)
+    return SampledGaps(gaps, float(gaps.mean()), float(gaps.std(ddof=1) / np.sqrt(len(gaps))), int((gaps < 0).sum()))
 
 
 def split(method: str) -> tuple[str, str]:
