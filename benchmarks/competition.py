@@ -11,11 +11,13 @@ Methods (every one ``loops.train`` with the same budget; all play themselves dur
   team      MADDPG whose every critic learns the team reward, the sum over all three agents
 
 Scores (``play_matchup``, 50 episodes from seed 20000, no noise, the env's own per-agent rewards):
-  self-play: each run's adversary against its own good agents;
+  self-play: each run's adversary against its own good agents, noise-free and, beside it, sampled (the policy as it
+  explores at the end of training: its last exploration noise, sigma ``noise_end``);
   cross-play against opponents never trained with: each maddpg or ensemble run's adversary against the good agents
   of every OTHER seed's maddpg run, and each maddpg or ensemble run's good agents against every other seed's maddpg
   adversary. The paper's question: does an ensemble do better than a single policy against opponents that changed?
-With --out: summary.json (the tables, every run's self-play score, config and evaluations, every matchup) and for
+With --out: summary.json (the tables, every run's self-play scores, config and evaluations, noise-free and sampled,
+every matchup) and for
 the first seed <method>/policy.pt and <method>/selfplay.gif. The runs and the matchups go where compare.py's go
 (``--runner``, ``--address``: ``marl_edu.runs.grid``), one torch thread each.
 """
@@ -73,18 +75,21 @@ def train_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     (``play_matchup``). ``job``: ``(method, seed, episodes, keep_artifacts)``. Returns its row (method, seed, the
     score's fields, counts, config, its actors' weights for the cross-play matchups, and evaluations during training)
     and, with ``keep_artifacts`` (the first seed, with --out), its policy and self-play GIF as bytes
-    (``save_selfplay``, ``run_files``)."""
+    (``save_selfplay``, ``run_files``). The row's ``sampled_selfplay`` is the self-play score of the policy as it
+    explores at the end of training (``sampled_as``), ``sampled_evaluations`` its evaluations during training."""
     method, seed, episodes, keep_artifacts = job
     config = make_config(method)
     run, figures = run_seed(METHODS[method][0], ENV_ID, episodes, config, seed, eval_every=200, threads=1)
     with torch_threads(1):
         score = play_matchup(run.agent, run.agent, ENV_ID, MATCHUP_EPISODES)
+        sampled = play_matchup(run.agent, run.agent, ENV_ID, MATCHUP_EPISODES, sampled=True)
         files = run_files(lambda folder: save_selfplay(run.agent, folder)) if keep_artifacts else {}
     row = rounded(figures)
     return {"method": method, "seed": seed, **dataclasses.asdict(score),
             **{key: row[key] for key in ("episodes", "env_steps", "updates", "wall_s")},
+            "sampled_selfplay": dataclasses.asdict(sampled), "sampled_as": row["sampled_as"],
             "config": dataclasses.asdict(config), "actors": run.agent.actors.state_dict(),
-            "evaluations": row["evaluations"]}, files
+            "evaluations": row["evaluations"], "sampled_evaluations": row["sampled_evaluations"]}, files
 
 
 def rebuild(row: dict):
@@ -111,16 +116,24 @@ def mean_range(values, digits: int = 1) -> str:
     return f"{values.mean():.{digits}f} ({values.min():.{digits}f} to {values.max():.{digits}f})"
 
 
+def selfplay_line(label: str, scores: list[dict]) -> str:
+    """One row of the self-play table: the mean (range) over the seeds' scores (``MatchupScore`` fields)."""
+    return (f"| {label} | {mean_range([r['adversary_return'] for r in scores])} | "
+            f"{mean_range([r['good_return'] for r in scores])} | "
+            f"{mean_range([r['adversary_distance'] for r in scores], 3)} | "
+            f"{mean_range([r['good_distance'] for r in scores], 3)} | {len(scores)} |")
+
+
 def selfplay_table(rows: list[dict]) -> list[str]:
+    """Per method, its runs' noise-free self-play scores and, beneath them where the runs kept it, the sampled ones."""
     lines = ["| method | adversary return | good agents' return | adversary's final distance to goal | "
              "nearest good agent's | seeds |", "|---|---|---|---|---|---|"]
     for method in METHODS:
         mine = [row for row in rows if row["method"] == method]
         if mine:
-            lines.append(f"| {method} | {mean_range([r['adversary_return'] for r in mine])} | "
-                         f"{mean_range([r['good_return'] for r in mine])} | "
-                         f"{mean_range([r['adversary_distance'] for r in mine], 3)} | "
-                         f"{mean_range([r['good_distance'] for r in mine], 3)} | {len(mine)} |")
+            lines.append(selfplay_line(method, mine))
+            if all("sampled_selfplay" in row for row in mine):  # (runs recorded before it have none)
+                lines.append(selfplay_line(f"{method}, sampled", [row["sampled_selfplay"] for row in mine]))
     return lines
 
 
@@ -157,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     check_runner_options(parser, args)
     args.out, held = open_out(parser, args.out) if args.out is not None else (None, None)  # (held to the end)
     start = time.perf_counter()
-    print(f"{'method':>8} {'seed':>4} {'adv ret':>8} {'good ret':>8} {'adv dist':>8} {'good dist':>9} {'wall_s':>7}")
+    print(f"{'method':>8} {'seed':>4} {'adv ret':>8} {'good ret':>8} {'adv dist':>8} {'good dist':>9} "
+          f"{'sampled: adv ret':>16} {'good ret':>8} {'wall_s':>7}")
     rows = []
     # the slow ensembles first, so the two workers finish together
     todo = [(method, seed, args.episodes, bool(args.out) and seed == args.seeds[0])
@@ -168,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
             if files:
                 write_files(args.out / row["method"], files)  # each atomically
             print(f"{row['method']:>8} {row['seed']:>4} {row['adversary_return']:8.1f} {row['good_return']:8.1f} "
-                  f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} {row['wall_s']:7.1f}", flush=True)
+                  f"{row['adversary_distance']:8.3f} {row['good_distance']:9.3f} "
+                  f"{row['sampled_selfplay']['adversary_return']:16.1f} {row['sampled_selfplay']['good_return']:8.1f} "
+                  f"{row['wall_s']:7.1f}", flush=True)
         rows.sort(key=lambda row: (list(METHODS).index(row["method"]), row["seed"]))
         baseline = [row for row in rows if row["method"] == MADDPG]
         pairs = [(a, g) for a in rows for g in baseline

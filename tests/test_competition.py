@@ -69,3 +69,42 @@ def test_bad_matchups_raise_clear_errors():
         play_matchup(agent, agent, episodes=0)
     with pytest.raises(ValueError, match="continuous MADDPG"):
         play_matchup(agent, object(), episodes=1)
+
+
+def test_a_sampled_matchup_adds_each_learners_last_exploration_noise_and_leaves_training_untouched():
+    # sampled=True: each learner plays as it explores at the end of training, clip(mu(o) + noise_end * eps, -1, 1), eps
+    # drawn from a generator of the matchup's own (seed for the adversary's learner, seed + 1 for the good agents')
+    right, still = _constant([0.5, 0.0]), _constant([0.0, 0.0])
+    before = right.generator.get_state().clone(), still.generator.get_state().clone()
+    score = play_matchup(right, still, episodes=2, seed=4, sampled=True)
+    # by hand: the same 2 episodes (one env copy each, as the learners' sampled_actions(1) play them)
+    env = make_env("simple_adversary_v3", seed=4)
+    noise = {id(right): torch.Generator().manual_seed(4), id(still): torch.Generator().manual_seed(5)}
+    sigma = right.config.noise_end  # 0.05, the schedule's last sigma
+
+    def forces(obs):  # (N, O) -> (N, 2): row 0 from `right` plus its noise, rows 1, 2 from `still` plus its own
+        mine = lambda agent, mu: torch.clamp(torch.tensor(mu) + sigma * torch.randn((1, 3, 2), generator=noise[id(agent)]),
+                                             -1, 1)[0].numpy()
+        return np.concatenate([mine(right, [[0.5, 0.0]] * 3)[:1], mine(still, [[0.0, 0.0]] * 3)[1:]])
+
+    runs = [run_episode(env, forces) for _ in range(2)]
+    assert score.adversary_return == pytest.approx(np.mean([run.agent_returns[0] for run in runs]), rel=1e-5)
+    assert score.good_return == pytest.approx(np.mean([run.agent_returns[1] for run in runs]), rel=1e-5)
+    assert score != play_matchup(right, still, episodes=2, seed=4)  # the noise-free game is another
+    assert score == play_matchup(right, still, episodes=2, seed=4, sampled=True)  # the same seed, the same game
+    # the learners' own generators (their training's stream) are where they were
+    assert torch.equal(right.generator.get_state(), before[0]) and torch.equal(still.generator.get_state(), before[1])
+    with pytest.raises(ValueError, match="sampled must be True or False, got 1"):
+        play_matchup(right, still, episodes=1, sampled=1)
+
+
+def test_a_sampled_self_play_draws_from_one_generator():
+    # self-play: one learner plays both roles, so its noise comes from one generator seeded with the matchup's seed,
+    # drawn once per step for all N agents (as its training's act does)
+    right = _constant([0.5, 0.0])
+    score = play_matchup(right, right, episodes=1, seed=3, sampled=True)
+    env = make_env("simple_adversary_v3", seed=3)
+    noise = torch.Generator().manual_seed(3)
+    mu = torch.tensor([[[0.5, 0.0]] * 3])  # (1, N, 2)
+    run = run_episode(env, lambda obs: torch.clamp(mu + 0.05 * torch.randn((1, 3, 2), generator=noise), -1, 1)[0].numpy())
+    assert score.adversary_return == pytest.approx(run.agent_returns[0], rel=1e-5)
