@@ -183,49 +183,191 @@ def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     assert score.team_return > summary["references"]["still"]["team_return"] + 10
 
 
-@pytest.mark.parametrize("folder", [PARTICLE, INFERRED, TEAM, PPO])
-def test_the_kept_particle_policies_replay_their_noise_free_and_sampled_figures(folder):
-    # OUT/greedy_and_sampled.json (particle.py --replay-kept --out OUT): the runs committed before sampled figures were
-    # recorded, each method's kept policy replayed noise-free and sampled over the final figures' 100 start states;
-    # its noise-free team return is the run's recorded one. Sampled replayed for MAPPO only (CI's time, about 4 s
-    # each; MADDPG's kin's sampled forces are checked by hand in test_train.py)
+@pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PPO, "mappo")])
+def test_committed_particle_policy_replays_its_recorded_sampled_score(folder, method):
+    # every particle run records its final policy sampled over 100 episodes (particle.py's "sampled"); the kept policy
+    # replays it. MADDPG's kin (Gaussian noise on the forces) and PPO (forces drawn from its Gaussian) sample
+    # differently; the others sample as one of these (CI's time: about 4 s each)
     from marl_edu.envs.particle import PARTICLE_EVAL_SEED
-    from marl_edu.runs.grid import KEPT_FIGURES
     from marl_edu.training.evaluation import sampled_as, sampled_returns
 
     particle = _module("particle")
-    kept = json.loads((folder / KEPT_FIGURES).read_text())
+    record = json.loads((folder / method / "seed0.json").read_text())
+    agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method][0], env_id="simple_spread_v3")
+    sampled = sampled_returns(agent, "simple_spread_v3", particle.EVAL_EPISODES, PARTICLE_EVAL_SEED, threads=1)
+    assert round(float(sampled.mean()), 3) == record["sampled"]  # (100,) recorded to 3 decimals
+    assert sampled_as(agent) == record["sampled_as"]
+
+
+def _particle_runs(folder: pathlib.Path, method: str) -> list[dict]:
+    """A particle folder's runs of one method, seed by seed, as summary.json records them."""
     summary = json.loads((folder / "summary.json").read_text())
-    assert (kept["env"], kept["episodes"], kept["seed"]) == ("simple_spread_v3", particle.EVAL_EPISODES,
-                                                             PARTICLE_EVAL_SEED)
-    assert set(kept["methods"]) == {run["method"] for run in summary["runs"]}
-    for method, row in kept["methods"].items():
-        record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == row["policy_seed"])
-        # recorded exact, here to 0.01
-        assert row["team_return"] == pytest.approx(record["team_return"], abs=0.006), method
-        if method != "mappo":
-            continue
-        agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method][0], env_id=kept["env"])
-        sampled = sampled_returns(agent, kept["env"], kept["episodes"], seed=kept["seed"], threads=1)  # (100,)
-        assert (round(float(sampled.mean()), 3), round(float(sampled.std()), 3)) == (row["sampled"],
-                                                                                     row["sampled_sd"]), method
-        assert row["sampled_as"] == sampled_as(agent)
+    return sorted((run for run in summary["runs"] if run["method"] == method), key=lambda run: run["seed"])
 
 
-def test_notebook_13s_reading_of_noise_free_against_sampled_is_what_the_kept_figures_say():
-    # notebook 13 section 8 reads: MADDPG's kin (sigma 0.05) agree with their noise-free policy within chance (twice
-    # the standard error of two means of 100 episodes, sqrt(2) sd / sqrt(100)); PPO's sampled return is below its
-    # noise-free one
-    from marl_edu.runs.grid import KEPT_FIGURES
+# -- greedy and sampled on the same start states (benchmarks/start_states.py): every kept policy of a random-start task
 
-    for folder in (PARTICLE, INFERRED, TEAM, PPO):
-        kept = json.loads((folder / KEPT_FIGURES).read_text())
-        for method, row in kept["methods"].items():
-            difference = row["sampled"] - row["team_return"]
-            if method in ("mappo", "ippo"):
-                assert difference < 0, method
-            else:
-                assert abs(difference) < 2 * 2 ** 0.5 * row["sampled_sd"] / kept["episodes"] ** 0.5, method
+START_STATES = RESULTS / "start_states.json"
+
+
+def _seed_record(env_id: str, method: str, seed: int) -> dict:
+    """benchmarks/compare.py's record of one run: results/compare/ENV/METHOD/seed<S>.json."""
+    return json.loads((RESULTS / "compare" / env_id / method / f"seed{seed}.json").read_text())
+
+
+def _split() -> dict[tuple[str, str], dict]:
+    """results/start_states.json's rows by (folder, method)."""
+    return {(row["folder"], row["method"]): row for row in json.loads(START_STATES.read_text())["rows"]}
+
+
+def test_the_split_covers_every_kept_policy_of_a_random_start_task_and_adds_up():
+    # one row per kept policy of each grid benchmarks/start_states.py names; each row's greedy and sampled figures are
+    # its record's, played again (so the two protocols are the records'), and the two parts add up to the gap
+    start_states = _module("start_states")
+    split = _split()
+    kept = {(folder, path.parent.name) for folder, _, _ in start_states.GRIDS
+            for path in (RESULTS / folder).glob("*/policy.pt")}
+    assert set(split) == kept
+    for (folder, method), row in split.items():
+        assert row["greedy"] == pytest.approx(row["recorded_greedy"], abs=0.006), (folder, method)
+        assert row["sampled"] == pytest.approx(row["recorded_sampled"], abs=0.0006), (folder, method)
+        assert row["start_states"] + row["sampling"] == pytest.approx(row["sampled"] - row["greedy"], abs=2e-4)
+
+
+@pytest.mark.parametrize("folder, method", [("particle/simple_spread_v3", "iddpg"),
+                                            ("compare/simple_spread_v3_discrete", "mappo-gru")])
+def test_a_split_row_replays(folder, method):
+    # benchmarks/start_states.py's figures for one kept policy come out the same again (a continuous and a discrete
+    # learner; the others play the same three functions)
+    start_states = _module("start_states")
+    env_id, greedy_key = next((env, key) for grid, env, key in start_states.GRIDS if grid == folder)
+    assert start_states.split(folder, env_id, greedy_key, method) == _split()[folder, method]
+
+
+def _beyond_chance(row: dict, part: str) -> bool:
+    """Whether a split's part ("start_states" or "sampling") is more than twice its standard error from zero."""
+    return abs(row[part]) > 2 * row[f"{part}_se"]
+
+
+def test_notebook_13s_reading_of_noise_free_against_sampled_is_what_the_split_says():
+    # notebook 13 section 8: on the same start states the sampling is measured to within a few tenths and is small:
+    # MADDPG's kin a few hundredths, MAPPO nothing measurable, IPPO less than a point, within two standard errors; the
+    # "start states" parts are larger, up to about three points, each within two standard errors
+    split = _split()
+    rows = {method: split[folder, method] for folder, method in (("particle/simple_spread_v3", "maddpg"),
+                                                                ("particle/simple_spread_v3", "iddpg"),
+                                                                ("particle/simple_spread_v3-ppo", "mappo"),
+                                                                ("particle/simple_spread_v3-ppo", "ippo"))}
+    assert all(row["sampling_se"] < 0.5 for row in rows.values())
+    assert all(abs(rows[method]["sampling"]) < 0.1 for method in ("maddpg", "iddpg"))
+    assert -1.0 < rows["ippo"]["sampling"] < 0 and not _beyond_chance(rows["mappo"], "sampling")
+    assert not any(_beyond_chance(row, "sampling") or _beyond_chance(row, "start_states") for row in rows.values())
+    assert 2 < max(abs(row["start_states"]) for row in rows.values()) < 3.5
+    assert all(abs(row["start_states"]) > abs(row["sampling"]) for row in rows.values())
+
+
+def test_notebook_15s_reading_of_the_team_reward_sampled_is_what_the_split_says():
+    # notebook 15 section 5: on the same start states the sampling moves either seed-0 policy (own rewards, the team
+    # reward) by a few tenths at most, within two standard errors
+    split = _split()
+    for key in (("particle/simple_spread_v3", "maddpg"), ("particle/simple_spread_v3-team", "team")):
+        assert abs(split[key]["sampling"]) < 0.5 and not _beyond_chance(split[key], "sampling"), key
+
+
+def test_notebook_12s_reading_of_greedy_against_sampled_is_what_the_split_says():
+    split = _split()
+    pp = {method.removesuffix("-gru"): row for (folder, method), row in split.items()
+          if folder == "compare/PredatorPrey7x7-v0"}
+    # section 5: no "episodes" part is more than twice its standard error; of the sampling parts only central-V's
+    # (a gain of about 20) is, central-QV's and MAPPO's gains of a few points and COMA's and QMIX's losses are not
+    assert not any(_beyond_chance(row, "start_states") for row in pp.values())
+    assert [method for method, row in pp.items() if _beyond_chance(row, "sampling")] == ["central_v"]
+    assert 15 < pp["central_v"]["sampling"] < 25
+    assert all(2 < pp[method]["sampling"] < 6 for method in ("central_qv", "mappo"))
+    assert all(pp[method]["sampling"] < 0 for method in ("coma", "qmix"))
+    # ... and the gaps of central-V, central-QV and MAPPO are positive on every seed
+    for method in ("central_v", "central_qv", "mappo"):
+        assert all(_seed_record("PredatorPrey7x7-v0", f"{method}-gru", seed)["sampled"]
+                   > _seed_record("PredatorPrey7x7-v0", f"{method}-gru", seed)["greedy"] for seed in range(5))
+    # section 6: on Level-Based Foraging sampling helps the actor-critics MAPPO, IPPO and COMA beyond chance, IPPO's by
+    # more than its whole gap; value decomposition's sampling is within chance, and VDN's and QMIX's gaps are their
+    # episodes'
+    lbf = {method: row for (folder, method), row in split.items() if folder == "foraging"}
+    assert all(lbf[method]["sampling"] > 0 and _beyond_chance(lbf[method], "sampling")
+               for method in ("mappo", "ippo", "coma"))
+    assert lbf["ippo"]["sampling"] > lbf["ippo"]["sampled"] - lbf["ippo"]["greedy"]
+    assert not any(_beyond_chance(lbf[method], "sampling") for method in ("iql", "vdn", "qmix"))
+    assert all(abs(lbf[method]["start_states"]) > abs(lbf[method]["sampling"]) for method in ("vdn", "qmix"))
+    # section 7: the larger part of each gap is the episodes (harder for all three, within two standard errors); on
+    # the same episodes sampling helps COMA and costs VDN about a point, both beyond chance; MAPPO's cost is within it
+    nav = {method.removesuffix("-gru"): row for (folder, method), row in split.items()
+           if folder == "compare/simple_spread_v3_discrete"}
+    assert all(row["start_states"] < -abs(row["sampling"]) and not _beyond_chance(row, "start_states")
+               for row in nav.values())
+    assert nav["coma"]["sampling"] > 0 and _beyond_chance(nav["coma"], "sampling")
+    assert -2 < nav["vdn"]["sampling"] < -0.5 and _beyond_chance(nav["vdn"], "sampling")
+    assert -2 < nav["mappo"]["sampling"] < -0.5 and not _beyond_chance(nav["mappo"], "sampling")
+
+
+@pytest.mark.parametrize("folder, method", [(PARTICLE, "iddpg"), (PPO, "ippo")])
+def test_notebook_13s_reading_of_the_curves_gap_is_what_the_kept_policies_do(folder, method):
+    # notebook 13 section 8: a periodic evaluation plays the noise-free policy on 10 start states (one env seeded
+    # eval_seed, 10 episodes in a row) and the sampled one on 10 others (copies seeded eval_seed + k): on the sampled
+    # curve's start states the noise-free policy scores about what the sampled one does (within 1.0), so nearly all of
+    # the last dots' gap (more than 5) is the start states. The two kept policies with the widest gaps
+    from marl_edu.data.rollout import run_episode
+    from marl_edu.envs.make import family
+    from marl_edu.training.evaluation import sampled_returns
+
+    particle = _module("particle")
+    seed = family("simple_spread_v3").eval_seed
+    agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method][0], env_id="simple_spread_v3")
+    record = json.loads((folder / method / "seed0.json").read_text())
+    noise_free = agent.greedy_policy()
+    first_set = make_env("simple_spread_v3", seed=seed)
+    solid = np.mean([run_episode(first_set, noise_free).team_return for _ in range(10)])
+    other = np.mean([run_episode(make_env("simple_spread_v3", seed=seed + k), noise_free).team_return
+                     for k in range(10)])
+    dotted = sampled_returns(agent, "simple_spread_v3", 10, seed, threads=1).mean()
+    assert (round(float(solid), 2), round(float(dotted), 3)) == (record["evaluations"][-1][1],
+                                                                 record["sampled_evaluations"][-1][1])
+    assert solid - dotted > 5
+    assert abs(other - dotted) < 1.0
+
+
+def test_notebook_13s_reading_of_maddpg_against_independent_ddpg_is_what_the_runs_say():
+    # notebook 13 section 6: MADDPG's team return a little higher on average, on most seeds but not all; its landmark
+    # distance a few percent lower; the two collide about equally often (no edge, where the paper found 44% fewer)
+    maddpg, iddpg = _particle_runs(PARTICLE, "maddpg"), _particle_runs(PARTICLE, "iddpg")
+    mean = lambda rows, key: float(np.mean([run[key] for run in rows]))
+    assert 0 < mean(maddpg, "team_return") - mean(iddpg, "team_return") < 3
+    higher = sum(m["team_return"] > d["team_return"] for m, d in zip(maddpg, iddpg))
+    assert 3 <= higher < 5
+    assert 0.0 < 1 - mean(maddpg, "landmark_distance") / mean(iddpg, "landmark_distance") < 0.05
+    assert abs(1 - mean(maddpg, "collisions_per_step") / mean(iddpg, "collisions_per_step")) < 0.1
+    # the curves end above the table: the last evaluations (10 episodes each) above the final means (100 each)
+    for rows in (maddpg, iddpg):
+        assert np.mean([run["evaluations"][-1][1] for run in rows]) > mean(rows, "team_return") + 1
+
+
+def test_notebook_14s_reading_of_inferred_policies_is_what_the_runs_say():
+    # notebook 14 section 4: the inferred runs' mean a little below MADDPG's with the true policies, nearer independent
+    # DDPG's than MADDPG's; they collide more on every seed; MADDPG's own edge over independent DDPG is not on every seed
+    maddpg, iddpg, inferred = (_particle_runs(PARTICLE, "maddpg"), _particle_runs(PARTICLE, "iddpg"),
+                               _particle_runs(INFERRED, "inferred"))
+    mean = {name: float(np.mean([run["team_return"] for run in rows]))
+            for name, rows in (("maddpg", maddpg), ("iddpg", iddpg), ("inferred", inferred))}
+    assert mean["maddpg"] - 3 < mean["inferred"] < mean["maddpg"]
+    assert abs(mean["inferred"] - mean["iddpg"]) < abs(mean["inferred"] - mean["maddpg"])
+    assert all(p["collisions_per_step"] > m["collisions_per_step"] for m, p in zip(maddpg, inferred))
+    assert any(d["team_return"] > m["team_return"] for m, d in zip(maddpg, iddpg))
+    # the sampled figures: on the same start states sampling moves seed 0's policies by a few hundredths; the per-seed
+    # gaps go both ways
+    split = _split()
+    for key in (("particle/simple_spread_v3", "maddpg"), ("particle/simple_spread_v3-inferred", "inferred")):
+        assert abs(split[key]["sampling"]) < 0.1, key
+    for rows in (maddpg, inferred):
+        assert 0 < sum(run["sampled"] < run["team_return"] for run in rows) < len(rows)
 
 
 @pytest.mark.parametrize("folder", [PARTICLE, INFERRED, TEAM, PPO])

@@ -616,10 +616,6 @@ def particle_folder(name: str, title: str) -> list[str]:
               "collisions per step, per seed"]
     lines = [f"### {title}", "", *module.table(runs, summary["references"]), "",
              f"Per seed ({seeds_text(seeds)}):", "", *markdown_table(header, seed_rows), ""]
-    if "rerun" in summary:
-        rerun = summary["rerun"]
-        lines += paragraph(f"`summary.json` records a re-run of the {', '.join(rerun['methods'])} runs. Why:",
-                           f"{rerun['why']}. How: {rerun['how']}.")
     kept = ", ".join(f"`{method}/`" for method in methods if (folder / method / "policy.pt").exists())
     lines += paragraph(files_read([folder / "summary.json"]), "The first seed's `policy.pt` and `greedy.gif` are in",
                        f"{kept}.")
@@ -680,10 +676,15 @@ def physical_deception() -> list[str]:
     methods = [method for method in module.METHODS if any(run["method"] == method for run in runs)]
     seeds = sorted({run["seed"] for run in runs})
     subpolicies = sorted({run["config"]["n_subpolicies"] for run in runs if "n_subpolicies" in run["config"]})
+    sampled = all("sampled_selfplay" in run for run in runs)  # (runs recorded before it was kept have none)
+    noise = "without exploration noise" + (", but for the self-play rows marked sampled: those play as each run "
+                                           f"explored at the end of its training ({runs[0]['sampled_as']})"
+                                           if sampled else "")
     seed_rows = []
     for method in methods:
         mine = sorted((run for run in runs if run["method"] == method), key=lambda run: run["seed"])
         seed_rows.append([method, per_seed([run["adversary_return"] for run in mine]),
+                          *([per_seed([run["sampled_selfplay"]["adversary_return"] for run in mine])] if sampled else []),
                           per_seed([run["good_return"] for run in mine]),
                           span([run["wall_s"] for run in mine], 0, " s")])
     return ["## Physical deception", "",
@@ -692,19 +693,43 @@ def physical_deception() -> list[str]:
                        "its own agent's reward; `ensemble`: the same with policy ensembles",
                        f"({' or '.join(map(str, subpolicies))} sub-policies per agent); `team`: every critic learns",
                        "the sum of all three agents' rewards. Every score uses the environment's own rewards on the",
-                       f"same {games[0]['episodes']} start states, without exploration noise; returns are sums over",
-                       "the episode, distances at its last step."),
+                       f"same {games[0]['episodes']} start states, {noise}; returns are sums over the episode,",
+                       "distances at its last step."),
             "Self-play, each run against itself (mean over seeds, range in brackets):", "",
             *module.selfplay_table(runs), "",
             "Cross-play, each run against the other seeds' `maddpg` runs (mean over the games):", "",
             *module.crossplay_table(games), "",
             f"Self-play per seed ({seeds_text(seeds)}):", "",
-            *markdown_table(["method", "adversary return, per seed", "good agents' return, per seed",
-                             "wall-clock per run"], seed_rows), "",
+            *markdown_table(["method", "adversary return, per seed",
+                             *(["sampled adversary return, per seed"] if sampled else []),
+                             "good agents' return, per seed", "wall-clock per run"], seed_rows), "",
             *paragraph(files_read([folder / "summary.json"]), f"It holds every run ({len(runs)}) and every",
                        f"cross-play game ({len(games)}); the first seed's `policy.pt` and `selfplay.gif` are in",
                        ", ".join(f"`{method}/`" for method in methods) + "."),
             "Reproduce:", "", *command(summary["command"]), ""]
+
+
+def start_states() -> list[str]:
+    path = RESULTS / "start_states.json"
+    split = load(path)
+    rows = [[row["folder"], row["method"], number(row["greedy"], 3), number(row["same_starts"], 3),
+             number(row["sampled"], 3), f"{row['start_states']:+.3f} ({row['start_states_se']:.3f})",
+             f"{row['sampling']:+.3f} ({row['sampling_se']:.3f})"] for row in split["rows"]]
+    return ["## Greedy and sampled on the same start states", "",
+            *paragraph("Where episodes start at random, a run's final greedy (or noise-free) figure and its sampled one",
+                       "play different start states: the greedy one 100 episodes in a row on one env seeded the",
+                       "task's evaluation seed, the sampled one the first episode of 100 env copies seeded from the",
+                       "run's seed (a particle run's from its evaluation seed). So their difference holds the start",
+                       "states as well as the sampling. For each kept policy (the lowest seed's final one) of the grids",
+                       "above on such tasks, the greedy policy also played the sampled figure's start states: \"start",
+                       "states\" is that score minus the greedy figure, \"sampling\" the sampled figure minus that",
+                       "score; the two add up to the gap. 100 episodes each; in parentheses, each part's standard",
+                       "error (the start states' from two means of different episodes, the sampling's from the 100",
+                       "paired differences, episode k of both starting alike). Only the kept policies could be played",
+                       "again: the other seeds' policies were not kept."),
+            *markdown_table(["grid", "method", "greedy", "greedy on the sampled starts", "sampled",
+                             "start states (se)", "sampling (se)"], rows), "",
+            *paragraph(files_read([path])), "Reproduce:", "", *command(split["command"]), ""]
 
 
 def measured_not_committed() -> list[str]:
@@ -722,7 +747,7 @@ def measured_not_committed() -> list[str]:
 
 
 SECTIONS = [intro, maddpg_switch2, coma_switch2, switch2_comparison, fresh_switch2, more_agents, predator_prey,
-            foraging, foraging_2m, cooperative_navigation, discrete_navigation, physical_deception,
+            foraging, foraging_2m, cooperative_navigation, discrete_navigation, physical_deception, start_states,
             measured_not_committed]
 
 

@@ -103,23 +103,17 @@ class SampledGaps(NamedTuple):
     """What ``sampled_gaps`` measures over a method's seeds."""
     gaps: np.ndarray  # (S,) each seed's final sampled mean minus its noise-free (greedy) one
     mean: float  # their mean
-    error: float  # the standard error of that mean: the gaps' sample standard deviation over sqrt(S)
     lower: int  # seeds whose sampled mean is below the noise-free one (a tie is not lower)
-
-    @property
-    def beyond_chance(self) -> bool:
-        """The mean more than two standard errors from zero: more than chance alone would give."""
-        return abs(self.mean) > 2 * self.error
 
 
 def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGaps:
     """The sampled policy against the noise-free (or greedy) one over a method's seeds. ``rows``: one record per seed
-    (at least 2) with ``"sampled"``, its final policy's sampled mean team return, and ``noise_free``, the same
-    policy's noise-free one (``"team_return"`` in a particle record, ``"greedy"`` in a discrete one). The two means
-    come from different start states, so each seed's gap holds chance too; over the seeds it averages out, and the
-    standard error says how far. ValueError names a missing or non-finite figure."""
-    if len(rows) < 2:
-        raise ValueError(f"sampled_gaps needs at least 2 seeds' rows (a standard error), got {len(rows)}")
+    (at least 1) with ``"sampled"``, its final policy's sampled mean team return, and ``noise_free``, the same
+    policy's noise-free one (``"team_return"`` in a particle record, ``"greedy"`` in a discrete one). Where episodes
+    start at random the two means come from different start states (``evaluation.greedy_on_sampled_starts``), so a
+    gap holds their difference as well as the sampling's. ValueError names a missing or non-finite figure."""
+    if not rows:
+        raise ValueError("sampled_gaps needs at least one seed's row, got none")
     for index, row in enumerate(rows):
         for key in ("sampled", noise_free):
             if key not in row:
@@ -127,7 +121,7 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
             if not np.isfinite(row[key]):
                 raise ValueError(f"row {index}'s {key!r} is {row[key]}, expected a finite team return")
     gaps = np.array([row["sampled"] - row[noise_free] for row in rows], dtype=np.float64)  # (S,)
-    return SampledGaps(gaps, float(gaps.mean()), float(gaps.std(ddof=1) / np.sqrt(len(gaps))), int((gaps < 0).sum()))
+    return SampledGaps(gaps, float(gaps.mean()), int((gaps < 0).sum()))
 
 
 def split(method: str) -> tuple[str, str]:

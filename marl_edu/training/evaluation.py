@@ -8,7 +8,9 @@ evaluate; with forces, continuous PPO's draws from its Gaussian, and the determi
 Gaussian exploration noise it trains with at its last sigma, ``noise_end`` (an ensemble also draws every agent's
 sub-policy per episode). ``sampled_as`` says which, for a run's record. A sampled evaluation draws its actions from
 a generator of its own, seeded by its caller, never from the learner's: evaluating during training leaves training's
-random stream as it was.
+random stream as it was. Where episodes start at random, the two play different start states (``greedy_team_return``:
+one env seeded the family's ``eval_seed``; ``sampled_returns``: one env copy per episode); ``greedy_on_sampled_starts``
+plays the greedy policy on the sampled figure's start states, to tell the sampling from the start states.
 """
 
 from __future__ import annotations
@@ -133,6 +135,20 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
                     epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
                     returns.extend(collect_episodes(agent, venv, epsilon)[1])  # K returns
             return np.array(returns, dtype=np.float64)  # (n_episodes,)
+
+
+def greedy_on_sampled_starts(agent, env_id: str, n_episodes: int = 100, seed: int = 0,
+                             threads: int | None = None) -> np.ndarray:
+    """Team returns ``(n_episodes,)`` of the greedy (noise-free) policy on the start states ``sampled_returns`` plays
+    with the same ``seed``: episode k is the first episode of an env seeded ``seed + k``, as copy k of its chunks is.
+    ``greedy_team_return`` plays other start states (successive episodes of one env seeded the family's
+    ``eval_seed``), so a recorded greedy and sampled figure differ by their start states as well as by the sampling;
+    the greedy policy on the sampled figure's own start states separates the two."""
+    positive_int(n_episodes, "n_episodes")
+    with torch_threads(threads):
+        check_fits(agent, make_env(env_id, seed=seed))
+        return np.array([run_episode(make_env(env_id, seed=seed + k), agent.greedy_policy()).team_return
+                         for k in range(n_episodes)], dtype=np.float64)  # (n_episodes,)
 
 
 def first_episode_returns(act, venv) -> np.ndarray:
