@@ -397,6 +397,54 @@ def test_committed_deception_policy_replays_its_recorded_selfplay(method):
     score = play_matchup(agent, agent, "simple_adversary_v3", competition.MATCHUP_EPISODES)
     for key in ("adversary_return", "good_return", "adversary_distance", "good_distance"):
         assert getattr(score, key) == pytest.approx(record[key], rel=1e-4, abs=1e-4), key
+    # and as it explored at the end of training (its last noise; an ensemble also draws its sub-policies)
+    sampled = play_matchup(agent, agent, "simple_adversary_v3", competition.MATCHUP_EPISODES, sampled=True)
+    for key in ("adversary_return", "good_return", "adversary_distance", "good_distance"):
+        assert getattr(sampled, key) == pytest.approx(record["sampled_selfplay"][key], rel=1e-4, abs=1e-4), key
+
+
+def test_notebooks_15_and_16_read_physical_deception_as_the_runs_say():
+    summary = json.loads((COMPETITION / "summary.json").read_text())
+    runs = {method: sorted((run for run in summary["runs"] if run["method"] == method), key=lambda run: run["seed"])
+            for method in ("maddpg", "ensemble", "team")}
+    own, team = runs["maddpg"], runs["team"]
+    # notebook 15 section 4: every team-reward adversary ends farther from the goal than every own-reward one; the
+    # nearest good agent ends farther with the team reward on four seeds of five; sampled, every figure moves by
+    # little more than a point at most and the team-reward adversary still ends several units away
+    assert min(t["adversary_distance"] for t in team) > max(o["adversary_distance"] for o in own)
+    assert sum(t["good_distance"] > o["good_distance"] for o, t in zip(own, team)) == 4
+    for run in own + team + runs["ensemble"]:
+        for key in ("adversary_return", "good_return"):
+            assert abs(run["sampled_selfplay"][key] - run[key]) < 1.5, (run["method"], run["seed"], key)
+    assert all(run["sampled_selfplay"]["adversary_distance"] > 5 for run in team)
+    # notebook 16: an ensemble run took two to three times as long as a plain one; sampled, the table's self-play
+    # figures move by a tenth or less, a plain run's by a tenth at most, an ensemble's by up to about half a point
+    ratio = np.mean([run["wall_s"] for run in runs["ensemble"]]) / np.mean([run["wall_s"] for run in own])
+    assert 2 <= ratio <= 3
+    for method, most in (("maddpg", 0.15), ("ensemble", 0.75)):
+        for key in ("adversary_return", "good_return"):
+            moved = [run["sampled_selfplay"][key] - run[key] for run in runs[method]]
+            assert abs(np.mean(moved)) <= 0.15 and max(map(abs, moved)) < most, (method, key)
+    # ... against strangers (the other seeds' plain runs): as the adversary an ensemble scores lower on average and on
+    # most seeds, as the good agents a little higher on average and on most seeds, both by less than the spread
+    # between seeds; every adversary does worse against strangers than in self-play, the good agents better in most runs
+    games = summary["matchups"]
+
+    def strangers(role: str, method: str) -> list[float]:  # per seed, the mean over its 4 games against strangers
+        other, key = ("good", "adversary_return") if role == "adversary" else ("adversary", "good_return")
+        return [np.mean([g[key] for g in games if g[role] == [method, seed] and g[other][0] == "maddpg"
+                         and g[other][1] != seed]) for seed in range(5)]
+
+    for role, sign in (("adversary", -1), ("good", +1)):
+        plain, ensemble = strangers(role, "maddpg"), strangers(role, "ensemble")
+        assert sign * (np.mean(ensemble) - np.mean(plain)) > 0, role
+        assert sum(sign * (e - p) > 0 for e, p in zip(ensemble, plain)) >= 3, role
+        assert abs(np.mean(ensemble) - np.mean(plain)) < max(plain) - min(plain), role
+    selfplay = {(run["method"], run["seed"]): run for run in own + runs["ensemble"]}
+    lower_as_adversary = sum(np.mean(strangers("adversary", m)[s]) < selfplay[m, s]["adversary_return"]
+                             for m, s in selfplay)
+    lower_as_good = sum(np.mean(strangers("good", m)[s]) < selfplay[m, s]["good_return"] for m, s in selfplay)
+    assert lower_as_adversary == 10 and lower_as_good <= 3
 
 
 def test_readme_competition_tables_are_what_the_benchmark_printed():
