@@ -10,7 +10,7 @@ Methods (every one ``loops.train`` with the same budget; all play themselves dur
   ensemble  the same with policy ensembles (``marl_edu.learners.ensembles``, M=3 sub-policies per agent, paper section 4.3)
   team      MADDPG whose every critic learns the team reward, the sum over all three agents
 
-Scores (``play_matchup``, 50 episodes from seed 20000, no noise, the env's own per-agent rewards):
+Scores (``play_matchup``, 50 episodes from seed 20000, the env's own per-agent rewards; noise-free but where said):
   self-play: each run's adversary against its own good agents, noise-free and, beside it, sampled (the policy as it
   explores at the end of training: its last exploration noise, sigma ``noise_end``);
   cross-play against opponents never trained with: each maddpg or ensemble run's adversary against the good agents

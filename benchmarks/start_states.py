@@ -15,8 +15,10 @@ episodes of each of:
 
 Their differences split the recorded gap, sampled - greedy, in two: the start states (same starts - greedy) and the
 sampling itself (sampled - same starts). Each part comes with its standard error: the start states' from two means of
-independent episodes (sqrt(var_A / n + var_B / n)), the sampling's from the n paired differences, episode k of both
-starting alike (their standard deviation over sqrt(n)). Only the kept policies can be played again; a grid's other
+different episodes (sqrt(var_A / n + var_B / n); the two sets share at most their first start state, where the run's
+seed is the evaluation seed), the sampling's from the n paired differences, episode k of both starting alike (their
+standard deviation over sqrt(n)). A replayed figure that is not its record's (beyond the record's rounding) stops the
+script: the policy would not be the record's run. Only the kept policies can be played again; a grid's other
 seeds' policies were not kept. Switch's episodes all start alike, so its grids need no such split.
 
     .venv/bin/python benchmarks/start_states.py [--out results/start_states.json]
@@ -35,6 +37,7 @@ import numpy as np
 
 from marl_edu.base.files import atomic_write_text
 from marl_edu.base.threads import torch_threads
+from marl_edu.base.validate import positive_int
 from marl_edu.data.rollout import run_episode
 from marl_edu.envs.make import family, make_env
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
@@ -64,12 +67,15 @@ def kept_record(folder: pathlib.Path, method: str) -> dict:
 
 
 def split(folder: str, env_id: str, greedy_key: str, method: str, episodes: int = SCORE_EPISODES) -> dict:
-    """One kept policy's three figures (each a mean over ``episodes`` episodes), the record's two, the split and its
-    standard errors."""
+    """One kept policy's three figures (each a mean over ``episodes`` episodes, at least 2), the record's two, the
+    split and its standard errors. ValueError if the replayed greedy or sampled figure is not the record's."""
+    positive_int(episodes, "episodes")
+    if episodes < 2:
+        raise ValueError(f"episodes must be at least 2 (a standard error), got {episodes}")
     path = RESULTS / folder / method / "policy.pt"
     record = kept_record(RESULTS / folder, method)
     agent, _, _ = load_replay_policy(str(path), env_id)
-    particle = greedy_key == "team_return"
+    particle = family(env_id).actions == "forces"  # a particle run: its figures start from PARTICLE_EVAL_SEED
     seed = PARTICLE_EVAL_SEED if particle else record["seed"]  # where the record's sampled figure starts
     with torch_threads(1):
         in_a_row = make_env(env_id, seed=PARTICLE_EVAL_SEED if particle else family(env_id).eval_seed)
@@ -77,6 +83,11 @@ def split(folder: str, env_id: str, greedy_key: str, method: str, episodes: int 
                            for _ in range(episodes)])  # (episodes,) the greedy figure's episodes, as recorded
         same_starts = greedy_on_sampled_starts(agent, env_id, episodes, seed)  # (episodes,) episode k from seed + k
         sampled = sampled_returns(agent, env_id, episodes, seed)  # (episodes,) episode k from seed + k, sampled
+    for name, played, recorded, digits in (("greedy", greedy, record[greedy_key], 2), ("sampled", sampled,
+                                                                                        record["sampled"], 3)):
+        if abs(played.mean() - recorded) > 0.6 * 10 ** -digits:  # (records keep 2 or 3 decimals, or more)
+            raise ValueError(f"{folder}/{method}: the replayed {name} figure {played.mean():.4f} is not the record's "
+                             f"{recorded} (seed {record['seed']}): is policy.pt that seed's run?")
     n = episodes
     start_error = np.sqrt(greedy.var(ddof=1) / n + same_starts.var(ddof=1) / n)  # two independent means
     sampling_error = (sampled - same_starts).std(ddof=1) / np.sqrt(n)  # n paired differences
@@ -95,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=pathlib.Path, default=None, help="write the rows as JSON to this file")
     args = parser.parse_args(argv)
-    if args.out is not None and not args.out.parent.is_dir():
-        parser.error(f"--out: the folder {args.out.parent} does not exist")
+    if args.out is not None and (not args.out.name or args.out.is_dir() or not args.out.parent.is_dir()):
+        parser.error(f"--out: {str(args.out)!r} is not a file name in an existing folder")
     rows = []
     print(f"{'grid':<36} {'method':<14} {'greedy':>8} {'same starts':>11} {'sampled':>8} | "
           f"{'start states (se)':>18} {'sampling (se)':>15}")

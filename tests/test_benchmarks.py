@@ -1307,3 +1307,29 @@ def test_foraging_diagnose_takes_set_without_out_and_a_run_too_short_to_update(c
     assert lines[0] == "vdn seed 100, Foraging-8x8-2p-3f-v3, config: lr=1e-3"
     assert lines[1].split() == ["steps", "greedy", "eps", "replay", "all", "last50", "all"]
     assert len(lines) == 4 and lines[-1].startswith("  final greedy mean over 100 episodes: ")
+
+
+@pytest.mark.parametrize("out", ["", ".", "no/such/folder/split.json"])
+def test_start_states_refuses_an_out_that_is_not_a_file_in_a_folder_before_playing(out, capsys, tmp_path):
+    # benchmarks/start_states.py plays for about two minutes before it writes: a folder, an empty name or a missing
+    # folder is refused first, in one line
+    line = refused("start_states", ["--out", out], capsys)
+    assert "--out" in line and "is not a file name in an existing folder" in line
+
+
+def test_start_states_stops_when_a_replayed_figure_is_not_its_records(monkeypatch, tmp_path):
+    # the kept policy is the lowest seed's; a record of another run beside it (its figures not the policy's) stops the
+    # split with a line naming the grid, the method and the figure
+    import json as json_module
+    start_states = script("start_states")
+    folder = tmp_path / "compare" / "grid" / "vdn-gru"
+    folder.mkdir(parents=True)
+    kept = start_states.RESULTS / "compare" / "simple_spread_v3_discrete" / "vdn-gru"
+    (folder / "policy.pt").write_bytes((kept / "policy.pt").read_bytes())
+    record = json_module.loads((kept / "seed0.json").read_text())
+    (folder / "seed0.json").write_text(json_module.dumps({**record, "greedy": record["greedy"] + 1.0}))
+    monkeypatch.setattr(start_states, "RESULTS", tmp_path)
+    with pytest.raises(ValueError, match="compare/grid/vdn-gru: the replayed greedy figure .* is not the record's"):
+        start_states.split("compare/grid", "simple_spread_v3_discrete", "greedy", "vdn-gru", episodes=100)
+    with pytest.raises(ValueError, match="episodes must be at least 2"):
+        start_states.split("compare/grid", "simple_spread_v3_discrete", "greedy", "vdn-gru", episodes=1)

@@ -871,6 +871,10 @@ def test_sampled_gaps_by_hand():
         sampled_gaps([rows[0], {"team_return": -1.0}])
     with pytest.raises(ValueError, match="row 0's 'team_return' is nan"):
         sampled_gaps([{"team_return": float("nan"), "sampled": -1.0}, rows[1]])
+    with pytest.raises(ValueError, match="row 0's 'sampled' is None, expected a finite team return"):
+        sampled_gaps([{"team_return": -1.0, "sampled": None}])
+    with pytest.raises(ValueError, match="row 0's 'sampled' is True"):
+        sampled_gaps([{"team_return": -1.0, "sampled": True}])
 
 
 def test_solve_count_cases_are_the_committed_runs():

@@ -108,3 +108,33 @@ def test_a_sampled_self_play_draws_from_one_generator():
     mu = torch.tensor([[[0.5, 0.0]] * 3])  # (1, N, 2)
     run = run_episode(env, lambda obs: torch.clamp(mu + 0.05 * torch.randn((1, 3, 2), generator=noise), -1, 1)[0].numpy())
     assert score.adversary_return == pytest.approx(run.agent_returns[0], rel=1e-5)
+
+
+def test_sampled_and_noise_free_matchups_play_the_same_start_states():
+    # both play successive episodes of one env seeded `seed`, and the env's draws do not depend on what is played: with
+    # no noise to add (noise_end = 0) the sampled game is the noise-free one, figure for figure, so a gap between the
+    # two is the noise's alone
+    agent = ContinuousMADDPG(3, 10, 2, seed=5)  # untrained: its forces differ from agent to agent and step to step
+    agent.config.noise_end = 0.0
+    assert play_matchup(agent, agent, episodes=3, seed=9, sampled=True) == play_matchup(agent, agent, episodes=3,
+                                                                                        seed=9)
+
+
+def test_a_sampled_ensemble_draws_its_sub_policies_from_the_matchups_generator():
+    # an ensemble's sampled self-play (noise_end = 0: no noise to add): each episode draws every agent's sub-policy,
+    # torch.randint(0, M, (1, N)), from the matchup's generator seeded `seed`; sub-policy m pushes right (m = 0) or left
+    ensemble = EnsembleMADDPG(3, 10, 2, EnsembleConfig(n_subpolicies=2, noise_end=0.0), seed=0)
+    with torch.no_grad():
+        for index, actor in enumerate(ensemble.actors):  # actors[i * M + m]
+            for p in actor.parameters():
+                p.zero_()
+            actor.mlp.net[-1].bias.copy_(torch.atanh(torch.tensor([0.5 if index % 2 == 0 else -0.5, 0.0])))
+    before = ensemble.generator.get_state().clone()
+    score = play_matchup(ensemble, ensemble, episodes=4, seed=6, sampled=True)
+    draws, env, returns = torch.Generator().manual_seed(6), make_env("simple_adversary_v3", seed=6), []
+    for _ in range(4):
+        m = torch.randint(0, 2, (1, 3), generator=draws)[0].numpy()  # (N,) this episode's sub-policies
+        forces = np.array([[0.5 if k == 0 else -0.5, 0.0] for k in m], dtype=np.float32)  # (N, 2)
+        returns.append(run_episode(env, lambda obs: forces).agent_returns[0])
+    assert score.adversary_return == pytest.approx(np.mean(returns), rel=1e-5)
+    assert torch.equal(ensemble.generator.get_state(), before)  # the learner's own stream untouched

@@ -421,10 +421,10 @@ def test_notebooks_15_and_16_read_physical_deception_as_the_runs_say():
     # figures move by a tenth or less, a plain run's by a tenth at most, an ensemble's by up to about half a point
     ratio = np.mean([run["wall_s"] for run in runs["ensemble"]]) / np.mean([run["wall_s"] for run in own])
     assert 2 <= ratio <= 3
-    for method, most in (("maddpg", 0.15), ("ensemble", 0.75)):
+    for method, most in (("maddpg", 0.13), ("ensemble", 0.75)):
         for key in ("adversary_return", "good_return"):
             moved = [run["sampled_selfplay"][key] - run[key] for run in runs[method]]
-            assert abs(np.mean(moved)) <= 0.15 and max(map(abs, moved)) < most, (method, key)
+            assert abs(np.mean(moved)) <= 0.13 and max(map(abs, moved)) < most, (method, key)
     # ... against strangers (the other seeds' plain runs): as the adversary an ensemble scores lower on average and on
     # most seeds, as the good agents a little higher on average and on most seeds, both by less than the spread
     # between seeds; every adversary does worse against strangers than in self-play, the good agents better in most runs

@@ -378,30 +378,39 @@ def test_a_budget_of_episodes_and_env_steps_at_once_or_a_bad_one_is_named():
 
 @pytest.mark.parametrize("algo, env_id", [("maddpg_continuous", "simple_spread_v3"), ("iql", "PredatorPrey7x7-v0"),
                                           ("vdn", "Foraging-8x8-2p-3f-v3")])
-def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, env_id):
+def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, env_id, monkeypatch):
     # with sampling that draws nothing (MADDPG's noise_end = 0; epsilon 0 for a learner that acts on Q-values), the
-    # sampled returns ARE the greedy policy's on the sampled figure's start states: copy k seeded seed + k, its first
-    # episode. The greedy figure (one env seeded eval_seed, episodes in a row) plays others
-    from marl_edu.envs.make import family, make_env, make_vec_env
+    # sampled returns ARE the greedy policy's on the sampled figure's start states, episode by episode, chunks included
+    # (2 copies at a time here: episodes 0-1 from seeds 5, 6, then 7, 8, then 9). The greedy figure (one env seeded
+    # eval_seed, episodes in a row) plays others
+    from marl_edu.envs.make import family, make_env
     from marl_edu.learners.table import LEARNERS
-    from marl_edu.training.evaluation import first_episode_returns, greedy_on_sampled_starts, own_generator
-    from marl_edu.data.rollout import collect_episodes
+    from marl_edu.training import evaluation
+    from marl_edu.training.evaluation import greedy_on_sampled_starts, sampled_returns
 
     env = make_env(env_id, seed=0)
     actions = env.action_dim if algo == "maddpg_continuous" else env.n_actions  # A: force entries or actions
     agent = LEARNERS[algo].learner(env.n_agents, env.obs_dim, actions, seed=3)
-    greedy = greedy_on_sampled_starts(agent, env_id, 3, seed=5)  # (3,)
-    assert greedy.shape == (3,) and greedy.dtype == np.float64
-    venv = make_vec_env(env_id, 3, 5)  # copies seeded 5, 6, 7
+    monkeypatch.setattr(evaluation, "SAMPLED_COPIES", 2)
+    monkeypatch.setattr(evaluation, "SAMPLED_EPSILON", 0.0)  # (IQL's, VDN's sampled policy: the argmax)
     if algo == "maddpg_continuous":
-        drawn_nothing = first_episode_returns(lambda obs: agent.act(obs, 0.0), venv)  # (3,)
-    else:
-        with own_generator(agent, 0):
-            drawn_nothing = np.array(collect_episodes(agent, venv, 0.0)[1])  # epsilon 0: the argmax, (3,)
-    assert greedy.tolist() == pytest.approx(drawn_nothing.tolist(), abs=1e-5)
+        agent.config.noise_end = 0.0
+    greedy = greedy_on_sampled_starts(agent, env_id, 5, seed=5)  # (5,)
+    assert greedy.shape == (5,) and greedy.dtype == np.float64
+    assert greedy.tolist() == pytest.approx(sampled_returns(agent, env_id, 5, seed=5).tolist(), abs=1e-5)
     eval_starts = make_env(env_id, seed=family(env_id).eval_seed)  # greedy_team_return's: episodes in a row
     first_states = [eval_starts.reset() for _ in range(3)]  # (an untrained agent's returns may all be 0: compare obs)
     assert not any(np.array_equal(first, make_env(env_id, seed=5 + k).reset())
                    for k in range(3) for first in first_states)  # other start states
     with pytest.raises(ValueError, match="n_episodes must be a positive int"):
         greedy_on_sampled_starts(agent, env_id, 0)
+
+
+def test_greedy_on_sampled_starts_refuses_an_ensemble():
+    # an ensemble's noise-free figure is the mean over its sub-policies: no one greedy policy to play
+    from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG
+    from marl_edu.training.evaluation import greedy_on_sampled_starts
+
+    ensemble = EnsembleMADDPG(3, 18, 2, EnsembleConfig(n_subpolicies=2), seed=0)
+    with pytest.raises(ValueError, match="EnsembleMADDPG has 2 sub-policies per agent"):
+        greedy_on_sampled_starts(ensemble, "simple_spread_v3", 2)

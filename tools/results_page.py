@@ -678,7 +678,8 @@ def physical_deception() -> list[str]:
     subpolicies = sorted({run["config"]["n_subpolicies"] for run in runs if "n_subpolicies" in run["config"]})
     sampled = all("sampled_selfplay" in run for run in runs)  # (runs recorded before it was kept have none)
     noise = "without exploration noise" + (", but for the self-play rows marked sampled: those play as each run "
-                                           f"explored at the end of its training ({runs[0]['sampled_as']})"
+                                           "explored at the end of its training ("
+                                           + "; ".join(sorted({run["sampled_as"] for run in runs})) + ")"
                                            if sampled else "")
     seed_rows = []
     for method in methods:
@@ -724,7 +725,8 @@ def start_states() -> list[str]:
                        "above on such tasks, the greedy policy also played the sampled figure's start states: \"start",
                        "states\" is that score minus the greedy figure, \"sampling\" the sampled figure minus that",
                        "score; the two add up to the gap. 100 episodes each; in parentheses, each part's standard",
-                       "error (the start states' from two means of different episodes, the sampling's from the 100",
+                       "error (the start states' from two means of different episodes, which share at most their",
+                       "first start state, the sampling's from the 100",
                        "paired differences, episode k of both starting alike). Only the kept policies could be played",
                        "again: the other seeds' policies were not kept."),
             *markdown_table(["grid", "method", "greedy", "greedy on the sampled starts", "sampled",

@@ -12,6 +12,7 @@ train.
 
 from __future__ import annotations
 
+import numbers
 import pathlib
 import statistics
 from typing import NamedTuple
@@ -118,8 +119,8 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
         for key in ("sampled", noise_free):
             if key not in row:
                 raise ValueError(f"row {index} has no {key!r}: it holds {', '.join(map(repr, row)) or 'nothing'}")
-            if not np.isfinite(row[key]):
-                raise ValueError(f"row {index}'s {key!r} is {row[key]}, expected a finite team return")
+            if isinstance(row[key], bool) or not isinstance(row[key], numbers.Real) or not np.isfinite(row[key]):
+                raise ValueError(f"row {index}'s {key!r} is {row[key]!r}, expected a finite team return")
     gaps = np.array([row["sampled"] - row[noise_free] for row in rows], dtype=np.float64)  # (S,)
     return SampledGaps(gaps, float(gaps.mean()), int((gaps < 0).sum()))
 

@@ -62,7 +62,7 @@ def sampled_episode_policy(learner: ContinuousMADDPG | EnsembleMADDPG):
     ``(N, 2)``: its ``sampled_actions`` for one env copy (its last exploration noise; an ensemble draws the episode's
     sub-policies), every draw from the learner's generator."""
     act = learner.sampled_actions(1)  # obs (1, N, O) -> (1, N, 2)
-    return lambda obs: act(obs[None])[0]
+    return lambda obs: act(obs[None])[0]  # (N, O) -> (1, N, O) -> (1, N, 2) -> (N, 2)
 
 
 def play_matchup(adversary: ContinuousMADDPG | EnsembleMADDPG, good: ContinuousMADDPG | EnsembleMADDPG,

@@ -115,8 +115,9 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
     IDDPG) through its ``act``, and a continuous learner through its ``sampled_actions`` (``first_episode_returns``).
     More than ``SAMPLED_COPIES`` episodes are played in chunks of that many copies, seeded on (``seed + 100``, ... for
     the second chunk), so that a final figure over thousands of episodes never holds thousands of envs at once. These
-    start states are not the greedy (or noise-free) evaluation's, successive episodes of one env seeded ``seed``:
-    compare the two as means, not episode by episode."""
+    start states are not the greedy (or noise-free) evaluation's, successive episodes of one env seeded the family's
+    ``eval_seed`` (a particle score's ``PARTICLE_EVAL_SEED``): compare the two as means, or play the greedy policy on
+    these start states (``greedy_on_sampled_starts``)."""
     positive_int(n_episodes, "n_episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
@@ -145,6 +146,10 @@ def greedy_on_sampled_starts(agent, env_id: str, n_episodes: int = 100, seed: in
     ``eval_seed``), so a recorded greedy and sampled figure differ by their start states as well as by the sampling;
     the greedy policy on the sampled figure's own start states separates the two."""
     positive_int(n_episodes, "n_episodes")
+    if entry(algo_name(agent)).policy.subpolicies:
+        raise ValueError(f"greedy_on_sampled_starts plays one noise-free policy; {type(agent).__name__} has "
+                         f"{agent.n_subpolicies} sub-policies per agent (its noise-free figure is their mean): play "
+                         "each of runs.seed.noise_free_policies(agent) instead")
     with torch_threads(threads):
         check_fits(agent, make_env(env_id, seed=seed))
         return np.array([run_episode(make_env(env_id, seed=seed + k), agent.greedy_policy()).team_return
