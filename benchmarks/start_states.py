@@ -89,7 +89,7 @@ def split(folder: str, env_id: str, greedy_key: str, method: str, episodes: int 
             raise ValueError(f"{folder}/{method}: the replayed {name} figure {played.mean():.4f} is not the record's "
                              f"{recorded} (seed {record['seed']}): is policy.pt that seed's run?")
     n = episodes
-    start_error = np.sqrt(greedy.var(ddof=1) / n + same_starts.var(ddof=1) / n)  # two independent means
+    start_error = np.sqrt(greedy.var(ddof=1) / n + same_starts.var(ddof=1) / n)  # two means of different episodes
     sampling_error = (sampled - same_starts).std(ddof=1) / np.sqrt(n)  # n paired differences
     return {"folder": folder, "env": env_id, "method": method, "seed": record["seed"], "episodes": episodes,
             "greedy": round(float(greedy.mean()), 4), "same_starts": round(float(same_starts.mean()), 4),
