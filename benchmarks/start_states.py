@@ -36,13 +36,11 @@ import sys
 import numpy as np
 
 from marl_edu.base.files import atomic_write_text
-from marl_edu.base.threads import torch_threads
 from marl_edu.base.validate import positive_int
-from marl_edu.data.rollout import run_episode
-from marl_edu.envs.make import family, make_env
+from marl_edu.envs.make import family
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.runs.seed import SCORE_EPISODES, load_replay_policy
-from marl_edu.training.evaluation import greedy_on_sampled_starts, sampled_returns
+from marl_edu.training.evaluation import greedy_on_sampled_starts, greedy_returns, sampled_returns
 
 RESULTS = pathlib.Path(__file__).resolve().parent.parent / "results"
 # the committed grids whose tasks start at random: (folder under results/, env id, the record's greedy figure's key)
@@ -75,14 +73,11 @@ def split(folder: str, env_id: str, greedy_key: str, method: str, episodes: int 
     path = RESULTS / folder / method / "policy.pt"
     record = kept_record(RESULTS / folder, method)
     agent, _, _ = load_replay_policy(str(path), env_id)
-    particle = family(env_id).actions == "forces"  # a particle run: its figures start from PARTICLE_EVAL_SEED
+    particle = family(env_id).actions == "forces"  # a particle run: its sampled figure starts from PARTICLE_EVAL_SEED
     seed = PARTICLE_EVAL_SEED if particle else record["seed"]  # where the record's sampled figure starts
-    with torch_threads(1):
-        in_a_row = make_env(env_id, seed=PARTICLE_EVAL_SEED if particle else family(env_id).eval_seed)
-        greedy = np.array([run_episode(in_a_row, agent.greedy_policy()).team_return
-                           for _ in range(episodes)])  # (episodes,) the greedy figure's episodes, as recorded
-        same_starts = greedy_on_sampled_starts(agent, env_id, episodes, seed)  # (episodes,) episode k from seed + k
-        sampled = sampled_returns(agent, env_id, episodes, seed)  # (episodes,) episode k from seed + k, sampled
+    greedy = greedy_returns(agent, env_id, episodes, threads=1)  # (episodes,) the greedy figure's, as recorded
+    same_starts = greedy_on_sampled_starts(agent, env_id, episodes, seed, threads=1)  # (episodes,) from seed + k
+    sampled = sampled_returns(agent, env_id, episodes, seed, threads=1)  # (episodes,) from seed + k, sampled
     for name, played, recorded, digits in (("greedy", greedy, record[greedy_key], 2), ("sampled", sampled,
                                                                                         record["sampled"], 3)):
         if abs(played.mean() - recorded) > 0.6 * 10 ** -digits:  # (records keep 2 or 3 decimals, or more)

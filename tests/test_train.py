@@ -386,7 +386,8 @@ def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, e
     from marl_edu.envs.make import family, make_env
     from marl_edu.learners.table import LEARNERS
     from marl_edu.training import evaluation
-    from marl_edu.training.evaluation import greedy_on_sampled_starts, sampled_returns
+    from marl_edu.training.evaluation import (greedy_on_sampled_starts, greedy_returns, greedy_team_return,
+                                             sampled_returns)
 
     env = make_env(env_id, seed=0)
     actions = env.action_dim if algo == "maddpg_continuous" else env.n_actions  # A: force entries or actions
@@ -398,6 +399,8 @@ def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, e
     greedy = greedy_on_sampled_starts(agent, env_id, 5, seed=5)  # (5,)
     assert greedy.shape == (5,) and greedy.dtype == np.float64
     assert greedy.tolist() == pytest.approx(sampled_returns(agent, env_id, 5, seed=5).tolist(), abs=1e-5)
+    in_a_row = greedy_returns(agent, env_id, 3)  # (3,) greedy_team_return's episodes, one by one
+    assert in_a_row.shape == (3,) and in_a_row.mean() == greedy_team_return(agent, env_id, 3)
     eval_starts = make_env(env_id, seed=family(env_id).eval_seed)  # greedy_team_return's: episodes in a row
     first_states = [eval_starts.reset() for _ in range(3)]  # (an untrained agent's returns may all be 0: compare obs)
     assert not any(np.array_equal(first, make_env(env_id, seed=5 + k).reset())

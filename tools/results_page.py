@@ -726,9 +726,9 @@ def start_states() -> list[str]:
                        "states\" is that score minus the greedy figure, \"sampling\" the sampled figure minus that",
                        "score; the two add up to the gap. 100 episodes each; in parentheses, each part's standard",
                        "error (the start states' from two means of different episodes, which share at most their",
-                       "first start state, the sampling's from the 100",
-                       "paired differences, episode k of both starting alike). Only the kept policies could be played",
-                       "again: the other seeds' policies were not kept."),
+                       "first start state; the sampling's from the 100 paired differences, episode k of both starting",
+                       "alike). Only the kept policies could be played again: the other seeds' policies were not",
+                       "kept."),
             *markdown_table(["grid", "method", "greedy", "greedy on the sampled starts", "sampled",
                              "start states (se)", "sampling (se)"], rows), "",
             *paragraph(files_read([path])), "Reproduce:", "", *command(split["command"]), ""]

@@ -49,15 +49,23 @@ def greedy_return(agent, env_id: str, record_frames: bool = False, threads: int 
 
 def greedy_team_return(agent, env_id: str, episodes: int = GREEDY_EPISODES, threads: int | None = None) -> float:
     """The greedy policy's team return: where the env's family is deterministic (Switch) its one episode, exact;
-    elsewhere the mean of ``episodes`` successive episodes of one env seeded the family's ``eval_seed``, the same
-    episodes for the same policy."""
+    elsewhere the mean of ``greedy_returns``, ``episodes`` successive episodes of one env seeded the family's
+    ``eval_seed``, the same episodes for the same policy."""
+    positive_int(episodes, "episodes")
+    if family(env_id).deterministic:
+        return greedy_return(agent, env_id, threads=threads).team_return
+    return float(np.mean(greedy_returns(agent, env_id, episodes, threads)))
+
+
+def greedy_returns(agent, env_id: str, episodes: int = GREEDY_EPISODES, threads: int | None = None) -> np.ndarray:
+    """Team returns ``(episodes,)`` of the greedy (noise-free) policy over ``episodes`` successive episodes of one env
+    seeded the family's ``eval_seed``: the episodes ``greedy_team_return`` averages."""
+    positive_int(episodes, "episodes")
     with torch_threads(threads):
-        positive_int(episodes, "episodes")
-        if family(env_id).deterministic:
-            return greedy_return(agent, env_id, threads=threads).team_return
         env = make_env(env_id, seed=family(env_id).eval_seed)
         check_fits(agent, env)
-        return float(np.mean([run_episode(env, agent.greedy_policy()).team_return for _ in range(episodes)]))
+        return np.array([run_episode(env, agent.greedy_policy()).team_return for _ in range(episodes)],
+                        dtype=np.float64)  # (episodes,)
 
 
 def acts_on_q_values(learner) -> bool:
