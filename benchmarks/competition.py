@@ -88,6 +88,7 @@ def train_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     return {"method": method, "seed": seed, **dataclasses.asdict(score),
             **{key: row[key] for key in ("episodes", "env_steps", "updates", "wall_s")},
             "sampled_selfplay": dataclasses.asdict(sampled), "sampled_as": row["sampled_as"],
+            "sampled_starts": row["sampled_starts"],
             "config": dataclasses.asdict(config), "actors": run.agent.actors.state_dict(),
             "evaluations": row["evaluations"], "sampled_evaluations": row["sampled_evaluations"]}, files
 

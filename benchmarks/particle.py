@@ -14,10 +14,12 @@ score two reference policies: uniform random forces and standing still.
 
 Figures per run: the mean team return (sum over the 3 agents and 25 steps), the landmark distance (sum over the 3
 landmarks of the distance to the nearest agent) averaged over the steps and at the last step, and the collisions
-(touching pairs) per step; beside them the sampled policy's mean team return over 100 episodes (``sampled``,
-``sampled_as``: MADDPG's kin with their last exploration noise, PPO drawing from its Gaussian) and its periodic
-evaluations (``sampled_evaluations``; runs committed before these were kept have none: ``--replay-kept --out FOLDER``
-replays each kept policy both ways into FOLDER/greedy_and_sampled.json). With --out: each run's figures, config and
+(touching pairs) per step; beside them the sampled policy's mean team return over the same 100 episodes
+(``sampled``, ``sampled_as``: MADDPG's kin with their last exploration noise, PPO drawing from its Gaussian;
+``sampled_gap_se``: the standard error of its gap to the noise-free return, episode by episode) and its periodic
+evaluations (``sampled_evaluations``, each on its noise-free evaluation's 10 episodes; runs committed before these
+were kept have none: ``--replay-kept --out FOLDER`` replays each kept policy both ways into
+FOLDER/greedy_and_sampled.json). With --out: each run's figures, config and
 evaluations during training in <method>/seed<S>.json as it ends (the mark of a finished run), for the lowest seed
 <method>/policy.pt (its final actors) and <method>/greedy.gif, and once every run has finished summary.json (the
 table, the references and every run's record). ``--reuse`` keeps each run whose record is in --out (the same method,
@@ -44,9 +46,9 @@ from marl_edu.learners.table import algo_name_of_class, config_class, config_wit
 from marl_edu.runs.grid import (KEPT_FIGURES, add_runner_options, check_options, check_runner_options,
                                 drop_runner_options, interrupted, keeps_files, open_out, read_record, replay_kept,
                                 run_files, run_grid, write_files)
-from marl_edu.runs.seed import rounded, run_seed, save_artifacts
+from marl_edu.runs.seed import particle_figures, rounded, run_seed, save_artifacts
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
-from marl_edu.training.evaluation import evaluate_particle, sampled_returns
+from marl_edu.training.evaluation import evaluate_particle
 
 ENV_ID = "simple_spread_v3"
 
@@ -91,20 +93,23 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     config = method_config(method, pairs)  # (the inferred learner's defaults add approx_lr and entropy_coef)
     run, figures = run_seed(algo, ENV_ID, episodes, config, seed, eval_every=200, threads=1)  # evaluations: 10
     # episodes each
-    score = evaluate_particle(run.agent.greedy_policy(), ENV_ID, EVAL_EPISODES, threads=1)
-    sampled = sampled_returns(run.agent, ENV_ID, EVAL_EPISODES, PARTICLE_EVAL_SEED, threads=1).mean()
+    score = particle_figures(run.agent, ENV_ID, EVAL_EPISODES, PARTICLE_EVAL_SEED, threads=1)  # sampled: the same
+    # episodes
     files = run_files(lambda folder: save_artifacts(run, ENV_ID, folder, threads=1)) if keep_artifacts else {}
-    row = rounded({**figures, "sampled": float(sampled)})
-    return {"method": method, "seed": seed, **dataclasses.asdict(score),
-            **{key: row[key] for key in ("sampled", "sampled_as", "episodes", "env_steps", "updates", "wall_s",
-                                         "steps_per_s")},
+    row = rounded({**figures, **{key: score[key] for key in ("sampled", "sampled_starts", "sampled_gap_se")}})
+    return {"method": method, "seed": seed,
+            **{key: score[key] for key in ("team_return", "landmark_distance", "final_landmark_distance",
+                                           "collisions_per_step", "agent_returns")},
+            **{key: row[key] for key in ("sampled", "sampled_starts", "sampled_gap_se", "sampled_as", "episodes",
+                                         "env_steps", "updates", "wall_s", "steps_per_s")},
             "config": dataclasses.asdict(config), "evaluations": row["evaluations"],
             "sampled_evaluations": row["sampled_evaluations"]}, files
 
 
 # a run's record as main writes it (OUT/METHOD/seed<S>.json): what --reuse trusts
 RECORD = {"method": str, "seed": int, "team_return": float, "landmark_distance": float, "final_landmark_distance": float,
-          "collisions_per_step": float, "sampled": float, "sampled_as": str, "episodes": int, "env_steps": int,
+          "collisions_per_step": float, "agent_returns": list, "sampled": float, "sampled_starts": str,
+          "sampled_gap_se": float, "sampled_as": str, "episodes": int, "env_steps": int,
           "updates": int, "wall_s": float, "steps_per_s": float, "config": dict, "evaluations": list,
           "sampled_evaluations": list}
 

@@ -594,7 +594,8 @@ def _particle_row(particle, method: str, seed: int, **changes) -> dict:
     """A finished particle.py run's record of ``method`` with ``seed`` (the default config, a 4-episode budget)."""
     config = json.loads(json.dumps(dataclasses.asdict(particle.method_config(method))))
     return {"method": method, "seed": seed, "team_return": -50.0, "landmark_distance": 1.2,
-            "final_landmark_distance": 1.1, "collisions_per_step": 0.05, "sampled": -49.5, "sampled_as": "noise",
+            "final_landmark_distance": 1.1, "collisions_per_step": 0.05, "agent_returns": [-16.7, -16.7, -16.6],
+            "sampled": -49.5, "sampled_starts": "greedy", "sampled_gap_se": 0.1, "sampled_as": "noise",
             "episodes": 16, "env_steps": 400, "updates": 3, "wall_s": 1.0, "steps_per_s": 400.0, "config": config,
             "evaluations": [[16, -50.0]], "sampled_evaluations": [[16, -49.5]], **changes}
 

@@ -613,8 +613,8 @@ def test_resume_continues_a_seed_saved_before_a_config_field_was_added(tmp_path,
 CONTINUOUS_TINY = ["--episodes", "4", "--n-envs", "2", "--hidden", "8", "--eval-every", "2", "--batch-size", "8",
                    "--warmup", "16", *FEW, "--no-progress"]
 NAVIGATION_KEYS = ["seed", "team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step",
-                   "agent_returns", "sampled", "sampled_as", "episodes", "env_steps", "wall_s", "steps_per_s",
-                   "updates", "evaluations", "sampled_evaluations"]
+                   "agent_returns", "sampled", "sampled_starts", "sampled_gap_se", "sampled_as", "episodes",
+                   "env_steps", "wall_s", "steps_per_s", "updates", "evaluations", "sampled_evaluations"]
 
 
 @pytest.fixture(scope="module")
@@ -692,19 +692,21 @@ def test_a_deception_run_reports_the_adversary_and_the_good_agents(runs):
 
 
 def replayed(argv, capsys) -> dict:
-    """Run ``--replay``; its REPLAY line's values by key (numbers as floats, comma lists as lists of floats)."""
+    """Run ``--replay``; its REPLAY line's values by key (numbers as floats, comma lists as lists of floats; the
+    algo, env and sampled_starts as words)."""
     assert main(argv) == 0
     out = capsys.readouterr().out
     (line,) = [line for line in out.splitlines() if line.startswith("REPLAY ")]
     values = dict(item.split("=", 1) for item in line.split()[1:])
-    return {key: value if key in ("algo", "env") else [float(v) for v in value.split(",")] if "," in value
-            else float(value) for key, value in values.items()}
+    return {key: value if key in ("algo", "env", "sampled_starts") else [float(v) for v in value.split(",")]
+            if "," in value else float(value) for key, value in values.items()}
 
 
 @pytest.mark.parametrize("name, keys", [
     ("navigation", ["team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step",
-                    "agent_returns", "sampled"]),
-    ("deception", ["team_return", "agent_returns", "sampled"]),  # an ensemble: the mean over its sub-policies
+                    "agent_returns", "sampled", "sampled_starts", "sampled_gap_se"]),
+    ("deception", ["team_return", "agent_returns", "sampled", "sampled_starts", "sampled_gap_se"]),  # an ensemble:
+    # the mean over its sub-policies
 ])
 def test_replay_of_a_continuous_policy_gives_the_recorded_score_and_gif(name, keys, runs, tmp_path, capsys):
     out, _ = runs[name]

@@ -111,8 +111,8 @@ def test_run_seed_trains_a_continuous_learner_with_the_one_loop():
     run, figures = run_seed("maddpg_continuous", "simple_spread_v3", 4, config, seed=1, eval_every=2)
     direct = train("maddpg_continuous", "simple_spread_v3", 4, config, seed=1, eval_every=2, progress=False)
     assert run.episode_returns == direct.episode_returns and run.evaluations == direct.evaluations
-    assert list(figures) == ["seed", "sampled_as", "episodes", "env_steps", "wall_s", "steps_per_s", "updates",
-                             "evaluations", "sampled_evaluations"]
+    assert list(figures) == ["seed", "sampled_as", "sampled_starts", "episodes", "env_steps", "wall_s", "steps_per_s",
+                             "updates", "evaluations", "sampled_evaluations"]
     assert figures["sampled_evaluations"] == direct.sampled_evaluations and figures["sampled_as"] == (
         "Gaussian noise, sigma 0.05")
     assert (figures["seed"], figures["episodes"], figures["env_steps"], figures["updates"]) == (

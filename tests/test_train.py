@@ -253,7 +253,8 @@ def test_the_sampled_evaluations_change_no_number_of_training(kind):  # ("contin
     # the same seed with and without the sampled evaluation: the same episodes, greedy evaluations and weights
     import torch
 
-    plain, both = small_run(kind, sampled_episodes=0), small_run(kind, sampled_episodes=2)
+    sampled = 1 if kind.startswith("continuous") else 2  # (random starts: at most the greedy evaluation's 1 episode)
+    plain, both = small_run(kind, sampled_episodes=0), small_run(kind, sampled_episodes=sampled)
     assert plain.episode_returns == both.episode_returns and plain.evaluations == both.evaluations
     assert plain.sampled_evaluations == [] and [e for e, _ in both.sampled_evaluations] == [
         e for e, _ in both.evaluations]
@@ -265,6 +266,11 @@ def test_the_sampled_evaluations_change_no_number_of_training(kind):  # ("contin
 def test_bad_sampled_episodes_are_named():
     with pytest.raises(ValueError, match="sampled_episodes must be a non-negative int, got -1"):
         small_run("on_policy", sampled_episodes=-1)
+    # where episodes start at random a sampled evaluation plays the greedy one's episodes: no more of them than it
+    with pytest.raises(ValueError, match="sampled_episodes must be at most eval_episodes \\(1\\) on "
+                                         "simple_spread_v3, whose episodes start at random.*got 2"):
+        small_run("continuous_on_policy", sampled_episodes=2)
+    assert len(small_run("on_policy", sampled_episodes=3).sampled_evaluations) > 0  # (Switch: every start alike)
 
 
 def _zero_forces(algo: str):
@@ -309,10 +315,9 @@ def test_a_continuous_learners_sampled_forces_are_its_noise_by_hand(algo, sigma)
 
 def test_a_continuous_learners_noise_free_and_sampled_scores_differ_by_construction():
     # every actor outputs 0: the noise-free policy stands still, so its score is exactly the standing-still policy's
-    # on the same start states; the sampled one adds noise_end = 0.05 noise to every force, so it moves and scores
-    # otherwise than standing still on ITS start states (the first episode of copies seeded PARTICLE_EVAL_SEED and
-    # the next, not the noise-free score's; with noise_end = 0 the two are equal). Both seeded: the same figures
-    # twice, the learner's own generator untouched.
+    # on the same start states; the sampled one adds noise_end = 0.05 noise to every force on the same episodes, so
+    # it moves and scores otherwise (with noise_end = 0 the two are equal, their gap's standard error 0). Both
+    # seeded: the same figures twice, the learner's own generator untouched.
     from marl_edu.envs.make import make_vec_env
     from marl_edu.envs.particle import PARTICLE_EVAL_SEED
     from marl_edu.runs.seed import particle_figures
@@ -323,12 +328,16 @@ def test_a_continuous_learners_noise_free_and_sampled_scores_differ_by_construct
     figures = particle_figures(agent, "simple_spread_v3", episodes=2)
     stand_still = lambda obs: np.zeros((*obs.shape[:-1], 2), dtype=np.float32)  # noqa: E731  (copies, N, 2)
     still = evaluate_particle(lambda obs: stand_still(obs), "simple_spread_v3", episodes=2)
-    still_sampled_starts = first_episode_returns(stand_still, make_vec_env("simple_spread_v3", 2,
-                                                                            PARTICLE_EVAL_SEED)).mean()
     assert figures["team_return"] == still.team_return
-    assert figures["sampled"] != pytest.approx(still_sampled_starts, abs=1e-6)  # the noise moved the agents
-    agent.config.noise_end = 0.0  # no noise: the sampled figure is standing still's on the same start states
-    assert particle_figures(agent, "simple_spread_v3", episodes=2)["sampled"] == pytest.approx(still_sampled_starts)
+    assert figures["sampled"] != pytest.approx(still.team_return, abs=1e-6)  # the noise moved the agents
+    assert figures["sampled_starts"] == "greedy" and figures["sampled_gap_se"] > 0
+    agent.config.noise_end = 0.0  # no noise: the sampled figure is standing still's on the same episodes
+    quiet = particle_figures(agent, "simple_spread_v3", episodes=2)
+    assert quiet["sampled"] == pytest.approx(still.team_return, abs=1e-5) and quiet["sampled_gap_se"] < 1e-5
+    # before the pairing: the first episode of copies seeded PARTICLE_EVAL_SEED and the next, other start states
+    own_starts = first_episode_returns(stand_still, make_vec_env("simple_spread_v3", 2, PARTICLE_EVAL_SEED)).mean()
+    unpaired = particle_figures(agent, "simple_spread_v3", episodes=2, paired=False)
+    assert unpaired["sampled"] == pytest.approx(own_starts) and "sampled_starts" not in unpaired
     agent.config.noise_end = 0.05
     assert particle_figures(agent, "simple_spread_v3", episodes=2) == figures
     assert agent.generator.get_state().equal(before)
@@ -407,6 +416,98 @@ def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, e
                    for k in range(3) for first in first_states)  # other start states
     with pytest.raises(ValueError, match="n_episodes must be a positive int"):
         greedy_on_sampled_starts(agent, env_id, 0)
+
+
+@pytest.mark.parametrize("algo, env_id", [("maddpg_continuous", "simple_spread_v3"), ("iql", "PredatorPrey7x7-v0"),
+                                          ("vdn", "Foraging-8x8-2p-3f-v3"), ("mappo", "simple_spread_v3_discrete"),
+                                          ("maddpg", "PredatorPrey7x7-v0")])
+def test_the_sampled_figure_plays_the_greedy_figures_episodes(algo, env_id, monkeypatch):
+    # with sampling that draws nothing (MADDPG's noise_end = 0; epsilon 0 for a learner that acts on Q-values; MAPPO's
+    # and discrete MADDPG's probabilities made one-hot on the greedy action), the sampled returns on the greedy
+    # evaluation's Starts ARE the greedy returns, episode by episode, chunks included (2 copies at a time: episodes
+    # 0-1, 2-3, 4). On PredatorPrey where episode k starts depends on the prey's random moves in the episodes before
+    # it, so on the policy that played them; the copies start there all the same
+    import torch
+
+    from marl_edu.envs.make import make_env
+    from marl_edu.learners.table import LEARNERS
+    from marl_edu.training import evaluation
+    from marl_edu.training.evaluation import greedy_episodes, greedy_team_return, sampled_returns
+
+    env = make_env(env_id, seed=0)
+    actions = env.action_dim if algo == "maddpg_continuous" else env.n_actions  # A: force entries or actions
+    agent = LEARNERS[algo].learner(env.n_agents, env.obs_dim, actions, seed=3)
+    monkeypatch.setattr(evaluation, "SAMPLED_COPIES", 2)
+    monkeypatch.setattr(evaluation, "SAMPLED_EPSILON", 0.0)  # (IQL's, VDN's sampled policy: the argmax)
+    if algo == "maddpg_continuous":
+        agent.config.noise_end = 0.0
+    elif algo in ("mappo", "maddpg"):  # every actor's last layer scaled up: probabilities one-hot on its argmax
+        heads = [agent.actor.head] if algo == "mappo" else [actor.mlp.net[-1] for actor in agent.actors]
+        with torch.no_grad():
+            for head in heads:  # (the logits' layer)
+                head.weight.mul_(1e4)
+                head.bias.mul_(1e4)
+    greedy, starts = greedy_episodes(agent, env_id, 5)  # (5,) episodes in a row, one env seeded eval_seed
+    assert greedy.shape == (5,) and greedy.mean() == greedy_team_return(agent, env_id, 5)
+    assert (starts.env_id, len(starts.states), starts.states[0]) == (env.env_id, 5, None)
+    sampled = sampled_returns(agent, env_id, 5, seed=9, starts=starts)  # (5,)
+    assert sampled.tolist() == pytest.approx(greedy.tolist(), abs=1e-5)
+    for bad, named in ((3, "starts must be the Starts of 3 episodes of .*, got 5 episodes"),):
+        with pytest.raises(ValueError, match=named):
+            sampled_returns(agent, env_id, bad, seed=9, starts=starts)
+
+
+def test_starts_of_another_env_or_of_the_wrong_kind_are_refused():
+    from marl_edu.envs.make import VecEnv
+    from marl_edu.learners.value_decomposition import IQL
+    from marl_edu.training.evaluation import greedy_episodes, sampled_returns
+
+    agent = IQL(4, 28, 5, seed=0)  # PredatorPrey7x7-v0's sizes
+    _, starts = greedy_episodes(agent, "PredatorPrey7x7-v0", 2)
+    with pytest.raises(ValueError, match="starts must be the Starts of 2 episodes of PredatorPrey5x5-v0 .*got 2 "
+                                         "episodes of PredatorPrey7x7-v0"):
+        sampled_returns(IQL(2, 28, 5, seed=0), "PredatorPrey5x5-v0", 2, starts=starts)
+    with pytest.raises(ValueError, match="got list"):
+        sampled_returns(agent, "PredatorPrey7x7-v0", 2, starts=starts.states)
+    with pytest.raises(ValueError, match="states must be a list of one saved state \\(or None\\) per copy, 3; got 2 "
+                                         "states"):
+        VecEnv("PredatorPrey7x7-v0", 3, 0, starts.states)
+
+
+def test_a_paired_gap_by_hand():
+    from marl_edu.training.evaluation import paired_gap
+
+    # sampled (1, 2, 4) against greedy (0, 2, 1) on the same 3 episodes: differences (1, 0, 3), mean 4/3; deviations
+    # (-1/3, -4/3, 5/3), squares (1 + 16 + 25) / 9 = 42/9, over E - 1 = 2: variance 7/3; se = sqrt(7/3) / sqrt(3)
+    # = sqrt(7/9) = 0.8819
+    gap = paired_gap(np.array([1.0, 2.0, 4.0]), np.array([0.0, 2.0, 1.0]))
+    assert gap.gap == pytest.approx(4 / 3) and gap.se == pytest.approx(np.sqrt(7 / 9))
+    assert np.isnan(paired_gap(np.array([3.0]), np.array([1.0])).se) and paired_gap([3.0], [1.0]).gap == 2.0
+    for sampled, greedy, named in (([1.0, 2.0], [1.0], "sampled \\(2,\\) and greedy \\(1,\\)"),
+                                   ([], [], "E >= 1"), ([[1.0]], [[1.0]], "two \\(E,\\) arrays"),
+                                   ([1.0, np.nan], [1.0, 2.0], "not finite")):
+        with pytest.raises(ValueError, match=named):
+            paired_gap(sampled, greedy)
+
+
+def test_a_run_on_random_starts_records_sampled_figures_on_its_greedy_episodes(monkeypatch):
+    # IQL on PredatorPrey with epsilon 0 in its sampled policy: every periodic sampled evaluation and the final
+    # sampled figure play the greedy ones' episodes with the same (greedy) actions, so they are equal, and the final
+    # gap's standard error is 0; the record says what its sampled figures played
+    from marl_edu.learners.value_decomposition import ValueDecompositionConfig
+    from marl_edu.runs.seed import run_seed
+    from marl_edu.training import evaluation
+
+    monkeypatch.setattr(evaluation, "SAMPLED_EPSILON", 0.0)
+    config = ValueDecompositionConfig(n_envs=2, batch_episodes=2, hidden=8)
+    run, figures = run_seed("iql", "PredatorPrey7x7-v0", 4, config, seed=1, eval_every=2, final_episodes=3)
+    assert [e for e, _ in run.sampled_evaluations] == [e for e, _ in run.evaluations] == [2, 4]
+    assert [v for _, v in run.sampled_evaluations] == pytest.approx([v for _, v in run.evaluations], abs=1e-5)
+    assert figures["sampled"] == pytest.approx(figures["greedy"], abs=1e-5)
+    assert (figures["sampled_starts"], figures["sampled_gap_se"]) == ("greedy", pytest.approx(0.0, abs=1e-6))
+    assert list(figures)[:5] == ["seed", "greedy", "sampled", "sampled_starts", "sampled_gap_se"]
+    _, on_switch = run_seed("iql", "Switch2-v0", 4, config, seed=1, eval_every=2, final_episodes=3)
+    assert "sampled_starts" not in on_switch  # (every Switch episode starts alike: nothing to pair)
 
 
 def test_greedy_on_sampled_starts_refuses_an_ensemble():

@@ -50,15 +50,16 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 EPILOG = """\
-outputs in --out: runs.json (every seed's figures and periodic evaluations, the config and the command),
-returns.csv (every training episode's team return), curve.png (the periodic evaluations; on Switch against the
-exact optimum), seed<S>/policy.pt (the final actors) and seed<S>/greedy.gif (one episode of them, greedy or without
-noise), each written when its seed finishes. A discrete learner's row: the greedy and sampled team returns; a
-continuous learner's: the noise-free score over 100 episodes (team return; on cooperative navigation the landmark
-distance and collisions; every agent's return; an ensemble's: the mean over its sub-policies) and the sampled team
-return (MADDPG's kin with their last exploration noise, continuous PPO drawing from its Gaussian).
-Ctrl-C stops with exit status 130, the finished seeds on disk. The seed in progress is saved (seed<S>/run.pt) and
---resume OUT continues it to the same result, on every environment.
+outputs in --out: runs.json (every seed's figures and periodic evaluations, the config and the command), returns.csv
+(every training episode's team return), curve.png (the periodic evaluations; on Switch against the exact optimum),
+seed<S>/policy.pt (the final actors) and seed<S>/greedy.gif (one episode of them, greedy or without noise), each
+written when its seed finishes. A discrete learner's row: the greedy and sampled team returns (where episodes start at
+random, both on the same episodes, with the standard error of their gap); a continuous learner's: the noise-free score
+over 100 episodes (team return; on cooperative navigation the landmark distance and collisions; every agent's return;
+an ensemble's: the mean over its sub-policies) and the sampled team return on the same episodes (MADDPG's kin with
+their last exploration noise, continuous PPO drawing from its Gaussian). Ctrl-C stops with exit status 130, the
+finished seeds on disk. The seed in progress is saved (seed<S>/run.pt) and --resume OUT continues it to the same
+result, on every environment.
 examples:
   python -m marl_edu --algo coma --env Switch2-v0 --seeds 0 1 2 --out results/tmp/coma
   python -m marl_edu --algo maddpg_continuous --env simple_spread_v3 --out results/tmp/navigation
@@ -198,8 +199,9 @@ def _parser() -> argparse.ArgumentParser:
                         "noise-free score and the sampled team return over --episodes (as training's final "
                         "figures); takes --env, --episodes, --seed, --gif")
     p.add_argument("--seed", type=int, default=None,
-                   help="with --replay: the seed of the sampled episodes and actions (discrete, default 0) or of the "
-                        f"start states and draws (continuous, default {PARTICLE_EVAL_SEED}, the ones training's final "
+                   help="with --replay: the seed of the sampled actions (discrete, default 0; where episodes start "
+                        "at random they are the greedy figure's, from the task's evaluation seed) or of the start "
+                        f"states and draws (continuous, default {PARTICLE_EVAL_SEED}, the ones training's final "
                         "figures use)")
     p.add_argument("--gif", metavar="OUT.gif", default=None,
                    help="with --replay: write a GIF of one greedy (or noise-free) episode here, the episode "
@@ -686,7 +688,8 @@ def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     what = (f"without noise and sampled ({sampled_as(plan.agent)}), {plan.episodes} episodes from seed {plan.seed}"
             if plan.continuous else
             f"greedy ({'one episode' if family(plan.env_id).deterministic else f'{plan.episodes} episodes'}) and "
-            f"sampled ({sampled_as(plan.agent)}, {plan.episodes} episodes, seed {plan.seed})")
+            f"sampled ({sampled_as(plan.agent)}, {plan.episodes} episodes"
+            f"{'' if family(plan.env_id).deterministic else ', the same ones'}, draws seeded {plan.seed})")
     print(f"{plan.algo} policy {args.replay} (trained on {plan.trained_on}) played on {plan.env_id}: {what}",
           flush=True)
     try:

@@ -56,11 +56,24 @@ class VecEnv:
     ended on is in ``info["final_obs"] (K, N, O)`` where ``info["episode_done"] (K,)`` is True. ``info`` also holds
     ``terminated`` and ``truncated`` ``(K, N)`` and ``episode_team_return`` ``(K,)`` (NaN where the episode goes on);
     for cooperative navigation also ``collisions`` ``(K,)``, the touching pairs after this step.
+
+    ``states``: None, or one saved state per copy (an env's ``get_state``, or None for an env as made): then every
+    copy is made with ``seed`` itself and put in its state, so that copy k's next episode is the one an env made with
+    ``seed`` played after reaching ``states[k]`` (an evaluation's episodes, replayed side by side).
     """
 
-    def __init__(self, env_id: str, n_envs: int, seed: int = 0):
+    def __init__(self, env_id: str, n_envs: int, seed: int = 0, states: list | None = None):
         positive_int(n_envs, "n_envs", LIMITS["n_envs"])
-        self.envs = [make_env(env_id, seed + k) for k in range(n_envs)]  # copy k gets seed + k
+        if states is None:
+            self.envs = [make_env(env_id, seed + k) for k in range(n_envs)]  # copy k gets seed + k
+        else:
+            if not isinstance(states, list) or len(states) != n_envs:
+                got = f"{len(states)} states" if isinstance(states, list) else type(states).__name__
+                raise ValueError(f"states must be a list of one saved state (or None) per copy, {n_envs}; got {got}")
+            self.envs = [make_env(env_id, seed) for _ in range(n_envs)]  # every copy as the env that was saved
+            for env, state in zip(self.envs, states):
+                if state is not None:  # (None: the env as made, before its first episode)
+                    env.set_state(state)
         first = self.envs[0]
         self.env_id, self.n_envs = first.env_id, int(n_envs)
         self.n_agents, self.obs_dim, self.max_steps = first.n_agents, first.obs_dim, first.max_steps

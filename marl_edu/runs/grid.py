@@ -311,7 +311,8 @@ def kept_policy_figures(out: pathlib.Path, env_id: str, algos: dict[str, str], e
             continue
         agent = load_policy(pathlib.Path(out) / method / "policy.pt", algo=algo, env_id=env_id)
         sampled = sampled_returns(agent, env_id, episodes, seed, threads=1)  # (episodes,) replay_figures' sampled
-        figures[method] = {"policy_seed": min(seeds), **replay_figures(agent, env_id, episodes, seed, threads=1),
+        figures[method] = {"policy_seed": min(seeds), **replay_figures(agent, env_id, episodes, seed, threads=1,
+                                                                       paired=False),
                            "sampled_sd": round(float(sampled.std()), 3), "sampled_as": sampled_as(agent)}
     return {"env": env_id, "episodes": episodes, "seed": seed, "methods": figures}
 

@@ -33,8 +33,8 @@ from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, check_env, config_class, entry
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
-from marl_edu.training.evaluation import (evaluate_particle, greedy_return, greedy_team_return, sampled_as,
-                                         sampled_returns)
+from marl_edu.training.evaluation import (greedy_episodes, greedy_return, greedy_team_return, paired_gap,
+                                         particle_episodes, sampled_as, sampled_returns)
 from marl_edu.training.loops import TrainResult, train
 from marl_edu.training.resume import KIND
 
@@ -162,32 +162,54 @@ def run_seed(algo: str, env_id: str, episodes: int | None, config=None, seed: in
     ``episodes=None``): the run ends with the first collection that reaches it (``loops.train``).
 
     Returns ``(run, figures)``: the ``TrainResult`` and its figures, exact (``rounded`` gives them as the files
-    record them), in this order: ``seed``; for a discrete learner ``greedy`` (the final policy's greedy team return:
-    one episode on Switch, which is deterministic, else the mean of ``final_episodes``,
-    ``train.greedy_team_return``), ``sampled`` (mean team return of ``final_episodes`` episodes of the sampled
-    policy, ``evaluation.sampled_returns``: the env and the draws seeded with ``seed``) and ``sampled_as`` (what the
-    sampled policy plays, ``evaluation.sampled_as``); ``episodes``,
+    record them), in this order: ``seed``; for a discrete learner ``final_figures`` over ``final_episodes`` (``greedy``,
+    the final policy's greedy team return; ``sampled``, its sampled policy's on the same episodes, its draws seeded
+    with ``seed``; where episodes start at random ``sampled_starts`` and ``sampled_gap_se``) and ``sampled_as`` (what
+    the sampled policy plays, ``evaluation.sampled_as``); ``episodes``,
     ``env_steps``, ``wall_s`` (training's wall-clock), ``steps_per_s``, ``updates``; for a discrete learner
     ``episodes_to_solve`` and ``seconds_to_solve`` (when a periodic greedy evaluation first reached
     ``solved_threshold(optimum)``; None if never, or if ``optimum`` is None); ``evaluations``, the periodic
     ``(episode, value)`` of ``run.evaluations``; ``sampled_evaluations``, the sampled policy's at the same episodes
-    (``run.sampled_evaluations``). A continuous learner's: ``seed``, ``sampled_as``, the counts, ``evaluations``
+    (``run.sampled_evaluations``). A continuous learner's: ``seed``, ``sampled_as``, ``sampled_starts`` (its
+    sampled evaluations play its noise-free ones' episodes), the counts, ``evaluations``
     (the noise-free policy's) and ``sampled_evaluations``; its final score, noise-free and sampled, is
     ``particle_figures``.
     """
     run = train(algo, env_id, episodes, config, seed, eval_every, progress, device, stop_at, env_backend, checkpoint,
                 threads, env_steps=env_steps)
     if entry(algo).continuous:
-        return run, {"seed": seed, "sampled_as": sampled_as(run.agent), **_counts(run),
+        return run, {"seed": seed, "sampled_as": sampled_as(run.agent), "sampled_starts": SAMPLED_STARTS, **_counts(run),
                      "evaluations": list(run.evaluations), "sampled_evaluations": list(run.sampled_evaluations)}
-    greedy = greedy_team_return(run.agent, env_id, final_episodes, threads=threads)
-    sampled = float(sampled_returns(run.agent, env_id, n_episodes=final_episodes, seed=seed, threads=threads).mean())
     target = float("inf") if optimum is None else solve_line(optimum)
     first = next((k for k, (_, g) in enumerate(run.evaluations) if g >= target), None)
-    return run, {"seed": seed, "greedy": greedy, "sampled": sampled, "sampled_as": sampled_as(run.agent),
+    return run, {"seed": seed, **final_figures(run.agent, env_id, final_episodes, seed, threads=threads),
+                 "sampled_as": sampled_as(run.agent),
                  **_counts(run), "episodes_to_solve": None if first is None else run.evaluations[first][0],
                  "seconds_to_solve": None if first is None else run.eval_seconds[first],
                  "evaluations": list(run.evaluations), "sampled_evaluations": list(run.sampled_evaluations)}
+
+
+SAMPLED_STARTS = "greedy"  # a record's "sampled_starts": its sampled figures play its greedy figures' episodes
+
+
+def final_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int = 0, paired: bool = True,
+                  threads: int | None = None) -> dict:
+    """A discrete learner's final figures: ``greedy`` (``greedy_team_return``: one episode on Switch, exact; else the
+    mean of ``episodes``) and ``sampled`` (the mean team return of ``episodes`` episodes of the sampled policy, its
+    draws seeded ``seed``, ``evaluation.sampled_returns``). Where episodes start at random, the sampled ones are the
+    greedy figure's own (``paired``), and the figures add ``sampled_starts`` (``SAMPLED_STARTS``) and
+    ``sampled_gap_se``, the standard error of sampled minus greedy over those episodes (``evaluation.paired_gap``).
+    ``paired=False``: the sampled episodes are env copies seeded ``seed``, ``seed + 1``, ... (records made before the
+    pairing; replayed as they were measured)."""
+    if family(env_id).deterministic:  # (every episode starts alike)
+        greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
+        return {"greedy": greedy, "sampled": float(sampled_returns(agent, env_id, episodes, seed, threads).mean())}
+    greedy, starts = greedy_episodes(agent, env_id, episodes, threads)  # (episodes,)
+    sampled = sampled_returns(agent, env_id, episodes, seed, threads, starts if paired else None)  # (episodes,)
+    if not paired:
+        return {"greedy": float(greedy.mean()), "sampled": float(sampled.mean())}
+    return {"greedy": float(greedy.mean()), "sampled": float(sampled.mean()), "sampled_starts": SAMPLED_STARTS,
+            "sampled_gap_se": paired_gap(sampled, greedy).se}
 
 
 def noise_free_policies(agent) -> list:
@@ -200,26 +222,36 @@ def noise_free_policies(agent) -> list:
 
 
 def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int = PARTICLE_EVAL_SEED,
-                     progress: bool = False, threads: int | None = None) -> dict:
+                     progress: bool = False, threads: int | None = None, paired: bool = True) -> dict:
     """A continuous learner's score on a particle env, ``evaluate_particle`` of its noise-free policy over
     ``episodes`` episodes from ``seed`` (an ensemble's: the mean over its sub-policies, each over those episodes):
     ``team_return``; on cooperative navigation ``landmark_distance`` (mean over steps), ``final_landmark_distance``
     and ``collisions_per_step`` (other envs do not report them: left out); ``agent_returns``, one per agent (on
     physical deception the adversary's first, then the good agents'); then ``sampled``, the sampled policy's mean
-    team return over ``episodes`` episodes of its own (``evaluation.sampled_returns``: the first episode of env copies
-    seeded ``seed``, ``seed + 1``, ..., not the noise-free score's start states, so compare the two as means; its draws
-    seeded ``seed`` too; ``evaluation.sampled_as`` says what it plays)."""
-    scores = [evaluate_particle(policy, env_id, episodes, seed, progress, threads)
-              for policy in noise_free_policies(agent)]
+    team return over the same episodes (``evaluation.sampled_returns`` from the noise-free score's ``Starts``; the
+    particle envs draw only when an episode starts, so every sub-policy of an ensemble played the same episodes), its
+    draws seeded ``seed`` too (``evaluation.sampled_as`` says what it plays); ``sampled_starts``
+    (``SAMPLED_STARTS``) and ``sampled_gap_se``, the standard error of sampled minus noise-free over those episodes
+    (``evaluation.paired_gap``; an ensemble's noise-free return per episode is the mean over its sub-policies).
+    ``paired=False``: the sampled episodes are env copies seeded ``seed``, ``seed + 1``, ... and the last two figures
+    are left out (records made before the pairing; replayed as they were measured)."""
+    played = [particle_episodes(policy, env_id, episodes, seed, progress, threads)
+              for policy in noise_free_policies(agent)]  # (score, returns (episodes,), starts) per policy
+    scores = [score for score, _, _ in played]
     figures = {key: float(np.mean([getattr(score, key) for score in scores]))
                for key in ("team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step")}
     figures = {key: value for key, value in figures.items() if not np.isnan(value)}
-    sampled = float(sampled_returns(agent, env_id, n_episodes=episodes, seed=seed, threads=threads).mean())
-    return {**figures, "agent_returns": np.mean([score.agent_returns for score in scores], axis=0).tolist(),
-            "sampled": sampled}
+    figures["agent_returns"] = np.mean([score.agent_returns for score in scores], axis=0).tolist()
+    starts = played[0][2] if paired else None
+    sampled = sampled_returns(agent, env_id, episodes, seed, threads, starts)  # (episodes,)
+    if not paired:
+        return {**figures, "sampled": float(sampled.mean())}
+    noise_free = np.mean([returns for _, returns, _ in played], axis=0)  # (episodes,) mean over sub-policies
+    return {**figures, "sampled": float(sampled.mean()), "sampled_starts": SAMPLED_STARTS,
+            "sampled_gap_se": paired_gap(sampled, noise_free).se}
 
 
-DIGITS = {"greedy": 2, "sampled": 3, "team_return": 2, "landmark_distance": 3, "final_landmark_distance": 3,
+DIGITS = {"greedy": 2, "sampled": 3, "sampled_gap_se": 3, "team_return": 2, "landmark_distance": 3, "final_landmark_distance": 3,
           "collisions_per_step": 3, "wall_s": 1, "steps_per_s": None, "seconds_to_solve": 1}  # None: a whole int
 
 
@@ -288,17 +320,14 @@ def known_optimum(env_id: str) -> float | None:
 
 
 def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progress: bool = False,
-                   threads: int | None = None) -> dict:
-    """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``greedy``
-    (``greedy_team_return``: one episode on Switch, exact; else the mean of ``episodes``) and ``sampled`` (mean team
-    return of ``episodes`` episodes of the sampled policy, ``evaluation.sampled_returns``: the env and the draws
-    seeded with ``seed``, as ``run_seed``'s final figure); continuous, ``particle_figures`` over ``episodes``
-    episodes from ``seed``."""
+                   threads: int | None = None, paired: bool = True) -> dict:
+    """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``final_figures``
+    (``greedy`` and ``sampled``, its draws seeded ``seed``, as ``run_seed``'s final figures); continuous,
+    ``particle_figures`` over ``episodes`` episodes from ``seed``. ``paired=False``: as a record made before the
+    sampled figures played the greedy ones' episodes was measured (one without ``sampled_starts``)."""
     if entry(algo_name(agent)).continuous:
-        return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads))
-    greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
-    sampled = float(sampled_returns(agent, env_id, n_episodes=episodes, seed=seed, threads=threads).mean())
-    return rounded({"greedy": greedy, "sampled": sampled})
+        return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads, paired))
+    return rounded(final_figures(agent, env_id, episodes, seed, paired, threads))
 
 
 def load_replay_policy(path: str, env_id: str | None = None):

@@ -8,9 +8,15 @@ evaluate; with forces, continuous PPO's draws from its Gaussian, and the determi
 Gaussian exploration noise it trains with at its last sigma, ``noise_end`` (an ensemble also draws every agent's
 sub-policy per episode). ``sampled_as`` says which, for a run's record. A sampled evaluation draws its actions from
 a generator of its own, seeded by its caller, never from the learner's: evaluating during training leaves training's
-random stream as it was. Where episodes start at random, the two play different start states (``greedy_team_return``:
-one env seeded the family's ``eval_seed``; ``sampled_returns``: one env copy per episode); ``greedy_on_sampled_starts``
-plays the greedy policy on the sampled figure's start states, to tell the sampling from the start states.
+random stream as it was.
+
+Where episodes start at random, a run's sampled figures play the greedy (or noise-free) figure's own episodes: the
+greedy evaluation plays successive episodes of one env seeded the family's ``eval_seed`` and keeps where each began
+(``Starts``); ``sampled_returns(..., starts=...)`` starts one env copy in each of those states. So the two figures
+differ by the sampling alone, and their gap is measured episode by episode (``paired_gap``). Without ``starts``,
+``sampled_returns`` plays episodes of its own (the first episode of env copies seeded ``seed``, ``seed + 1``, ...), as
+runs recorded before this pairing did; ``greedy_on_sampled_starts`` plays the greedy policy on those, to tell the
+sampling from the start states in such a record.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from marl_edu.base.threads import torch_threads
 from marl_edu.base.validate import positive_int
 from marl_edu.data.rollout import collect_episodes, run_episode
 from marl_edu.envs.family import EVAL_EPISODES, FINAL_EVAL_EPISODES
-from marl_edu.envs.make import family, make_env, make_vec_env
+from marl_edu.envs.make import VecEnv, family, make_env, make_vec_env, resolve
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.learners.table import algo_name, check_fits, entry
 
@@ -57,15 +63,71 @@ def greedy_team_return(agent, env_id: str, episodes: int = GREEDY_EPISODES, thre
     return float(np.mean(greedy_returns(agent, env_id, episodes, threads)))
 
 
-def greedy_returns(agent, env_id: str, episodes: int = GREEDY_EPISODES, threads: int | None = None) -> np.ndarray:
+@dataclass(frozen=True)
+class Starts:
+    """Where each of an evaluation's episodes began, for another policy to play the same episodes: an env ``env_id``
+    made with ``seed`` played them one after another, and ``states[k]`` is its state just before episode k's reset
+    (its ``get_state``; None for the first episode: the env as made). ``envs.make.VecEnv(env_id, K, seed, states)``
+    starts K copies there."""
+
+    env_id: str
+    seed: int
+    states: list = field(repr=False)
+
+
+def play_in_a_row(env, new_policy, episodes: int, progress: bool = False) -> tuple[list, Starts]:
+    """Play ``episodes`` successive episodes of ``env`` (one of ``make_env``'s, made with its ``seed``), each with a
+    policy ``new_policy()`` makes for it (obs ``(N, O)`` -> actions ``(N,)`` or forces ``(N, A)``; a recurrent one
+    starts each episode afresh). Returns the ``Episode`` of each and where each began (``Starts``)."""
+    runs, states = [], []
+    for k in tqdm(range(episodes), desc="evaluating", disable=not progress, leave=False):
+        states.append(env.get_state() if k else None)  # (the first: the env as made)
+        runs.append(run_episode(env, new_policy()))
+    return runs, Starts(env.env_id, env.seed, states)
+
+
+def greedy_episodes(agent, env_id: str, episodes: int = GREEDY_EPISODES,
+                    threads: int | None = None) -> tuple[np.ndarray, Starts]:
     """Team returns ``(episodes,)`` of the greedy (noise-free) policy over ``episodes`` successive episodes of one env
-    seeded the family's ``eval_seed``: the episodes ``greedy_team_return`` averages."""
+    seeded the family's ``eval_seed`` (the episodes ``greedy_team_return`` averages), and where each began
+    (``Starts``, for ``sampled_returns`` to play the same episodes)."""
     positive_int(episodes, "episodes")
     with torch_threads(threads):
         env = make_env(env_id, seed=family(env_id).eval_seed)
         check_fits(agent, env)
-        return np.array([run_episode(env, agent.greedy_policy()).team_return for _ in range(episodes)],
-                        dtype=np.float64)  # (episodes,)
+        runs, starts = play_in_a_row(env, agent.greedy_policy, episodes)  # (a fresh greedy policy per episode)
+        return np.array([run.team_return for run in runs], dtype=np.float64), starts  # (episodes,)
+
+
+def greedy_returns(agent, env_id: str, episodes: int = GREEDY_EPISODES, threads: int | None = None) -> np.ndarray:
+    """Team returns ``(episodes,)`` of the greedy (noise-free) policy over ``episodes`` successive episodes of one env
+    seeded the family's ``eval_seed``: the episodes ``greedy_team_return`` averages (``greedy_episodes``)."""
+    return greedy_episodes(agent, env_id, episodes, threads)[0]
+
+
+@dataclass(frozen=True)
+class PairedGap:
+    """The sampled policy against the greedy (noise-free) one on the same episodes: ``gap``, the mean of the paired
+    differences (sampled minus greedy, episode by episode), and ``se``, its standard error (their standard deviation
+    over sqrt(E), E episodes; NaN for one episode)."""
+
+    gap: float
+    se: float
+
+
+def paired_gap(sampled: np.ndarray, greedy: np.ndarray) -> PairedGap:
+    """``PairedGap`` of team returns ``sampled (E,)`` and ``greedy (E,)``, episode k of both the same episode
+    (``sampled_returns`` with the greedy evaluation's ``Starts``). ValueError for other shapes or a non-finite
+    return."""
+    sampled, greedy = np.asarray(sampled, dtype=np.float64), np.asarray(greedy, dtype=np.float64)
+    if sampled.ndim != 1 or sampled.shape != greedy.shape or not len(sampled):
+        raise ValueError(f"paired_gap needs two (E,) arrays of the same episodes' team returns, E >= 1; got sampled "
+                         f"{sampled.shape} and greedy {greedy.shape}")
+    if not (np.isfinite(sampled).all() and np.isfinite(greedy).all()):
+        raise ValueError("paired_gap: a team return is not finite (NaN or inf)")
+    differences = sampled - greedy  # (E,)
+    se = differences.std(ddof=1) / np.sqrt(len(differences)) if len(differences) > 1 else float("nan")
+    return PairedGap(float(differences.mean()), float(se))
 
 
 def acts_on_q_values(learner) -> bool:
@@ -113,20 +175,33 @@ def own_generator(agent, seed: int):
         agent.generator = training
 
 
-def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, threads: int | None = None) -> np.ndarray:
+def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, threads: int | None = None,
+                    starts: Starts | None = None) -> np.ndarray:
     """Team returns ``(n_episodes,)`` of ``n_episodes`` episodes of the sampled policy, the actions drawn from a
     generator seeded ``seed`` (``own_generator``): the same returns for the same policy and seed, and the learner's
-    own generator untouched. Every learner plays them all at once, as its training does, on ``make_vec_env``'s
-    copies seeded ``seed``, ``seed + 1``, ...: one network call per step for every episode. One that trains on whole
+    own generator untouched.
+
+    ``starts``: where a greedy (or noise-free) evaluation's episodes began (``greedy_episodes``,
+    ``particle_episodes``): episode k is then its episode k, played with the sampled policy (``n_episodes`` is its
+    number of episodes). None: episodes of their own, the first episode of env copies seeded ``seed``, ``seed + 1``,
+    ... (where every episode starts alike, on Switch, the same).
+
+    Every learner plays them all at once, as its training does, on ``make_vec_env``'s copies: one network call per
+    step for every episode. One that trains on whole
     discrete episodes (its row's loop ``"on_policy"`` or ``"episode_replay"``) through ``rollout.collect_episodes``
     (epsilon ``SAMPLED_EPSILON`` where it acts on Q-values); one that acts on transitions (``"off_policy"``: MADDPG,
     IDDPG) through its ``act``, and a continuous learner through its ``sampled_actions`` (``first_episode_returns``).
     More than ``SAMPLED_COPIES`` episodes are played in chunks of that many copies, seeded on (``seed + 100``, ... for
-    the second chunk), so that a final figure over thousands of episodes never holds thousands of envs at once. These
-    start states are not the greedy (or noise-free) evaluation's, successive episodes of one env seeded the family's
-    ``eval_seed`` (a particle score's ``PARTICLE_EVAL_SEED``): compare the two as means, or play the greedy policy on
-    these start states (``greedy_on_sampled_starts``)."""
+    the second chunk, or ``starts``' next 100), so that a final figure over thousands of episodes never holds thousands
+    of envs at once. Without ``starts``, where episodes start at random, these are not the greedy evaluation's
+    episodes: compare the two as means, or play the greedy policy on them (``greedy_on_sampled_starts``)."""
     positive_int(n_episodes, "n_episodes")
+    if starts is not None:
+        if not isinstance(starts, Starts) or starts.env_id != resolve(env_id) or len(starts.states) != n_episodes:
+            got = (f"{len(starts.states)} episodes of {starts.env_id}" if isinstance(starts, Starts)
+                   else type(starts).__name__)
+            raise ValueError(f"starts must be the Starts of {n_episodes} episodes of {resolve(env_id)} (a greedy "
+                             f"evaluation's, greedy_episodes), got {got}")
     with torch_threads(threads):
         env = make_env(env_id, seed=seed)
         check_fits(agent, env)
@@ -135,7 +210,10 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
             returns = []
             for start in range(0, n_episodes, SAMPLED_COPIES):
                 copies = min(SAMPLED_COPIES, n_episodes - start)
-                venv = make_vec_env(env_id, copies, seed + start)  # copies seeded seed + start + k
+                if starts is None:
+                    venv = make_vec_env(env_id, copies, seed + start)  # copies seeded seed + start + k
+                else:  # copy k where the greedy evaluation's episode start + k began
+                    venv = VecEnv(env_id, copies, starts.seed, starts.states[start:start + copies])
                 if kind == "off_policy":
                     returns.extend(first_episode_returns(agent.act, venv))  # (K,)
                 elif kind.startswith("continuous"):
@@ -178,11 +256,13 @@ def first_episode_returns(act, venv) -> np.ndarray:
     return returns
 
 
-def sampled_team_return(agent, env_id: str, episodes: int = SAMPLED_EPISODES, threads: int | None = None) -> float:
-    """The sampled policy's mean team return over ``episodes`` episodes (``sampled_returns``) on an env seeded the
-    family's ``eval_seed``, the actions drawn from a generator seeded the same: a periodic evaluation's, the same
-    episodes and draws at every evaluation, so the curve moves only when the policy does."""
-    return float(sampled_returns(agent, env_id, episodes, family(env_id).eval_seed, threads).mean())
+def sampled_team_return(agent, env_id: str, episodes: int = SAMPLED_EPISODES, threads: int | None = None,
+                        starts: Starts | None = None) -> float:
+    """The sampled policy's mean team return over ``episodes`` episodes (``sampled_returns``), the actions drawn from a
+    generator seeded the family's ``eval_seed``: a periodic evaluation's, the same draws at every evaluation.
+    ``starts``: that evaluation's greedy episodes (``greedy_episodes``), to play the same ones; None: env copies seeded
+    ``eval_seed``, ``eval_seed + 1``, ..., the same episodes at every evaluation."""
+    return float(sampled_returns(agent, env_id, episodes, family(env_id).eval_seed, threads, starts).mean())
 
 
 @dataclass
@@ -204,25 +284,34 @@ def evaluate_particle(policy, env_id: str = "simple_spread_v3", episodes: int = 
                       progress: bool = False, threads: int | None = None) -> ParticleScore:
     """Run ``policy`` (obs ``(N, O)`` -> forces ``(N, 2)``) for ``episodes`` episodes of a particle env from ``seed``:
     the same start states for every policy given the same seed, so scores compare policies, not luck."""
+    return particle_episodes(policy, env_id, episodes, seed, progress, threads)[0]
+
+
+def particle_episodes(policy, env_id: str = "simple_spread_v3", episodes: int = 100, seed: int = PARTICLE_EVAL_SEED,
+                      progress: bool = False,
+                      threads: int | None = None) -> tuple[ParticleScore, np.ndarray, Starts]:
+    """``evaluate_particle``'s score, each episode's team return ``(episodes,)`` and where each began (``Starts``,
+    for ``sampled_returns`` to play the same episodes)."""
     with torch_threads(threads):
         positive_int(episodes, "episodes")
         if family(env_id).actions != "forces":
             raise ValueError(f"evaluate_particle needs a particle env (e.g. 'simple_spread_v3'), got {env_id!r}")
         env = make_env(env_id, seed=seed)
-        runs = [run_episode(env, policy) for _ in tqdm(range(episodes), desc="evaluating", disable=not progress,
-                                                       leave=False)]
+        runs, starts = play_in_a_row(env, lambda: policy, episodes, progress)  # (one policy for every episode)
 
         def mean(key: str, last: bool = False) -> float:  # a navigation figure, averaged over steps (or the last one)
             if key not in runs[0].metrics:
                 return float("nan")
             return float(np.mean([run.metrics[key][-1] if last else run.metrics[key].mean() for run in runs]))
 
-        return ParticleScore(
-            team_return=float(np.mean([run.team_return for run in runs])),
+        returns = np.array([run.team_return for run in runs], dtype=np.float64)  # (episodes,)
+        score = ParticleScore(
+            team_return=float(np.mean(returns)),
             landmark_distance=mean("landmark_distance"),
             final_landmark_distance=mean("landmark_distance", last=True),
             collisions_per_step=mean("collisions"),
             episodes=episodes,
             agent_returns=np.mean([run.agent_returns for run in runs], axis=0).round(6).tolist())  # (N,)
+        return score, returns, starts
 
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -66,7 +66,8 @@ from marl_edu.envs.make import family, make_vec_env
 from marl_edu.learners.ensembles import SubpolicyReplayBuffer
 from marl_edu.learners.table import algo_name, algo_name_of_class, check_env, entry
 from marl_edu.pieces.targets import critic_rewards
-from marl_edu.training.evaluation import SAMPLED_EPISODES, evaluate_particle, greedy_team_return, sampled_team_return
+from marl_edu.training.evaluation import (SAMPLED_EPISODES, Starts, greedy_episodes, greedy_team_return,
+                                         particle_episodes, sampled_team_return)
 from marl_edu.training.resume import RunCheckpoint
 
 
@@ -247,6 +248,8 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
     says (``envs.family.EnvFamily``: one episode where it is deterministic, else the mean of ``eval_episodes``, None:
     the family's, on an env seeded its ``eval_seed``); each evaluation also plays the sampled policy
     (``sampled_team_return``: the mean of ``sampled_episodes`` episodes, None: ``SAMPLED_EPISODES``, 0: not played;
+    where episodes start at random, the greedy evaluation's first ``sampled_episodes``, at most ``eval_episodes``,
+    None: ``SAMPLED_EPISODES`` of them or all if fewer;
     ``evaluation.sampled_as`` says what it plays), its draws from a generator of its own, so training is the same
     with it or without. ``checkpoint``: a
     ``resume.RunCheckpoint`` that saves the run at every iteration's end and continues a saved one to the same bits
@@ -265,8 +268,14 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         eval_every = row.eval_every if eval_every is None else positive_int(eval_every, "eval_every")
         found = family(env_id)
         eval_episodes = found.eval_episodes if eval_episodes is None else positive_int(eval_episodes, "eval_episodes")
-        sampled_episodes = (SAMPLED_EPISODES if sampled_episodes is None
-                            else non_negative_int(sampled_episodes, "sampled_episodes"))
+        if sampled_episodes is None:  # (where episodes start at random: the greedy evaluation's, SAMPLED_EPISODES
+            # at most)
+            sampled_episodes = SAMPLED_EPISODES if found.deterministic else min(SAMPLED_EPISODES, eval_episodes)
+        non_negative_int(sampled_episodes, "sampled_episodes")
+        if not found.deterministic and sampled_episodes > eval_episodes:
+            raise ValueError(f"sampled_episodes must be at most eval_episodes ({eval_episodes}) on {env_id}, whose "
+                             f"episodes start at random: a sampled evaluation plays the greedy one's episodes; got "
+                             f"{sampled_episodes}")
         if update is not None and not callable(update):
             raise ValueError(f"update must be None (the learner's own agent.update) or a function update(agent, "
                              f"batch), got {type(update).__name__}")
@@ -303,10 +312,11 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
             result.update_seconds += time.perf_counter() - tic
             if len(result.episode_returns) >= state.next_eval:  # evaluate
                 state.next_eval += eval_every
-                value = _evaluate(agent, env_id, eval_episodes, len(result.evaluations), threads)
+                value, starts = _evaluate(agent, env_id, eval_episodes, len(result.evaluations), threads)
                 result.evaluations.append((len(result.episode_returns), value))
-                if sampled_episodes:
-                    sampled = sampled_team_return(agent, env_id, sampled_episodes, threads)
+                if sampled_episodes:  # (where episodes start at random: the greedy evaluation's first ones)
+                    starts = None if starts is None else replace(starts, states=starts.states[:sampled_episodes])
+                    sampled = sampled_team_return(agent, env_id, sampled_episodes, threads, starts)
                     result.sampled_evaluations.append((len(result.episode_returns), sampled))
                 result.eval_seconds.append(time.perf_counter() - result.started)
                 result.eval_env_steps.append(result.env_steps)
@@ -324,13 +334,19 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
 SHOWN = {"epsilon": "eps", "entropy_coef": "beta", "noise": "noise"}  # the progress bar's names of the exploration
 
 
-def _evaluate(agent, env_id: str, episodes: int, index: int, threads: int | None) -> float:
+def _evaluate(agent, env_id: str, episodes: int, index: int, threads: int | None) -> tuple[float, Starts | None]:
     """Evaluation ``index`` of a run: the greedy team return, or with forces the noise-free policy's mean team return
-    (an ensemble's: every agent's sub-policy ``index`` mod M; no draw, so training's stream stays)."""
-    if family(env_id).actions == "discrete":
-        return greedy_team_return(agent, env_id, episodes, threads)
+    (an ensemble's: every agent's sub-policy ``index`` mod M; no draw, so training's stream stays), and where its
+    episodes began (``evaluation.Starts``; None where every episode starts alike: Switch's one exact episode)."""
+    found = family(env_id)
+    if found.deterministic:
+        return greedy_team_return(agent, env_id, episodes, threads), None
+    if found.actions == "discrete":
+        returns, starts = greedy_episodes(agent, env_id, episodes, threads)  # (episodes,)
+        return float(np.mean(returns)), starts
     if entry(algo_name(agent)).policy.subpolicies:  # an ensemble
         policy = agent.policy(np.full(agent.n_agents, index % agent.n_subpolicies))
     else:
         policy = agent.greedy_policy()
-    return evaluate_particle(policy, env_id, episodes, family(env_id).eval_seed, threads=threads).team_return
+    score, _, starts = particle_episodes(policy, env_id, episodes, found.eval_seed, threads=threads)
+    return score.team_return, starts
