@@ -19,7 +19,10 @@ different episodes (sqrt(var_A / n + var_B / n); the two sets share at most thei
 seed is the evaluation seed), the sampling's from the n paired differences, episode k of both starting alike (their
 standard deviation over sqrt(n)). A replayed figure that is not its record's (beyond the record's rounding) stops the
 script: the policy would not be the record's run. Only the kept policies can be played again; a grid's other
-seeds' policies were not kept. Switch's episodes all start alike, so its grids need no such split.
+seeds' policies were not kept. Switch's episodes all start alike, so its grids need no such split; nor does a grid
+whose records say ``sampled_starts`` (runs since the sampled figures play the greedy ones' own episodes): each of its
+records' gaps is the sampling alone, with its standard error (``sampled_gap_se``), on every seed. Such grids are
+skipped with a line saying so.
 
     .venv/bin/python benchmarks/start_states.py [--out results/start_states.json]
 
@@ -109,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for folder, env_id, greedy_key in GRIDS:
             for path in sorted((RESULTS / folder).glob("*/policy.pt")):
+                if "sampled_starts" in kept_record(RESULTS / folder, path.parent.name):
+                    print(f"{folder:<36} {path.parent.name:<14} needs no split: its records play the sampled figures "
+                          "on the greedy ones' episodes (sampled_gap_se)", flush=True)
+                    continue
                 row = split(folder, env_id, greedy_key, path.parent.name)
                 rows.append(row)
                 print(f"{folder:<36} {row['method']:<14} {row['greedy']:8.3f} {row['same_starts']:11.3f} "

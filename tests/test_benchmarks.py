@@ -1334,3 +1334,22 @@ def test_start_states_stops_when_a_replayed_figure_is_not_its_records(monkeypatc
         start_states.split("compare/grid", "simple_spread_v3_discrete", "greedy", "vdn-gru", episodes=100)
     with pytest.raises(ValueError, match="episodes must be at least 2"):
         start_states.split("compare/grid", "simple_spread_v3_discrete", "greedy", "vdn-gru", episodes=1)
+
+
+def test_start_states_skips_a_grid_whose_records_play_the_greedy_episodes(monkeypatch, tmp_path, capsys):
+    # a record that says sampled_starts played its sampled figures on its greedy ones' episodes: its gap is the
+    # sampling alone (with sampled_gap_se), so the kept policy is not played again and no row is written
+    import json as json_module
+    start_states = script("start_states")
+    folder = tmp_path / "compare" / "grid" / "vdn-gru"
+    folder.mkdir(parents=True)
+    (folder / "policy.pt").write_bytes(b"not played")
+    (folder / "seed0.json").write_text(json_module.dumps({"seed": 0, "greedy": -60.0, "sampled": -61.0,
+                                                          "sampled_starts": "greedy", "sampled_gap_se": 0.5}))
+    monkeypatch.setattr(start_states, "RESULTS", tmp_path)
+    monkeypatch.setattr(start_states, "GRIDS", [("compare/grid", "simple_spread_v3_discrete", "greedy")])
+    out = tmp_path / "split.json"
+    assert start_states.main(["--out", str(out)]) == 0
+    line = capsys.readouterr().out.splitlines()[1]  # (after the header)
+    assert line.split()[:2] == ["compare/grid", "vdn-gru"] and "needs no split" in line
+    assert json_module.loads(out.read_text())["rows"] == []

@@ -260,9 +260,13 @@ def compare_env(env_id: str, image: str | None = None) -> list[str]:
     if image and figure.exists():  # drawn by compare.py from the same files
         lines += [f"![{image}](../{rel(figure)})", ""]
     rows, count = [], 0
-    seed_header = (["method", "episodes", "final greedy, per seed", "final sampled, per seed",
+    paired = all("sampled_starts" in load(folder / entry["method"] / f"seed{seeds[0]}.json")
+                 for entry in summary["table"])  # (records since the sampled figures play the greedy episodes)
+    gap_header = ["sampled minus greedy, same episodes (se), per seed"] if paired else []
+    seed_header = (["method", "episodes", "final greedy, per seed", "final sampled, per seed", *gap_header,
                     "first solve (episodes), per seed", "wall-clock per run"] if optimum is not None else
-                   ["method", "episodes", "final greedy, per seed", "final sampled, per seed", "wall-clock per run"])
+                   ["method", "episodes", "final greedy, per seed", "final sampled, per seed", *gap_header,
+                    "wall-clock per run"])
     seed_rows = []
     for entry in summary["table"]:
         method = entry["method"]
@@ -270,8 +274,10 @@ def compare_env(env_id: str, image: str | None = None) -> list[str]:
         count += len(runs)
         rows.append(compare.format_row(compare.table_row(env_id, method, runs, entry["optimal"], entry["episodes"])))
         sampled = per_seed([run["sampled"] for run in runs])  # the final policy sampled (100 episodes)
+        gaps = [", ".join(f"{run['sampled'] - run['greedy']:+.1f} ({run['sampled_gap_se']:.1f})" for run in runs)
+                ] if paired else []
         firsts = ", ".join("-" if run["episodes_to_solve"] is None else str(run["episodes_to_solve"]) for run in runs)
-        middle = [sampled, firsts] if optimum is not None else [sampled]
+        middle = [sampled, *gaps, *([firsts] if optimum is not None else [])]
         seed_rows.append([method, str(entry["episodes"]), per_seed([run["greedy"] for run in runs]), *middle,
                           span([run["wall_s"] for run in runs], 0, " s")])
     lines += [compare.table_header(optimum), *rows, ""]
@@ -713,6 +719,8 @@ def physical_deception() -> list[str]:
 def start_states() -> list[str]:
     path = RESULTS / "start_states.json"
     split = load(path)
+    paired = sorted({folder for folder, *_ in benchmark("start_states").GRIDS}
+                    - {row["folder"] for row in split["rows"]})  # (start_states.py skips them)
     rows = [[row["folder"], row["method"], number(row["greedy"], 3), number(row["same_starts"], 3),
              number(row["sampled"], 3), f"{row['start_states']:+.3f} ({row['start_states_se']:.3f})",
              f"{row['sampling']:+.3f} ({row['sampling_se']:.3f})"] for row in split["rows"]]
@@ -729,6 +737,10 @@ def start_states() -> list[str]:
                        "first start state; the sampling's from the 100 paired differences, episode k of both starting",
                        "alike). Only the kept policies could be played again: the other seeds' policies were not",
                        "kept."),
+            *paragraph("Runs recorded since the sampled figures play the greedy (or noise-free) ones' own episodes",
+                       "(their records say `sampled_starts`) need no split: each record's gap is the sampling alone,",
+                       "with its standard error (`sampled_gap_se`), on every seed, and the tables above give it.",
+                       f"Grids recorded so: {', '.join(f'`{folder}`' for folder in paired) or 'none yet'}."),
             *markdown_table(["grid", "method", "greedy", "greedy on the sampled starts", "sampled",
                              "start states (se)", "sampling (se)"], rows), "",
             *paragraph(files_read([path])), "Reproduce:", "", *command(split["command"]), ""]
