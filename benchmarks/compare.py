@@ -15,7 +15,8 @@ harder tasks' on-policy tables ran 15,000-30,000 episodes, which value decomposi
 Every run evaluates its greedy policy periodically (every 200 or 50 episodes) and at the end, where the
 final greedy team return (Switch is deterministic: one episode is exact; on other tasks, such as PredatorPrey7x7-v0
 whose prey move at random, the mean of 10 episodes periodically and 100 at the end) and the mean sampled return of
-100 episodes are recorded. "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on Switch2,
+100 episodes are recorded (on those tasks on the greedy figure's own episodes, with the standard error of the gap
+between the two, ``sampled_gap_se``). "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on Switch2,
 optimum 8.3); "to solve" is the first periodic evaluation that reached it. Without an exact optimum (not Switch)
 nothing is called solved, and the table gives the final sampled returns instead. Every task also gets a random line:
 the mean team return of uniformly random actions.
@@ -49,6 +50,7 @@ import time
 import numpy as np
 
 from marl_edu.base.files import atomic_write, atomic_write_text
+from marl_edu.envs.make import family
 from marl_edu.learners.baselines import IACV, IDDPG, CentralQV, CentralV
 from marl_edu.learners.coma import COMA
 from marl_edu.learners.maddpg import MADDPG
@@ -100,7 +102,12 @@ def record(out: pathlib.Path, env_id: str, method: str, seed: int, what: str = "
     """The record of ``method`` on ``env_id`` with ``seed`` in ``out``, checked (``runs.grid.read_record``: this
     script's fields and types, finite numbers, that very run); ValueError in one line, after ``what``, otherwise."""
     path = out / env_id / method / f"seed{seed}.json"
-    return read_record(path, RECORD, {"env": env_id, "method": method, "seed": seed}, what)
+    row = read_record(path, RECORD, {"env": env_id, "method": method, "seed": seed}, what)
+    if not family(env_id).deterministic and "sampled_starts" not in row:
+        raise ValueError(f"{what}: {path} was recorded before the sampled figures played the greedy ones' episodes "
+                         "(it has no 'sampled_starts'): its figures do not compare with today's runs; move it away or "
+                         "train that run again")
+    return row
 
 
 def finished(out: pathlib.Path, env_id: str, method: str, seed: int, budget: int, n_envs: int = 16) -> bool:

@@ -324,6 +324,20 @@ def test_compare_reuse_of_a_file_that_is_not_a_record_is_one_line(capsys, tmp_pa
     assert f"{method}/seed0.json is not a results file (JSON)" in line
 
 
+def test_compare_reuse_refuses_a_random_start_record_made_before_the_pairing(capsys, tmp_path):
+    # on PredatorPrey a record without sampled_starts played its sampled figure on other episodes than its greedy
+    # one: --reuse must not mix it into a table of today's runs; on Switch (every episode alike) nothing changed
+    compare = script("compare")
+    committed = json.loads((ROOT / "results" / "compare" / "Switch2-v0" / "vdn-gru" / "seed0.json").read_text())
+    for env_id in ("PredatorPrey7x7-v0", "Switch2-v0"):
+        (tmp_path / env_id / "vdn-gru").mkdir(parents=True)
+        (tmp_path / env_id / "vdn-gru" / "seed0.json").write_text(json.dumps({**committed, "env": env_id}))
+    with pytest.raises(ValueError, match="--reuse: .*PredatorPrey7x7-v0/vdn-gru/seed0.json was recorded before the "
+                                         "sampled figures played the greedy ones' episodes"):
+        compare.record(tmp_path, "PredatorPrey7x7-v0", "vdn-gru", 0)
+    assert compare.record(tmp_path, "Switch2-v0", "vdn-gru", 0)["greedy"] == committed["greedy"]
+
+
 @pytest.mark.parametrize("name", ["foraging", "particle", "competition"])
 def test_every_grid_script_takes_the_runner_options_and_checks_them(name, capsys):
     line = refused(name, ["--runner", "pool", "--address", "auto"], capsys)
