@@ -16,8 +16,8 @@ Every run evaluates its greedy policy periodically (every 200 or 50 episodes) an
 final greedy team return (Switch is deterministic: one episode is exact; on other tasks, such as PredatorPrey7x7-v0
 whose prey move at random, the mean of 10 episodes periodically and 100 at the end) and the mean sampled return of
 100 episodes are recorded (on those tasks on the greedy figure's own episodes, with the standard error of the gap
-between the two, ``sampled_gap_se``). "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on Switch2,
-optimum 8.3); "to solve" is the first periodic evaluation that reached it. Without an exact optimum (not Switch)
+between the two, ``sampled_gap_se``). "Solved" means a greedy team return within 0.3 of the exact optimum (8.0 on
+Switch2, optimum 8.3); "to solve" is the first periodic evaluation that reached it. Without an exact optimum (not Switch)
 nothing is called solved, and the table gives the final sampled returns instead. Every task also gets a random line:
 the mean team return of uniformly random actions.
 

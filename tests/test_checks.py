@@ -875,6 +875,25 @@ def test_sampled_gaps_by_hand():
         sampled_gaps([{"team_return": -1.0, "sampled": None}])
     with pytest.raises(ValueError, match="row 0's 'sampled' is True"):
         sampled_gaps([{"team_return": -1.0, "sampled": True}])
+    assert gaps.se is None and gaps.higher_beyond is None and gaps.lower_beyond is None  # (no standard errors kept)
+
+
+def test_sampled_gaps_with_their_standard_errors_by_hand():
+    # records on the same episodes keep each gap's standard error: gaps -49 - (-50) = +1.0 (se 0.4), -50.5 - (-50) =
+    # -0.5 (se 0.3) and -49.4 - (-48) = -1.4 (se 0.5); beyond two standard errors: +1.0 > 0.8 above, -1.4 < -1.0
+    # below, -0.5 > -0.6 neither; mean (1.0 - 0.5 - 1.4) / 3 = -0.3
+    from marl_edu.runs.seed import sampled_gaps
+    rows = [{"team_return": -50.0, "sampled": -49.0, "sampled_gap_se": 0.4},
+            {"team_return": -50.0, "sampled": -50.5, "sampled_gap_se": 0.3},
+            {"team_return": -48.0, "sampled": -49.4, "sampled_gap_se": 0.5}]
+    gaps = sampled_gaps(rows)
+    assert gaps.gaps.tolist() == pytest.approx([1.0, -0.5, -1.4]) and gaps.se.tolist() == [0.4, 0.3, 0.5]
+    assert (round(gaps.mean, 9), gaps.lower, gaps.higher_beyond, gaps.lower_beyond) == (-0.3, 2, 1, 1)
+    with pytest.raises(ValueError, match="rows 0, 1 keep 'sampled_gap_se' and row 2 does not: records of two "
+                                         "evaluation protocols"):
+        sampled_gaps([*rows[:2], {"team_return": -48.0, "sampled": -49.4}])
+    with pytest.raises(ValueError, match="row 1's 'sampled_gap_se' is -0.3, expected a standard error"):
+        sampled_gaps([rows[0], {**rows[1], "sampled_gap_se": -0.3}, rows[2]])
 
 
 def test_solve_count_cases_are_the_committed_runs():

@@ -612,13 +612,17 @@ def particle_folder(name: str, title: str) -> list[str]:
     methods = [method for method in module.METHODS if any(run["method"] == method for run in runs)]
     seeds = sorted({run["seed"] for run in runs})
     sampled = all("sampled" in run for run in runs)  # (runs recorded before sampled figures were kept have none)
+    paired = all("sampled_gap_se" in run for run in runs)  # (runs since the sampled figures play the same episodes)
     seed_rows = []
     for method in methods:
         mine = sorted((run for run in runs if run["method"] == method), key=lambda run: run["seed"])
+        gaps = [", ".join(f"{run['sampled'] - run['team_return']:+.2f} ({run['sampled_gap_se']:.2f})" for run in mine)
+                ] if paired else []
         seed_rows.append([method, per_seed([run["team_return"] for run in mine]),
-                          *([per_seed([run["sampled"] for run in mine])] if sampled else []),
+                          *([per_seed([run["sampled"] for run in mine])] if sampled else []), *gaps,
                           per_seed([run["collisions_per_step"] for run in mine], 3)])
     header = ["method", "team return, per seed", *(["sampled team return, per seed"] if sampled else []),
+              *(["sampled minus noise-free, same episodes (se), per seed"] if paired else []),
               "collisions per step, per seed"]
     lines = [f"### {title}", "", *module.table(runs, summary["references"]), "",
              f"Per seed ({seeds_text(seeds)}):", "", *markdown_table(header, seed_rows), ""]

@@ -105,14 +105,20 @@ class SampledGaps(NamedTuple):
     gaps: np.ndarray  # (S,) each seed's final sampled mean minus its noise-free (greedy) one
     mean: float  # their mean
     lower: int  # seeds whose sampled mean is below the noise-free one (a tie is not lower)
+    se: np.ndarray | None = None  # (S,) each gap's standard error, where the records keep it; else None
+    higher_beyond: int | None = None  # seeds whose gap is more than 2 se above zero (None without se)
+    lower_beyond: int | None = None  # ... more than 2 se below zero
 
 
 def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGaps:
     """The sampled policy against the noise-free (or greedy) one over a method's seeds. ``rows``: one record per seed
     (at least 1) with ``"sampled"``, its final policy's sampled mean team return, and ``noise_free``, the same
-    policy's noise-free one (``"team_return"`` in a particle record, ``"greedy"`` in a discrete one). Where episodes
-    start at random the two means come from different start states (``evaluation.greedy_on_sampled_starts``), so a
-    gap holds their difference as well as the sampling's. ValueError names a missing or non-finite figure."""
+    policy's noise-free one (``"team_return"`` in a particle record, ``"greedy"`` in a discrete one). Records made
+    since the sampled figures play the noise-free ones' episodes also keep each gap's standard error
+    (``"sampled_gap_se"``, ``evaluation.paired_gap``): then ``se`` and the seeds beyond two standard errors either
+    way. In older records the two means come from different start states (``evaluation.greedy_on_sampled_starts``),
+    so a gap holds their difference as well as the sampling's. ValueError names a missing or non-finite figure, or
+    rows of both kinds."""
     if not rows:
         raise ValueError("sampled_gaps needs at least one seed's row, got none")
     for index, row in enumerate(rows):
@@ -122,7 +128,20 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
             if isinstance(row[key], bool) or not isinstance(row[key], numbers.Real) or not np.isfinite(row[key]):
                 raise ValueError(f"row {index}'s {key!r} is {row[key]!r}, expected a finite team return")
     gaps = np.array([row["sampled"] - row[noise_free] for row in rows], dtype=np.float64)  # (S,)
-    return SampledGaps(gaps, float(gaps.mean()), int((gaps < 0).sum()))
+    kept = [index for index, row in enumerate(rows) if "sampled_gap_se" in row]
+    if not kept:
+        return SampledGaps(gaps, float(gaps.mean()), int((gaps < 0).sum()))
+    if len(kept) < len(rows):
+        missing = next(index for index in range(len(rows)) if index not in kept)
+        raise ValueError(f"rows {', '.join(map(str, kept))} keep 'sampled_gap_se' and row {missing} does not: "
+                         "records of two evaluation protocols (sampled on the noise-free episodes, or on others)")
+    for index, row in enumerate(rows):
+        value = row["sampled_gap_se"]
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0 or not np.isfinite(value):
+            raise ValueError(f"row {index}'s 'sampled_gap_se' is {value!r}, expected a standard error (finite, >= 0)")
+    se = np.array([row["sampled_gap_se"] for row in rows], dtype=np.float64)  # (S,)
+    return SampledGaps(gaps, float(gaps.mean()), int((gaps < 0).sum()), se, int((gaps > 2 * se).sum()),
+                       int((gaps < -2 * se).sum()))
 
 
 def split(method: str) -> tuple[str, str]:
@@ -251,15 +270,16 @@ def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: i
             "sampled_gap_se": paired_gap(sampled, noise_free).se}
 
 
-DIGITS = {"greedy": 2, "sampled": 3, "sampled_gap_se": 3, "team_return": 2, "landmark_distance": 3, "final_landmark_distance": 3,
-          "collisions_per_step": 3, "wall_s": 1, "steps_per_s": None, "seconds_to_solve": 1}  # None: a whole int
+DIGITS = {"greedy": 2, "sampled": 3, "sampled_gap_se": 3, "team_return": 2, "landmark_distance": 3,
+          "final_landmark_distance": 3, "collisions_per_step": 3, "wall_s": 1, "steps_per_s": None,
+          "seconds_to_solve": 1}  # None: a whole int
 
 
 def rounded(figures: dict) -> dict:
     """``run_seed``'s figures (with ``particle_figures``' if any) as the files record them, with the same keys in the
     same order: ``greedy``, ``team_return``, every agent's return and every evaluation to 0.01 (every Switch reward
-    is a multiple of 0.1), ``sampled``, every sampled evaluation (a mean over episodes) and the particle distances
-    and collisions to 0.001, ``wall_s`` and
+    is a multiple of 0.1), ``sampled``, its gap's standard error, every sampled evaluation (a mean over episodes) and
+    the particle distances and collisions to 0.001, ``wall_s`` and
     ``seconds_to_solve`` to 0.1 s, ``steps_per_s`` to a whole int; the others (and Nones) as they are."""
     row = dict(figures)
     for key, digits in DIGITS.items():
