@@ -385,18 +385,16 @@ def test_a_budget_of_episodes_and_env_steps_at_once_or_a_bad_one_is_named():
             train("vdn", "Switch2-v0", env_steps=bad, progress=False)
 
 
-@pytest.mark.parametrize("algo, env_id", [("maddpg_continuous", "simple_spread_v3"), ("iql", "PredatorPrey7x7-v0"),
-                                          ("vdn", "Foraging-8x8-2p-3f-v3")])
-def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, env_id, monkeypatch):
-    # with sampling that draws nothing (MADDPG's noise_end = 0; epsilon 0 for a learner that acts on Q-values), the
-    # sampled returns ARE the greedy policy's on the sampled figure's start states, episode by episode, chunks included
-    # (2 copies at a time here: episodes 0-1 from seeds 5, 6, then 7, 8, then 9). The greedy figure (one env seeded
-    # eval_seed, episodes in a row) plays others
-    from marl_edu.envs.make import family, make_env
+def _drawing_nothing(algo: str, env_id: str, monkeypatch):
+    """An untrained learner of ``algo`` sized for ``env_id`` whose sampled policy draws nothing, so that it plays its
+    greedy (noise-free) actions: MADDPG with forces at noise_end = 0; epsilon 0 for a learner that acts on Q-values;
+    MAPPO's and discrete MADDPG's logits scaled up, their probabilities one-hot on the argmax. Sampled evaluations
+    play 2 env copies at a time (chunks)."""
+    import torch
+
+    from marl_edu.envs.make import make_env
     from marl_edu.learners.table import LEARNERS
     from marl_edu.training import evaluation
-    from marl_edu.training.evaluation import (greedy_on_sampled_starts, greedy_returns, greedy_team_return,
-                                             sampled_returns)
 
     env = make_env(env_id, seed=0)
     actions = env.action_dim if algo == "maddpg_continuous" else env.n_actions  # A: force entries or actions
@@ -405,6 +403,27 @@ def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, e
     monkeypatch.setattr(evaluation, "SAMPLED_EPSILON", 0.0)  # (IQL's, VDN's sampled policy: the argmax)
     if algo == "maddpg_continuous":
         agent.config.noise_end = 0.0
+    elif algo in ("mappo", "maddpg"):
+        heads = [agent.actor.head] if algo == "mappo" else [actor.mlp.net[-1] for actor in agent.actors]
+        with torch.no_grad():
+            for head in heads:  # (the logits' layer)
+                head.weight.mul_(1e4)
+                head.bias.mul_(1e4)
+    return agent
+
+
+@pytest.mark.parametrize("algo, env_id", [("maddpg_continuous", "simple_spread_v3"), ("iql", "PredatorPrey7x7-v0"),
+                                          ("vdn", "Foraging-8x8-2p-3f-v3")])
+def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, env_id, monkeypatch):
+    # with sampling that draws nothing (MADDPG's noise_end = 0; epsilon 0 for a learner that acts on Q-values), the
+    # sampled returns ARE the greedy policy's on the sampled figure's start states, episode by episode, chunks included
+    # (2 copies at a time here: episodes 0-1 from seeds 5, 6, then 7, 8, then 9). The greedy figure (one env seeded
+    # eval_seed, episodes in a row) plays others
+    from marl_edu.envs.make import family, make_env
+    from marl_edu.training.evaluation import (greedy_on_sampled_starts, greedy_returns, greedy_team_return,
+                                             sampled_returns)
+
+    agent = _drawing_nothing(algo, env_id, monkeypatch)
     greedy = greedy_on_sampled_starts(agent, env_id, 5, seed=5)  # (5,)
     assert greedy.shape == (5,) and greedy.dtype == np.float64
     assert greedy.tolist() == pytest.approx(sampled_returns(agent, env_id, 5, seed=5).tolist(), abs=1e-5)
@@ -427,26 +446,11 @@ def test_the_sampled_figure_plays_the_greedy_figures_episodes(algo, env_id, monk
     # evaluation's Starts ARE the greedy returns, episode by episode, chunks included (2 copies at a time: episodes
     # 0-1, 2-3, 4). On PredatorPrey where episode k starts depends on the prey's random moves in the episodes before
     # it, so on the policy that played them; the copies start there all the same
-    import torch
-
     from marl_edu.envs.make import make_env
-    from marl_edu.learners.table import LEARNERS
-    from marl_edu.training import evaluation
     from marl_edu.training.evaluation import greedy_episodes, greedy_team_return, sampled_returns
 
+    agent = _drawing_nothing(algo, env_id, monkeypatch)
     env = make_env(env_id, seed=0)
-    actions = env.action_dim if algo == "maddpg_continuous" else env.n_actions  # A: force entries or actions
-    agent = LEARNERS[algo].learner(env.n_agents, env.obs_dim, actions, seed=3)
-    monkeypatch.setattr(evaluation, "SAMPLED_COPIES", 2)
-    monkeypatch.setattr(evaluation, "SAMPLED_EPSILON", 0.0)  # (IQL's, VDN's sampled policy: the argmax)
-    if algo == "maddpg_continuous":
-        agent.config.noise_end = 0.0
-    elif algo in ("mappo", "maddpg"):  # every actor's last layer scaled up: probabilities one-hot on its argmax
-        heads = [agent.actor.head] if algo == "mappo" else [actor.mlp.net[-1] for actor in agent.actors]
-        with torch.no_grad():
-            for head in heads:  # (the logits' layer)
-                head.weight.mul_(1e4)
-                head.bias.mul_(1e4)
     greedy, starts = greedy_episodes(agent, env_id, 5)  # (5,) episodes in a row, one env seeded eval_seed
     assert greedy.shape == (5,) and greedy.mean() == greedy_team_return(agent, env_id, 5)
     assert (starts.env_id, len(starts.states), starts.states[0]) == (env.env_id, 5, None)
