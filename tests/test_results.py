@@ -280,7 +280,8 @@ def test_notebook_13s_reading_of_noise_free_against_sampled_is_what_the_records_
 
     gaps = {method: sampled_gaps(_particle_runs(folder, method))
             for folder, method in ((PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (PPO, "mappo"), (PPO, "ippo"))}
-    assert all((gap.se < 0.5).all() for gap in gaps.values())
+    assert all((0.05 < gap.se).all() and (gap.se < 0.45).all() for gap in gaps.values())  # ("a few hundredths to
+    # four tenths")
     for method in ("maddpg", "iddpg"):
         assert (abs(gaps[method].gaps) < 0.25).all() and (gaps[method].higher_beyond, gaps[method].lower_beyond) == (
             0, 0), method
@@ -370,6 +371,8 @@ def test_notebook_12s_reading_of_discrete_navigation_sampled_is_what_the_records
     assert kept == [0, 1, 2]
     assert all(-1.5 < vdn[seed][0] < 0 for seed in kept) and sum(beyond(*vdn[seed]) for seed in kept) == 2
     assert all(vdn[seed][0] > 0 for seed in (3, 4)) and sum(beyond(*vdn[seed]) for seed in (3, 4)) == 1
+    # the summary: where beyond chance, sampling cost MAPPO and VDN one to three points
+    assert all(-3 < gap < -1 for gap, se in mappo + [vdn[seed] for seed in kept] if beyond(gap, se))
 
 
 def test_notebook_13s_reading_of_maddpg_against_independent_ddpg_is_what_the_runs_say():
