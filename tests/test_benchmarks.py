@@ -336,6 +336,13 @@ def test_compare_reuse_refuses_a_random_start_record_made_before_the_pairing(cap
                                          "sampled figures played the greedy ones' episodes"):
         compare.record(tmp_path, "PredatorPrey7x7-v0", "vdn-gru", 0)
     assert compare.record(tmp_path, "Switch2-v0", "vdn-gru", 0)["greedy"] == committed["greedy"]
+    # a paired record must say how it was paired and keep a standard error
+    for changes in ({"sampled_starts": "copies", "sampled_gap_se": 0.4}, {"sampled_starts": "greedy",
+                                                                          "sampled_gap_se": None}):
+        (tmp_path / "PredatorPrey7x7-v0" / "vdn-gru" / "seed0.json").write_text(
+            json.dumps({**committed, "env": "PredatorPrey7x7-v0", **changes}))
+        with pytest.raises(ValueError, match="is not a run's record of this benchmark: its 'sampled_starts' is"):
+            compare.record(tmp_path, "PredatorPrey7x7-v0", "vdn-gru", 0)
 
 
 @pytest.mark.parametrize("name", ["foraging", "particle", "competition"])

@@ -329,7 +329,12 @@ def test_notebook_12s_reading_of_greedy_against_sampled_is_what_the_split_says()
 
 # -- greedy and sampled on the same episodes: the records since the sampled figures play the greedy ones' episodes
 
-PAIRED_GRIDS = ["simple_spread_v3_discrete"]  # compare.py's random-start tasks recorded so (sampled_starts)
+PAIRED_GRIDS = sorted({path.parent.parent.name for path in (RESULTS / "compare").glob("*/*/seed0.json")
+                       if "sampled_starts" in json.loads(path.read_text())})  # compare.py's tasks recorded so
+
+
+def test_the_paired_grids_are_found():
+    assert "simple_spread_v3_discrete" in PAIRED_GRIDS and "Switch2-v0" not in PAIRED_GRIDS
 
 
 def _gaps(env_id: str, method: str) -> list[tuple[float, float]]:

@@ -446,16 +446,25 @@ def test_the_sampled_figure_plays_the_greedy_figures_episodes(algo, env_id, monk
     # evaluation's Starts ARE the greedy returns, episode by episode, chunks included (2 copies at a time: episodes
     # 0-1, 2-3, 4). On PredatorPrey where episode k starts depends on the prey's random moves in the episodes before
     # it, so on the policy that played them; the copies start there all the same
-    from marl_edu.envs.make import make_env
-    from marl_edu.training.evaluation import greedy_episodes, greedy_team_return, sampled_returns
+    from marl_edu.data.rollout import run_episode
+    from marl_edu.envs.make import VecEnv, family, make_env
+    from marl_edu.training.evaluation import greedy_episodes, greedy_team_return, paired_returns, sampled_returns
 
     agent = _drawing_nothing(algo, env_id, monkeypatch)
-    env = make_env(env_id, seed=0)
+    env = make_env(env_id, seed=family(env_id).eval_seed)
     greedy, starts = greedy_episodes(agent, env_id, 5)  # (5,) episodes in a row, one env seeded eval_seed
     assert greedy.shape == (5,) and greedy.mean() == greedy_team_return(agent, env_id, 5)
     assert (starts.env_id, len(starts.states), starts.states[0]) == (env.env_id, 5, None)
     sampled = sampled_returns(agent, env_id, 5, seed=9, starts=starts)  # (5,)
     assert sampled.tolist() == pytest.approx(greedy.tolist(), abs=1e-5)
+    # the copies start where the greedy episodes did, each its own (an untrained learner's returns may all be alike)
+    firsts = [run_episode(env, agent.greedy_policy()).obs[0] for _ in range(5)]  # (N, O) each
+    assert len({first.tobytes() for first in firsts}) == 5
+    copies = VecEnv(env_id, 5, starts.seed, starts.states).reset()  # (5, N, O)
+    assert all(np.array_equal(copies[k], firsts[k]) for k in range(5))
+    # played chunk by chunk (2 at a time), both at once: the same figures
+    both = paired_returns(agent, env_id, 5, seed=9)  # (5,), (5,)
+    assert both[0].tolist() == greedy.tolist() and both[1].tolist() == sampled.tolist()
     for bad, named in ((3, "starts must be the Starts of 3 episodes of .*, got 5 episodes"),):
         with pytest.raises(ValueError, match=named):
             sampled_returns(agent, env_id, bad, seed=9, starts=starts)
@@ -476,6 +485,8 @@ def test_starts_of_another_env_or_of_the_wrong_kind_are_refused():
     with pytest.raises(ValueError, match="states must be a list of one saved state \\(or None\\) per copy, 3; got 2 "
                                          "states"):
         VecEnv("PredatorPrey7x7-v0", 3, 0, starts.states)
+    with pytest.raises(ValueError, match="states\\[1\\]: the saved state is not a PredatorPrey7x7-v0 env's"):
+        VecEnv("PredatorPrey7x7-v0", 2, 0, [None, {"step_count": 3}])
 
 
 def test_a_paired_gap_by_hand():
@@ -512,6 +523,29 @@ def test_a_run_on_random_starts_records_sampled_figures_on_its_greedy_episodes(m
     assert list(figures)[:5] == ["seed", "greedy", "sampled", "sampled_starts", "sampled_gap_se"]
     _, on_switch = run_seed("iql", "Switch2-v0", 4, config, seed=1, eval_every=2, final_episodes=3)
     assert "sampled_starts" not in on_switch  # (every Switch episode starts alike: nothing to pair)
+    # one final episode has no standard error: the record leaves it out (it never holds a NaN)
+    from marl_edu.runs.seed import final_figures
+    assert list(final_figures(run.agent, "PredatorPrey7x7-v0", 1)) == ["greedy", "sampled", "sampled_starts"]
+
+
+def test_the_sampled_evaluations_change_no_number_of_training_where_episodes_start_at_random():
+    # as on Switch (above): IQL on PredatorPrey with and without its sampled evaluations, which now start env copies
+    # in the greedy evaluation's states: the same episodes, greedy evaluations and weights
+    import torch
+
+    from marl_edu.learners.value_decomposition import ValueDecompositionConfig
+
+    def run(sampled):
+        config = ValueDecompositionConfig(n_envs=2, batch_episodes=2, hidden=8)
+        return train("iql", "PredatorPrey7x7-v0", 6, config, seed=2, eval_every=2, progress=False, eval_episodes=3,
+                     sampled_episodes=sampled)
+
+    plain, both = run(0), run(3)
+    assert plain.episode_returns == both.episode_returns and plain.evaluations == both.evaluations
+    assert len(both.sampled_evaluations) == len(both.evaluations) == 3 and plain.updates == both.updates > 0
+    for p, q in zip(plain.agent.__dict__.values(), both.agent.__dict__.values()):
+        if isinstance(p, torch.nn.Module):
+            assert all(torch.equal(a, b) for a, b in zip(p.state_dict().values(), q.state_dict().values()))
 
 
 def test_greedy_on_sampled_starts_refuses_an_ensemble():

@@ -260,8 +260,9 @@ def compare_env(env_id: str, image: str | None = None) -> list[str]:
     if image and figure.exists():  # drawn by compare.py from the same files
         lines += [f"![{image}](../{rel(figure)})", ""]
     rows, count = [], 0
-    paired = all("sampled_starts" in load(folder / entry["method"] / f"seed{seeds[0]}.json")
-                 for entry in summary["table"])  # (records since the sampled figures play the greedy episodes)
+    paired = all("sampled_gap_se" in load(folder / entry["method"] / f"seed{seed}.json")
+                 for entry in summary["table"] for seed in seeds)  # (records since the sampled figures play the greedy
+    # episodes)
     gap_header = ["sampled minus greedy, same episodes (se), per seed"] if paired else []
     seed_header = (["method", "episodes", "final greedy, per seed", "final sampled, per seed", *gap_header,
                     "first solve (episodes), per seed", "wall-clock per run"] if optimum is not None else
@@ -730,7 +731,8 @@ def start_states() -> list[str]:
              f"{row['sampling']:+.3f} ({row['sampling_se']:.3f})"] for row in split["rows"]]
     return ["## Greedy and sampled on the same start states", "",
             *paragraph("Where episodes start at random, a run's final greedy (or noise-free) figure and its sampled one",
-                       "play different start states: the greedy one 100 episodes in a row on one env seeded the",
+                       "played different start states in the runs recorded before the two were paired (their records",
+                       "have no `sampled_starts`): the greedy one 100 episodes in a row on one env seeded the",
                        "task's evaluation seed, the sampled one the first episode of 100 env copies seeded from the",
                        "run's seed (a particle run's from its evaluation seed). So their difference holds the start",
                        "states as well as the sampling. For each kept policy (the lowest seed's final one) of the grids",

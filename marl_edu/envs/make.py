@@ -71,9 +71,12 @@ class VecEnv:
                 got = f"{len(states)} states" if isinstance(states, list) else type(states).__name__
                 raise ValueError(f"states must be a list of one saved state (or None) per copy, {n_envs}; got {got}")
             self.envs = [make_env(env_id, seed) for _ in range(n_envs)]  # every copy as the env that was saved
-            for env, state in zip(self.envs, states):
+            for k, (env, state) in enumerate(zip(self.envs, states)):
                 if state is not None:  # (None: the env as made, before its first episode)
-                    env.set_state(state)
+                    try:
+                        env.set_state(state)
+                    except ValueError as error:
+                        raise ValueError(f"states[{k}]: {error}") from None
         first = self.envs[0]
         self.env_id, self.n_envs = first.env_id, int(n_envs)
         self.n_agents, self.obs_dim, self.max_steps = first.n_agents, first.obs_dim, first.max_steps

@@ -33,7 +33,7 @@ from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import LEARNERS, algo_name, algo_name_of_class, check_env, config_class, entry
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.training.checkpoints import load_checkpoint, policy_from_payload, save_policy
-from marl_edu.training.evaluation import (greedy_episodes, greedy_return, greedy_team_return, paired_gap,
+from marl_edu.training.evaluation import (greedy_return, greedy_team_return, paired_gap, paired_returns,
                                          particle_episodes, sampled_as, sampled_returns)
 from marl_edu.training.loops import TrainResult, train
 from marl_edu.training.resume import KIND
@@ -216,19 +216,26 @@ def final_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int 
     """A discrete learner's final figures: ``greedy`` (``greedy_team_return``: one episode on Switch, exact; else the
     mean of ``episodes``) and ``sampled`` (the mean team return of ``episodes`` episodes of the sampled policy, its
     draws seeded ``seed``, ``evaluation.sampled_returns``). Where episodes start at random, the sampled ones are the
-    greedy figure's own (``paired``), and the figures add ``sampled_starts`` (``SAMPLED_STARTS``) and
-    ``sampled_gap_se``, the standard error of sampled minus greedy over those episodes (``evaluation.paired_gap``).
+    greedy figure's own (``paired``, ``evaluation.paired_returns``), and the figures add ``sampled_starts``
+    (``SAMPLED_STARTS``) and ``sampled_gap_se``, the standard error of sampled minus greedy over those episodes
+    (``gap_se``: none for one episode).
     ``paired=False``: the sampled episodes are env copies seeded ``seed``, ``seed + 1``, ... (records made before the
     pairing; replayed as they were measured)."""
     if family(env_id).deterministic:  # (every episode starts alike)
         greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
         return {"greedy": greedy, "sampled": float(sampled_returns(agent, env_id, episodes, seed, threads).mean())}
-    greedy, starts = greedy_episodes(agent, env_id, episodes, threads)  # (episodes,)
-    sampled = sampled_returns(agent, env_id, episodes, seed, threads, starts if paired else None)  # (episodes,)
     if not paired:
-        return {"greedy": float(greedy.mean()), "sampled": float(sampled.mean())}
+        greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
+        return {"greedy": greedy, "sampled": float(sampled_returns(agent, env_id, episodes, seed, threads).mean())}
+    greedy, sampled = paired_returns(agent, env_id, episodes, seed, threads)  # (episodes,), (episodes,)
     return {"greedy": float(greedy.mean()), "sampled": float(sampled.mean()), "sampled_starts": SAMPLED_STARTS,
-            "sampled_gap_se": paired_gap(sampled, greedy).se}
+            **gap_se(sampled, greedy)}
+
+
+def gap_se(sampled: np.ndarray, greedy: np.ndarray) -> dict:
+    """``{"sampled_gap_se": ...}`` of paired team returns ``(E,)`` (``evaluation.paired_gap``), or nothing for one
+    episode, which has no standard error (a record never holds a NaN)."""
+    return {"sampled_gap_se": paired_gap(sampled, greedy).se} if len(sampled) > 1 else {}
 
 
 def noise_free_policies(agent) -> list:
@@ -267,7 +274,7 @@ def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: i
         return {**figures, "sampled": float(sampled.mean())}
     noise_free = np.mean([returns for _, returns, _ in played], axis=0)  # (episodes,) mean over sub-policies
     return {**figures, "sampled": float(sampled.mean()), "sampled_starts": SAMPLED_STARTS,
-            "sampled_gap_se": paired_gap(sampled, noise_free).se}
+            **gap_se(sampled, noise_free)}
 
 
 DIGITS = {"greedy": 2, "sampled": 3, "sampled_gap_se": 3, "team_return": 2, "landmark_distance": 3,

@@ -75,13 +75,14 @@ class Starts:
     states: list = field(repr=False)
 
 
-def play_in_a_row(env, new_policy, episodes: int, progress: bool = False) -> tuple[list, Starts]:
-    """Play ``episodes`` successive episodes of ``env`` (one of ``make_env``'s, made with its ``seed``), each with a
-    policy ``new_policy()`` makes for it (obs ``(N, O)`` -> actions ``(N,)`` or forces ``(N, A)``; a recurrent one
-    starts each episode afresh). Returns the ``Episode`` of each and where each began (``Starts``)."""
+def play_in_a_row(env, new_policy, episodes: int, progress: bool = False, fresh: bool = True) -> tuple[list, Starts]:
+    """Play ``episodes`` successive episodes of ``env`` (one of ``make_env``'s, made with its ``seed``; ``fresh``: as
+    made, no episode played yet), each with a policy ``new_policy()`` makes for it (obs ``(N, O)`` -> actions
+    ``(N,)`` or forces ``(N, A)``; a recurrent one starts each episode afresh). Returns the ``Episode`` of each and
+    where each began (``Starts``)."""
     runs, states = [], []
     for k in tqdm(range(episodes), desc="evaluating", disable=not progress, leave=False):
-        states.append(env.get_state() if k else None)  # (the first: the env as made)
+        states.append(env.get_state() if k or not fresh else None)  # (None: the env as made)
         runs.append(run_episode(env, new_policy()))
     return runs, Starts(env.env_id, env.seed, states)
 
@@ -119,12 +120,14 @@ def paired_gap(sampled: np.ndarray, greedy: np.ndarray) -> PairedGap:
     """``PairedGap`` of team returns ``sampled (E,)`` and ``greedy (E,)``, episode k of both the same episode
     (``sampled_returns`` with the greedy evaluation's ``Starts``). ValueError for other shapes or a non-finite
     return."""
-    sampled, greedy = np.asarray(sampled, dtype=np.float64), np.asarray(greedy, dtype=np.float64)
+    sampled, greedy = np.asarray(sampled, dtype=np.float64), np.asarray(greedy, dtype=np.float64)  # (E,), (E,)
     if sampled.ndim != 1 or sampled.shape != greedy.shape or not len(sampled):
         raise ValueError(f"paired_gap needs two (E,) arrays of the same episodes' team returns, E >= 1; got sampled "
                          f"{sampled.shape} and greedy {greedy.shape}")
-    if not (np.isfinite(sampled).all() and np.isfinite(greedy).all()):
-        raise ValueError("paired_gap: a team return is not finite (NaN or inf)")
+    for name, returns in (("sampled", sampled), ("greedy", greedy)):
+        if not np.isfinite(returns).all():
+            bad = int(np.flatnonzero(~np.isfinite(returns))[0])
+            raise ValueError(f"paired_gap: the {name} team return of episode {bad} is {returns[bad]} (not finite)")
     differences = sampled - greedy  # (E,)
     se = differences.std(ddof=1) / np.sqrt(len(differences)) if len(differences) > 1 else float("nan")
     return PairedGap(float(differences.mean()), float(se))
@@ -186,15 +189,13 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
     number of episodes). None: episodes of their own, the first episode of env copies seeded ``seed``, ``seed + 1``,
     ... (where every episode starts alike, on Switch, the same).
 
-    Every learner plays them all at once, as its training does, on ``make_vec_env``'s copies: one network call per
-    step for every episode. One that trains on whole
-    discrete episodes (its row's loop ``"on_policy"`` or ``"episode_replay"``) through ``rollout.collect_episodes``
-    (epsilon ``SAMPLED_EPSILON`` where it acts on Q-values); one that acts on transitions (``"off_policy"``: MADDPG,
-    IDDPG) through its ``act``, and a continuous learner through its ``sampled_actions`` (``first_episode_returns``).
-    More than ``SAMPLED_COPIES`` episodes are played in chunks of that many copies, seeded on (``seed + 100``, ... for
-    the second chunk, or ``starts``' next 100), so that a final figure over thousands of episodes never holds thousands
-    of envs at once. Without ``starts``, where episodes start at random, these are not the greedy evaluation's
-    episodes: compare the two as means, or play the greedy policy on them (``greedy_on_sampled_starts``)."""
+    Every learner plays them all at once, as its training does, on env copies (``make_vec_env``'s, or with ``starts``
+    ``VecEnv``'s put in them): one network call per step for every episode (``first_sampled_returns``). More than
+    ``SAMPLED_COPIES`` episodes are played in chunks of that many copies, seeded on (``seed + 100``, ... for the
+    second chunk, or ``starts``' next 100), so that a final figure over thousands of episodes never holds thousands of
+    envs at once (``paired_returns`` also keeps only one chunk's start states). Without ``starts``, where episodes
+    start at random, these are not the greedy evaluation's episodes: compare the two as means, or play the greedy
+    policy on them (``greedy_on_sampled_starts``)."""
     positive_int(n_episodes, "n_episodes")
     if starts is not None:
         if not isinstance(starts, Starts) or starts.env_id != resolve(env_id) or len(starts.states) != n_episodes:
@@ -206,7 +207,6 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
         env = make_env(env_id, seed=seed)
         check_fits(agent, env)
         with own_generator(agent, seed):
-            kind = entry(algo_name(agent)).loop
             returns = []
             for start in range(0, n_episodes, SAMPLED_COPIES):
                 copies = min(SAMPLED_COPIES, n_episodes - start)
@@ -214,14 +214,44 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
                     venv = make_vec_env(env_id, copies, seed + start)  # copies seeded seed + start + k
                 else:  # copy k where the greedy evaluation's episode start + k began
                     venv = VecEnv(env_id, copies, starts.seed, starts.states[start:start + copies])
-                if kind == "off_policy":
-                    returns.extend(first_episode_returns(agent.act, venv))  # (K,)
-                elif kind.startswith("continuous"):
-                    returns.extend(first_episode_returns(agent.sampled_actions(copies), venv))  # (K,)
-                else:
-                    epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
-                    returns.extend(collect_episodes(agent, venv, epsilon)[1])  # K returns
+                returns.extend(first_sampled_returns(agent, venv))  # (K,)
             return np.array(returns, dtype=np.float64)  # (n_episodes,)
+
+
+def first_sampled_returns(agent, venv) -> np.ndarray:
+    """The team return ``(K,)`` of each of ``venv``'s K copies' first episode, played with the sampled policy, its
+    draws from ``agent.generator`` (``sampled_returns`` puts one of its own there): through ``collect_episodes``
+    (epsilon ``SAMPLED_EPSILON`` where the learner acts on Q-values), an off-policy learner's ``act`` or a continuous
+    learner's ``sampled_actions(K)`` (``first_episode_returns``)."""
+    kind = entry(algo_name(agent)).loop
+    if kind == "off_policy":
+        return first_episode_returns(agent.act, venv)  # (K,)
+    if kind.startswith("continuous"):
+        return first_episode_returns(agent.sampled_actions(venv.n_envs), venv)  # (K,)
+    epsilon = SAMPLED_EPSILON if acts_on_q_values(agent) else 0.0
+    return np.asarray(collect_episodes(agent, venv, epsilon)[1], dtype=np.float64)  # (K,)
+
+
+def paired_returns(agent, env_id: str, episodes: int = 100, seed: int = 0,
+                   threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Team returns ``(episodes,)`` of the greedy policy and ``(episodes,)`` of the sampled one on the same episodes:
+    ``greedy_episodes``' (successive episodes of one env seeded the family's ``eval_seed``), episode k of both
+    starting alike, the sampled draws from a generator seeded ``seed`` (``own_generator``). The same figures as
+    ``greedy_episodes`` followed by ``sampled_returns(..., starts=...)``, played ``SAMPLED_COPIES`` episodes at a
+    time (each chunk greedy, then sampled from its start states), so that a final figure over many episodes holds one
+    chunk's start states at once, not every episode's."""
+    positive_int(episodes, "episodes")
+    with torch_threads(threads):
+        env = make_env(env_id, seed=family(env_id).eval_seed)
+        check_fits(agent, env)
+        greedy, sampled = [], []
+        with own_generator(agent, seed):  # (the greedy policy draws nothing: one stream of draws for every chunk)
+            for start in range(0, episodes, SAMPLED_COPIES):
+                copies = min(SAMPLED_COPIES, episodes - start)
+                runs, starts = play_in_a_row(env, agent.greedy_policy, copies, fresh=start == 0)
+                greedy.extend(run.team_return for run in runs)
+                sampled.extend(first_sampled_returns(agent, VecEnv(env_id, copies, starts.seed, starts.states)))
+        return np.array(greedy, dtype=np.float64), np.array(sampled, dtype=np.float64)  # (episodes,), (episodes,)
 
 
 def greedy_on_sampled_starts(agent, env_id: str, n_episodes: int = 100, seed: int = 0,
@@ -229,8 +259,9 @@ def greedy_on_sampled_starts(agent, env_id: str, n_episodes: int = 100, seed: in
     """Team returns ``(n_episodes,)`` of the greedy (noise-free) policy on the start states ``sampled_returns`` plays
     with the same ``seed``: episode k is the first episode of an env seeded ``seed + k``, as copy k of its chunks is.
     ``greedy_team_return`` plays other start states (successive episodes of one env seeded the family's
-    ``eval_seed``), so a recorded greedy and sampled figure differ by their start states as well as by the sampling;
-    the greedy policy on the sampled figure's own start states separates the two."""
+    ``eval_seed``), so a record made before the sampled figures played the greedy ones' episodes (one without
+    ``sampled_starts``) has a greedy and a sampled figure that differ by their start states as well as by the
+    sampling; the greedy policy on the sampled figure's own start states separates the two."""
     positive_int(n_episodes, "n_episodes")
     if entry(algo_name(agent)).policy.subpolicies:
         raise ValueError(f"greedy_on_sampled_starts plays one noise-free policy; {type(agent).__name__} has "

@@ -249,7 +249,7 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
     the family's, on an env seeded its ``eval_seed``); each evaluation also plays the sampled policy
     (``sampled_team_return``: the mean of ``sampled_episodes`` episodes, None: ``SAMPLED_EPISODES``, 0: not played;
     where episodes start at random, the greedy evaluation's first ``sampled_episodes``, at most ``eval_episodes``,
-    None: ``SAMPLED_EPISODES`` of them or all if fewer;
+    None: all of them;
     ``evaluation.sampled_as`` says what it plays), its draws from a generator of its own, so training is the same
     with it or without. ``checkpoint``: a
     ``resume.RunCheckpoint`` that saves the run at every iteration's end and continues a saved one to the same bits
@@ -268,9 +268,8 @@ def train(learner, env_id: str | None = None, episodes: int | None = None, confi
         eval_every = row.eval_every if eval_every is None else positive_int(eval_every, "eval_every")
         found = family(env_id)
         eval_episodes = found.eval_episodes if eval_episodes is None else positive_int(eval_episodes, "eval_episodes")
-        if sampled_episodes is None:  # (where episodes start at random: the greedy evaluation's, SAMPLED_EPISODES
-            # at most)
-            sampled_episodes = SAMPLED_EPISODES if found.deterministic else min(SAMPLED_EPISODES, eval_episodes)
+        if sampled_episodes is None:  # (where episodes start at random: every episode the greedy evaluation plays)
+            sampled_episodes = SAMPLED_EPISODES if found.deterministic else eval_episodes
         non_negative_int(sampled_episodes, "sampled_episodes")
         if not found.deterministic and sampled_episodes > eval_episodes:
             raise ValueError(f"sampled_episodes must be at most eval_episodes ({eval_episodes}) on {env_id}, whose "
