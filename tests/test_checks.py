@@ -889,6 +889,12 @@ def test_sampled_gaps_with_their_standard_errors_by_hand():
     gaps = sampled_gaps(rows)
     assert gaps.gaps.tolist() == pytest.approx([1.0, -0.5, -1.4]) and gaps.se.tolist() == [0.4, 0.3, 0.5]
     assert (round(gaps.mean, 9), gaps.lower, gaps.higher_beyond, gaps.lower_beyond) == (-0.3, 2, 1, 1)
+    # a record keeps the greedy figure to 0.01 and the sampled one to 0.001, so a gap is known to within 0.005 +
+    # 0.0005: central-QV's PredatorPrey seed 1 played alike on every episode (se 0.0) and records -14.52 and -14.522,
+    # a gap of -0.002 that is rounding, not a loss; a gap of 0.01 on every episode (se 0.0) is beyond rounding too
+    alike = sampled_gaps([{"greedy": -14.52, "sampled": -14.522, "sampled_gap_se": 0.0},
+                          {"greedy": 2.0, "sampled": 2.01, "sampled_gap_se": 0.0}], noise_free="greedy")
+    assert (alike.lower, alike.higher_beyond, alike.lower_beyond) == (0, 1, 0)
     with pytest.raises(ValueError, match="rows 0, 1 keep 'sampled_gap_se' and row 2 does not: records of two "
                                          "evaluation protocols"):
         sampled_gaps([*rows[:2], {"team_return": -48.0, "sampled": -49.4}])

@@ -104,10 +104,16 @@ class SampledGaps(NamedTuple):
     """What ``sampled_gaps`` measures over a method's seeds."""
     gaps: np.ndarray  # (S,) each seed's final sampled mean minus its noise-free (greedy) one
     mean: float  # their mean
-    lower: int  # seeds whose sampled mean is below the noise-free one (a tie is not lower)
+    lower: int  # seeds whose sampled mean is below the noise-free one by more than GAP_ROUNDING (a tie is not lower)
     se: np.ndarray | None = None  # (S,) each gap's standard error, where the records keep it; else None
-    higher_beyond: int | None = None  # seeds whose gap is more than 2 se above zero (None without se)
-    lower_beyond: int | None = None  # ... more than 2 se below zero
+    higher_beyond: int | None = None  # seeds whose gap is more than 2 se + GAP_ROUNDING above zero (None without se)
+    lower_beyond: int | None = None  # ... more than 2 se + GAP_ROUNDING below zero
+
+
+# how far a gap read from a record can be from the gap measured: the record rounds the noise-free (greedy) figure to
+# 0.01 and the sampled one to 0.001 (DIGITS), each by at most half its last digit; a gap within this of a line is not
+# counted past it (a policy that plays alike on every episode records a gap of a few thousandths with se 0.0)
+GAP_ROUNDING = 0.005 + 0.0005
 
 
 def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGaps:
@@ -116,9 +122,10 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
     policy's noise-free one (``"team_return"`` in a particle record, ``"greedy"`` in a discrete one). Records made
     since the sampled figures play the noise-free ones' episodes also keep each gap's standard error
     (``"sampled_gap_se"``, ``evaluation.paired_gap``): then ``se`` and the seeds beyond two standard errors either
-    way. In older records the two means come from different start states (``evaluation.greedy_on_sampled_starts``),
-    so a gap holds their difference as well as the sampling's. ValueError names a missing or non-finite figure, or
-    rows of both kinds."""
+    way. A gap counts as lower, or beyond, only by more than the records' rounding (``GAP_ROUNDING``). In older
+    records the two means come from different start states (``evaluation.greedy_on_sampled_starts``), so a gap holds
+    their difference as well as the sampling's. ValueError names a missing or non-finite figure, or rows of both
+    kinds."""
     if not rows:
         raise ValueError("sampled_gaps needs at least one seed's row, got none")
     for index, row in enumerate(rows):
@@ -128,9 +135,10 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
             if isinstance(row[key], bool) or not isinstance(row[key], numbers.Real) or not np.isfinite(row[key]):
                 raise ValueError(f"row {index}'s {key!r} is {row[key]!r}, expected a finite team return")
     gaps = np.array([row["sampled"] - row[noise_free] for row in rows], dtype=np.float64)  # (S,)
+    lower = int((gaps < -GAP_ROUNDING).sum())
     kept = [index for index, row in enumerate(rows) if "sampled_gap_se" in row]
     if not kept:
-        return SampledGaps(gaps, float(gaps.mean()), int((gaps < 0).sum()))
+        return SampledGaps(gaps, float(gaps.mean()), lower)
     if len(kept) < len(rows):
         missing = next(index for index in range(len(rows)) if index not in kept)
         raise ValueError(f"rows {', '.join(map(str, kept))} keep 'sampled_gap_se' and row {missing} does not: "
@@ -140,8 +148,8 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0 or not np.isfinite(value):
             raise ValueError(f"row {index}'s 'sampled_gap_se' is {value!r}, expected a standard error (finite, >= 0)")
     se = np.array([row["sampled_gap_se"] for row in rows], dtype=np.float64)  # (S,)
-    return SampledGaps(gaps, float(gaps.mean()), int((gaps < 0).sum()), se, int((gaps > 2 * se).sum()),
-                       int((gaps < -2 * se).sum()))
+    return SampledGaps(gaps, float(gaps.mean()), lower, se, int((gaps > 2 * se + GAP_ROUNDING).sum()),
+                       int((gaps < -2 * se - GAP_ROUNDING).sum()))
 
 
 def split(method: str) -> tuple[str, str]:
