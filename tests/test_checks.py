@@ -1046,71 +1046,85 @@ def test_clipped_surrogate_check_leaves_the_callers_random_state_alone(capsys):
     assert torch.equal(torch.rand(2), expected)
 
 
-# -- 12: on how many seeds sampling beat greedy ------------------------------------------------------------------------
+# -- 12: on how many seeds sampling beat greedy beyond chance ----------------------------------------------------------
 
 def test_sampled_beats_greedy_cases_are_the_committed_runs():
-    # the check's PredatorPrey cases are the committed runs' final means (greedy and sampled, 100 episodes each), to
-    # 0.1: a re-run of the table changes them here too
+    # the check's PredatorPrey cases are the committed runs' final means (greedy and sampled on the same 100 episodes),
+    # to 0.1, and their gaps' standard errors, to 0.01: a re-run of the table changes them here too
     from marl_edu.base.course_paths import results_dir
     from marl_edu.course.checks import PREDATOR_PREY_FINALS
     assert list(PREDATOR_PREY_FINALS) == ["COMA", "IQL", "VDN"]
-    for name, (greedy, sampled) in PREDATOR_PREY_FINALS.items():
+    for name, finals in PREDATOR_PREY_FINALS.items():
         folder = results_dir("compare", "PredatorPrey7x7-v0", f"{name.lower()}-gru")
         runs = [json.loads((folder / f"seed{seed}.json").read_text()) for seed in range(5)]
-        assert ([round(run["greedy"], 1) for run in runs], [round(run["sampled"], 1) for run in runs]) == (
-            greedy, sampled), name
+        assert ([round(run["greedy"], 1) for run in runs], [round(run["sampled"], 1) for run in runs],
+                [round(run["sampled_gap_se"], 2) for run in runs]) == finals, name
 
 
 def test_sampled_beats_greedy_check_names_each_slip(capsys):
-    from marl_edu.course.checks import check_sampled_beats_greedy
+    from marl_edu.course.checks import PREDATOR_PREY_FINALS, check_sampled_beats_greedy
     from marl_edu.course.solutions import sampled_beats_greedy as reference
 
     def verdict(fn):
         check_sampled_beats_greedy(fn)
         return capsys.readouterr().out
 
-    # by hand, COMA's PredatorPrey seeds: sampled -3.2 > -8.4 and -1.7 > -4.0 win; 1.3 < 4.8, -1.0 < 3.0 and
-    # -0.5 < 0.6 do not -> 2
-    coma = [{"greedy": g, "sampled": s}
-            for g, s in zip([-8.4, 4.8, 3.0, 0.6, -4.0], [-3.2, 1.3, -1.0, -0.5, -1.7])]
-    assert reference(coma) == 2
-    # ties are no win: (8.2, 8.2) and (8.2, 8.2) do not count, 7.9 > -0.6 and -1.4 > -10.0 do -> 2
-    ties = [(8.2, 8.2), (-0.6, 7.9), (8.2, 8.2), (-10.0, -1.4)]
-    assert reference([{"greedy": g, "sampled": s} for g, s in ties]) == 2
-    assert reference([]) == 0
+    def rows_of(greedy, sampled, se):
+        return [{"greedy": g, "sampled": s, "sampled_gap_se": e} for g, s, e in zip(greedy, sampled, se)]
+
+    # by hand, the check's six seeds: gaps 2 - 1 = 1.0 (exactly 2 x 0.5: not counted), 1 - 5 = -4 (a loss beyond
+    # 2 x 1), 8 - 5 = 3 > 2 x 1 (counted), -3 - 0 = -3 (a loss beyond 2 x 0.5), 4.25 - 4 = 0.25 (below one se, 0.5),
+    # 3.5 - 2 = 1.5 (between one and two se of 1.0) -> 1; two losses, -4 (se 1) and -3.5 (se 0.5) -> 0; one seed,
+    # 6.7 - 2.6 = 4.1 > 2 x 1.5 = 3.0 -> 1
+    six = rows_of([1.0, 5.0, 5.0, 0.0, 4.0, 2.0], [2.0, 1.0, 8.0, -3.0, 4.25, 3.5], [0.5, 1.0, 1.0, 0.5, 0.5, 1.0])
+    two_losses, one = rows_of([3.0, 6.0], [-1.0, 2.5], [1.0, 0.5]), rows_of([2.6], [6.7], [1.5])
+    assert [reference(rows) for rows in (six, two_losses, one)] == [1, 0, 1] and reference([]) == 0
+    by_hand = {name: sum(s - g > 2 * e for g, s, e in zip(*finals)) for name, finals in PREDATOR_PREY_FINALS.items()}
+    assert {name: reference(rows_of(*finals)) for name, finals in PREDATOR_PREY_FINALS.items()} == by_hand
     assert verdict(reference).startswith("PASSED")
     import numpy as np
-    assert verdict(lambda rows: np.sum([row["sampled"] > row["greedy"] for row in rows])).startswith("PASSED")
+    assert verdict(lambda rows: np.sum([r["sampled"] - r["greedy"] > 2 * r["sampled_gap_se"] for r in rows])
+                   ).startswith("PASSED")
 
-    def reversed_count(rows):  # the seeds where greedy did better
-        return sum(row["greedy"] > row["sampled"] for row in rows)
+    def any_gain(rows):  # every gain, chance included
+        return sum(row["sampled"] > row["greedy"] for row in rows)
 
-    def ties_count(rows):
-        return sum(row["sampled"] >= row["greedy"] for row in rows)
+    def one_se(rows):
+        return sum(row["sampled"] - row["greedy"] > row["sampled_gap_se"] for row in rows)
+
+    def both_ways(rows):
+        return sum(abs(row["sampled"] - row["greedy"]) > 2 * row["sampled_gap_se"] for row in rows)
+
+    def reversed_count(rows):  # the seeds where greedy did measurably better
+        return sum(row["greedy"] - row["sampled"] > 2 * row["sampled_gap_se"] for row in rows)
+
+    def at_least(rows):
+        return sum(row["sampled"] - row["greedy"] >= 2 * row["sampled_gap_se"] for row in rows)
 
     def share(rows):
-        return sum(row["sampled"] > row["greedy"] for row in rows) / len(rows)
+        return reference(rows) / len(rows)
 
-    def means(rows):  # the means over the seeds compared, not each seed
-        g = sum(row["greedy"] for row in rows) / len(rows)
-        s = sum(row["sampled"] for row in rows) / len(rows)
-        return len(rows) if s > g else 0
-
-    for fn, named in [(reversed_count, "GREEDY did better"), (ties_count, "a tie is not a win"),
-                      (share, "a count, not a fraction"), (means, "seed by seed, not the means"),
+    # each slip counts differently on those three cases alone (six, two losses, one), so it is named whatever the
+    # committed runs hold: every gain (A, C, E, F of six), above one se (A, C, F), both ways (B, C, D and both losses),
+    # greedy's (B, D and both losses), at least two (A, C)
+    counts = {fn: [fn(rows) for rows in (six, two_losses, one)]
+              for fn in (reference, any_gain, one_se, both_ways, reversed_count, at_least)}
+    assert list(counts.values()) == [[1, 0, 1], [4, 0, 1], [3, 0, 1], [3, 2, 1], [2, 2, 0], [2, 0, 1]]
+    for fn, named in [(any_gain, "chance included"), (one_se, "one standard error is not enough"),
+                      (both_ways, "measurably WORSE"), (reversed_count, "GREEDY did measurably better"),
+                      (at_least, "a gap of exactly two is not counted"), (share, "a count, not a fraction"),
                       (lambda rows: [row["sampled"] > row["greedy"] for row in rows], "one whole number"),
                       (lambda rows: True, "one whole number"),
-                      (lambda rows: sum(row["sampled"] > row["greedy"] for row in rows) + 1, "count the seeds")]:
+                      (lambda rows: reference(rows) + 1, "count the seeds")]:
         out = verdict(fn)
         assert out.startswith("FAILED") and named in out, (named, out)
     assert "your function raised KeyError" in verdict(lambda rows: rows[0]["sampled_return"])
-    # the "+1" slip gets the plain hint, not a slip's it matches on one case by coincidence (COMA's: 3 = greedy's wins)
-    assert "for each seed compare its two fields" in verdict(
-        lambda rows: sum(row["sampled"] > row["greedy"] for row in rows) + 1)
     # a wrong count on an early case is reported before a later case's error, None or fraction (the single seed last)
+    coma = rows_of(*PREDATOR_PREY_FINALS["COMA"])
     for last in (lambda rows: rows[5], lambda rows: None, lambda rows: 0.5):
-        out = verdict(lambda rows, last=last: last(rows) if len(rows) == 1 else reversed_count(rows))
-        assert out.startswith("FAILED on COMA on PredatorPrey7x7-v0: expected 2 of 5 seeds, got 3") and "GREEDY" in out
+        out = verdict(lambda rows, last=last: last(rows) if len(rows) == 1 else reference(rows) + 1)
+        assert out.startswith(f"FAILED on COMA on PredatorPrey7x7-v0: expected {reference(coma)} of 5 seeds, got "
+                              f"{reference(coma) + 1}"), out
 
     def stub(rows):
         raise NotImplementedError

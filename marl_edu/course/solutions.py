@@ -464,6 +464,7 @@ def coma_update(agent, batch, critic_rows, critic_targets, advantage, replay_pol
 # -- 12 more agents and harder tasks ---------------------------------------------------------------------------------
 
 def sampled_beats_greedy(rows):
-    """On how many seeds a method's sampled evaluation beat its greedy one: rows, one dict per seed with its final
-    "greedy" and "sampled" mean team returns -> the number of seeds with sampled > greedy (a tie is no win)."""
-    return sum(row["sampled"] > row["greedy"] for row in rows)   # True counts 1
+    """On how many seeds a method's sampled evaluation beat its greedy one beyond chance: rows, one dict per seed with
+    its final "greedy" and "sampled" mean team returns over the same episodes and "sampled_gap_se", the standard
+    error of their gap -> the number of seeds whose gap is more than twice its standard error."""
+    return sum(row["sampled"] - row["greedy"] > 2 * row["sampled_gap_se"] for row in rows)   # True counts 1
