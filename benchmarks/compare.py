@@ -59,10 +59,9 @@ from marl_edu.learners.table import algo_name_of_class
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.grid import (MAX_EPISODES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
                                 check_runner_options, drop_runner_options, interrupted, open_out, read_record,
-                                run_files, run_grid, where, write_files)
+                                require_paired, run_files, run_grid, where, write_files)
 # the per-seed runner, and the method names ("coma-gru", ... "iddpg-mlp") with their learners and configs
-from marl_edu.runs.seed import (METHODS, SAMPLED_STARTS, method_config, rounded, run_seed, save_artifacts, solve_counts,
-                                split)
+from marl_edu.runs.seed import METHODS, method_config, rounded, run_seed, save_artifacts, solve_counts, split
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "compare"
@@ -105,15 +104,7 @@ def record(out: pathlib.Path, env_id: str, method: str, seed: int, what: str = "
     path = out / env_id / method / f"seed{seed}.json"
     row = read_record(path, RECORD, {"env": env_id, "method": method, "seed": seed}, what)
     if not family(env_id).deterministic:
-        if "sampled_starts" not in row:
-            raise ValueError(f"{what}: {path} was recorded before the sampled figures played the greedy ones' "
-                             "episodes (it has no 'sampled_starts'): its figures do not compare with today's runs; "
-                             "move it away or train that run again")
-        se = row.get("sampled_gap_se")
-        if row["sampled_starts"] != SAMPLED_STARTS or not isinstance(se, float) or not se >= 0 or se == float("inf"):
-            raise ValueError(f"{what}: {path} is not a run's record of this benchmark: its 'sampled_starts' is "
-                             f"{row['sampled_starts']!r} (expected {SAMPLED_STARTS!r}) and its 'sampled_gap_se' "
-                             f"{se!r} (expected a standard error); move it away or run without --reuse")
+        require_paired(row, path, what)
     return row
 
 

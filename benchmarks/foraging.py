@@ -97,7 +97,7 @@ from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.folder import lock, writable_folder
 from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
                                 check_runner_options, drop_runner_options, interrupted, keeps_files, open_out,
-                                read_record, replay_kept, run_files, run_grid, write_files)
+                                read_record, replay_kept, require_paired, run_files, run_grid, write_files)
 from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts, solve_line
 from marl_edu.training.resume import load_run_state, seed_checkpoint
 
@@ -374,7 +374,8 @@ def run_one(job: tuple) -> tuple[dict, dict[str, bytes]]:
     first = next((k for k, (episode, _) in enumerate(run.evaluations) if episode == figures["episodes_to_solve"]),
                  None)
     row = {"method": method, "seed": seed, "final": round(figures["greedy"], 4),
-           "sampled": round(figures["sampled"], 4), "sampled_as": figures["sampled_as"],
+           "sampled": round(figures["sampled"], 4), "sampled_starts": figures["sampled_starts"],
+           "sampled_gap_se": round(figures["sampled_gap_se"], 4), "sampled_as": figures["sampled_as"],
            "episodes_to_target": figures["episodes_to_solve"],
            "steps_to_target": None if first is None else run.eval_env_steps[first],
            "seconds_to_target": None if first is None else round(figures["seconds_to_solve"], 1),
@@ -568,6 +569,7 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
         if not path.exists():
             continue
         row = read_record(path, RECORD, {"method": method, "seed": seed})  # (refused unless this script's own)
+        require_paired(row, path)  # (a record made before its sampled figures played the greedy episodes: refused)
         n_envs = row["config"].get("n_envs")
         if type(n_envs) is not int:
             raise ValueError(f"--reuse: {path} is not a run's record of this benchmark: its config has no n_envs")

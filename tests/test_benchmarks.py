@@ -524,7 +524,8 @@ def test_two_runs_into_one_folder_are_refused(name, capsys, tmp_path):
 
 def _foraging_record(method: str, /, **changes) -> dict:
     """A run's record as foraging.py writes it (seed 0), with ``changes``."""
-    row = {"method": method, "seed": 0, "final": 0.5, "sampled": 0.5, "episodes_to_target": None,
+    row = {"method": method, "seed": 0, "final": 0.5, "sampled": 0.5, "sampled_starts": "greedy",
+           "sampled_gap_se": 0.02, "episodes_to_target": None,
            "steps_to_target": None, "seconds_to_target": None, "episodes": 4, "env_steps": 200, "updates": 1,
            "wall_s": 1.0, "steps_per_s": 200.0, "config": {"n_envs": 8}, "evaluations": [], "raw_steps_per_s": 5000.0}
     return {**row, **changes}
@@ -710,6 +711,8 @@ def test_foraging_run_cut_off_and_resumed_from_its_checkpoint_is_the_run_straigh
     straight, _ = foraging.run_one(job(None))
     assert straight["budget"] == {"env_steps": 300} and 300 <= straight["env_steps"] < 400
     assert len(straight["evaluations"]) >= 2
+    # its sampled figure played its greedy figure's 2 episodes, and the record says so (what --reuse requires)
+    assert straight["sampled_starts"] == "greedy" and straight["sampled_gap_se"] >= 0
 
     class CutOff(resume.RunCheckpoint):  # the sitting ends at the run's second save
         def save(self, result, parts):
@@ -743,6 +746,22 @@ def test_foraging_reuse_keeps_a_record_of_the_same_env_step_budget_only(tmp_path
     jobs = [("vdn", 0), ("vdn", 1), ("vdn", 2)]
     assert set(foraging.kept_runs(tmp_path, jobs, None, {"vdn": config}, env_steps=2000)) == {("vdn", 0)}
     assert set(foraging.kept_runs(tmp_path, jobs, 4, {"vdn": config})) == {("vdn", 2)}  # its 4 episodes
+
+
+def test_foraging_reuse_refuses_a_record_made_before_the_pairing(tmp_path):
+    # Level-Based Foraging's episodes start at random: a record without sampled_starts played its sampled figure on
+    # other episodes than its greedy one, and --reuse must not keep it beside today's runs; nor one paired otherwise
+    foraging = script("foraging")
+    (tmp_path / "vdn").mkdir()
+    unpaired = {key: value for key, value in _foraging_record("vdn").items()
+                if key not in ("sampled_starts", "sampled_gap_se")}
+    for record, said in ((unpaired, "vdn/seed0.json was recorded before the sampled figures played the greedy ones' "
+                                    "episodes"),
+                         (_foraging_record("vdn", sampled_gap_se=None), "its 'sampled_starts' is 'greedy' .* and its "
+                                                                        "'sampled_gap_se' None")):
+        (tmp_path / "vdn" / "seed0.json").write_text(__import__("json").dumps(record))
+        with pytest.raises(ValueError, match=f"--reuse: .*{said}"):
+            foraging.kept_runs(tmp_path, [("vdn", 0)], 4, {"vdn": {"n_envs": 8}})
 
 
 def test_foraging_reuse_writes_a_kept_record_back_byte_for_byte(tmp_path):

@@ -39,7 +39,7 @@ from marl_edu.base.validate import positive_int
 from marl_edu.envs.make import resolve
 from marl_edu.learners.table import check_env
 from marl_edu.runs.folder import lock, writable_folder
-from marl_edu.runs.seed import replay_figures
+from marl_edu.runs.seed import SAMPLED_STARTS, replay_figures
 from marl_edu.training.checkpoints import load_policy
 from marl_edu.training.evaluation import sampled_as, sampled_returns
 
@@ -271,6 +271,22 @@ def read_record(path: pathlib.Path, fields: dict[str, type | tuple[type, ...]], 
 
 
 _MISSING = object()
+
+
+def require_paired(record: dict, path: pathlib.Path, what: str = "--reuse") -> None:
+    """Refuse a record of a task whose episodes start at random unless its sampled figures played its greedy ones'
+    own episodes: it says ``sampled_starts`` (``runs.seed.SAMPLED_STARTS``) and keeps ``sampled_gap_se``, a
+    standard error. A record made before the pairing, or one with other values there, does not compare with today's
+    runs: ValueError in one line, after ``what``, naming the file."""
+    if "sampled_starts" not in record:
+        raise ValueError(f"{what}: {path} was recorded before the sampled figures played the greedy ones' episodes "
+                         "(it has no 'sampled_starts'): its figures do not compare with today's runs; move it away "
+                         "or train that run again")
+    se = record.get("sampled_gap_se")
+    if record["sampled_starts"] != SAMPLED_STARTS or not isinstance(se, float) or not 0 <= se < float("inf"):
+        raise ValueError(f"{what}: {path} is not a run's record of this benchmark: its 'sampled_starts' is "
+                         f"{record['sampled_starts']!r} (expected {SAMPLED_STARTS!r}) and its 'sampled_gap_se' "
+                         f"{se!r} (expected a standard error); move it away or run without {what}")
 
 
 def _whole(text: str) -> int:
