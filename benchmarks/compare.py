@@ -100,7 +100,8 @@ RECORD = {"env": str, "method": str, "seed": int, "greedy": float, "sampled": fl
 
 def record(out: pathlib.Path, env_id: str, method: str, seed: int, what: str = "--reuse") -> dict:
     """The record of ``method`` on ``env_id`` with ``seed`` in ``out``, checked (``runs.grid.read_record``: this
-    script's fields and types, finite numbers, that very run); ValueError in one line, after ``what``, otherwise."""
+    script's fields and types, finite numbers, that very run; where episodes start at random, ``require_paired``: its
+    sampled figures on its greedy ones' episodes); ValueError in one line, after ``what``, otherwise."""
     path = out / env_id / method / f"seed{seed}.json"
     row = read_record(path, RECORD, {"env": env_id, "method": method, "seed": seed}, what)
     if not family(env_id).deterministic:

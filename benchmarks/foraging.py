@@ -19,7 +19,9 @@ IQL's confirmed on 102-104; VDN's level with 5e-4 there); MAPPO and IPPO at thei
         --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
     git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
 
-``--reuse`` keeps every seed whose record is on disk; ``--checkpoint-every 300`` saves each run in progress every 5
+``--reuse`` keeps every seed whose record of this run is on disk (a record made before the sampled figures played
+the greedy ones' episodes, without ``sampled_starts``, is refused: move it away, or train into a fresh --out);
+``--checkpoint-every 300`` saves each run in progress every 5
 minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a value-decomposition learner's replay; deleted when its record
 is written; never committed), so a run cut off by the end of a sitting continues from its last save to the same result
 (Ctrl-C ends a sitting with one line and exit status 130, every finished run's files on disk). ``--checkpoint-dir``
@@ -46,9 +48,10 @@ hour or more a run: hence the checkpoints.
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``; ``envs.foraging.ForagingEnv.reset`` says why they are the same); the env steps and seconds
 of one core at which that mean first reached 0.8; and at the end the mean over 100 greedy episodes. Beside each, the
-sampled policy's (``evaluation.sampled_team_return``: 10 episodes per evaluation, 100 at the end; IQL, VDN and QMIX
-epsilon-greedy with 0.05, the others drawing from their policy), recorded as ``sampled``, ``sampled_as`` and
-``sampled_evaluations``. The textbook's exercises publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds each,
+sampled policy's on the same episodes (``runs.seed.final_figures``: each sampled episode starts where its greedy twin
+did; IQL, VDN and QMIX epsilon-greedy with 0.05, the others drawing from their policy), recorded as ``sampled``,
+``sampled_starts``, ``sampled_gap_se`` (the standard error of sampled minus greedy, episode by episode), ``sampled_as``
+and ``sampled_evaluations``. The textbook's exercises publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds each,
 4M env steps, evaluated every 100k env steps epsilon-greedy with 0.05): results/foraging/textbook.json holds them as
 published, with their source (tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK`` below computes its
 columns of the table from that file: the env steps at which each seed's evaluation first reached 0.8 (the range over
@@ -555,7 +558,8 @@ def figure(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
 def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | None, configs: dict[str, dict],
               env_steps: int | None = None) -> dict:
     """The runs ``--reuse`` keeps: ``(method, seed) -> row`` for each of ``jobs`` whose ``OUT/METHOD/seed<S>.json``
-    holds this budget (a run overshoots it by less than one collection; with ``env_steps``, a record whose
+    holds this run, paired (``runs.grid.require_paired``: ValueError for this run's record made before the pairing),
+    with this budget (a run overshoots it by less than one collection; with ``env_steps``, a record whose
     ``budget`` is those env steps; a record without one had a budget of episodes) and config, with the yardstick
     timed beside it
     (a run recorded without one takes its invocation's, from ``OUT/summary.json``). ValueError in one line for a file
@@ -569,7 +573,6 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
         if not path.exists():
             continue
         row = read_record(path, RECORD, {"method": method, "seed": seed})  # (refused unless this script's own)
-        require_paired(row, path)  # (a record made before its sampled figures played the greedy episodes: refused)
         n_envs = row["config"].get("n_envs")
         if type(n_envs) is not int:
             raise ValueError(f"--reuse: {path} is not a run's record of this benchmark: its config has no n_envs")
@@ -582,6 +585,7 @@ def kept_runs(out: pathlib.Path, jobs: list[tuple[str, int]], episodes: int | No
             same = "episodes" in budget and row["episodes"] >= episodes and n_envs > row["episodes"] - episodes
         # (a field added to the config since the run was recorded takes its default: table.recorded_config)
         if same and recorded_config(method, row["config"]) == recorded_config(method, configs[method]):
+            require_paired(row, path)  # (this run's record, made before the pairing: refused, never trained over)
             # (written back as it was read: a record with its own yardstick keeps its bytes)
             kept[method, seed] = row if "raw_steps_per_s" in row else {"raw_steps_per_s": earlier_raw, **row}
     return kept

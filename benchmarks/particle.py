@@ -45,7 +45,7 @@ from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
 from marl_edu.runs.grid import (KEPT_FIGURES, add_runner_options, check_options, check_runner_options,
                                 drop_runner_options, interrupted, keeps_files, open_out, read_record, replay_kept,
-                                run_files, run_grid, write_files)
+                                require_paired, run_files, run_grid, write_files)
 from marl_edu.runs.seed import particle_figures, rounded, run_seed, save_artifacts
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
 from marl_edu.training.evaluation import evaluate_particle
@@ -133,6 +133,7 @@ def kept_record(out, method: str, seed: int, episodes: int, pairs: list[str]) ->
     if not episodes <= row["episodes"] < episodes + config.get("n_envs", 1):
         raise ValueError(f"--reuse: {path} is another run's record: its 'episodes' is {row['episodes']}, this "
                          f"run's budget {episodes}; move it away or run without --reuse")
+    require_paired(row, path)  # (its sampled figure on its noise-free figure's episodes, with the gap's se)
     return row
 
 

@@ -337,12 +337,23 @@ def test_compare_reuse_refuses_a_random_start_record_made_before_the_pairing(cap
         compare.record(tmp_path, "PredatorPrey7x7-v0", "vdn-gru", 0)
     assert compare.record(tmp_path, "Switch2-v0", "vdn-gru", 0)["greedy"] == committed["greedy"]
     # a paired record must say how it was paired and keep a standard error
-    for changes in ({"sampled_starts": "copies", "sampled_gap_se": 0.4}, {"sampled_starts": "greedy",
-                                                                          "sampled_gap_se": None}):
+    for changes, said in (({"sampled_starts": "copies", "sampled_gap_se": 0.4},
+                           "its 'sampled_starts' is 'copies', expected 'greedy'; move it away or run without --reuse"),
+                          ({"sampled_starts": "greedy", "sampled_gap_se": None},
+                           "its 'sampled_gap_se' is None, expected a standard error"),
+                          ({"sampled_starts": "greedy", "sampled_gap_se": -0.1}, "its 'sampled_gap_se' is -0.1")):
         (tmp_path / "PredatorPrey7x7-v0" / "vdn-gru" / "seed0.json").write_text(
             json.dumps({**committed, "env": "PredatorPrey7x7-v0", **changes}))
-        with pytest.raises(ValueError, match="is not a run's record of this benchmark: its 'sampled_starts' is"):
+        with pytest.raises(ValueError, match=f"is not a run's record of this benchmark: {said}"):
             compare.record(tmp_path, "PredatorPrey7x7-v0", "vdn-gru", 0)
+    # read for a table rather than by --reuse, the advice is not "run without" the table
+    with pytest.raises(ValueError, match=r"^the table: .* expected a standard error \(a number, 0 or more\); move it "
+                                         "away or train that run again$"):
+        compare.record(tmp_path, "PredatorPrey7x7-v0", "vdn-gru", 0, "the table")
+    # an int standard error is a number too (JSON writes 0.0 as 0.0, but a hand may write 0)
+    (tmp_path / "PredatorPrey7x7-v0" / "vdn-gru" / "seed0.json").write_text(
+        json.dumps({**committed, "env": "PredatorPrey7x7-v0", "sampled_starts": "greedy", "sampled_gap_se": 0}))
+    assert compare.record(tmp_path, "PredatorPrey7x7-v0", "vdn-gru", 0)["sampled_gap_se"] == 0
 
 
 @pytest.mark.parametrize("name", ["foraging", "particle", "competition"])
@@ -622,6 +633,19 @@ def _particle_row(particle, method: str, seed: int, **changes) -> dict:
             "evaluations": [[16, -50.0]], "sampled_evaluations": [[16, -49.5]], **changes}
 
 
+def test_particle_reuse_refuses_a_record_paired_otherwise(tmp_path):
+    # particle.py's RECORD takes any string for sampled_starts: --reuse also checks it says the noise-free episodes
+    particle = script("particle")
+    (tmp_path / "maddpg").mkdir()
+    for changes, said in (({"sampled_starts": "copies"}, "its 'sampled_starts' is 'copies', expected 'greedy'"),
+                          ({"sampled_gap_se": -1.0}, "its 'sampled_gap_se' is -1.0, expected a standard error")):
+        (tmp_path / "maddpg" / "seed0.json").write_text(json.dumps(_particle_row(particle, "maddpg", 0, **changes)))
+        with pytest.raises(ValueError, match=f"--reuse: .* {said}"):
+            particle.kept_record(tmp_path, "maddpg", 0, 16, [])
+    (tmp_path / "maddpg" / "seed0.json").write_text(json.dumps(_particle_row(particle, "maddpg", 0)))
+    assert particle.kept_record(tmp_path, "maddpg", 0, 16, [])["sampled_gap_se"] == 0.1
+
+
 def test_particle_keeps_each_run_s_record_and_reuse_trains_only_the_missing_ones(tmp_path, monkeypatch, capsys):
     # particle.py wrote its runs only into summary.json, once every run had finished: a grid of hours cut off lost
     # them all. Each run's record is now written as it ends, and --reuse keeps it
@@ -757,8 +781,8 @@ def test_foraging_reuse_refuses_a_record_made_before_the_pairing(tmp_path):
                 if key not in ("sampled_starts", "sampled_gap_se")}
     for record, said in ((unpaired, "vdn/seed0.json was recorded before the sampled figures played the greedy ones' "
                                     "episodes"),
-                         (_foraging_record("vdn", sampled_gap_se=None), "its 'sampled_starts' is 'greedy' .* and its "
-                                                                        "'sampled_gap_se' None")):
+                         (_foraging_record("vdn", sampled_gap_se=None), "its 'sampled_gap_se' is None, expected a "
+                                                                        "standard error")):
         (tmp_path / "vdn" / "seed0.json").write_text(__import__("json").dumps(record))
         with pytest.raises(ValueError, match=f"--reuse: .*{said}"):
             foraging.kept_runs(tmp_path, [("vdn", 0)], 4, {"vdn": {"n_envs": 8}})

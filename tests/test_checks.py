@@ -889,12 +889,22 @@ def test_sampled_gaps_with_their_standard_errors_by_hand():
     gaps = sampled_gaps(rows)
     assert gaps.gaps.tolist() == pytest.approx([1.0, -0.5, -1.4]) and gaps.se.tolist() == [0.4, 0.3, 0.5]
     assert (round(gaps.mean, 9), gaps.lower, gaps.higher_beyond, gaps.lower_beyond) == (-0.3, 2, 1, 1)
-    # a record keeps the greedy figure to 0.01 and the sampled one to 0.001, so a gap is known to within 0.005 +
-    # 0.0005: central-QV's PredatorPrey seed 1 played alike on every episode (se 0.0) and records -14.52 and -14.522,
-    # a gap of -0.002 that is rounding, not a loss; a gap of 0.01 on every episode (se 0.0) is beyond rounding too
+    # a record keeps the greedy figure to 0.01, the sampled one and the se to 0.001, so a gap less two se is known to
+    # within 0.005 + 0.0005 + 2 x 0.0005 = 0.0065: central-QV's PredatorPrey seed 1 played alike both ways (se 0.0)
+    # and records -14.52 and -14.522, a gap of -0.002 that is rounding, not a loss; a gap of 0.01 with se 0.0 is
+    # beyond rounding; so is 0.05 against 2 x 0.02 = 0.04 (by 0.01), but not 0.045 (by 0.005)
     alike = sampled_gaps([{"greedy": -14.52, "sampled": -14.522, "sampled_gap_se": 0.0},
-                          {"greedy": 2.0, "sampled": 2.01, "sampled_gap_se": 0.0}], noise_free="greedy")
-    assert (alike.lower, alike.higher_beyond, alike.lower_beyond) == (0, 1, 0)
+                          {"greedy": 2.0, "sampled": 2.01, "sampled_gap_se": 0.0},
+                          {"greedy": 2.0, "sampled": 2.05, "sampled_gap_se": 0.02},
+                          {"greedy": 2.0, "sampled": 2.045, "sampled_gap_se": 0.02}], noise_free="greedy")
+    assert (alike.lower, alike.higher_beyond, alike.lower_beyond) == (0, 2, 0)
+    # foraging.py's records keep four decimals: there a gap of -0.002 is a loss, if a small one
+    exact = sampled_gaps([{"greedy": 0.9, "sampled": 0.898, "sampled_gap_se": 0.0005}], noise_free="greedy",
+                         rounding=0.0002)
+    assert (exact.lower, exact.lower_beyond) == (1, 1)
+    for bad in (-0.1, 1.0, float("nan"), True, "0.01"):
+        with pytest.raises(ValueError, match="rounding must be a number in \\[0, 1\\)"):
+            sampled_gaps(rows, rounding=bad)
     with pytest.raises(ValueError, match="rows 0, 1 keep 'sampled_gap_se' and row 2 does not: records of two "
                                          "evaluation protocols"):
         sampled_gaps([*rows[:2], {"team_return": -48.0, "sampled": -49.4}])
@@ -1072,15 +1082,20 @@ def test_sampled_beats_greedy_check_names_each_slip(capsys):
     def rows_of(greedy, sampled, se):
         return [{"greedy": g, "sampled": s, "sampled_gap_se": e} for g, s, e in zip(greedy, sampled, se)]
 
-    # by hand, the check's six seeds: gaps 2 - 1 = 1.0 (exactly 2 x 0.5: not counted), 1 - 5 = -4 (a loss beyond
+    # by hand, the check's seven seeds: gaps 2 - 1 = 1.0 (exactly 2 x 0.5: not counted), 1 - 5 = -4 (a loss beyond
     # 2 x 1), 8 - 5 = 3 > 2 x 1 (counted), -3 - 0 = -3 (a loss beyond 2 x 0.5), 4.25 - 4 = 0.25 (below one se, 0.5),
-    # 3.5 - 2 = 1.5 (between one and two se of 1.0) -> 1; two losses, -4 (se 1) and -3.5 (se 0.5) -> 0; one seed,
+    # 3.5 - 2 = 1.5 (between one and two se of 1.0), 1.98 - 0 = 1.98 (between 1.96 and 2 se of 1.0) -> 1; two losses,
+    # -4 (se 1) and -3.5 (se 0.5) -> 0; central-QV's seed 1, -14.522 - (-14.52) = -0.002, se 0.0 -> 0; one seed,
     # 6.7 - 2.6 = 4.1 > 2 x 1.5 = 3.0 -> 1
-    six = rows_of([1.0, 5.0, 5.0, 0.0, 4.0, 2.0], [2.0, 1.0, 8.0, -3.0, 4.25, 3.5], [0.5, 1.0, 1.0, 0.5, 0.5, 1.0])
-    two_losses, one = rows_of([3.0, 6.0], [-1.0, 2.5], [1.0, 0.5]), rows_of([2.6], [6.7], [1.5])
-    assert [reference(rows) for rows in (six, two_losses, one)] == [1, 0, 1] and reference([]) == 0
-    by_hand = {name: sum(s - g > 2 * e for g, s, e in zip(*finals)) for name, finals in PREDATOR_PREY_FINALS.items()}
-    assert {name: reference(rows_of(*finals)) for name, finals in PREDATOR_PREY_FINALS.items()} == by_hand
+    seven = rows_of([1.0, 5.0, 5.0, 0.0, 4.0, 2.0, 0.0], [2.0, 1.0, 8.0, -3.0, 4.25, 3.5, 1.98],
+                    [0.5, 1.0, 1.0, 0.5, 0.5, 1.0, 1.0])
+    two_losses, alike, one = (rows_of([3.0, 6.0], [-1.0, 2.5], [1.0, 0.5]), rows_of([-14.52], [-14.522], [0.0]),
+                              rows_of([2.6], [6.7], [1.5]))
+    assert [reference(rows) for rows in (seven, two_losses, alike, one)] == [1, 0, 0, 1] and reference([]) == 0
+    # the committed PredatorPrey cases: COMA's and IQL's gaps are all within two standard errors (COMA's largest,
+    # 6.2 - 0.6 = 5.6 < 2 x 2.97 = 5.94); VDN's seed 2, 14.6 - 5.4 = 9.2 > 2 x 3.47 = 6.94, is beyond
+    assert {name: reference(rows_of(*finals)) for name, finals in PREDATOR_PREY_FINALS.items()} == {
+        "COMA": 0, "IQL": 0, "VDN": 1}
     assert verdict(reference).startswith("PASSED")
     import numpy as np
     assert verdict(lambda rows: np.sum([r["sampled"] - r["greedy"] > 2 * r["sampled_gap_se"] for r in rows])
@@ -1104,21 +1119,28 @@ def test_sampled_beats_greedy_check_names_each_slip(capsys):
     def share(rows):
         return reference(rows) / len(rows)
 
-    # each slip counts differently on those three cases alone (six, two losses, one), so it is named whatever the
-    # committed runs hold: every gain (A, C, E, F of six), above one se (A, C, F), both ways (B, C, D and both losses),
-    # greedy's (B, D and both losses), at least two (A, C)
-    counts = {fn: [fn(rows) for rows in (six, two_losses, one)]
-              for fn in (reference, any_gain, one_se, both_ways, reversed_count, at_least)}
-    assert list(counts.values()) == [[1, 0, 1], [4, 0, 1], [3, 0, 1], [3, 2, 1], [2, 2, 0], [2, 0, 1]]
+    def z_196(rows):
+        return sum(row["sampled"] - row["greedy"] > 1.96 * row["sampled_gap_se"] for row in rows)
+
+    # each slip counts differently on those four cases alone (seven, two losses, alike, one), so it is named whatever
+    # the committed runs hold: of the seven seeds A-G, every gain (A, C, E, F, G), above one se (A, C, F, G), both ways
+    # (B, C, D; both losses; alike's 0.002 > 0), greedy's (B, D; both losses; alike), at least two (A, C), above 1.96
+    # (A, C, G)
+    counts = [[fn(rows) for rows in (seven, two_losses, alike, one)]
+              for fn in (reference, any_gain, one_se, both_ways, reversed_count, at_least, z_196)]
+    assert counts == [[1, 0, 0, 1], [5, 0, 0, 1], [4, 0, 0, 1], [3, 2, 1, 1], [2, 2, 1, 0], [2, 0, 0, 1], [3, 0, 0, 1]]
     for fn, named in [(any_gain, "chance included"), (one_se, "one standard error is not enough"),
                       (both_ways, "measurably WORSE"), (reversed_count, "GREEDY did measurably better"),
-                      (at_least, "a gap of exactly two is not counted"), (share, "a count, not a fraction"),
+                      (at_least, "a gap of exactly two is not counted"), (z_196, "two standard errors, not 1.96"),
+                      (share, "a count, not a fraction"),
                       (lambda rows: [row["sampled"] > row["greedy"] for row in rows], "one whole number"),
                       (lambda rows: True, "one whole number"),
                       (lambda rows: reference(rows) + 1, "count the seeds")]:
         out = verdict(fn)
         assert out.startswith("FAILED") and named in out, (named, out)
     assert "your function raised KeyError" in verdict(lambda rows: rows[0]["sampled_return"])
+    dividing = verdict(lambda rows: sum((r["sampled"] - r["greedy"]) / r["sampled_gap_se"] > 2 for r in rows))
+    assert dividing.startswith("FAILED on central-QV's seed 1") and "compare, do not divide" in dividing
     # a wrong count on an early case is reported before a later case's error, None or fraction (the single seed last)
     coma = rows_of(*PREDATOR_PREY_FINALS["COMA"])
     for last in (lambda rows: rows[5], lambda rows: None, lambda rows: 0.5):

@@ -276,17 +276,21 @@ _MISSING = object()
 def require_paired(record: dict, path: pathlib.Path, what: str = "--reuse") -> None:
     """Refuse a record of a task whose episodes start at random unless its sampled figures played its greedy ones'
     own episodes: it says ``sampled_starts`` (``runs.seed.SAMPLED_STARTS``) and keeps ``sampled_gap_se``, a
-    standard error. A record made before the pairing, or one with other values there, does not compare with today's
-    runs: ValueError in one line, after ``what``, naming the file."""
+    standard error (a number, 0 or more). A record made before the pairing, or one with other values there, does not
+    compare with today's runs: ValueError in one line, after ``what`` (the option or table that reads it), naming the
+    file and the field."""
+    advice = "; move it away or run without --reuse" if what == "--reuse" else "; move it away or train that run again"
     if "sampled_starts" not in record:
         raise ValueError(f"{what}: {path} was recorded before the sampled figures played the greedy ones' episodes "
                          "(it has no 'sampled_starts'): its figures do not compare with today's runs; move it away "
                          "or train that run again")
-    se = record.get("sampled_gap_se")
-    if record["sampled_starts"] != SAMPLED_STARTS or not isinstance(se, float) or not 0 <= se < float("inf"):
+    if record["sampled_starts"] != SAMPLED_STARTS:
         raise ValueError(f"{what}: {path} is not a run's record of this benchmark: its 'sampled_starts' is "
-                         f"{record['sampled_starts']!r} (expected {SAMPLED_STARTS!r}) and its 'sampled_gap_se' "
-                         f"{se!r} (expected a standard error); move it away or run without {what}")
+                         f"{str(record['sampled_starts'])[:40]!r}, expected {SAMPLED_STARTS!r}{advice}")
+    se = record.get("sampled_gap_se")
+    if isinstance(se, bool) or not isinstance(se, (int, float)) or not 0 <= se < math.inf:
+        raise ValueError(f"{what}: {path} is not a run's record of this benchmark: its 'sampled_gap_se' is "
+                         f"{str(se)[:40]}, expected a standard error (a number, 0 or more){advice}")
 
 
 def _whole(text: str) -> int:

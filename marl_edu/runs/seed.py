@@ -104,25 +104,27 @@ class SampledGaps(NamedTuple):
     """What ``sampled_gaps`` measures over a method's seeds."""
     gaps: np.ndarray  # (S,) each seed's final sampled mean minus its noise-free (greedy) one
     mean: float  # their mean
-    lower: int  # seeds whose sampled mean is below the noise-free one by more than GAP_ROUNDING (a tie is not lower)
+    lower: int  # seeds whose sampled mean is below the noise-free one by more than the rounding (a tie is not lower)
     se: np.ndarray | None = None  # (S,) each gap's standard error, where the records keep it; else None
-    higher_beyond: int | None = None  # seeds whose gap is more than 2 se + GAP_ROUNDING above zero (None without se)
-    lower_beyond: int | None = None  # ... more than 2 se + GAP_ROUNDING below zero
+    higher_beyond: int | None = None  # seeds whose gap is more than 2 se + the rounding above zero (None without se)
+    lower_beyond: int | None = None  # ... more than 2 se + the rounding below zero
 
 
-# how far a gap read from a record can be from the gap measured: the record rounds the noise-free (greedy) figure to
-# 0.01 and the sampled one to 0.001 (DIGITS), each by at most half its last digit; a gap within this of a line is not
-# counted past it (a policy that plays alike on every episode records a gap of a few thousandths with se 0.0)
-GAP_ROUNDING = 0.005 + 0.0005
+# how far a gap, or a gap less twice its standard error, read from a record of compare.py or particle.py can be from
+# the one measured: the record rounds the noise-free (greedy) figure to 0.01, the sampled one and the standard error
+# to 0.001 (DIGITS), each by at most half its last digit. A gap within this of a line is not counted past it (a policy
+# that plays alike on every episode records a gap of a few thousandths with a standard error of 0.0)
+GAP_ROUNDING = 0.005 + 0.0005 + 2 * 0.0005
 
 
-def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGaps:
+def sampled_gaps(rows: list[dict], noise_free: str = "team_return", rounding: float = GAP_ROUNDING) -> SampledGaps:
     """The sampled policy against the noise-free (or greedy) one over a method's seeds. ``rows``: one record per seed
     (at least 1) with ``"sampled"``, its final policy's sampled mean team return, and ``noise_free``, the same
     policy's noise-free one (``"team_return"`` in a particle record, ``"greedy"`` in a discrete one). Records made
     since the sampled figures play the noise-free ones' episodes also keep each gap's standard error
     (``"sampled_gap_se"``, ``evaluation.paired_gap``): then ``se`` and the seeds beyond two standard errors either
-    way. A gap counts as lower, or beyond, only by more than the records' rounding (``GAP_ROUNDING``). In older
+    way. A gap counts as lower, or beyond, only by more than ``rounding``, how far the records' rounding can move it
+    (``GAP_ROUNDING`` for compare.py's and particle.py's records; foraging.py's keep four decimals). In older
     records the two means come from different start states (``evaluation.greedy_on_sampled_starts``), so a gap holds
     their difference as well as the sampling's. ValueError names a missing or non-finite figure, or rows of both
     kinds."""
@@ -135,7 +137,10 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
             if isinstance(row[key], bool) or not isinstance(row[key], numbers.Real) or not np.isfinite(row[key]):
                 raise ValueError(f"row {index}'s {key!r} is {row[key]!r}, expected a finite team return")
     gaps = np.array([row["sampled"] - row[noise_free] for row in rows], dtype=np.float64)  # (S,)
-    lower = int((gaps < -GAP_ROUNDING).sum())
+    if isinstance(rounding, bool) or not isinstance(rounding, numbers.Real) or not 0 <= rounding < 1:
+        raise ValueError(f"rounding must be a number in [0, 1), how far the records' rounding can move a gap; got "
+                         f"{rounding!r}")
+    lower = int((gaps < -rounding).sum())
     kept = [index for index, row in enumerate(rows) if "sampled_gap_se" in row]
     if not kept:
         return SampledGaps(gaps, float(gaps.mean()), lower)
@@ -148,8 +153,8 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return") -> SampledGa
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0 or not np.isfinite(value):
             raise ValueError(f"row {index}'s 'sampled_gap_se' is {value!r}, expected a standard error (finite, >= 0)")
     se = np.array([row["sampled_gap_se"] for row in rows], dtype=np.float64)  # (S,)
-    return SampledGaps(gaps, float(gaps.mean()), lower, se, int((gaps > 2 * se + GAP_ROUNDING).sum()),
-                       int((gaps < -2 * se - GAP_ROUNDING).sum()))
+    return SampledGaps(gaps, float(gaps.mean()), lower, se, int((gaps > 2 * se + rounding).sum()),
+                       int((gaps < -2 * se - rounding).sum()))
 
 
 def split(method: str) -> tuple[str, str]:
