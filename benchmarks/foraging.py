@@ -19,31 +19,30 @@ IQL's confirmed on 102-104; VDN's level with 5e-4 there); MAPPO and IPPO at thei
         --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
     git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
 
-``--reuse`` keeps every seed whose record of this run is on disk (a record made before the sampled figures played
-the greedy ones' episodes, without ``sampled_starts``, is refused: move it away, or train into a fresh --out);
-``--checkpoint-every 300`` saves each run in progress every 5
-minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a value-decomposition learner's replay; deleted when its record
-is written; never committed), so a run cut off by the end of a sitting continues from its last save to the same result
-(Ctrl-C ends a sitting with one line and exit status 130, every finished run's files on disk). ``--checkpoint-dir``
-keeps them outside the checkout, so that a sitting in a fresh clone on the same machine finds them (without it they are
-saved in OUT, gitignored, and a fresh clone starts them again). Each run's files are written as it ends: commit them
-run by run as they appear (the summary and curves.png are written when a sitting completes the grid). Ray runs it where
-installed (``--runner``, the default then); otherwise the process pool. Its own folder, not results/foraging: the
-1M-step runs there are what notebook 12, the results page and their tests read, and these differ in kind (a budget of
-env steps), so each folder's summary holds one experiment. ``--epsilon-steps 300000`` keeps the 1M runs' exploration in
-env steps: their epsilon decayed over 30% of 20,000 episodes, which ended at 297,000-300,000 env steps (each record's
-evaluations give the env steps at episode 6,000), where 30% of a 2M budget would be 600,000; so a 2M run's first
-million steps explore on the 1M runs' schedule and its second million is more training, not another schedule (the
-textbook's decay ends at 400,000: 10% of its 4M, to 0.05). MAPPO's and IPPO's entropy weight still anneals over 60% of
-the budget (1.2M env steps; the 1M runs' ended at 590,000-595,000). Its cost, estimated from the committed 1M-step
-runs' speeds as a ratio to raw lbforaging timed beside each (machines of one kind differ by more than twice; a test
-holds these to results/foraging): IQL 0.08-0.14, VDN 0.08-0.14, QMIX 0.12-0.13, MAPPO 0.23-0.26, IPPO 0.17-0.19 (IQL's
-and VDN's 0.08 are their seed 0, trained while other work that started after the yardstick was timed shared the
-machine; their other seeds 0.13-0.14). With raw lbforaging at 17,500 steps/s (an idle machine) a 2M run takes about
-14-15 minutes of one core for IQL and VDN, 15-16 for QMIX, 7-8 for MAPPO and 10-11 for IPPO: about 5.2 core-hours for
-the 25 runs, 6.5 with a margin for the later, shorter episodes (more updates per env step), so about 3.5 hours on 2
-idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4 times as long, up to an
-hour or more a run: hence the checkpoints.
+``--reuse`` keeps every seed whose record of this run is on disk (a record made before the sampled figures played the
+greedy ones' episodes, without ``sampled_starts``, is refused: move it away, or train into a fresh --out);
+``--checkpoint-every 300`` saves each run in progress every 5 minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a
+value-decomposition learner's replay; deleted when its record is written; never committed), so a run cut off by the end
+of a sitting continues from its last save to the same result (Ctrl-C ends a sitting with one line and exit status 130,
+every finished run's files on disk). ``--checkpoint-dir`` keeps them outside the checkout, so that a sitting in a fresh
+clone on the same machine finds them (without it they are saved in OUT, gitignored, and a fresh clone starts them
+again). Each run's files are written as it ends: commit them run by run as they appear (the summary and curves.png are
+written when a sitting completes the grid). Ray runs it where installed (``--runner``, the default then); otherwise the
+process pool. Its own folder, not results/foraging: the 1M-step runs there are what notebook 12, the results page and
+their tests read, and these differ in kind (a budget of env steps), so each folder's summary holds one experiment.
+``--epsilon-steps 300000`` keeps the 1M runs' exploration in env steps: their epsilon decayed over 30% of 20,000
+episodes, which ended at 297,000-300,000 env steps (each record's evaluations give the env steps at episode 6,000),
+where 30% of a 2M budget would be 600,000; so a 2M run's first million steps explore on the 1M runs' schedule and its
+second million is more training, not another schedule (the textbook's decay ends at 400,000: 10% of its 4M, to 0.05).
+MAPPO's and IPPO's entropy weight still anneals over 60% of the budget (1.2M env steps; the 1M runs' ended at
+590,000-595,000). Its cost, estimated from the committed 1M-step runs' speeds as a ratio to raw lbforaging timed beside
+each (machines of one kind differ by more than twice; a test holds these to results/foraging): IQL 0.08-0.14, VDN
+0.08-0.14, QMIX 0.12-0.13, MAPPO 0.23-0.26, IPPO 0.17-0.19 (IQL's and VDN's 0.08 are their seed 0, trained while other
+work that started after the yardstick was timed shared the machine; their other seeds 0.13-0.14). With raw lbforaging at
+17,500 steps/s (an idle machine) a 2M run takes about 14-15 minutes of one core for IQL and VDN, 15-16 for QMIX, 7-8 for
+MAPPO and 10-11 for IPPO: about 5.2 core-hours for the 25 runs, 6.5 with a margin for the later, shorter episodes (more
+updates per env step), so about 3.5 hours on 2 idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300
+steps/s) takes 3-4 times as long, up to an hour or more a run: hence the checkpoints.
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``; ``envs.foraging.ForagingEnv.reset`` says why they are the same); the env steps and seconds
@@ -51,10 +50,10 @@ of one core at which that mean first reached 0.8; and at the end the mean over 1
 sampled policy's on the same episodes (``runs.seed.final_figures``: each sampled episode starts where its greedy twin
 did; IQL, VDN and QMIX epsilon-greedy with 0.05, the others drawing from their policy), recorded as ``sampled``,
 ``sampled_starts``, ``sampled_gap_se`` (the standard error of sampled minus greedy, episode by episode), ``sampled_as``
-and ``sampled_evaluations``. The textbook's exercises publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds each,
-4M env steps, evaluated every 100k env steps epsilon-greedy with 0.05): results/foraging/textbook.json holds them as
-published, with their source (tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK`` below computes its
-columns of the table from that file: the env steps at which each seed's evaluation first reached 0.8 (the range over
+and ``sampled_evaluations``. The textbook's exercises publish their runs of the same task (IDQN, VDN and QMIX, 5 seeds
+each, 4M env steps, evaluated every 100k env steps epsilon-greedy with 0.05): results/foraging/textbook.json holds them
+as published, with their source (tools/textbook_curves.py wrote it from a local copy), and ``TEXTBOOK`` below computes
+its columns of the table from that file: the env steps at which each seed's evaluation first reached 0.8 (the range over
 seeds) and the range of the last evaluations; curves.png draws their mean and range.
 
 Our learners use their defaults (``ValueDecompositionConfig``: GRU agents, TD(lambda) targets, tuned on Switch2-v0;

@@ -1100,7 +1100,7 @@ def check_sampled_beats_greedy(fn: Callable) -> None:
          f"twice their standard error: {beyond}."),
         (lambda rows: sum(row["sampled"] - row["greedy"] > row["sampled_gap_se"] for row in rows),
          f"one standard error is not enough: chance alone puts a gain above one standard error about one time in "
-         f"six, above two about one time in forty. Twice it: {beyond}."),
+         f"six, above two about one time in 44. Twice it: {beyond}."),
         (lambda rows: sum(abs(row["sampled"] - row["greedy"]) > 2 * row["sampled_gap_se"] for row in rows),
          f"that also counts the seeds where sampling did measurably WORSE; the question is where it beat greedy: "
          f"{beyond}, no absolute value."),
