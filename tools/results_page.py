@@ -56,6 +56,12 @@ def per_seed(values, digits: int = 1) -> str:
     return ", ".join(number(value, digits) for value in values)
 
 
+def gaps_per_seed(runs: list[dict], noise_free: str, digits: int) -> str:
+    """Each seed's sampled minus noise-free (greedy) figure, on the same episodes, with its standard error."""
+    return ", ".join(f"{run['sampled'] - run[noise_free]:+.{digits}f} ({run['sampled_gap_se']:.{digits}f})"
+                     for run in runs)
+
+
 def span(values, digits: int = 1, unit: str = "") -> str:
     """"low to high" over seeds (one value when they agree)."""
     low, high = number(min(values), digits), number(max(values), digits)
@@ -275,8 +281,7 @@ def compare_env(env_id: str, image: str | None = None) -> list[str]:
         count += len(runs)
         rows.append(compare.format_row(compare.table_row(env_id, method, runs, entry["optimal"], entry["episodes"])))
         sampled = per_seed([run["sampled"] for run in runs])  # the final policy sampled (100 episodes)
-        gaps = [", ".join(f"{run['sampled'] - run['greedy']:+.1f} ({run['sampled_gap_se']:.1f})" for run in runs)
-                ] if paired else []
+        gaps = [gaps_per_seed(runs, "greedy", 1)] if paired else []
         firsts = ", ".join("-" if run["episodes_to_solve"] is None else str(run["episodes_to_solve"]) for run in runs)
         middle = [sampled, *gaps, *([firsts] if optimum is not None else [])]
         seed_rows.append([method, str(entry["episodes"]), per_seed([run["greedy"] for run in runs]), *middle,
@@ -468,11 +473,13 @@ def foraging() -> list[str]:
     summary = load(RESULTS / "foraging" / "summary.json")
     runs = foraging_runs(RESULTS / "foraging")
     seeds = sorted({run["seed"] for run in runs})
+    paired = all("sampled_gap_se" in run for run in runs)  # (runs since the sampled figures play the same episodes)
     seed_rows = []
     for method in module.METHODS:
         mine = [run for run in runs if run["method"] == method]
         if mine:
-            seed_rows.append([method, per_seed([run["final"] for run in mine], 2),
+            sampled = [per_seed([run["sampled"] for run in mine], 2), gaps_per_seed(mine, "final", 3)] if paired else []
+            seed_rows.append([method, per_seed([run["final"] for run in mine], 2), *sampled,
                               ", ".join("-" if run["steps_to_target"] is None
                                         else f"{run['steps_to_target'] / 1e3:.0f}k" for run in mine),
                               span([run["wall_s"] for run in mine], 0, " s")])
@@ -509,6 +516,8 @@ def foraging() -> list[str]:
                   *command("benchmarks/foraging.py --redraw"), ""]
     lines += [f"Per seed ({seeds_text(seeds)}):", "",
               *markdown_table(["method", f"final mean ({module.FINAL_EPISODES} episodes), per seed",
+                               *(["final sampled, per seed", "sampled minus greedy, same episodes (se), per seed"]
+                                 if paired else []),
                                f"env steps to {target}, per seed", "wall-clock per run"], seed_rows), "",
               *paragraph(compact_files_read("results/foraging/<method>/seed<S>.json", len(runs),
                                             [RESULTS / "foraging" / "summary.json"]),
@@ -617,8 +626,7 @@ def particle_folder(name: str, title: str) -> list[str]:
     seed_rows = []
     for method in methods:
         mine = sorted((run for run in runs if run["method"] == method), key=lambda run: run["seed"])
-        gaps = [", ".join(f"{run['sampled'] - run['team_return']:+.2f} ({run['sampled_gap_se']:.2f})" for run in mine)
-                ] if paired else []
+        gaps = [gaps_per_seed(mine, "team_return", 2)] if paired else []
         seed_rows.append([method, per_seed([run["team_return"] for run in mine]),
                           *([per_seed([run["sampled"] for run in mine])] if sampled else []), *gaps,
                           per_seed([run["collisions_per_step"] for run in mine], 3)])
