@@ -328,6 +328,13 @@ def test_notebook_12s_reading_of_predator_prey_sampled_is_what_the_records_say()
     assert sum(above[method] for method in actor_critics) == 26
     assert all(above[method] == 5 for method in ("coma", "central_v", "mappo"))
     assert sum(above[method] for method in value_decomposition) == 9
+    # ... IPPO shows no lean (3 of 5, a mean below zero); the other five actor-critics 23 of 25
+    assert above["ippo"] == 3 and gaps["ippo"].mean < 0
+    assert sum(above[method] for method in actor_critics if method != "ippo") == 23
+    # ... beyond chance depends on the standard error more than the size: MAPPO's +4.75 (2.07) is, central-V's
+    # +9.95 (5.32) is not
+    assert [round(gaps["mappo"].gaps[3], 2), round(gaps["mappo"].se[3], 2)] == [4.75, 2.07]
+    assert [round(gaps["central_v"].gaps[0], 2), round(gaps["central_v"].se[0], 2)] == [9.95, 5.32]
     # ... IAC-V's seed 4 gains 32 points from a greedy -12.5; central-QV's seed 1 plays alike on every episode
     iac = records["iac"][4]
     assert round(iac["greedy"], 1) == -12.5 and round(iac["sampled"] - iac["greedy"]) == 32
