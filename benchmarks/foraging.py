@@ -36,13 +36,13 @@ where 30% of a 2M budget would be 600,000; so a 2M run's first million steps exp
 second million is more training, not another schedule (the textbook's decay ends at 400,000: 10% of its 4M, to 0.05).
 MAPPO's and IPPO's entropy weight still anneals over 60% of the budget (1.2M env steps; the 1M runs' ended at
 590,000-595,000). Its cost, estimated from the committed 1M-step runs' speeds as a ratio to raw lbforaging timed beside
-each (machines of one kind differ by more than twice; a test holds these to results/foraging): IQL 0.08-0.14, VDN
-0.08-0.14, QMIX 0.12-0.13, MAPPO 0.23-0.26, IPPO 0.17-0.19 (IQL's and VDN's 0.08 are their seed 0, trained while other
-work that started after the yardstick was timed shared the machine; their other seeds 0.13-0.14). With raw lbforaging at
-17,500 steps/s (an idle machine) a 2M run takes about 14-15 minutes of one core for IQL and VDN, 15-16 for QMIX, 7-8 for
-MAPPO and 10-11 for IPPO: about 5.2 core-hours for the 25 runs, 6.5 with a margin for the later, shorter episodes (more
-updates per env step), so about 3.5 hours on 2 idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300
-steps/s) takes 3-4 times as long, up to an hour or more a run: hence the checkpoints.
+each (machines of one kind differ by more than twice; a test holds these to results/foraging): IQL 0.09-0.13, VDN
+0.09-0.13, QMIX 0.11-0.12, MAPPO 0.22-0.24, IPPO 0.15-0.18 (IQL's and VDN's 0.09 are their seed 0, trained while other
+work shared the machine for part of the run; their other seeds 0.12-0.13). With raw lbforaging at 17,500 steps/s (an
+idle machine) a 2M run takes about 15 minutes of one core for IQL and VDN, 16-17 for QMIX, 8-9 for MAPPO and 11-12 for
+IPPO: about 5.6 core-hours for the 25 runs, 7 with a margin for the later, shorter episodes (more updates per env step),
+so about 3.5-4 hours on 2 idle cores; a machine busy with other work (raw lbforaging at 4,400-6,300 steps/s) takes 3-4
+times as long, up to an hour or more a run: hence the checkpoints.
 
 Per run: every ``--eval-every`` episodes the greedy policy plays 10 episodes (the same 10 start states each time,
 ``train.greedy_team_return``; ``envs.foraging.ForagingEnv.reset`` says why they are the same); the env steps and seconds
