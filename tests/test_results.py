@@ -357,7 +357,15 @@ def test_notebook_12s_reading_of_greedy_against_sampled_on_foraging_is_what_the_
         assert gaps[method].higher_beyond == 5, method
         assert (round(gaps[method].gaps.min(), 2), round(gaps[method].gaps.max(), 2)) == (low, high), method
     assert all(round(run["final"], 2) == 0.03 for run in records("coma"))
-    assert gaps["central_v"].gaps.max() < 0.025 and gaps["central_v"].higher_beyond == 2
+    # ... COMA's sampled policy loads about a fifth of the food (0.18 to 0.24); MAPPO and IPPO sampled are at 0.78 or
+    # above on every seed, greedy on one seed each
+    assert [round(f(run["sampled"] for run in records("coma")), 2) for f in (min, max)] == [0.18, 0.24]
+    for method in ("mappo", "ippo"):
+        assert min(run["sampled"] for run in records(method)) >= 0.78, method
+        assert sum(run["final"] >= 0.78 for run in records(method)) == 1, method
+    # ... central-V gains about two hundredths at most (+0.022), beyond chance on two seeds; its seed 2 plays alike
+    assert round(gaps["central_v"].gaps.max(), 3) == 0.022 and gaps["central_v"].higher_beyond == 2
+    assert gaps["central_v"].gaps[2] == 0 and gaps["central_v"].se[2] == 0
     value = [gaps[method] for method in ("iql", "vdn", "qmix")]
     assert all(abs(gap.gaps).max() < 0.07 for gap in value)
     beyond = {method: (gaps[method].higher_beyond, gaps[method].lower_beyond) for method in ("iql", "vdn", "qmix")}
