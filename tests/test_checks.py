@@ -898,9 +898,16 @@ def test_sampled_gaps_with_their_standard_errors_by_hand():
                           {"greedy": 2.0, "sampled": 2.05, "sampled_gap_se": 0.02},
                           {"greedy": 2.0, "sampled": 2.045, "sampled_gap_se": 0.02}], noise_free="greedy")
     assert (alike.lower, alike.higher_beyond, alike.lower_beyond) == (0, 2, 0)
+    # the margin follows the records' decimals: 0.005 + 0.0005 + 2 x 0.0005 for compare.py's and particle.py's
+    # (runs.seed.DIGITS), 0.00005 + 0.00005 + 2 x 0.00005 = 0.0002 for foraging.py's four decimals
+    from marl_edu.runs.seed import DIGITS, GAP_ROUNDING, gap_rounding
+    assert GAP_ROUNDING == pytest.approx(0.0065, abs=1e-15) == gap_rounding(
+        DIGITS["greedy"], DIGITS["sampled"], DIGITS["sampled_gap_se"]) == gap_rounding(
+        DIGITS["team_return"], DIGITS["sampled"], DIGITS["sampled_gap_se"])
+    assert gap_rounding(4, 4, 4) == pytest.approx(0.0002, abs=1e-15)
     # foraging.py's records keep four decimals: there a gap of -0.002 is a loss, if a small one
     exact = sampled_gaps([{"greedy": 0.9, "sampled": 0.898, "sampled_gap_se": 0.0005}], noise_free="greedy",
-                         rounding=0.0002)
+                         rounding=gap_rounding(4, 4, 4))
     assert (exact.lower, exact.lower_beyond) == (1, 1)
     for bad in (-0.1, 1.0, float("nan"), True, "0.01"):
         with pytest.raises(ValueError, match="rounding must be a number in \\[0, 1\\)"):
@@ -1069,6 +1076,9 @@ def test_sampled_beats_greedy_cases_are_the_committed_runs():
         runs = [json.loads((folder / f"seed{seed}.json").read_text()) for seed in range(5)]
         assert ([round(run["greedy"], 1) for run in runs], [round(run["sampled"], 1) for run in runs],
                 [round(run["sampled_gap_se"], 2) for run in runs]) == finals, name
+    # ... and its case with a standard error of 0.0 is central-QV's seed 1 as recorded
+    alike = json.loads(results_dir("compare", "PredatorPrey7x7-v0", "central_qv-gru", "seed1.json").read_text())
+    assert (alike["greedy"], alike["sampled"], alike["sampled_gap_se"]) == (-14.52, -14.522, 0.0)
 
 
 def test_sampled_beats_greedy_check_names_each_slip(capsys):

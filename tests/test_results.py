@@ -346,12 +346,12 @@ def test_notebook_12s_reading_of_greedy_against_sampled_on_foraging_is_what_the_
     # two standard errors on every seed; COMA's greedy finals are 0.03 on every seed; central-V gains two hundredths at
     # most, beyond chance on two seeds; value decomposition's gaps are within 0.07 of zero, beyond chance on 2 of 15
     # seeds (QMIX's seed 3 a gain, VDN's seed 3 a loss)
-    from marl_edu.runs.seed import sampled_gaps
+    from marl_edu.runs.seed import gap_rounding, sampled_gaps
 
     def records(method):
         return [json.loads((FORAGING / method / f"seed{seed}.json").read_text()) for seed in range(5)]
 
-    gaps = {method: sampled_gaps(records(method), noise_free="final", rounding=4 * 0.5e-4)
+    gaps = {method: sampled_gaps(records(method), noise_free="final", rounding=gap_rounding(4, 4, 4))
             for method in ("iql", "vdn", "qmix", "coma", "central_v", "mappo", "ippo")}
     for method, (low, high) in {"mappo": (0.12, 0.46), "ippo": (0.12, 0.41), "coma": (0.15, 0.21)}.items():
         assert gaps[method].higher_beyond == 5, method

@@ -110,11 +110,16 @@ class SampledGaps(NamedTuple):
     lower_beyond: int | None = None  # ... more than 2 se + the rounding below zero
 
 
-# how far a gap, or a gap less twice its standard error, read from a record of compare.py or particle.py can be from
-# the one measured: the record rounds the noise-free (greedy) figure to 0.01, the sampled one and the standard error
-# to 0.001 (DIGITS), each by at most half its last digit. A gap within this of a line is not counted past it (a policy
-# that plays alike on every episode records a gap of a few thousandths with a standard error of 0.0)
-GAP_ROUNDING = 0.005 + 0.0005 + 2 * 0.0005
+def gap_rounding(noise_free_digits: int, sampled_digits: int, se_digits: int) -> float:
+    """How far a gap, or a gap less twice its standard error, read from a record can be from the one measured, when
+    the record rounds the noise-free (greedy) figure, the sampled one and the standard error to these decimals: half
+    the last digit of each of the two figures, and twice half the standard error's. A gap within this of a line is
+    not counted past it (a policy that plays alike on every episode records a gap of a few thousandths, se 0.0)."""
+    return 0.5 * 10.0 ** -noise_free_digits + 0.5 * 10.0 ** -sampled_digits + 2 * 0.5 * 10.0 ** -se_digits
+
+
+# compare.py's and particle.py's records (DIGITS: greedy and team_return to 0.01, sampled and its se to 0.001)
+GAP_ROUNDING = gap_rounding(2, 3, 3)  # 0.005 + 0.0005 + 0.001 = 0.0065
 
 
 def sampled_gaps(rows: list[dict], noise_free: str = "team_return", rounding: float = GAP_ROUNDING) -> SampledGaps:
@@ -124,7 +129,7 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return", rounding: fl
     since the sampled figures play the noise-free ones' episodes also keep each gap's standard error
     (``"sampled_gap_se"``, ``evaluation.paired_gap``): then ``se`` and the seeds beyond two standard errors either
     way. A gap counts as lower, or beyond, only by more than ``rounding``, how far the records' rounding can move it
-    (``GAP_ROUNDING`` for compare.py's and particle.py's records; foraging.py's keep four decimals). In older
+    (``GAP_ROUNDING`` for compare.py's and particle.py's records; ``gap_rounding(4, 4, 4)`` for foraging.py's). In older
     records the two means come from different start states (``evaluation.greedy_on_sampled_starts``), so a gap holds
     their difference as well as the sampling's. ValueError names a missing or non-finite figure, or rows of both
     kinds."""
