@@ -16,11 +16,15 @@ IQL's confirmed on 102-104; VDN's level with 5e-4 there); MAPPO and IPPO at thei
 
     nohup nice -n 10 .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix mappo ippo --env-steps 2000000 \
         --epsilon-steps 300000 --set iql.lr=2e-4 vdn.lr=2e-4 --checkpoint-every 300 \
-        --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse --out results/foraging_2m > foraging_2m.log 2>&1 &
-    git add results/foraging_2m/*/seed*.json results/foraging_2m/*/policy.pt results/foraging_2m/*/greedy.gif
+        --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse --out results/in_progress/foraging_2m > 2m.log 2>&1 &
+    git add results/in_progress/foraging_2m/*/seed*.json
 
-``--reuse`` keeps every seed whose record of this run is on disk (a record made before the sampled figures played the
-greedy ones' episodes, without ``sampled_starts``, is refused: move it away, or train into a fresh --out);
+The grid in results/foraging_2m was recorded before the sampled figures played the greedy ones' episodes, so it is
+being trained again, as above, into results/in_progress/foraging_2m, its records committed run by run
+(tests/test_results.py holds each to the record it will replace: every greedy figure, evaluation and count the same to
+the bit; a kept policy and its GIF, the same byte for byte, are not committed twice); once the grid is whole, its
+folder replaces results/foraging_2m. ``--reuse`` keeps every seed whose record of this run is on disk (a record made
+before the pairing, without ``sampled_starts``, is refused: move it away, or train into a fresh --out);
 ``--checkpoint-every 300`` saves each run in progress every 5 minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a
 value-decomposition learner's replay; deleted when its record is written; never committed), so a run cut off by the end
 of a sitting continues from its last save to the same result (Ctrl-C ends a sitting with one line and exit status 130,

@@ -19,11 +19,16 @@ RESULTS = ROOT / "results"
 REPLAYED_BELOW = (RESULTS / "particle", RESULTS / "competition",  # continuous-action policies, scored differently
                   RESULTS / "foraging", RESULTS / "foraging_2m")  # Level-Based Foraging's, scored by foraging.py
 SCRATCH = RESULTS / "tmp"  # gitignored: where tuning runs go (the benchmarks' --out results/tmp/...), never read here
+# committed run by run while a grid is trained again over several sittings; read only by the test that holds it to
+# the records it will replace (below: the 2M foraging grid)
+IN_PROGRESS = RESULTS / "in_progress"
 
 
 def committed(pattern: str) -> list[pathlib.Path]:
-    """The files of results/ matching ``pattern``, sorted, outside results/tmp (a checkout's own tuning runs)."""
-    return sorted(path for path in RESULTS.glob(pattern) if not path.is_relative_to(SCRATCH))
+    """The files of results/ matching ``pattern``, sorted, outside results/tmp (a checkout's own tuning runs) and
+    results/in_progress (a grid trained again, not yet whole)."""
+    return sorted(path for path in RESULTS.glob(pattern)
+                  if not path.is_relative_to(SCRATCH) and not path.is_relative_to(IN_PROGRESS))
 
 
 CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in committed("**/policy.pt")
@@ -1011,6 +1016,33 @@ def test_the_committed_2m_foraging_runs_replay_their_records():
                     "removed to be run again: foraging.py's docstring gives the 2M grid's command)")
     replayed = _replay_foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
     assert replayed == sorted(path.parent.name for path in FORAGING_2M.glob("*/policy.pt"))
+
+
+# the 2M grid trained again with its sampled figures played on its greedy figures' own episodes (issue 48), committed
+# run by run into results/in_progress/foraging_2m (its --out there, with --reuse, continues it in a later sitting);
+# once whole it replaces results/foraging_2m. A deterministic run trained again must come out the same: every greedy
+# figure, evaluation and count to the bit; only the sampled figures, the timings and the yardstick may change
+FORAGING_2M_AGAIN = IN_PROGRESS / "foraging_2m"
+UNCHANGED_BY_PAIRING = ("final", "episodes_to_target", "steps_to_target", "episodes", "env_steps", "updates",
+                        "evaluations", "config", "budget")
+
+
+def test_the_2m_runs_trained_again_so_far_are_paired_and_reproduce_their_greedy_figures():
+    from marl_edu.runs.grid import require_paired
+
+    grid = _foraging_grid(FORAGING_2M_AGAIN, FORAGING_2M_BUDGET)
+    if not grid:
+        pytest.skip("no run of the 2M grid trained again is committed (results/in_progress/foraging_2m)")
+    for method, records in grid.items():
+        for seed, record in records.items():
+            path = FORAGING_2M_AGAIN / method / f"seed{seed}.json"
+            require_paired(record, path, "results/in_progress")
+            before = json.loads((FORAGING_2M / method / f"seed{seed}.json").read_text())
+            assert {key: record[key] for key in UNCHANGED_BY_PAIRING} == {
+                key: before[key] for key in UNCHANGED_BY_PAIRING}, path
+            assert record["sampled_as"] == before["sampled_as"], path
+    # (a kept policy trained again is compared with results/foraging_2m's byte for byte; only its record is committed)
+    assert not list(FORAGING_2M_AGAIN.glob("*/*.pt")) and not list(FORAGING_2M_AGAIN.glob("*/*.gif"))
 
 
 def test_the_committed_food_counts_are_of_the_kept_policies_final_episodes():

@@ -200,7 +200,8 @@ def stage(source: pathlib.Path = SOURCE) -> dict[str, str]:
     link(ROOT / "media", source / "media")
     (source / "_assets").mkdir()
     link(mathjax(), source / "_assets" / "mathjax")
-    for folder in sorted(path for path in (ROOT / "results").iterdir() if path.is_dir() and path.name != "tmp"):
+    for folder in sorted(path for path in (ROOT / "results").iterdir()  # (not scratch runs, nor a grid half trained
+                         if path.is_dir() and path.name not in ("tmp", "in_progress")):  # again: no page links them)
         link(folder, source / "results" / folder.name)
     for path in raw_html_images():  # Sphinx copies Markdown images; an <img> in a notebook's HTML is left as it is
         target = source / "_extra" / path.relative_to(ROOT)
