@@ -625,6 +625,27 @@ def test_every_reference_in_the_readme_resolves(course):
     assert not wrong, f"README.md: {len(wrong)} reference(s) that do not resolve:\n" + "\n".join(wrong)
 
 
+STATED_TIME = re.compile(r"\*\*Time:\*\*\s*(?:about\s+)?(\d+)\s+minutes")  # a notebook's first cell: "**Time:** about 40 minutes"
+LISTED_TIME = re.compile(r"\|\s*(\d+) min(?:,[^|]*)?\s*\|\s*$")  # the README's row: "... | 40 min |"
+
+
+def test_the_readmes_times_are_the_notebooks_own():
+    # the README lists each notebook with the time its first cell states; a notebook that grows or shrinks says so
+    # there first, and the list follows
+    listed = {}
+    for line in README.read_text().splitlines():
+        link = re.search(r"\]\(notebooks/([\w.]+\.ipynb)\)", line)
+        if line.startswith("|") and link:
+            listed[link.group(1)] = int(LISTED_TIME.search(line).group(1))
+    assert set(listed) == {path.name for path in ALL_NOTEBOOKS}
+    for path in ALL_NOTEBOOKS:
+        first = " ".join("".join(json.loads(path.read_text())["cells"][0]["source"]).split())
+        stated = STATED_TIME.findall(first)
+        assert len(stated) == 1, f"{path.name}: its first cell states no '**Time:** about N minutes'"
+        assert listed[path.name] == int(stated[0]), f"README.md lists {path.name} at {listed[path.name]} min, " \
+            f"its first cell says {stated[0]}"
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Self-tests: each rule on small synthetic notebooks.
 # --------------------------------------------------------------------------------------------------------------------
