@@ -101,9 +101,9 @@ from marl_edu.learners.ppo import IPPO, MAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with, recorded_config
 from marl_edu.learners.value_decomposition import IQL, QMIX, VDN
 from marl_edu.runs.folder import lock, writable_folder
-from marl_edu.runs.grid import (KEPT_FIGURES, MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
+from marl_edu.runs.grid import (MAYBE_FLOAT, MAYBE_INT, add_runner_options, check_options,
                                 check_runner_options, drop_runner_options, interrupted, keeps_files, open_out,
-                                read_record, replay_kept, require_paired, run_files, run_grid, write_files)
+                                read_record, require_paired, run_files, run_grid, write_files)
 from marl_edu.runs.seed import SOLVED_MARGIN, run_seed, save_artifacts, solve_line
 from marl_edu.training.resume import load_run_state, seed_checkpoint
 
@@ -646,9 +646,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="config values on top of every method's, or one method's as METHOD.FIELD=VALUE "
                              "(iql.lr=2e-4); tuning: use seeds 100+ and another --out; the committed "
                              "results/foraging holds the defaults only")
-    parser.add_argument("--replay-kept", action="store_true",
-                        help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) greedy and sampled, "
-                             f"{FINAL_EPISODES} episodes each, into OUT/{KEPT_FIGURES}")
     parser.add_argument("--diagnose", action="store_true",
                         help="write nothing: train each run in this process, one after another, and print what its "
                              "updates saw and did and what its replay held, per evaluation window (``diagnose``; "
@@ -658,9 +655,8 @@ def main(argv: list[str] | None = None) -> int:
                              "rewrite the summary's table and textbook columns and redraw OUT/curves.png")
     args = parser.parse_args(argv)
     if args.diagnose:
-        if args.redraw or args.replay_kept or args.reuse:
-            parser.error("--diagnose trains in this process and writes nothing: not with --redraw, --replay-kept or "
-                         "--reuse")
+        if args.redraw or args.reuse:
+            parser.error("--diagnose trains in this process and writes nothing: not with --redraw or --reuse")
         unmeasured = [method for method in args.methods if not hasattr(method_config(method), "buffer_episodes")]
         if unmeasured:
             parser.error(f"--diagnose measures the value-based learners' updates (iql, vdn, qmix), not those of "
@@ -682,8 +678,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint_dir is not None and args.checkpoint_every is None:
         parser.error("--checkpoint-dir is where --checkpoint-every saves the runs in progress: give both")
     check_options(parser, args)
-    if args.redraw and args.replay_kept:
-        parser.error("--redraw and --replay-kept each train nothing and write other files: give one of them")
     if args.redraw:
         out, held = open_out(parser, args.out)  # (a folder this script may write, one script at a time)
         try:
@@ -697,8 +691,6 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if held is not None:
                 held.close()
-    if args.replay_kept:  # every kept policy greedy and sampled, env and draws seeded 0
-        return replay_kept(parser, args.out, ENV_ID, {method: method for method in METHODS}, FINAL_EPISODES, seed=0)
     check_runner_options(parser, args)
     tables = (ROOT / "results" / "foraging").resolve()
     if args.pairs and not args.diagnose and pathlib.Path(args.out).resolve() == tables:

@@ -17,9 +17,7 @@ landmarks of the distance to the nearest agent) averaged over the steps and at t
 (touching pairs) per step; beside them the sampled policy's mean team return over the same 100 episodes
 (``sampled``, ``sampled_as``: MADDPG's kin with their last exploration noise, PPO drawing from its Gaussian;
 ``sampled_gap_se``: the standard error of its gap to the noise-free return, episode by episode) and its periodic
-evaluations (``sampled_evaluations``, each on its noise-free evaluation's 10 episodes; runs committed before these
-were kept have none: ``--replay-kept --out FOLDER`` replays each kept policy both ways into
-FOLDER/greedy_and_sampled.json). With --out: each run's figures, config and
+evaluations (``sampled_evaluations``, each on its noise-free evaluation's 10 episodes). With --out: each run's figures, config and
 evaluations during training in <method>/seed<S>.json as it ends (the mark of a finished run), for the lowest seed
 <method>/policy.pt (its final actors) and <method>/greedy.gif, and once every run has finished summary.json (the
 table, the references and every run's record). ``--reuse`` keeps each run whose record is in --out (the same method,
@@ -43,8 +41,8 @@ from marl_edu.learners.continuous import ContinuousIDDPG, ContinuousMADDPG
 from marl_edu.learners.inference import InferringMADDPG
 from marl_edu.learners.ppo_continuous import ContinuousIPPO, ContinuousMAPPO
 from marl_edu.learners.table import algo_name_of_class, config_class, config_with
-from marl_edu.runs.grid import (KEPT_FIGURES, add_runner_options, check_options, check_runner_options,
-                                drop_runner_options, interrupted, keeps_files, open_out, read_record, replay_kept,
+from marl_edu.runs.grid import (add_runner_options, check_options, check_runner_options,
+                                drop_runner_options, interrupted, keeps_files, open_out, read_record,
                                 require_paired, run_files, run_grid, write_files)
 from marl_edu.runs.seed import particle_figures, rounded, run_seed, save_artifacts
 from marl_edu.envs.particle import PARTICLE_EVAL_SEED
@@ -180,15 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=str, default=None, help="write each run's record, summary.json, policies and "
                                                                   "GIFs here")
     parser.add_argument("--reuse", action="store_true", help="keep every run whose record is in --out (train the rest)")
-    parser.add_argument("--replay-kept", action="store_true",
-                        help=f"train nothing: replay every kept policy (OUT/METHOD/policy.pt) noise-free and sampled, "
-                             f"{EVAL_EPISODES} episodes each from the evaluation seed, into OUT/{KEPT_FIGURES}")
     args = parser.parse_args(argv)
-    if args.replay_kept:  # every kept policy noise-free and sampled, the final figures' 100 start states
-        if args.out is None:
-            parser.error("--replay-kept needs --out, the folder of a committed grid")
-        return replay_kept(parser, args.out, ENV_ID, {method: algo for method, (algo, _) in METHODS.items()},
-                           EVAL_EPISODES, PARTICLE_EVAL_SEED)
     check_options(parser, args)
     check_runner_options(parser, args)
     try:

@@ -612,17 +612,6 @@ def test_every_committed_record_is_one_its_script_trusts():
     assert len(records) > 100 and len(kept) > 30
 
 
-@pytest.mark.parametrize("name", ["foraging", "particle"])  # (both through runs.grid.replay_kept)
-@pytest.mark.parametrize("summary", [None, "{half a file", '{"runs": "not a list"}'])
-def test_replay_kept_without_this_script_s_summary_is_one_line(name, summary, capsys, tmp_path):
-    # --replay-kept read OUT/summary.json unchecked: an empty --out was a FileNotFoundError traceback
-    if summary is not None:
-        (tmp_path / "summary.json").write_text(summary)
-    line = refused(name, ["--replay-kept", "--out", str(tmp_path)], capsys)
-    assert "--replay-kept" in line and "summary.json" in line
-    assert not (tmp_path / "greedy_and_sampled.json").exists()
-
-
 def _particle_row(particle, method: str, seed: int, **changes) -> dict:
     """A finished particle.py run's record of ``method`` with ``seed`` (the default config, a 4-episode budget)."""
     config = json.loads(json.dumps(dataclasses.asdict(particle.method_config(method))))
@@ -717,10 +706,6 @@ def test_particle_ctrl_c_is_one_line_and_status_130_with_the_finished_runs_on_di
                    f"command with --reuse trains only the runs missing"]
     assert (tmp_path / "maddpg" / "seed0.json").exists() and not (tmp_path / "maddpg" / "seed1.json").exists()
     assert not (tmp_path / "summary.json").exists()
-
-
-def test_particle_replay_kept_needs_out(capsys):
-    assert "--replay-kept needs --out" in refused("particle", ["--replay-kept"], capsys)
 
 
 # -- issue 48: the 2M-env-step foraging grid: a budget of env steps, runs resumed across sittings ----------------------
@@ -1318,9 +1303,8 @@ def test_foraging_diagnose_trains_the_run_as_the_grid_does_and_prints_its_window
 
 @pytest.mark.parametrize("argv, named", [
     (["--methods", "mappo", "coma", "--diagnose"], "not those of mappo, coma"),
-    (["--methods", "qmix", "--diagnose", "--reuse"], "writes nothing: not with --redraw, --replay-kept or --reuse"),
-    (["--methods", "qmix", "--diagnose", "--redraw"], "writes nothing: not with --redraw, --replay-kept or --reuse"),
-    (["--methods", "qmix", "--diagnose", "--replay-kept"], "writes nothing: not with --redraw, --replay-kept or")])
+    (["--methods", "qmix", "--diagnose", "--reuse"], "writes nothing: not with --redraw or --reuse"),
+    (["--methods", "qmix", "--diagnose", "--redraw"], "writes nothing: not with --redraw or --reuse")])
 def test_foraging_diagnose_refuses_what_it_cannot_measure(argv, named, capsys):
     assert named in refused("foraging", argv, capsys)
 

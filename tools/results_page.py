@@ -23,7 +23,6 @@ import statistics
 import sys
 import textwrap
 
-from marl_edu.runs.grid import KEPT_FIGURES  # --replay-kept's file in a grid's folder
 # solved: greedy within the margin of the optimum
 from marl_edu.runs.seed import SOLVED_MARGIN, known_optimum, solve_line, solved_threshold
 
@@ -524,17 +523,6 @@ def foraging() -> list[str]:
                          "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`."),
               "Reproduce (two runs at a time; `--reuse` keeps the runs already on disk):", "",
               *command(summary["command"]), ""]
-    kept_path = RESULTS / "foraging" / module.KEPT_FIGURES
-    if kept_path.exists():  # the kept policies, replayed both ways
-        kept = load(kept_path)
-        rows = [[method, str(row["policy_seed"]), number(row["greedy"], 2), number(row["sampled"], 3),
-                 row["sampled_as"]] for method, row in kept["methods"].items()]
-        lines += [*paragraph("Greedy against sampled: each method's kept policy (its first seed's final one) was",
-                             "replayed both ways,",
-                             f"{kept['episodes']} episodes each, env and draws seeded {kept['seed']}, into",
-                             f"`{rel(kept_path)}`:"),
-                  *markdown_table(["method", "seed", "greedy", "sampled", "sampled policy"], rows), "",
-                  *command("benchmarks/foraging.py --replay-kept"), ""]
     food_path = RESULTS / "foraging" / "food.json"
     if food_path.exists():  # which food each kept policy loads (benchmarks/foraging_food.py)
         food = load(food_path)
@@ -639,21 +627,6 @@ def particle_folder(name: str, title: str) -> list[str]:
     lines += paragraph(files_read([folder / "summary.json"]), "The first seed's `policy.pt` and `greedy.gif` are in",
                        f"{kept}.")
     lines += ["Reproduce:", "", *command(summary["command"]), ""]
-    kept_path = folder / KEPT_FIGURES
-    if kept_path.exists():  # runs recorded before their sampled figures: the kept policies, replayed both ways
-        kept = load(kept_path)
-        rows = [[method, str(row["policy_seed"]), number(row["team_return"], 2), number(row["sampled"], 2),
-                 number(row["sampled_sd"], 1), row["sampled_as"]] for method, row in kept["methods"].items()]
-        why = (["Noise-free against sampled: beside each run's own sampled figure (above), each method's kept policy",
-                "(its first seed's final one) was replayed both ways,"] if sampled else
-               ["Noise-free against sampled: these runs were recorded before sampled figures were kept,",
-                "so each method's kept policy (its first seed's final one) was replayed both ways,"])
-        lines += [*paragraph(*why,
-                             f"{kept['episodes']} episodes each from seed {kept['seed']} (the sampled episodes on",
-                             f"other start states), into `{rel(kept_path)}`:"),
-                  *markdown_table(["method", "seed", "noise-free", "sampled", "sampled's sd over episodes",
-                                   "sampled policy"], rows), "",
-                  *command(f"benchmarks/particle.py --replay-kept --out {rel(folder)}"), ""]
     return lines
 
 

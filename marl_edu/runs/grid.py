@@ -12,9 +12,6 @@ commands they record (``drop_runner_options``).
 A run's files (its policy, its GIF, its record) travel back as bytes (``run_files``) and the process that started
 the grid writes them, each atomically (``write_files``): a run on another machine leaves nothing there.
 
-A grid committed before its runs recorded sampled figures gets them from its kept policies (``OUT/METHOD/policy.pt``):
-``--replay-kept`` (``replay_kept``) replays each both ways into ``OUT/greedy_and_sampled.json``.
-
 What every script checks as the command line does (``course.cli``), before any run, one ``error:`` line and exit
 status 2 for a bad one: its ``--out`` (``open_out``: a writable folder, locked for the whole script, so a second
 script writing the same folder meanwhile is refused) and each record it reads back (``read_record``: the script's
@@ -34,14 +31,12 @@ import sys
 import tempfile
 from typing import IO, Callable, Iterator
 
-from marl_edu.base.files import atomic_write_bytes, atomic_write_text
+from marl_edu.base.files import atomic_write_bytes
 from marl_edu.base.validate import positive_int
 from marl_edu.envs.make import resolve
 from marl_edu.learners.table import check_env
 from marl_edu.runs.folder import lock, writable_folder
-from marl_edu.runs.seed import SAMPLED_STARTS, replay_figures
-from marl_edu.training.checkpoints import load_policy
-from marl_edu.training.evaluation import sampled_as, sampled_returns
+from marl_edu.runs.seed import SAMPLED_STARTS
 
 RUNNERS = ("ray", "pool")
 RUNNER_OPTIONS = ("--runner", "--address")
@@ -300,9 +295,6 @@ def _whole(text: str) -> int:
     return int(text)
 
 
-KEPT_FIGURES = "greedy_and_sampled.json"  # --replay-kept: every kept policy's greedy and sampled figures
-
-
 def keeps_files(folder: pathlib.Path, seed: int, seeds: list[int]) -> bool:
     """Whether the run of ``seed`` writes a method's policy.pt and greedy.gif into ``folder`` (OUT/METHOD, where its
     seed<S>.json records go): the first of the invocation's ``seeds``, unless a lower seed's record is already in
@@ -310,51 +302,3 @@ def keeps_files(folder: pathlib.Path, seed: int, seeds: list[int]) -> bool:
     tests/test_results.py replays against that record)."""
     recorded = [path.name.removeprefix("seed").removesuffix(".json") for path in folder.glob("seed*.json")]
     return seed == min(seeds) and not any(name.isdigit() and int(name) < seed for name in recorded)
-
-
-def kept_policy_figures(out: pathlib.Path, env_id: str, algos: dict[str, str], episodes: int, seed: int) -> dict:
-    """Each method's kept policy (``OUT/METHOD/policy.pt``, its first seed's final policy, as a benchmark's
-    ``summary.json`` names its runs) replayed as a run's final figures are measured (``runs.seed.replay_figures``:
-    ``episodes`` episodes from ``seed``): a discrete learner's ``greedy`` beside its ``sampled``; a continuous one's
-    noise-free score (``team_return``, ...) beside its ``sampled`` team return; ``sampled_sd``, the standard deviation
-    of the sampled episodes' team returns (the two means' start states differ: a difference within about
-    2 sqrt(2) sd / sqrt(episodes) is what start states alone move); ``sampled_as`` says what the sampled policy
-    plays. For runs recorded before their sampled figures were kept. ``algos``: method -> its learner's name
-    in ``learners.LEARNERS``, in the order the figures keep. Returns ``{"env", "episodes", "seed", "methods": {method:
-    {"policy_seed", the figures..., "sampled_sd", "sampled_as"}}}``. ValueError in one line if ``OUT/summary.json``
-    is not a benchmark's summary (``read_record``)."""
-    summary = read_record(pathlib.Path(out) / "summary.json", {"runs": list}, what="--replay-kept")
-    figures = {}
-    for method, algo in algos.items():
-        seeds = [run["seed"] for run in summary["runs"] if run["method"] == method]
-        if not seeds or not (pathlib.Path(out) / method / "policy.pt").exists():
-            continue
-        agent = load_policy(pathlib.Path(out) / method / "policy.pt", algo=algo, env_id=env_id)
-        sampled = sampled_returns(agent, env_id, episodes, seed, threads=1)  # (episodes,) replay_figures' sampled
-        figures[method] = {"policy_seed": min(seeds), **replay_figures(agent, env_id, episodes, seed, threads=1,
-                                                                       paired=False),
-                           "sampled_sd": round(float(sampled.std()), 3), "sampled_as": sampled_as(agent)}
-    return {"env": env_id, "episodes": episodes, "seed": seed, "methods": figures}
-
-
-def replay_kept(parser: argparse.ArgumentParser, out: str | pathlib.Path, env_id: str, algos: dict[str, str],
-                episodes: int, seed: int) -> int:
-    """A benchmark's ``--replay-kept``: train nothing; replay every kept policy in ``out`` both ways
-    (``kept_policy_figures``), print one line per method and write ``OUT/KEPT_FIGURES``. ``out`` is opened as every
-    script opens it (``open_out``); a folder without a benchmark's summary.json is ``parser.error``'s one line.
-    Returns the exit status, 0."""
-    out, held = open_out(parser, out)  # (a folder this script may write, one script at a time)
-    try:
-        try:
-            figures = kept_policy_figures(out, env_id, algos, episodes, seed)
-        except ValueError as error:  # no summary.json of this script's in OUT, or one of another's
-            parser.error(str(error))
-        for method, row in figures["methods"].items():
-            shown = " ".join(f"{key} {value}" for key, value in row.items()
-                             if key not in ("policy_seed", "sampled_as", "agent_returns"))
-            print(f"{method:>10} seed {row['policy_seed']}: {shown} ({row['sampled_as']})")
-        atomic_write_text(out / KEPT_FIGURES, json.dumps(figures, indent=1) + "\n")
-        return 0
-    finally:
-        if held is not None:
-            held.close()

@@ -229,20 +229,15 @@ def run_seed(algo: str, env_id: str, episodes: int | None, config=None, seed: in
 SAMPLED_STARTS = "greedy"  # a record's "sampled_starts": its sampled figures play its greedy figures' episodes
 
 
-def final_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int = 0, paired: bool = True,
+def final_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int = 0,
                   threads: int | None = None) -> dict:
     """A discrete learner's final figures: ``greedy`` (``greedy_team_return``: one episode on Switch, exact; else the
     mean of ``episodes``) and ``sampled`` (the mean team return of ``episodes`` episodes of the sampled policy, its
     draws seeded ``seed``, ``evaluation.sampled_returns``). Where episodes start at random, the sampled ones are the
     greedy figure's own (``paired``, ``evaluation.paired_returns``), and the figures add ``sampled_starts``
     (``SAMPLED_STARTS``) and ``sampled_gap_se``, the standard error of sampled minus greedy over those episodes
-    (``gap_se``: none for one episode).
-    ``paired=False``: the sampled episodes are env copies seeded ``seed``, ``seed + 1``, ... (records made before the
-    pairing; replayed as they were measured)."""
+    (``gap_se``: none for one episode)."""
     if family(env_id).deterministic:  # (every episode starts alike)
-        greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
-        return {"greedy": greedy, "sampled": float(sampled_returns(agent, env_id, episodes, seed, threads).mean())}
-    if not paired:
         greedy = greedy_team_return(agent, env_id, episodes, threads=threads)
         return {"greedy": greedy, "sampled": float(sampled_returns(agent, env_id, episodes, seed, threads).mean())}
     greedy, sampled = paired_returns(agent, env_id, episodes, seed, threads)  # (episodes,), (episodes,)
@@ -266,7 +261,7 @@ def noise_free_policies(agent) -> list:
 
 
 def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int = PARTICLE_EVAL_SEED,
-                     progress: bool = False, threads: int | None = None, paired: bool = True) -> dict:
+                     progress: bool = False, threads: int | None = None) -> dict:
     """A continuous learner's score on a particle env, ``evaluate_particle`` of its noise-free policy over
     ``episodes`` episodes from ``seed`` (an ensemble's: the mean over its sub-policies, each over those episodes):
     ``team_return``; on cooperative navigation ``landmark_distance`` (mean over steps), ``final_landmark_distance``
@@ -276,9 +271,7 @@ def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: i
     particle envs draw only when an episode starts, so every sub-policy of an ensemble played the same episodes), its
     draws seeded ``seed`` too (``evaluation.sampled_as`` says what it plays); ``sampled_starts``
     (``SAMPLED_STARTS``) and ``sampled_gap_se``, the standard error of sampled minus noise-free over those episodes
-    (``evaluation.paired_gap``; an ensemble's noise-free return per episode is the mean over its sub-policies).
-    ``paired=False``: the sampled episodes are env copies seeded ``seed``, ``seed + 1``, ... and the last two figures
-    are left out (records made before the pairing; replayed as they were measured)."""
+    (``evaluation.paired_gap``; an ensemble's noise-free return per episode is the mean over its sub-policies)."""
     played = [particle_episodes(policy, env_id, episodes, seed, progress, threads)
               for policy in noise_free_policies(agent)]  # (score, returns (episodes,), starts) per policy
     scores = [score for score, _, _ in played]
@@ -286,10 +279,7 @@ def particle_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: i
                for key in ("team_return", "landmark_distance", "final_landmark_distance", "collisions_per_step")}
     figures = {key: value for key, value in figures.items() if not np.isnan(value)}
     figures["agent_returns"] = np.mean([score.agent_returns for score in scores], axis=0).tolist()
-    starts = played[0][2] if paired else None
-    sampled = sampled_returns(agent, env_id, episodes, seed, threads, starts)  # (episodes,)
-    if not paired:
-        return {**figures, "sampled": float(sampled.mean())}
+    sampled = sampled_returns(agent, env_id, episodes, seed, threads, played[0][2])  # (episodes,) on those starts
     noise_free = np.mean([returns for _, returns, _ in played], axis=0)  # (episodes,) mean over sub-policies
     return {**figures, "sampled": float(sampled.mean()), "sampled_starts": SAMPLED_STARTS,
             **gap_se(sampled, noise_free)}
@@ -365,14 +355,13 @@ def known_optimum(env_id: str) -> float | None:
 
 
 def replay_figures(agent, env_id: str, episodes: int = 100, seed: int = 0, progress: bool = False,
-                   threads: int | None = None, paired: bool = True) -> dict:
+                   threads: int | None = None) -> dict:
     """A saved policy's figures, as runs.json records a training run's (``rounded``): discrete, ``final_figures``
     (``greedy`` and ``sampled``, its draws seeded ``seed``, as ``run_seed``'s final figures); continuous,
-    ``particle_figures`` over ``episodes`` episodes from ``seed``. ``paired=False``: as a record made before the
-    sampled figures played the greedy ones' episodes was measured (one without ``sampled_starts``)."""
+    ``particle_figures`` over ``episodes`` episodes from ``seed``."""
     if entry(algo_name(agent)).continuous:
-        return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads, paired))
-    return rounded(final_figures(agent, env_id, episodes, seed, paired, threads))
+        return rounded(particle_figures(agent, env_id, episodes, seed, progress, threads))
+    return rounded(final_figures(agent, env_id, episodes, seed, threads))
 
 
 def load_replay_policy(path: str, env_id: str | None = None):
