@@ -256,3 +256,30 @@ def test_td_loss_names_an_empty_mask_and_a_broadcast():
 def test_config_names_a_batch_larger_than_the_replay():
     with pytest.raises(ValueError, match=r"^batch_episodes must be at most buffer_episodes \(8\), got 64"):
         ValueDecompositionConfig(batch_episodes=64, buffer_episodes=8).validate()
+
+
+def test_qmixs_mixer_cannot_fit_a_monotonic_table_that_takes_a_bonus_away():
+    # notebook 09 section 1: "pay 1 unless both play 1", [[1, 1], [1, 0]], ranks each agent's actions the same way
+    # whatever the other plays (a monotonic mix can fit it: fits_exactly "qmix"), but QMIX's mixer is convex in the
+    # utilities (elu, weights >= 0), so Q(hi, hi) + Q(lo, lo) >= Q(hi, lo) + Q(lo, hi): here 1 + 0 against 1 + 1, short
+    # by 1. The closest fit moves each of the 4 entries by 1/4 (the least squares way to close a gap of 1 spread over
+    # four entries with coefficients +-1), a mean squared error of 4 * (1/4)^2 / 4 = 1/16: no fit gets below it, and
+    # gradient descent gets to it (from this start; another may stall higher, never lower)
+    from marl_edu.learners.matrix_game import fits_exactly
+    from marl_edu.learners.value_decomposition import QMixer
+
+    table = torch.tensor([[1.0, 1.0], [1.0, 0.0]])  # (A, A) rows: agent 0's action, columns: agent 1's
+    assert fits_exactly(table, "qmix") and not fits_exactly(table, "vdn")
+    torch.manual_seed(0)
+    mixer = QMixer(n_agents=2, state_dim=3)
+    utilities = torch.nn.Parameter(torch.randn(2, 2))  # (N, A) q_i(a_i)
+    optimizer = torch.optim.Adam([*mixer.parameters(), utilities], lr=1e-2)
+    joint = [(a_0, a_1) for a_0 in range(2) for a_1 in range(2)]
+    for _ in range(1500):
+        q = torch.stack([torch.stack([utilities[0, a_0], utilities[1, a_1]]) for a_0, a_1 in joint])  # (4, N)
+        q_tot = mixer(q, torch.zeros(4, 3))  # (4,) one state
+        loss = ((q_tot - table.flatten()) ** 2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert 1 / 16 - 1e-4 <= loss.item() <= 1 / 16 + 1e-3  # at the bound, not below it
