@@ -30,10 +30,10 @@ value-decomposition learner's replay; deleted when its record is written; never 
 of a sitting continues from its last save to the same result (Ctrl-C ends a sitting with one line and exit status 130,
 every finished run's files on disk). ``--checkpoint-dir`` keeps them outside the checkout, so that a sitting in a fresh
 clone on the same machine finds them (without it they are saved in OUT, gitignored, and a fresh clone starts them
-again). Each run's files are written as it ends: commit them run by run as they appear (the summary and curves.png are
-written when a sitting completes the grid). Ray runs it where installed (``--runner``, the default then); otherwise the
-process pool. Its own folder, not results/foraging: the 1M-step runs there are what notebook 12, the results page and
-their tests read, and these differ in kind (a budget of env steps), so each folder's summary holds one experiment.
+again). Each run's files are written as it ends: commit its record run by run as it appears (the summary and curves.png
+are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the default then); otherwise
+the process pool. Its own folder, not results/foraging: the 1M-step runs there are what notebook 12, the results page
+and their tests read, and these differ in kind (a budget of env steps), so each folder's summary holds one experiment.
 ``--epsilon-steps 300000`` keeps the 1M runs' exploration in env steps: their epsilon decayed over 30% of 20,000
 episodes, which ended at 297,000-300,000 env steps (each record's evaluations give the env steps at episode 6,000),
 where 30% of a 2M budget would be 600,000; so a 2M run's first million steps explore on the 1M runs' schedule and its

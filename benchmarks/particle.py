@@ -17,9 +17,9 @@ landmarks of the distance to the nearest agent) averaged over the steps and at t
 (touching pairs) per step; beside them the sampled policy's mean team return over the same 100 episodes
 (``sampled``, ``sampled_as``: MADDPG's kin with their last exploration noise, PPO drawing from its Gaussian;
 ``sampled_gap_se``: the standard error of its gap to the noise-free return, episode by episode) and its periodic
-evaluations (``sampled_evaluations``, each on its noise-free evaluation's 10 episodes). With --out: each run's figures, config and
-evaluations during training in <method>/seed<S>.json as it ends (the mark of a finished run), for the lowest seed
-<method>/policy.pt (its final actors) and <method>/greedy.gif, and once every run has finished summary.json (the
+evaluations (``sampled_evaluations``, each on its noise-free evaluation's 10 episodes). With --out: each run's figures,
+config and evaluations during training in <method>/seed<S>.json as it ends (the mark of a finished run), for the lowest
+seed <method>/policy.pt (its final actors) and <method>/greedy.gif, and once every run has finished summary.json (the
 table, the references and every run's record). ``--reuse`` keeps each run whose record is in --out (the same method,
 seed, budget and config; anything else is refused), so a grid of hours goes over several sittings: Ctrl-C ends one
 with a line saying how many finished runs' files are on disk and exit status 130.

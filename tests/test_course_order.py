@@ -625,8 +625,9 @@ def test_every_reference_in_the_readme_resolves(course):
     assert not wrong, f"README.md: {len(wrong)} reference(s) that do not resolve:\n" + "\n".join(wrong)
 
 
-STATED_TIME = re.compile(r"\*\*Time:\*\*\s*(?:about\s+)?(\d+)\s+minutes")  # a notebook's first cell: "**Time:** about 40 minutes"
-LISTED_TIME = re.compile(r"\|\s*(\d+) min(?:,[^|]*)?\s*\|\s*$")  # the README's row: "... | 40 min |"
+# a notebook's first cell: "**Time:** about 40 minutes"; the README's row of it: "... | 40 min |"
+STATED_TIME = re.compile(r"\*\*Time:\*\*\s*(?:about\s+)?(\d+)\s+minutes")
+LISTED_TIME = re.compile(r"\|\s*(\d+) min(?:,[^|]*)?\s*\|\s*$")
 
 
 def test_the_readmes_times_are_the_notebooks_own():
@@ -636,7 +637,9 @@ def test_the_readmes_times_are_the_notebooks_own():
     for line in README.read_text().splitlines():
         link = re.search(r"\]\(notebooks/([\w.]+\.ipynb)\)", line)
         if line.startswith("|") and link:
-            listed[link.group(1)] = int(LISTED_TIME.search(line).group(1))
+            minutes = LISTED_TIME.search(line)
+            assert minutes, f"README.md lists {link.group(1)} without its time ('| N min |'): {line[:80]}"
+            listed[link.group(1)] = int(minutes.group(1))
     assert set(listed) == {path.name for path in ALL_NOTEBOOKS}
     for path in ALL_NOTEBOOKS:
         first = " ".join("".join(json.loads(path.read_text())["cells"][0]["source"]).split())

@@ -324,8 +324,7 @@ def test_a_continuous_learners_noise_free_and_sampled_scores_differ_by_construct
     agent = _zero_forces("maddpg_continuous")
     before = agent.generator.get_state()
     figures = particle_figures(agent, "simple_spread_v3", episodes=2)
-    stand_still = lambda obs: np.zeros((*obs.shape[:-1], 2), dtype=np.float32)  # noqa: E731  (copies, N, 2)
-    still = evaluate_particle(lambda obs: stand_still(obs), "simple_spread_v3", episodes=2)
+    still = evaluate_particle(lambda obs: np.zeros((obs.shape[0], 2), np.float32), "simple_spread_v3", episodes=2)
     assert figures["team_return"] == still.team_return
     assert figures["sampled"] != pytest.approx(still.team_return, abs=1e-6)  # the noise moved the agents
     assert figures["sampled_starts"] == "greedy" and figures["sampled_gap_se"] > 0

@@ -260,13 +260,14 @@ def test_config_names_a_batch_larger_than_the_replay():
 
 def test_qmixs_mixer_cannot_fit_a_monotonic_table_that_takes_a_bonus_away():
     # notebook 09 section 1: "pay 1 unless both play 1", [[1, 1], [1, 0]], ranks each agent's actions the same way
-    # whatever the other plays (a monotonic mix can fit it: fits_exactly "qmix"), but QMIX's mixer is convex in the
-    # utilities (elu, weights >= 0), so Q(hi, hi) + Q(lo, lo) >= Q(hi, lo) + Q(lo, hi): here 1 + 0 against 1 + 1, short
-    # by 1. The closest fit moves each of the 4 entries by 1/4 (the least squares way to close a gap of 1 spread over
-    # four entries with coefficients +-1), a mean squared error of 4 * (1/4)^2 / 4 = 1/16: no fit gets below it, and
-    # gradient descent gets to it (from this start; another may stall higher, never lower)
+    # whatever the other plays (a monotonic mix can fit it: fits_exactly "qmix"), but QMIX's mixer has increasing
+    # differences: each hidden unit is the convex, increasing elu of a non-negative mix of the utilities, so
+    # d^2 Q_tot / dq_0 dq_1 >= 0 and Q(hi, hi) + Q(lo, lo) >= Q(hi, lo) + Q(lo, hi): here 1 + 0 against 1 + 1, short by
+    # 1. With each agent's utilities ranked as the table ranks its actions, the closest fit moves each of the 4 entries
+    # by 1/4 (the least squares way to close a gap of 1 along coefficients +-1), a mean squared error of
+    # 4 * (1/4)^2 / 4 = 1/16; ranked the other way for one agent or both, monotonicity itself is broken and the best
+    # errors are larger (1/8, 1/6). So no fit gets below 1/16, and gradient descent gets to it from this start
     from marl_edu.learners.matrix_game import fits_exactly
-    from marl_edu.learners.value_decomposition import QMixer
 
     table = torch.tensor([[1.0, 1.0], [1.0, 0.0]])  # (A, A) rows: agent 0's action, columns: agent 1's
     assert fits_exactly(table, "qmix") and not fits_exactly(table, "vdn")

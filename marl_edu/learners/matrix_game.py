@@ -126,10 +126,11 @@ def fits_exactly(payoff, method: str, atol: float = 1e-6) -> bool:
       agent's actions can be ranked the same way whatever the other does: of any two rows, one is >= the other in
       every column (then give the larger row the larger utility; equal rows equal ones), and the same for any two
       columns. An agent whose best action depends on what the other plays (the penalty game's agent 0: action 0 if
-      agent 1 plays 0, action 1 if it plays 1) has no such ranking. QMIX's own mixer (elus, weights >= 0) is convex
-      in the utilities, a narrower class: it fits exactly only those of these tables that never take a bonus away
-      when both agents play their better actions (tests/test_value_decomposition.py fits it to "pay 1 unless both
-      play 1")."""
+      agent 1 plays 0, action 1 if it plays 1) has no such ranking. QMIX's own mixer is a narrower class: each hidden
+      unit applies the convex, increasing elu to a non-negative mix of the utilities, so d^2 Q_tot / dq_0 dq_1 = sum_e
+      w_2e elu''(.) W_1,0e W_1,1e >= 0 (increasing differences): it fits exactly only those of these tables that never
+      take a bonus away when both agents play their better actions (tests/test_value_decomposition.py fits it to "pay 1
+      unless both play 1")."""
     payoff = check_payoff(payoff)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")

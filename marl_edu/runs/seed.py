@@ -234,7 +234,7 @@ def final_figures(agent, env_id: str, episodes: int = SCORE_EPISODES, seed: int 
     """A discrete learner's final figures: ``greedy`` (``greedy_team_return``: one episode on Switch, exact; else the
     mean of ``episodes``) and ``sampled`` (the mean team return of ``episodes`` episodes of the sampled policy, its
     draws seeded ``seed``, ``evaluation.sampled_returns``). Where episodes start at random, the sampled ones are the
-    greedy figure's own (``paired``, ``evaluation.paired_returns``), and the figures add ``sampled_starts``
+    greedy figure's own (``evaluation.paired_returns``), and the figures add ``sampled_starts``
     (``SAMPLED_STARTS``) and ``sampled_gap_se``, the standard error of sampled minus greedy over those episodes
     (``gap_se``: none for one episode)."""
     if family(env_id).deterministic:  # (every episode starts alike)
