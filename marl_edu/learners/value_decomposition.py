@@ -47,7 +47,8 @@ def vdn_mix(q_taken: torch.Tensor) -> torch.Tensor:
 
 
 class QMixer(nn.Module):
-    """QMIX's mixing network: the agents' chosen utilities ``(B, N)`` and the state ``(B, S)`` -> Q_tot ``(B,)``.
+    """QMIX's mixing network: the agents' chosen utilities ``(B, N)`` and the state ``(B, S)`` -> Q_tot ``(B,)``, one
+    row per step (``QMIX.mix`` passes the B*T steps of an episode batch as its B rows).
 
         Q_tot = w_2(s)^T elu(W_1(s)^T q + v_1(s)) + v_2(s)
 
