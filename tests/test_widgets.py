@@ -197,12 +197,15 @@ def test_plot_runs_draws_a_reference_that_kept_only_its_evaluations():
     assert "ref: greedy" in labels and not any(label.startswith("ref (") for label in labels)  # no empty curve
     assert any(label.startswith("mine") and "greedy" not in label for label in labels)  # the run's own curve
     assert fig.axes[0].get_title().endswith("and greedy evaluations (dots)")  # the default: Switch's learners
-    # a run that kept its sampled evaluations: open circles beside the greedy dots, and the title says so
+    # a run that kept its sampled evaluations: rings twice the greedy dots' size, so a ring shows around its dot where
+    # the two agree (a ring the dot's size hid under it), and the title says so
     fig = plot_runs(None, {"episode_returns": [], "evaluations": [(32, -10.0)], "sampled_evaluations": [(32, -9.4)],
                            "label": "mine"})
     sampled = [line for line in fig.axes[0].lines if line.get_label() == "mine: sampled"]
     assert len(sampled) == 1 and list(sampled[0].get_ydata()) == [-9.4] and sampled[0].get_markerfacecolor() == "none"
-    assert fig.axes[0].get_title().endswith("and greedy evaluations (dots; open: sampled)")
+    greedy = [line for line in fig.axes[0].lines if line.get_label() == "mine: greedy"]
+    assert len(greedy) == 1 and sampled[0].get_markersize() >= 2 * greedy[0].get_markersize()
+    assert fig.axes[0].get_title().endswith("and greedy evaluations (dots; rings: sampled)")
 
 
 def test_plot_runs_and_the_panel_name_the_evaluations_they_are_given():

@@ -87,7 +87,8 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
 
     Each run is a dict with ``episode_returns`` (episodes,) (team return of every training episode; may be empty) and
     ``evaluations``, a list of ``(episode, team return of an evaluation)``; ``label`` names it in the legend;
-    ``sampled_evaluations`` (optional, same form): the sampled policy's at the same episodes, drawn as open circles.
+    ``sampled_evaluations`` (optional, same form): the sampled policy's at the same episodes, drawn as rings twice the
+    dots' size, so a ring around its dot says the two agree.
     ``evaluation_label`` says what the evaluations (the dots) played, in the legend and the title: "greedy" (the
     argmax of a discrete policy, Switch's learners) or, for the continuous learners, "noise-free" (the forces
     mu_i(o_{i,t}) without exploration noise).
@@ -107,13 +108,13 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
                     label=f"{data.get('label', name)}: {evaluation_label}")
         if data.get("sampled_evaluations"):
             episodes, sampled = zip(*data["sampled_evaluations"])
-            ax.plot(episodes, sampled, "o", color=color, markersize=4.5, markerfacecolor="none",
-                    label=f"{data.get('label', name)}: sampled")
+            ax.plot(episodes, sampled, "o", color=color, markersize=8, markerfacecolor="none", markeredgewidth=1.2,
+                    label=f"{data.get('label', name)}: sampled")  # a ring twice the dot's size: around it where they agree
     if optimal is not None:
         ax.set_ylim(top=optimal + 1.5)
     sampled = any(data and data.get("sampled_evaluations") for data in (reference, run))
     ax.set_title(f"team return per training episode (exploring) and {evaluation_label} evaluations (dots"
-                 + ("; open: sampled" if sampled else "") + ")")
+                 + ("; rings: sampled" if sampled else "") + ")")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize=7)
     return fig
@@ -294,7 +295,7 @@ def continuous_maddpg_panel(reference: dict | None = None, env_id: str = "simple
 
     The button trains ``loops.train`` (``ContinuousMADDPG``, or ``ContinuousIDDPG`` with the box off) with
     the other hyperparameters at their defaults (``ContinuousMADDPGConfig``); the dots are the noise-free policy's
-    mean team return on 5 evaluation episodes, the open circles the sampled policy's (with the exploration noise's
+    mean team return on 5 evaluation episodes, the rings the sampled policy's (with the exploration noise's
     last sigma, ``noise_end``; 10 episodes), drawn over ``reference`` (a run dict, see ``plot_runs``).
     """
     defaults = ContinuousMADDPGConfig()
