@@ -244,7 +244,11 @@ def test_sampled_evaluations_are_drawn_dotted_beside_the_greedy_ones_where_recor
     old = {"seed": 0, "evaluations": [(50, -10.0), (100, 8.0)]}  # recorded before sampled evaluations were kept
     new = {"seed": 1, "evaluations": [(50, -10.0), (100, 8.0)], "sampled_evaluations": [(50, -9.5), (100, 6.5)]}
     ax = plot_seed_evaluations([old, new], optimal=8.3)
-    assert [line.get_label() for line in ax.lines] == ["seed 0", "seed 1", "seed 1, sampled", "exact optimum (8.3)"]
+    assert [line.get_label() for line in ax.lines] == ["seed 0", "seed 1", "_seed 1, sampled", "exact optimum (8.3)"]
+    # the legend names the seeds (the y label says which line is sampled) and sits under the axes, off the late runs
+    legend = ax.get_legend()
+    assert [text.get_text() for text in legend.get_texts()] == ["seed 0", "seed 1", "exact optimum (8.3)"]
+    assert legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted()).y0 < 0  # below the axes
     assert ax.lines[2].get_linestyle() == ":" and ax.lines[2].get_color() == ax.lines[1].get_color()
     assert list(ax.lines[2].get_ydata()) == [-9.5, 6.5] and "dotted: sampled" in ax.get_ylabel()
     assert plot_seed_evaluations([old]).get_ylabel() == "greedy team return"  # old records: greedy only, as before

@@ -218,7 +218,8 @@ def greedy_axes(ax: plt.Axes, optimal: float | None, title: str, optimum_style: 
 def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, ax: plt.Axes | None = None,
                           title: str = "") -> plt.Axes:
     """One line per training run of its periodic greedy evaluations, against the exact optimum; where a run also
-    recorded its sampled policy's (``sampled_evaluations``, the same form), a dotted line of the same colour beside it.
+    recorded its sampled policy's (``sampled_evaluations``, the same form), a dotted line of the same colour beside it
+    (the y label says so; the legend, under the axes, names the seeds).
 
     Args:
         seeds: one dict per run with ``seed`` and ``evaluations``, a list of ``(episode, greedy team return)``
@@ -234,8 +235,12 @@ def plot_seed_evaluations(seeds: Sequence[dict], optimal: float | None = None, a
         line, = ax.plot(episodes, greedy, "-o", markersize=2, linewidth=0.8, label=f"seed {row['seed']}")
         if row.get("sampled_evaluations"):
             episodes, sampled = zip(*row["sampled_evaluations"])
-            ax.plot(episodes, sampled, ":", linewidth=1.1, color=line.get_color(), label=f"seed {row['seed']}, sampled")
-    return sampled_ylabel(greedy_axes(ax, optimal, title, optimum_style=("C2", "--")), seeds)
+            ax.plot(episodes, sampled, ":", linewidth=1.1, color=line.get_color(),
+                    label=f"_seed {row['seed']}, sampled")  # (a leading _: not in the legend; the y label says dotted)
+    ax = sampled_ylabel(greedy_axes(ax, optimal, title, optimum_style=("C2", "--")), seeds)
+    # one entry per seed, in rows under the axes: inside them it hid the late evaluations, where runs fall back
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    return ax
 
 
 def sampled_ylabel(ax: plt.Axes, rows: Sequence[dict]) -> plt.Axes:
