@@ -89,6 +89,32 @@ def test_td_check_names_each_pitfall(capsys):
     assert _run_td(lambda r, d, q, g: (_ for _ in ()).throw(NotImplementedError), capsys).startswith("NOT DONE")
 
 
+def _run_n_step(fn, capsys):
+    from marl_edu.course.checks import check_n_step_return
+
+    assert check_n_step_return(fn) is None
+    return capsys.readouterr().out
+
+
+def test_n_step_check_holds_notebook_05s_row_by_hand_and_names_each_slip(capsys):
+    def written_out(rewards, gamma):  # a loop over the n rewards, as a learner may write it
+        return sum(gamma ** k * rewards[:, k] for k in range(rewards.shape[1]))
+
+    assert _run_n_step(written_out, capsys).startswith("PASSED")
+    # the optimal plan's row t = 4 (notebook 05): -0.2 + 0.95 * -0.2 + 0.95^2 * 4.9 = -0.2 - 0.19 + 4.42225 = 4.03225
+    assert torch.isclose(written_out(torch.tensor([[-0.2, -0.2, 4.9]]), 0.95), torch.tensor([4.03225])).all()
+    # a return one part in 10^4 off fails on that row first, and the printout gives its expected value
+    out = _run_n_step(lambda r, g: written_out(r, g) * 1.0001, capsys)
+    assert out.startswith("FAILED on notebook 05's row t = 4") and "expected [4.032]" in out
+    first = _run_n_step(lambda r, g: sum(g ** (k + 1) * r[:, k] for k in range(r.shape[1])), capsys)
+    assert "the first reward is discounted too" in first
+    backwards = _run_n_step(lambda r, g: sum(g ** (r.shape[1] - 1 - k) * r[:, k] for k in range(r.shape[1])), capsys)
+    assert "the discounts run backwards" in backwards
+    assert "without discounting" in _run_n_step(lambda r, g: r.sum(dim=1), capsys)
+    assert "broadcast to (B, B)" in _run_n_step(lambda r, g: written_out(r, g).unsqueeze(-1) + written_out(r, g), capsys)
+    assert "not over the batch" in _run_n_step(lambda r, g: (g ** torch.arange(r.shape[1]) * r).sum(dim=0), capsys)
+
+
 def test_td_check_failure_prints_what_a_learner_needs_to_recompute_the_expected_row(capsys):
     # the failing case's rewards, dones and q_next, rounded to 4 decimals: enough to redo expected by hand
     import re

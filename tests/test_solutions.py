@@ -48,7 +48,7 @@ def _n_args(name: str) -> int:
 def test_every_checker_has_a_solution_and_every_solution_a_checker():
     assert sorted(solutions.NAMES) == CHECKERS
     assert len(set(solutions.NAMES)) == len(solutions.NAMES)
-    assert len(solutions.EXERCISES) == 14
+    assert len(solutions.EXERCISES) == 15
     for name in solutions.NAMES:  # each checked by its own module's checker, and only there
         assert [m.__name__ for m in CHECKER_MODULES if hasattr(m, f"check_{name}")] == [solutions.checker_module(name)]
 

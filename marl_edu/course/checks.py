@@ -846,6 +846,51 @@ def check_expected_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
           f"critic, the batch left untouched; B from 1 to 6, N = 2 and 3, A = 2 to 5, agents 0 to 2).")
 
 
+# -- check_n_step_return: MADDPG's n-step return of the team reward (notebook 05) ---------------------------------------
+
+def _n_step_variants(rewards: torch.Tensor, gamma: float) -> dict[str, torch.Tensor]:
+    """R^(n) of every row of ``rewards`` (B, n), and what three slips give instead: each (B,)."""
+    k = torch.arange(rewards.shape[1], dtype=rewards.dtype)  # (n,) 0, 1, ..., n-1: steps after t
+    n = rewards.shape[1]
+    return {"right": (gamma ** k * rewards).sum(dim=1),  # (B,) r_t + gamma r_{t+1} + ... + gamma^{n-1} r_{t+n-1}
+            "first discounted": (gamma ** (k + 1) * rewards).sum(dim=1),  # (B,) gamma r_t + ... + gamma^n r_{t+n-1}
+            "reversed": (gamma ** (n - 1 - k) * rewards).sum(dim=1),  # (B,) the last reward undiscounted
+            "undiscounted": rewards.sum(dim=1)}  # (B,)
+
+
+def check_n_step_return(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
+    """Check ``fn(rewards (B, n), gamma) -> R (B,)`` against ``R^(n)_t = sum_{k=0}^{n-1} gamma^k r_{t+k}``, each row
+    the next n team rewards of one stored transition. Cases: notebook 05's row t = 4 of the optimal plan (-0.2, -0.2,
+    4.9 with gamma 0.95: -0.2 - 0.19 + 4.42225 = 4.03225), random rows with n from 1 to 5, gamma 0 and 1, B = 1."""
+    generator = torch.Generator().manual_seed(5)
+    cases = [(torch.tensor([[-0.2, -0.2, 4.9]]), 0.95, "notebook 05's row t = 4")]
+    for B, n, gamma in ((4, 3, 0.95), (1, 1, 0.9), (5, 5, 0.5), (3, 2, 1.0), (2, 4, 0.0)):
+        cases.append((torch.randn(B, n, generator=generator), gamma, f"B={B}, n={n}, gamma={gamma}"))
+    for rewards, gamma, case in cases:
+        variants = _n_step_variants(rewards, gamma)
+        expected = variants["right"]
+        out = output(fn, case, expected, (rewards.clone(), gamma), lambda shape: (
+            "(B,) met (B, 1) somewhere and broadcast to (B, B): keep R (B,)." if shape == (len(rewards),) * 2
+            else "one return per row: sum over the n rewards (dim=1), not over the batch, (B, n) -> (B,)."))
+        if out is None:
+            return
+        if torch.allclose(out, expected, atol=1e-6):
+            continue
+        hint = named_mistake(out, [
+            (variants["first discounted"], "the first reward is discounted too: r_t comes now, gamma^0 = 1; the "
+                                           "k-th reward after it (k = 0, ..., n-1) gets gamma^k."),
+            (variants["reversed"], "the discounts run backwards: the LATER a reward comes, the more it is discounted, "
+                                   "r_t times 1, r_{t+1} times gamma, ..., r_{t+n-1} times gamma^(n-1)."),
+            (variants["undiscounted"], "the rewards are summed without discounting: the k-th after t is worth "
+                                       "gamma^k of itself."),
+        ], "R = r_t + gamma r_{t+1} + ... + gamma^(n-1) r_{t+n-1}, one sum per row, over the n rewards.",
+           atol=1e-6)
+        values_differ(case, expected, out, hint, 4)
+        return
+    print(f"PASSED: R = sum_k gamma^k r_(t+k) on all {len(cases)} cases (notebook 05's row t = 4, n from 1 to 5, "
+          f"gamma 0 and 1, B = 1).")
+
+
 # -- 08: reading a comparison -----------------------------------------------------------------------------------------
 
 def _seed_rows(greedy: list[float], episodes: list[int | None]) -> list[dict]:

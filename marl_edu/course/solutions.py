@@ -64,6 +64,15 @@ def expected_actor_loss(critic, actor, obs, actions, i):
     return -(pi * q_every).sum(dim=1).mean()               # sum over k, mean over the B rows
 
 
+# -- 05 MADDPG training ---------------------------------------------------------------------------------------------
+
+def n_step_return(rewards, gamma):
+    """The n-step return of every stored row, R^(n)_t = r_t + gamma r_{t+1} + ... + gamma^(n-1) r_{t+n-1}.
+    rewards (B, n): each row's next n team rewards -> R (B,)."""
+    k = torch.arange(rewards.shape[1], dtype=rewards.dtype)   # (n,) 0, 1, ..., n-1: steps after t
+    return (gamma ** k * rewards).sum(dim=1)                  # (n,) * (B, n) -> (B, n) -> (B,)
+
+
 # -- 06 COMA critic -------------------------------------------------------------------------------------------------
 
 def td_lambda_targets(rewards, dones, next_values, gamma, lam):
@@ -319,7 +328,7 @@ def clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip):
     surrogate = torch.min(plain, clipped)                        # (B, T, N) the pessimistic of the two
     return -(surrogate * mask).sum() / mask.sum().clamp(min=1.0)  # the mean over the steps agents act, negated
 
-EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss",
+EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss", "n_step_return",
              "td_lambda_targets", "coma_advantage", "coma_actor_loss", "solve_counts",
              "sampled_beats_greedy",
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
