@@ -531,8 +531,9 @@ def _update(agent: COMA, batch: dict, critic_rows: Callable, critic_targets: Cal
 
 
 _UPDATE_SLIPS = [
-    ("actor first", "the actor stepped before the critic: make the critic's steps first, so the advantage comes "
-                    "from the critic that has just learned this batch's targets."),
+    ("actor first", "the actor's step used the critic from before its steps: either the actor stepped first, or the "
+                    "advantage was computed before the critic's steps. Make the critic's steps first, then compute the "
+                    "advantage, so it comes from the critic that has just learned this batch's targets."),
     ("copy every update", "the target critic is copied at every update: copy it only when agent.updates (counted "
                           "after this update) is a multiple of agent.config.target_update_every."),
     ("copy before counting", "the target critic is copied one update off: you tested agent.updates % "
@@ -562,8 +563,9 @@ _UPDATE_SLIPS = [
     ("actor divisor", "the actor's loss is divided by every entry of agent_mask: divide by agent_mask.sum() (at "
                       "least 1), the (b, t, i) where agent i still acts."),
     ("one critic step", "the critic made one step: it makes agent.config.critic_steps passes over the batch."),
-    ("no clipping", "the gradients are not clipped: torch.nn.utils.clip_grad_norm_(net.parameters(), "
-                    "agent.config.grad_clip) between backward() and step(), for both networks."),
+    ("no clipping", "the gradients are not clipped: pass agent.config.grad_clip to gradient_step(optimizer, net, "
+                    "loss, grad_clip) for both networks (by hand: torch.nn.utils.clip_grad_norm_ between backward() "
+                    "and step())."),
     ("no entropy", "the entropy bonus is missing: the loss subtracts agent.entropy_coef * H(pi), averaged with "
                    "the same agent_mask."),
     ("entropy sign", "the entropy bonus has the wrong sign: the loss SUBTRACTS beta * H(pi), so more entropy "
