@@ -83,7 +83,8 @@ def test_targets_with_a_gradient_fail(capsys):
 
 @pytest.mark.parametrize("slip, words", [("uniform", "uniformly"), ("target critic", "target critic"),
                                          ("max", "not the best Q"), ("sign", "sign is flipped"),
-                                         ("next step", "LAST column")])
+                                         ("next step", "LAST column"), ("next actions", "one step late"),
+                                         ("time-major", "reshaped time-major")])
 def test_advantage_slips_are_named(slip, words, capsys):
     out = _verdict(cc.check_coma_batch_advantage,
                    lambda agent, rows, batch, pi: cc._advantage(agent, rows, batch, pi, slip), capsys)
@@ -102,6 +103,7 @@ def test_an_advantage_that_keeps_pis_gradient_fails(capsys):
 @pytest.mark.parametrize("slip, words", [("no carry", "hidden state is not carried"),
                                          ("no last action", "last-action block"), ("same step", "same step"),
                                          ("action 0 first", "not one_hot(0)"), ("no epsilon", "epsilon mixing"),
+                                         ("eps not over A", "not eps / A"),
                                          ("logits", "logits")])
 def test_replay_slips_are_named(slip, words, capsys):
     out = _verdict(cc.check_coma_replay_policy, lambda agent, obs, actions, eps: cc._replay(agent, obs, actions, eps,

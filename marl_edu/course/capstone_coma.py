@@ -321,9 +321,11 @@ def _advantage(agent: COMA, rows: torch.Tensor, batch: dict, pi: torch.Tensor, s
     B, T1, N = actions.shape
     net = agent.target_critic if slip == "target critic" else agent.critic
     with torch.no_grad():
-        q = net(rows.reshape(-1, rows.shape[-1])).reshape(B, T1, N, -1)
+        q = net(rows.reshape(-1, rows.shape[-1]))  # (B*(T+1)*N, A), rows episode-major
+        q = q.reshape(T1, B, N, -1).transpose(0, 1) if slip == "time-major" else q.reshape(B, T1, N, -1)
         q = q[:, 1:] if slip == "next step" else q[:, :T1 - 1]  # (B, T, N, A)
-        taken = q.gather(-1, actions[:, :T1 - 1].unsqueeze(-1)).squeeze(-1)  # (B, T, N)
+        taken_actions = actions[:, 1:] if slip == "next actions" else actions[:, :T1 - 1]  # (B, T, N)
+        taken = q.gather(-1, taken_actions.unsqueeze(-1)).squeeze(-1)  # (B, T, N)
         pi = pi.detach()
         if slip == "uniform":
             return taken - q.mean(-1)
@@ -364,6 +366,12 @@ def check_coma_batch_advantage(fn: Callable) -> None:
             (_advantage(agent, rows, batch, pi, "sign"), "the sign is flipped: Adv = Q(s, a) - baseline."),
             (_advantage(agent, rows, batch, pi, "next step"), "Q of step t is column t of (B, T+1, N, A): drop the "
                                                               "LAST column (the end state), not the first."),
+            (_advantage(agent, rows, batch, pi, "next actions"), "the taken actions are read one step late: "
+                                                                 "Q(s_t, a_t) picks the action of step t, "
+                                                                 "actions[:, :T] (the last column is the end state's)."),
+            (_advantage(agent, rows, batch, pi, "time-major"), "the critic's values are reshaped time-major: its "
+                                                               "rows are episode-major (row b*(T+1) + t), so its "
+                                                               "output reshapes to (B, T+1, N, A), not (T+1, B, N, A)."),
             (torch.zeros_like(out), "every advantage is 0: the baseline must not be Q of the taken action itself; "
                                     "it is the policy's expectation over agent i's OWN actions k, sum_k pi(k) Q_k."),
         ], "Adv_{i,t} = Q(s_t, a_t) minus the baseline sum_k pi(k | h_{i,t}, i) Q(s_t, (a_-i,t, k)), for every step "
@@ -404,6 +412,9 @@ def _replay(agent: COMA, obs: torch.Tensor, actions: torch.Tensor, epsilon: floa
             probs.append(logits.reshape(B, N, A))
             continue
         pi = torch.softmax(logits, -1).reshape(B, N, A)
+        if slip == "eps not over A":
+            probs.append((1 - epsilon) * pi + epsilon)
+            continue
         probs.append(pi if slip == "no epsilon" else (1 - epsilon) * pi + epsilon / A)
     return torch.stack(probs, dim=1)
 
@@ -447,6 +458,9 @@ def check_coma_replay_policy(fn: Callable) -> None:
                     ("action 0 first", "at t = 0 there is no previous action: an all-zero block, not one_hot(0)."),
                     ("no epsilon", "the epsilon mixing is missing: the batch was played with (1 - eps) pi + eps / A,"
                                    " and the loss replays that behaviour policy."),
+                    ("eps not over A", "the uniform part is eps, not eps / A: a uniformly random action picks "
+                                       "each of the A actions with probability 1 / A, so the mix is "
+                                       "(1 - eps) pi + eps / A, and each step's probabilities sum to 1."),
                     ("logits", "these are logits: softmax them over the action axis."),
                 ]]
             hint = named_mistake(out.detach(), mistakes, "step t's input is each agent's [o_{i,t}, its previous "
