@@ -123,6 +123,17 @@ def test_critic_loss_slips_are_named(slip, hint, capsys):
     assert out.startswith("FAILED") and hint in out, out
 
 
+@pytest.mark.parametrize("old, new, hint", [
+    ("flatten_for_critic(batch[\"next_obs\"], next_actions))  # (B,)",
+     "flatten_for_critic(batch[\"next_obs\"], next_actions)).unsqueeze(1)", "your Q'_i(x') has shape (B, 1)"),
+    ("batch[\"next_obs\"]", "batch[\"obs\"]", "the target bootstraps from x_t"),  # every use of x_{t+n}
+])
+def test_the_critic_losss_slips_a_cold_reading_tried_are_named(old, new, hint, capsys):
+    slip = with_source_changed(solutions.maddpg_critic_loss, old, new)
+    out = verdict(capstone.check_maddpg_critic_loss, slip, capsys)
+    assert out.startswith("FAILED") and hint in out, out
+
+
 # -- part 2: the actor's loss ----------------------------------------------------------------------------------------
 
 def actor_no_penalty(agent, i, batch):
@@ -262,6 +273,9 @@ def update_with(order: str = "critics first", soft_per_agent: bool = False, soft
         elif soft == "hard":
             soft_update(agent.target_actors, agent.actors, 1.0)
             soft_update(agent.target_critics, agent.critics, 1.0)
+        elif soft == "swapped":  # 1 - tau where tau was meant
+            soft_update(agent.target_actors, agent.actors, 1 - c.tau)
+            soft_update(agent.target_critics, agent.critics, 1 - c.tau)
 
     return update
 
@@ -274,6 +288,7 @@ def test_the_slip_helper_is_right_when_nothing_is_slipped(capsys):
     (update_with(order="actors first"), "step the critics BEFORE the actors"),
     (update_with(soft="none"), "end the update with the soft updates"),
     (update_with(soft="hard"), "not by copying"),
+    (update_with(soft="swapped"), "the targets moved by 1 - tau"),
     (update_with(clip=False), "clip each network's gradient norm"),
     (update_with(clip="value"), "not each gradient entry's value (clip_grad_value_)"),
     (update_with(zero_grad=False), "zero each optimiser's gradients"),
@@ -602,8 +617,21 @@ def test_a_loop_that_calls_agent_update_instead_of_its_argument_fails(capsys):
                                      "agent.update(buffer.sample(config.batch_size, rng))")
     out = verdict(capstone.check_maddpg_training_loop, loop, capsys)
     assert out.startswith("FAILED on Switch2-v2, 4 env copies, 24 episodes, seed 3: your loop called the update it "
-                          "was given 0 times, expected 283"), out
+                          "was given 0 times, expected 566"), out  # 283 lock-steps after the warm-up, 2 updates each
     assert "a loop that calls agent.update(batch) would train with marl_edu's update" in out
+
+
+def test_a_loop_with_another_replay_capacity_or_one_update_per_lock_step_fails(capsys):
+    # a replay of 100,000 where the config asks for 5,000: the case never fills either, so only the capacity tells
+    loop = _loop_with_source_changed("ReplayBuffer(config.buffer_size, N, O, A)", "ReplayBuffer(100_000, N, O, A)")
+    out = verdict(capstone.check_maddpg_training_loop, loop, capsys)
+    assert out.startswith("FAILED on Switch2-v2, 4 env copies, 24 episodes, seed 3: your buffer keeps 100000 "
+                          "transitions, the config asks for 5000"), out
+    assert "ReplayBuffer(config.buffer_size, N, O, A)" in out
+    # one update per lock-step where the config asks for 2: the policy that acts differs first, and the hint says so
+    loop = _loop_with_source_changed("range(config.updates_per_step)", "range(1)")
+    out = verdict(capstone.check_maddpg_training_loop, loop, capsys)
+    assert "the buffer's actions differ" in out and "config.updates_per_step updates after each lock-step" in out, out
 
 
 def test_assemble_no_longer_calls_a_loop_that_ignores_its_update_yours(capsys):
@@ -647,12 +675,15 @@ def test_the_loop_checks_second_case_has_both_kinds_of_episode_end():
     assert capstone.LOOP_CASES[0][2]["warmup_steps"] < capstone.LOOP_CASES[0][2]["batch_size"]
 
 
-@pytest.mark.parametrize("flag", ["False", 'bool(info["terminated"][k].any())'])
-def test_a_loop_with_the_wrong_terminal_flag_fails(flag, capsys):
-    # both passed the first case, which has no end where an agent arrived; such a loop never solves in training
+@pytest.mark.parametrize("flag, case", [
+    ("False", "24 episodes of random play"),  # the first case has no end where every agent arrived
+    ('bool(info["terminated"][k].any())', "24 episodes, seed 3"),  # ... but a time-limit end after one had
+])
+def test_a_loop_with_the_wrong_terminal_flag_fails(flag, case, capsys):
+    # such a loop never solves in training
     loop = _loop_with_source_changed('terminal = bool(info["terminated"][k].all())', f"terminal = {flag}")
     out = verdict(capstone.check_maddpg_training_loop, loop, capsys)
-    assert out.startswith("FAILED on Switch2-v2, 4 env copies, 24 episodes of random play"), out
+    assert out.startswith(f"FAILED on Switch2-v2, 4 env copies, {case}"), out
     assert "the buffer's dones differ" in out and "d = 1 only when every agent of that copy arrived" in out, out
 
 
@@ -704,6 +735,20 @@ def actor_summed_over_the_batch(agent, i, batch):
     logits = agent.actors[i](batch["obs"][:, i])
     penalty = agent.config.logits_reg * (logits ** 2).mean()
     return (loss - penalty) * len(batch["obs"]) + penalty  # -sum_b sum_k pi Q + the penalty
+
+
+@pytest.mark.parametrize("old, new, hint", [
+    ("(logits ** 2).mean()", "(logits ** 2).sum()", "MEAN of logits_i^2 over all B * A entries"),
+    ("torch.softmax(logits, dim=1)", "torch.softmax(logits, dim=0)", "softmax over the BATCH axis"),
+    ("agent.critics[i](flatten_for_critic(obs, joint))", "agent.target_critics[i](flatten_for_critic(obs, joint))",
+     "reads the TARGET critic"),
+    ("            joint[:, i] = 0.0\n", "", "REPLACED by one_hot(k)"),  # the batch's own action kept beside k
+    ("            joint[:, i] = 0.0\n            joint[:, i, k] = 1.0", "            joint[:, i, k] += 1.0",
+     "not added to"),
+])
+def test_the_actor_losss_slips_a_cold_reading_tried_are_named(old, new, hint, capsys):
+    out = verdict(capstone.check_maddpg_actor_loss, with_source_changed(solutions.maddpg_actor_loss, old, new), capsys)
+    assert out.startswith("FAILED") and hint in out and "Gumbel" not in out, out
 
 
 def test_an_actor_loss_summed_over_the_batch_is_named(capsys):

@@ -170,13 +170,14 @@ def _first_match(out: float, variants: list[tuple[float, str]], fallback: str) -
 
 def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = "target", next_critic: str = "target",
                          next_actions: str = "gumbel", discount: str = "gamma^n", not_done: bool = True,
-                         column: bool = False) -> float:
+                         column: bool = False, q_next_column: bool = False, next_obs: str = "next_obs") -> float:
     """The critic loss with one thing done differently (a known slip), as a number."""
     c = agent.config
     actors = agent.target_actors if next_actors == "target" else agent.actors
     critic_next = agent.target_critics[i] if next_critic == "target" else agent.critics[i]
+    x_next = batch[next_obs]  # (B, N, O): x_{t+n}, or x_t where a slip bootstraps from the same observation
     with torch.no_grad():
-        logits = torch.stack([actors[j](batch["next_obs"][:, j]) for j in range(agent.n_agents)], dim=1)  # (B, N, A)
+        logits = torch.stack([actors[j](x_next[:, j]) for j in range(agent.n_agents)], dim=1)  # (B, N, A)
         if next_actions == "gumbel":
             a_next = gumbel_softmax(logits, c.temperature, hard=True, generator=agent.generator)  # (B, N, A)
         elif next_actions == "gumbel per agent":
@@ -188,7 +189,9 @@ def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = 
             a_next = torch.nn.functional.one_hot(logits.argmax(-1), agent.n_actions).float()  # (B, N, A)
         else:  # the batch's own actions, taken at the previous step
             a_next = batch["actions"]
-        q_next = critic_next(flatten_for_critic(batch["next_obs"], a_next))  # (B,)
+        q_next = critic_next(flatten_for_critic(x_next, a_next))  # (B,)
+        if q_next_column:  # Q'_i(x') kept as the critic's (B, 1): r + gamma^n (1 - d) q' broadcasts to (B, B)
+            q_next = q_next.unsqueeze(1)
         gamma = c.gamma ** c.n_step if discount == "gamma^n" else c.gamma
         d = batch["dones"][:, i] if not_done else torch.zeros_like(batch["dones"][:, i])
         y = batch["rewards"][:, i] + gamma * (1 - d) * q_next  # (B,)
@@ -217,6 +220,11 @@ CRITIC_SLIPS = [
                        "while Q_i(x) is (B,): q - y broadcasts to (B, B), every prediction against every label, "
                        "and its mean is one wrong number. Take column i as (B,), batch['rewards'][:, i], and check "
                        "that q and y have the same shape before subtracting."),
+    ({"q_next_column": True}, "your Q'_i(x') has shape (B, 1) (the critic's output before a squeeze, or a keepdim) "
+                              "while r_i is (B,): r + gamma^n (1 - d) q' broadcasts to (B, B), and so does the loss. "
+                              "y_i must be (B,), like Q_i(x): check both shapes before subtracting."),
+    ({"next_obs": "obs"}, "the target bootstraps from x_t, the observation the action was taken in: the target actors "
+                          "and Q'_i read the NEXT observation, batch['next_obs'] (x_{t+n})."),
     ({"next_actions": "gumbel per agent"}, "draw every agent's next action in ONE gumbel_softmax call on the stacked "
                                            "(B, N, A) logits, as the reference does, so both use the generator's "
                                            "numbers in the same order."),
@@ -292,22 +300,47 @@ def check_maddpg_critic_loss(fn: Callable) -> None:
 # ----------------------------------------------------------------------------------------------
 
 def _actor_loss_variant(agent: MADDPG, i: int, batch: dict, reduce: str = "sum", sign: float = 1.0,
-                        reg: bool = True, taken_only: bool = False, over_batch: str = "mean") -> float:
+                        reg: str | None = "mean", taken_only: bool = False, over_batch: str = "mean",
+                        softmax_dim: int = -1, critic: str = "online", own_block: str = "replaced") -> float:
+    """Agent i's expected actor loss, or what a slip gives: the flags say which."""
     c = agent.config
     with torch.no_grad():
         logits = agent.actors[i](batch["obs"][:, i])  # (B, A)
-        pi = torch.softmax(logits, dim=-1)  # (B, A)
-        q_all = agent.q_of_every_own_action(i, batch)  # (B, A)
+        pi = torch.softmax(logits, dim=softmax_dim)  # (B, A); dim=0: over the batch, a slip
+        if critic == "online" and own_block == "replaced":
+            q_all = agent.q_of_every_own_action(i, batch)  # (B, A)
+        else:  # the same candidates, with agent i's block added to or kept instead of replaced, or the target critic
+            obs, actions = batch["obs"], batch["actions"]  # (B, N, O), (B, N, A)
+            (B, N, O), A = obs.shape, agent.n_actions
+            candidates = actions.unsqueeze(1).repeat(1, A, 1, 1)  # (B, A, N, A)
+            own = torch.eye(A)  # (A, A): copy k gets one_hot(k)
+            block = candidates[:, :, i]  # (B, A, A) the batch's own action in every copy
+            candidates[:, :, i] = {"added": block + own, "kept": torch.maximum(block, own)}.get(own_block, own)
+            x = agent.critic_input(i, obs.unsqueeze(1).expand(B, A, N, O).reshape(B * A, N, O),
+                                   candidates.reshape(B * A, N, A))  # (B*A, D)
+            net = agent.target_critics[i] if critic == "target" else agent.critics[i]
+            q_all = net(x).reshape(B, A)  # (B, A)
         if taken_only:  # Q at the action in the batch, weighted by the policy's probability of it
             q_all = q_all * batch["actions"][:, i]
         expected = (pi * q_all).sum(1) if reduce == "sum" else (pi * q_all).mean(1)  # (B,)
         over_b = expected.mean() if over_batch == "mean" else expected.sum()  # the sum: B times the mean
-        return (-sign * over_b + (c.logits_reg * (logits ** 2).mean() if reg else 0.0)).item()
+        penalty = {"mean": (logits ** 2).mean(), "sum": (logits ** 2).sum(), None: 0.0}[reg]
+        return (-sign * over_b + c.logits_reg * penalty).item()
 
 
 ACTOR_SLIPS = [
-    ({"reg": False}, "add the logits penalty c_reg * mean(logits_i^2) (agent.config.logits_reg), as the reference "
-                     "does."),
+    ({"reg": None}, "add the logits penalty c_reg * mean(logits_i^2) (agent.config.logits_reg), as the reference "
+                    "does."),
+    ({"reg": "sum"}, "the logits penalty is summed over the batch and the actions: it is the MEAN of logits_i^2 over "
+                     "all B * A entries, times c_reg."),
+    ({"softmax_dim": 0}, "pi_i is a softmax over the BATCH axis: each row's probabilities are a softmax over its A "
+                         "actions, softmax(logits, dim=-1)."),
+    ({"critic": "target"}, "the loss reads the TARGET critic: the actor climbs the critic being trained, "
+                           "agent.critics[i] (the targets only build the critic's label)."),
+    ({"own_block": "added"}, "agent i's action block must be REPLACED by one_hot(k) in copy k, not added to: the "
+                             "batch's own action would stay in the critic's input beside k."),
+    ({"own_block": "kept"}, "agent i's action block must be REPLACED by one_hot(k) in copy k: clear it first "
+                            "(joint[:, i] = 0), or the batch's own action stays in the critic's input beside k."),
     ({"sign": -1.0}, "the optimiser MINIMISES the loss and the actor wants a HIGH Q: the loss is minus the expected "
                      "value."),
     ({"reduce": "mean"}, "the expectation over agent i's actions is a SUM over k of pi_i(k) Q_i(..., k), not a mean "
@@ -471,8 +504,9 @@ def _update(agent: MADDPG, batch: dict, critic_loss: Callable, actor_loss: Calla
             hard_update(agent.target_actors, agent.actors)
             hard_update(agent.target_critics, agent.critics)
         elif slip != "no soft update":
-            soft_update(agent.target_actors, agent.actors, c.tau)
-            soft_update(agent.target_critics, agent.critics, c.tau)
+            tau = 1 - c.tau if slip == "tau swapped" else c.tau  # (swapped: the targets all but copied)
+            soft_update(agent.target_actors, agent.actors, tau)
+            soft_update(agent.target_critics, agent.critics, tau)
 
     def critic_steps():
         for i in range(agent.n_agents):
@@ -512,6 +546,8 @@ UPDATE_SLIPS = [
     ("no soft update", "end the update with the soft updates of the target actors and target critics (tau = "
                        "agent.config.tau)."),
     ("hard copy", "MADDPG moves its targets softly every update (tau), not by copying."),
+    ("tau swapped", "the targets moved by 1 - tau, nearly a copy: pass agent.config.tau itself to soft_update, which "
+                    "moves each target tau of the way to its network."),
     ("clip by value", "clip each network's gradient NORM (torch.nn.utils.clip_grad_norm_), not each gradient "
                       "entry's value (clip_grad_value_)."),
     ("no clipping", "clip each network's gradient norm to agent.config.grad_clip before its optimiser steps "
@@ -707,12 +743,15 @@ LOOP_CASES = (
     # eval_every 3 < K = 4: a lock-step can pass two evaluation points, and the rule for that (one evaluation, the next
     # point one eval_every up) is checked; batch 64 > warm-up 32: a loop that waits for warmup_steps alone samples 64
     # transitions from fewer (a slip the check then sees)
+    # 2 updates per lock-step, so a loop that makes one fails. (The replay's capacity is checked as a number: a replay
+    # that wraps in the case would hide every other slip, the buffers compared slot by slot.)
     ("Switch2-v2, 4 env copies, 24 episodes, seed 3", dict(env_id=ENV_ID, episodes=24, seed=3, eval_every=3),
-     dict(n_envs=4, warmup_steps=32, batch_size=64, hidden=16, buffer_size=5_000)),
-    # the case above has no episode end where an agent arrived. Random play (epsilon 1) with no update (a warm-up
-    # longer than the run) is cheap and has both kinds of end: measured, in its 24 ends, 1 where every agent arrived
-    # (terminal, d = 1) and 1 time-limit end where one agent had (not terminal); tests/test_capstone_maddpg.py counts
-    # them. A loop whose terminal flag is always False, or any() of the arrivals, passes the first case, not this one
+     dict(n_envs=4, warmup_steps=32, batch_size=64, hidden=16, buffer_size=5_000, updates_per_step=2)),
+    # the case above has no episode end where every agent arrived (it has a time-limit end where one had, which
+    # catches any() of the arrivals). Random play (epsilon 1) with no update (a warm-up longer than the run) is cheap
+    # and has both kinds of end: measured, in its 24 ends, 1 where every agent arrived (terminal, d = 1) and 1
+    # time-limit end where one agent had (not terminal); tests/test_capstone_maddpg.py counts them. A loop whose
+    # terminal flag is always False passes the first case, not this one
     ("Switch2-v2, 4 env copies, 24 episodes of random play (epsilon 1, no update), seed 12",
      dict(env_id=ENV_ID, episodes=24, seed=12, eval_every=100),
      dict(n_envs=4, warmup_steps=5_000, batch_size=64, hidden=16, buffer_size=5_000, epsilon_start=1.0,
@@ -735,7 +774,7 @@ BUFFER_HINTS = {
     "actions": "store the actions taken, one-hot: one_hot(actions[k], A) for copy k. If you do, the policy that chose "
                "them differs from the reference's: each lock-step's epsilon is linear(epsilon_start, epsilon_end, "
                "episodes finished so far, epsilon_fraction * episodes), and the updates start once len(buffer) >= "
-               "max(warmup_steps, batch_size).",
+               "max(warmup_steps, batch_size), config.updates_per_step updates after each lock-step.",
     "rewards": "store the n-step TEAM return from your window of part 5 (its check must pass first): append (obs[k], "
                "actions[k], team reward of copy k) to copy k's pending deque first; every agent's column holds the "
                "same team return.",
@@ -767,6 +806,10 @@ def _loop_verdict(fn: Callable, case: str, arguments: dict, config: dict, expect
     if not all(hasattr(buffer, key) for key in reference_buffer.KEYS) or not hasattr(buffer, "__len__"):
         return (f"FAILED on {case}: 'buffer' should be the ReplayBuffer you stored the transitions in, got "
                 f"{type(buffer).__name__}")
+    if getattr(buffer, "capacity", None) != config["buffer_size"]:
+        return (f"FAILED on {case}: your buffer keeps {getattr(buffer, 'capacity', '?')} transitions, the config asks "
+                f"for {config['buffer_size']}.\nHint: ReplayBuffer(config.buffer_size, N, O, A): the replay keeps the "
+                f"last buffer_size transitions, and how many it keeps changes what MADDPG learns (notebook 05).")
     n = min(len(buffer), len(reference_buffer))  # compare what both stored first: the earliest difference is the cause
     first_difference = {}  # key -> the first transition where that array differs (the earliest is the cause)
     for key in reference_buffer.KEYS:
@@ -833,7 +876,8 @@ def _loop_verdict(fn: Callable, case: str, arguments: dict, config: dict, expect
 def check_maddpg_training_loop(fn: Callable) -> None:
     """Check ``fn(env_id, episodes, config, seed, update, eval_every) -> dict(agent, buffer, episode_returns,
     evaluations)`` against ``loops.train`` of MADDPG on the two small cases of ``LOOP_CASES`` (4 env copies, 24 episodes:
-    updates from a batch of 64 after a warm-up of 32, so they start at the 64th stored transition; then random play
+    updates from a batch of 64 after a warm-up of 32, so they start at the 64th stored transition, 2 per lock-step,
+    and the replay's capacity checked first; then random play
     with no update, whose episode ends include one where every agent arrived and time-limit ends where one had): the
     same replay buffer (every stored array), episode returns and evaluations, ``update`` called as many times as
     ``loops.train`` updates, and, within TOLERANCE, every parameter. ``update`` is a spy of the reference's, so
