@@ -111,7 +111,8 @@ def test_n_step_check_holds_notebook_05s_row_by_hand_and_names_each_slip(capsys)
     backwards = _run_n_step(lambda r, g: sum(g ** (r.shape[1] - 1 - k) * r[:, k] for k in range(r.shape[1])), capsys)
     assert "the discounts run backwards" in backwards
     assert "without discounting" in _run_n_step(lambda r, g: r.sum(dim=1), capsys)
-    assert "broadcast to (B, B)" in _run_n_step(lambda r, g: written_out(r, g).unsqueeze(-1) + written_out(r, g), capsys)
+    column = lambda r, g: written_out(r, g).unsqueeze(-1) + written_out(r, g)  # noqa: E731 (B, 1) + (B,) -> (B, B)
+    assert "broadcast to (B, B)" in _run_n_step(column, capsys)
     assert "not over the batch" in _run_n_step(lambda r, g: (g ** torch.arange(r.shape[1]) * r).sum(dim=0), capsys)
 
 

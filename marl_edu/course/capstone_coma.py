@@ -366,12 +366,12 @@ def check_coma_batch_advantage(fn: Callable) -> None:
             (_advantage(agent, rows, batch, pi, "sign"), "the sign is flipped: Adv = Q(s, a) - baseline."),
             (_advantage(agent, rows, batch, pi, "next step"), "Q of step t is column t of (B, T+1, N, A): drop the "
                                                               "LAST column (the end state), not the first."),
-            (_advantage(agent, rows, batch, pi, "next actions"), "the taken actions are read one step late: "
-                                                                 "Q(s_t, a_t) picks the action of step t, "
-                                                                 "actions[:, :T] (the last column is the end state's)."),
-            (_advantage(agent, rows, batch, pi, "time-major"), "the critic's values are reshaped time-major: its "
-                                                               "rows are episode-major (row b*(T+1) + t), so its "
-                                                               "output reshapes to (B, T+1, N, A), not (T+1, B, N, A)."),
+            (_advantage(agent, rows, batch, pi, "next actions"),
+             "the taken actions are read one step late: Q(s_t, a_t) picks the action of step t, actions[:, :T] (the "
+             "last column is the end state's)."),
+            (_advantage(agent, rows, batch, pi, "time-major"),
+             "the critic's values are reshaped time-major: its rows are episode-major (row b*(T+1) + t), so its "
+             "output reshapes to (B, T+1, N, A), not (T+1, B, N, A)."),
             (torch.zeros_like(out), "every advantage is 0: the baseline must not be Q of the taken action itself; "
                                     "it is the policy's expectation over agent i's OWN actions k, sum_k pi(k) Q_k."),
         ], "Adv_{i,t} = Q(s_t, a_t) minus the baseline sum_k pi(k | h_{i,t}, i) Q(s_t, (a_-i,t, k)), for every step "

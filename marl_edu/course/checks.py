@@ -846,7 +846,7 @@ def check_expected_actor_loss(fn: Callable[..., torch.Tensor]) -> None:
           f"critic, the batch left untouched; B from 1 to 6, N = 2 and 3, A = 2 to 5, agents 0 to 2).")
 
 
-# -- check_n_step_return: MADDPG's n-step return of the team reward (notebook 05) ---------------------------------------
+# -- check_n_step_return: MADDPG's n-step return of the team reward (notebook 05) ------------------------------------
 
 def _n_step_variants(rewards: torch.Tensor, gamma: float) -> dict[str, torch.Tensor]:
     """R^(n) of every row of ``rewards`` (B, n), and what three slips give instead: each (B,)."""

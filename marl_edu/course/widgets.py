@@ -108,8 +108,9 @@ def plot_runs(reference: dict | None, run: dict | None, optimal: float | None = 
                     label=f"{data.get('label', name)}: {evaluation_label}")
         if data.get("sampled_evaluations"):
             episodes, sampled = zip(*data["sampled_evaluations"])
+            # a ring twice the dot's size: centred on its dot where the two agree
             ax.plot(episodes, sampled, "o", color=color, markersize=8, markerfacecolor="none", markeredgewidth=1.2,
-                    label=f"{data.get('label', name)}: sampled")  # a ring twice the dot's size: around it where they agree
+                    label=f"{data.get('label', name)}: sampled")
     if optimal is not None:
         ax.set_ylim(top=optimal + 1.5)
     sampled = any(data and data.get("sampled_evaluations") for data in (reference, run))
