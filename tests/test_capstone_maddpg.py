@@ -621,7 +621,7 @@ def test_a_loop_that_calls_agent_update_instead_of_its_argument_fails(capsys):
     assert "a loop that calls agent.update(batch) would train with marl_edu's update" in out
 
 
-def test_a_loop_with_another_replay_capacity_or_one_update_per_lock_step_fails(capsys):
+def test_a_loop_with_another_replay_capacity_or_one_update_per_lock_step_fails_with_a_hint_that_covers_it(capsys):
     # a replay of 100,000 where the config asks for 5,000: the case never fills either, so only the capacity tells
     loop = _loop_with_source_changed("ReplayBuffer(config.buffer_size, N, O, A)", "ReplayBuffer(100_000, N, O, A)")
     out = verdict(capstone.check_maddpg_training_loop, loop, capsys)
@@ -742,7 +742,7 @@ def actor_summed_over_the_batch(agent, i, batch):
     ("torch.softmax(logits, dim=1)", "torch.softmax(logits, dim=0)", "softmax over the BATCH axis"),
     ("agent.critics[i](flatten_for_critic(obs, joint))", "agent.target_critics[i](flatten_for_critic(obs, joint))",
      "reads the TARGET critic"),
-    ("            joint[:, i] = 0.0\n", "", "REPLACED by one_hot(k)"),  # the batch's own action kept beside k
+    ("            joint[:, i] = 0.0\n", "", "clear it first"),  # the batch's own action kept beside k
     ("            joint[:, i] = 0.0\n            joint[:, i, k] = 1.0", "            joint[:, i, k] += 1.0",
      "not added to"),
 ])

@@ -111,9 +111,14 @@ def test_n_step_check_holds_notebook_05s_row_by_hand_and_names_each_slip(capsys)
     backwards = _run_n_step(lambda r, g: sum(g ** (r.shape[1] - 1 - k) * r[:, k] for k in range(r.shape[1])), capsys)
     assert "the discounts run backwards" in backwards
     assert "without discounting" in _run_n_step(lambda r, g: r.sum(dim=1), capsys)
+    # the shapes: the first case has B = 1, so (B, 1) and (B, B) are both (1, 1) there, and the hint names both
+    keepdim = lambda r, g: (g ** torch.arange(r.shape[1]) * r).sum(dim=1, keepdim=True)  # noqa: E731 (B, 1)
+    assert "R came out (B, 1): a keepdim=True" in _run_n_step(keepdim, capsys)
     column = lambda r, g: written_out(r, g).unsqueeze(-1) + written_out(r, g)  # noqa: E731 (B, 1) + (B,) -> (B, B)
-    assert "broadcast to (B, B)" in _run_n_step(column, capsys)
-    assert "not over the batch" in _run_n_step(lambda r, g: (g ** torch.arange(r.shape[1]) * r).sum(dim=0), capsys)
+    assert "with B > 1 that broadcasts to (B, B)" in _run_n_step(column, capsys)
+    assert "nothing was summed" in _run_n_step(lambda r, g: g ** torch.arange(r.shape[1]) * r, capsys)  # (B, n)
+    assert "over the batch too" in _run_n_step(lambda r, g: (g ** torch.arange(r.shape[1]) * r).sum(dim=0), capsys)
+    assert "over the batch too" in _run_n_step(lambda r, g: (g ** torch.arange(r.shape[1]) * r).sum(), capsys)
 
 
 def test_td_check_failure_prints_what_a_learner_needs_to_recompute_the_expected_row(capsys):

@@ -322,7 +322,8 @@ def _advantage(agent: COMA, rows: torch.Tensor, batch: dict, pi: torch.Tensor, s
     net = agent.target_critic if slip == "target critic" else agent.critic
     with torch.no_grad():
         q = net(rows.reshape(-1, rows.shape[-1]))  # (B*(T+1)*N, A), rows episode-major
-        q = q.reshape(T1, B, N, -1).transpose(0, 1) if slip == "time-major" else q.reshape(B, T1, N, -1)
+        q = (q.reshape(T1, B, N, -1).transpose(0, 1) if slip == "time-major"
+             else q.reshape(B, T1, N, -1))  # (B, T+1, N, A)
         q = q[:, 1:] if slip == "next step" else q[:, :T1 - 1]  # (B, T, N, A)
         taken_actions = actions[:, 1:] if slip == "next actions" else actions[:, :T1 - 1]  # (B, T, N)
         taken = q.gather(-1, taken_actions.unsqueeze(-1)).squeeze(-1)  # (B, T, N)

@@ -426,7 +426,8 @@ def _names_nothing(fn: Callable) -> bool:
 @capstones.refuses_library_answers("soft_update", "marl_edu.pieces.targets:soft_update")
 def check_soft_update(fn: Callable) -> None:
     """Check ``fn(target, source, tau)``: target's parameters become ``tau * source + (1 - tau) * target`` in place,
-    for tau = 0.01, 0.5 (where a swap cannot show), 1 and 0, and nothing happens to ``source``."""
+    for tau = 0.01, 0.3 (not 0.5, where tau and 1 - tau swapped cannot show), 1 and 0, and nothing happens to
+    ``source``."""
     for tau in (0.01, 0.3, 1.0, 0.0):
         case = f"tau={tau}"
         torch.manual_seed(int(tau * 100) + 1)

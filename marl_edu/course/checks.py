@@ -858,6 +858,20 @@ def _n_step_variants(rewards: torch.Tensor, gamma: float) -> dict[str, torch.Ten
             "undiscounted": rewards.sum(dim=1)}  # (B,)
 
 
+def _n_step_shape_hint(shape: tuple, B: int, n: int) -> str:
+    """The hint for an n-step return of the wrong shape ``shape``, rewards (B, n): the (B, 1) first, the commonest."""
+    if shape == (B, 1):
+        return ("R came out (B, 1): a keepdim=True, an unsqueeze, or a (B, 1) that met a (B,) (with B > 1 that "
+                "broadcasts to (B, B)); R is (B,).")
+    if shape == (B, B):
+        return "(B,) met (B, 1) somewhere and broadcast to (B, B): keep R (B,)."
+    if shape == (B, n):
+        return "nothing was summed: one return per row is the sum over its n rewards, dim=1, (B, n) -> (B,)."
+    if shape in ((n,), ()):
+        return "the sum ran over the batch too: sum over each row's n rewards only, dim=1, (B, n) -> (B,)."
+    return "one return per row: R is (B,)."
+
+
 def check_n_step_return(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
     """Check ``fn(rewards (B, n), gamma) -> R (B,)`` against ``R^(n)_t = sum_{k=0}^{n-1} gamma^k r_{t+k}``, each row
     the next n team rewards of one stored transition. Cases: notebook 05's row t = 4 of the optimal plan (-0.2, -0.2,
@@ -869,9 +883,8 @@ def check_n_step_return(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> No
     for rewards, gamma, case in cases:
         variants = _n_step_variants(rewards, gamma)
         expected = variants["right"]
-        out = output(fn, case, expected, (rewards.clone(), gamma), lambda shape: (
-            "(B,) met (B, 1) somewhere and broadcast to (B, B): keep R (B,)." if shape == (len(rewards),) * 2
-            else "one return per row: sum over the n rewards (dim=1), not over the batch, (B, n) -> (B,)."))
+        out = output(fn, case, expected, (rewards.clone(), gamma),
+                     lambda shape: _n_step_shape_hint(shape, *rewards.shape))
         if out is None:
             return
         if torch.allclose(out, expected, atol=1e-6):
