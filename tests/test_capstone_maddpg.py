@@ -134,6 +134,25 @@ def test_the_critic_losss_slips_a_cold_reading_tried_are_named(old, new, hint, c
     assert out.startswith("FAILED") and hint in out, out
 
 
+@pytest.mark.parametrize("new", ['batch["rewards"][:, 0]', 'batch["rewards"].mean(1)', 'batch["rewards"][:, -1]'])
+def test_a_critic_loss_that_does_not_read_agent_is_own_reward_column_fails_on_the_own_rewards_case(new, capsys):
+    # every column of the first two cases holds the team's return, so these pass there (as they would train on
+    # Switch2); the third case's rewards differ by agent, as own rewards do
+    slip = with_source_changed(solutions.maddpg_critic_loss, 'batch["rewards"][:, i]', new)
+    out = verdict(capstone.check_maddpg_critic_loss, slip, capsys)
+    assert out.startswith("FAILED on N=3, B=16, own rewards, agent i="), out
+    assert "column i of batch['rewards']" in out, out
+
+
+def test_the_own_rewards_case_gives_every_agent_its_own_column():
+    batch = capstone._batch(16, 3, 4, 3, seed=16, own_rewards=True)
+    rewards = batch["rewards"]  # (16, 3)
+    assert not torch.equal(rewards[:, 0], rewards[:, 1]) and not torch.equal(rewards[:, 1], rewards[:, 2])
+    assert torch.equal(batch["dones"][:, 0], batch["dones"][:, 2])  # the episode still ends for the team
+    team = capstone._batch(16, 3, 4, 3, seed=16)  # everything else the same as the team case
+    assert all(torch.equal(batch[k], team[k]) for k in ("obs", "actions", "next_obs", "dones"))
+
+
 # -- part 2: the actor's loss ----------------------------------------------------------------------------------------
 
 def actor_no_penalty(agent, i, batch):

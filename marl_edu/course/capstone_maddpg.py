@@ -106,8 +106,10 @@ def _agent(N: int = 2, O: int = 2, A: int = 5, seed: int = 0, tau: float = 0.005
     return agent
 
 
-def _batch(B: int, N: int, O: int, A: int, seed: int, as_tensors: bool = True) -> dict:
-    """A replay batch like ``ReplayBuffer.sample``'s: one-hot actions, a team reward in every column, some dones."""
+def _batch(B: int, N: int, O: int, A: int, seed: int, as_tensors: bool = True, own_rewards: bool = False) -> dict:
+    """A replay batch like ``ReplayBuffer.sample``'s: one-hot actions, a team reward in every column, some dones.
+    ``own_rewards``: each agent's column holds its own n-step return instead (the rest of the batch unchanged), so a
+    loss that reads another column than agent i's, or the columns' mean, is told apart from r_i."""
     rng = np.random.default_rng(seed)
     obs = rng.uniform(0, 1, (B, N, O)).astype(np.float32)  # (B, N, O)
     actions = np.eye(A, dtype=np.float32)[rng.integers(0, A, (B, N))]  # (B, N, A)
@@ -115,6 +117,9 @@ def _batch(B: int, N: int, O: int, A: int, seed: int, as_tensors: bool = True) -
     done = (rng.uniform(size=B) < 0.3).astype(np.float32)  # (B,) the team's episode truly ended
     batch = {"obs": obs, "actions": actions, "rewards": np.repeat(team[:, None], N, 1),
              "next_obs": rng.uniform(0, 1, (B, N, O)).astype(np.float32), "dones": np.repeat(done[:, None], N, 1)}
+    if own_rewards:  # drawn from a generator of their own, so obs, actions, next_obs and dones stay the team case's
+        own = np.random.default_rng([seed, 1]).choice([-0.3, -0.2, 4.8, 4.9], size=(B, N))  # (B, N)
+        batch["rewards"] = own.astype(np.float32)
     if as_tensors:
         return {key: torch.as_tensor(value) for key, value in batch.items()}
     return batch
@@ -170,7 +175,8 @@ def _first_match(out: float, variants: list[tuple[float, str]], fallback: str) -
 
 def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = "target", next_critic: str = "target",
                          next_actions: str = "gumbel", discount: str = "gamma^n", not_done: bool = True,
-                         column: bool = False, q_next_column: bool = False, next_obs: str = "next_obs") -> float:
+                         column: bool = False, q_next_column: bool = False, next_obs: str = "next_obs",
+                         reward: str = "column i") -> float:
     """The critic loss with one thing done differently (a known slip), as a number."""
     c = agent.config
     actors = agent.target_actors if next_actors == "target" else agent.actors
@@ -194,7 +200,9 @@ def _critic_loss_variant(agent: MADDPG, i: int, batch: dict, next_actors: str = 
             q_next = q_next.unsqueeze(1)
         gamma = c.gamma ** c.n_step if discount == "gamma^n" else c.gamma
         d = batch["dones"][:, i] if not_done else torch.zeros_like(batch["dones"][:, i])
-        y = batch["rewards"][:, i] + gamma * (1 - d) * q_next  # (B,)
+        r = {"column i": batch["rewards"][:, i], "column 0": batch["rewards"][:, 0],
+             "column -1": batch["rewards"][:, -1], "mean": batch["rewards"].mean(1)}[reward]  # (B,)
+        y = r + gamma * (1 - d) * q_next  # (B,)
         if column:  # y as (B, 1), e.g. from rewards[:, i:i+1]: q - y broadcasts to (B, B)
             y = y.unsqueeze(1)
         q = agent.critics[i](flatten_for_critic(batch["obs"], batch["actions"]))  # (B,)
@@ -225,6 +233,9 @@ CRITIC_SLIPS = [
                               "y_i must be (B,), like Q_i(x): check both shapes before subtracting."),
     ({"next_obs": "obs"}, "the target bootstraps from x_t, the observation the action was taken in: the target actors "
                           "and Q'_i read the NEXT observation, batch['next_obs'] (x_{t+n})."),
+    *[({"reward": other}, "y_i reads agent i's OWN reward, column i of batch['rewards'] (batch['rewards'][:, i]): on "
+                           "Switch2 every column holds the team's return, but in this case each agent's column holds "
+                           "its own, as it would with own rewards.") for other in ("column 0", "column -1", "mean")],
     ({"next_actions": "gumbel per agent"}, "draw every agent's next action in ONE gumbel_softmax call on the stacked "
                                            "(B, N, A) logits, as the reference does, so both use the generator's "
                                            "numbers in the same order."),
@@ -238,13 +249,14 @@ CRITIC_SLIPS = [
 @on_one_thread
 def check_maddpg_critic_loss(fn: Callable) -> None:
     """Check ``fn(agent, i, batch) -> 0-d loss`` against ``MADDPG.critic_loss`` (within TOLERANCE) on a 2-agent and a
-    3-agent learner, every agent i, batches with terminal transitions; the learner's generator is rewound between the
-    two so both draw the same Gumbel noise. Also checks the loss has a gradient into critic i and none elsewhere."""
-    for N, O, A, B in ((2, 2, 5, 8), (3, 2, 5, 1), (3, 4, 3, 16)):
+    3-agent learner, every agent i, batches with terminal transitions (the last with each agent's own rewards, the
+    others with the team's in every column); the learner's generator is rewound between the two so both draw the same
+    Gumbel noise. Also checks the loss has a gradient into critic i and none elsewhere."""
+    for N, O, A, B, own_rewards in ((2, 2, 5, 8, False), (3, 2, 5, 1, False), (3, 4, 3, 16, True)):
         agent = _agent(N, O, A, seed=N + B)
-        batch = _batch(B, N, O, A, seed=B)
+        batch = _batch(B, N, O, A, seed=B, own_rewards=own_rewards)
         for i in range(N):
-            case = f"N={N}, B={B}, agent i={i}"
+            case = f"N={N}, B={B}{', own rewards' if own_rewards else ''}, agent i={i}"
             state = agent.generator.get_state()
             expected = agent.critic_loss(i, batch).item()
             after_reference = agent.generator.get_state()
@@ -292,7 +304,7 @@ def check_maddpg_critic_loss(fn: Callable) -> None:
                       f"Q'_i(x').")
                 return
     print(f"PASSED: your critic loss equals MADDPG.critic_loss (within {TOLERANCE:g}) for every agent of 2- and "
-          f"3-agent learners, with terminal transitions and B = 1.")
+          f"3-agent learners, with terminal transitions, B = 1 and own rewards.")
 
 
 # ----------------------------------------------------------------------------------------------
