@@ -425,8 +425,25 @@ def test_a_failed_comparison_shows_the_first_values_that_differ(capsys):
     got[1, 2] += 1.0
     checks.values_differ("a case", expected, got, "a hint", shown=3)
     out = capsys.readouterr().out
-    assert "first at index (1, 2)" in out
-    assert "expected [6.0, 7.0, 8.0]" in out and "got      [7.0, 7.0, 8.0]" in out
+    # from (1, 2) to the end of row 1: 2 values, not 3 (the third, 8.0, would be row 2's first, read as row 1's)
+    assert "first at index (1, 2); entries (1, 2) to (1, 3):" in out
+    assert "expected [6.0, 7.0]\n" in out and "got      [7.0, 7.0]\n" in out and out.endswith("Hint: a hint\n")
+
+
+def test_a_failed_comparison_shows_at_most_the_values_asked_for_and_stays_in_one_row(capsys):
+    expected = torch.arange(24.0).reshape(2, 3, 4)  # rows of 4 along the last axis
+    got = expected.clone()
+    got[1, 0, 1] = -1.0  # flat index 13: (1, 0, 1)
+    checks.values_differ("a case", expected, got, "a hint", shown=2)
+    out = capsys.readouterr().out
+    assert "entries (1, 0, 1) to (1, 0, 2):" in out and "expected [13.0, 14.0]" in out and "got      [-1.0, 14.0]" in out
+    vector = torch.arange(10.0)  # a 1-d tensor is one row
+    checks.values_differ("a case", vector, vector + (torch.arange(10) >= 8), "a hint", shown=4)
+    out = capsys.readouterr().out
+    assert "first at index (8,); entries (8,) to (9,):" in out and "expected [8.0, 9.0]" in out
+    checks.values_differ("a case", torch.tensor(1.0), torch.tensor(2.0), "a hint", shown=4)  # one number
+    out = capsys.readouterr().out
+    assert "values differ, first at index ().\nexpected [1.0]" in out and "expected [1.0]" in out and "got      [2.0]" in out
 
 
 # -- check_qmix_mixer: QMIX's mixing network from its hypernetworks (notebook 09) -----------------------------------

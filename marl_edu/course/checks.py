@@ -99,16 +99,24 @@ def named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], f
 
 
 def values_differ(case: str, expected: torch.Tensor, out: torch.Tensor, hint: str, shown: int) -> None:
-    """Print FAILED with ``shown`` expected and returned values (rounded) from the first entry that differs (flattened,
-    so the learner sees a difference, not the equal values before it), its index in the tensor, and the hint.
+    """Print FAILED with the expected and returned values (rounded) from the first entry that differs (so the learner
+    sees a difference, not the equal values before it) to the end of its row along the last axis, at most ``shown``
+    of them (never into the next row, whose values would read as this one's), where they are, and the hint.
     ``expected`` and ``out``: tensors of one shape."""
     want, got = expected.detach().flatten(), out.detach().flatten()
     differ = ~torch.isclose(got, want, atol=1e-5, rtol=0.0)
     first = int(differ.nonzero()[0]) if differ.any() else 0
-    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), expected.shape)) if expected.dim() else ()
-    print(f"FAILED on {case}: values differ, first at index {where}.\n"
-          f"expected {[round(v, 3) for v in want[first:first + shown].tolist()]}\n"
-          f"got      {[round(v, 3) for v in got[first:first + shown].tolist()]}\nHint: {hint}")
+    row = expected.shape[-1] if expected.dim() else 1  # the length of the last axis: one row
+    end = min(first + shown, first - first % row + row)  # the flat index after the last value shown
+
+    def index(flat: int) -> tuple[int, ...]:
+        return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape))
+
+    where = f"first at index {index(first)}; entries {index(first)} to {index(end - 1)}:" if expected.dim() else (
+        "first at index ().")
+    print(f"FAILED on {case}: values differ, {where}\n"
+          f"expected {[round(v, 3) for v in want[first:end].tolist()]}\n"
+          f"got      {[round(v, 3) for v in got[first:end].tolist()]}\nHint: {hint}")
 
 
 def _not_one_number(out: torch.Tensor, case: str, hint: str) -> bool:
