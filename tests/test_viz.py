@@ -186,6 +186,28 @@ def test_downscale_averages_blocks_by_hand():
             downscale(frame, bad)
 
 
+def test_side_by_side_puts_panels_in_a_row_with_a_grey_gap_between():
+    import numpy as np
+    import pytest
+
+    from marl_edu.base.viz import side_by_side
+
+    a = np.full((2, 3, 3), 10, dtype=np.uint8)  # (H, W, 3) = (2, 3, 3)
+    b = np.full((2, 1, 3), 20, dtype=np.uint8)  # (2, 1, 3): panels may differ in width, not in height
+    row = side_by_side([a, b, a], gap=2)  # widths 3 + 2 + 1 + 2 + 3 = 11
+    assert row.shape == (2, 11, 3) and row.dtype == np.uint8
+    assert row[0, :, 0].tolist() == [10, 10, 10, 150, 150, 20, 150, 150, 10, 10, 10]  # grey: the envs draw on white
+    assert side_by_side([a], gap=2).tolist() == a.tolist()  # one panel: no gap
+    assert side_by_side([a, b], gap=0).shape == (2, 4, 3)
+    with pytest.raises(ValueError, match=r"panels\[1\]: expected shape \(H=2, W, 3\), got \(3, 1, 3\)"):
+        side_by_side([a, np.zeros((3, 1, 3), np.uint8)])
+    with pytest.raises(ValueError, match="panels is empty"):
+        side_by_side([])
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="gap must be an int >= 0"):
+            side_by_side([a, b], gap=bad)
+
+
 def test_outcome_counts_by_hand_and_outcome_plot():
     from marl_edu.base.viz import SWITCH_OUTCOMES, outcome_counts, plot_outcomes
 

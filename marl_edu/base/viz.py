@@ -78,6 +78,24 @@ def downscale(frame: np.ndarray, factor: int) -> np.ndarray:
     return np.asarray(Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8)).reduce(factor))
 
 
+def side_by_side(panels: Sequence[np.ndarray], gap: int = 4) -> np.ndarray:
+    """One frame of several panels in a row, ``(H, W_0 + gap + W_1 + ..., 3)``, with a grey strip ``gap`` pixels wide
+    between neighbours (the envs draw on white), so that what stands at one panel's edge does not read as part of the
+    next. ``panels``: frames ``(H, W_k, 3)`` uint8 of one height (widths may differ)."""
+    if len(panels) == 0:
+        raise ValueError("panels is empty: give the frames to put side by side")
+    if isinstance(gap, bool) or not isinstance(gap, int) or gap < 0:
+        raise ValueError(f"gap must be an int >= 0 (pixels between panels), got {gap!r}")
+    height = check_shape(panels[0], ("H", "W", 3), "panels[0]")["H"]
+    for k, panel in enumerate(panels[1:], start=1):
+        check_shape(panel, ("H", "W", 3), f"panels[{k}]", {"H": height})
+    strip = np.full((height, gap, 3), 150, dtype=np.uint8)  # (H, gap, 3) grey
+    row = [panels[0]]
+    for panel in panels[1:]:
+        row += [strip, panel]
+    return np.concatenate(row, axis=1)  # (H, sum of widths + gaps, 3)
+
+
 def _check_frames(frames: Sequence[np.ndarray]) -> None:
     if len(frames) == 0:
         raise ValueError("frames is empty: record an episode with run_episode(..., record_frames=True)")
