@@ -127,11 +127,12 @@ def test_which_payoffs_each_method_can_fit_exactly():
         "best monotonic fit": ([[8.0, -6.0, -6.0], [-6.0, -6.0, -6.0], [-6.0, -6.0, -6.0]], False, True),
     }
     for name, (payoff, vdn, qmix) in cases.items():
-        assert (fits_exactly(payoff, "vdn"), fits_exactly(payoff, "qmix")) == (vdn, qmix), name
+        assert (fits_exactly(payoff, "sum"), fits_exactly(payoff, "monotonic")) == (vdn, qmix), name
     # what VDN fits exactly, its least squares reproduce
     torch.testing.assert_close(vdn_least_squares([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    with pytest.raises(ValueError, match="method must be one of vdn, qmix"):
-        fits_exactly(PAYOFF, "iql")
+    for old_name in ("vdn", "qmix", "iql"):
+        with pytest.raises(ValueError, match=f"mix must be one of sum, monotonic, got '{old_name}'"):
+            fits_exactly(PAYOFF, old_name)
 
 
 def test_tables_and_greedy_actions_by_hand():

@@ -260,7 +260,7 @@ def test_config_names_a_batch_larger_than_the_replay():
 
 def test_qmixs_mixer_cannot_fit_a_monotonic_table_that_takes_a_bonus_away():
     # notebook 09 section 1: "pay 1 unless both play 1", [[1, 1], [1, 0]], ranks each agent's actions the same way
-    # whatever the other plays (a monotonic mix can fit it: fits_exactly "qmix"), but QMIX's mixer has increasing
+    # whatever the other plays (a monotonic mix can fit it: fits_exactly "monotonic"), but QMIX's mixer has increasing
     # differences: each hidden unit is the convex, increasing elu of a non-negative mix of the utilities, so
     # d^2 Q_tot / dq_0 dq_1 >= 0 and Q(hi, hi) + Q(lo, lo) >= Q(hi, lo) + Q(lo, hi): here 1 + 0 against 1 + 1, short by
     # 1. With each agent's utilities ranked as the table ranks its actions, the closest fit moves each of the 4 entries
@@ -270,7 +270,7 @@ def test_qmixs_mixer_cannot_fit_a_monotonic_table_that_takes_a_bonus_away():
     from marl_edu.learners.matrix_game import fits_exactly
 
     table = torch.tensor([[1.0, 1.0], [1.0, 0.0]])  # (A, A) rows: agent 0's action, columns: agent 1's
-    assert fits_exactly(table, "qmix") and not fits_exactly(table, "vdn")
+    assert fits_exactly(table, "monotonic") and not fits_exactly(table, "sum")
     torch.manual_seed(0)
     mixer = QMixer(n_agents=2, state_dim=3)
     utilities = torch.nn.Parameter(torch.randn(2, 2))  # (N, A) q_i(a_i)

@@ -15,8 +15,8 @@ overgeneralisation.
 utilities through a ``QMixer`` whose state is a constant, S = 1) to r by Adam, regressing Q_tot onto r over the joint
 actions that independent exploration plays: each joint action weighted by its probability pi(a_0) pi(a_1), which is
 what regressing on uniformly random joint actions converges to, without the sampling noise. ``vdn_least_squares``
-gives VDN's answer in closed form, ``fits_exactly`` which payoffs each method can represent at all, ``mixer_slopes``
-the monotonicity check dQ_tot/dQ_i >= 0, and ``set_mixer_weights`` makes a ``QMixer`` compute hand-chosen weights (for
+gives VDN's answer in closed form, ``fits_exactly`` which payoffs a sum or a monotonic mix can represent at all,
+``mixer_slopes`` the monotonicity check dQ_tot/dQ_i >= 0, and ``set_mixer_weights`` makes a ``QMixer`` compute hand-chosen weights (for
 worked examples). Symbols as in the cheat sheet: the mixer's biases are v_1 and v_2 there (``b1``, ``b2`` in
 ``QMixer``; b is the batch index).
 """
@@ -34,6 +34,7 @@ from marl_edu.base.validate import LIMITS, finite, non_negative_int, positive_in
 from marl_edu.learners.value_decomposition import QMixer, vdn_mix
 
 METHODS = ("vdn", "qmix")
+MIXES = ("sum", "monotonic")  # the two classes of Q_tot that fits_exactly tests: VDN's, and the one QMIX is built for
 MAX_STEPS = 100_000  # far above what a 3 x 3 game needs (a few hundred): a typo fails in one line
 
 
@@ -117,12 +118,12 @@ def vdn_least_squares(payoff, probs=None) -> torch.Tensor:
     return row_means[:, None] + column_means[None, :] - overall  # (A, A)
 
 
-def fits_exactly(payoff, method: str, atol: float = 1e-6) -> bool:
-    """Whether ``method``'s Q_tot can equal the payoff ``(A, A)`` exactly, for some utilities:
+def fits_exactly(payoff, mix: str, atol: float = 1e-6) -> bool:
+    """Whether a Q_tot of the class ``mix`` can equal the payoff ``(A, A)`` exactly, for some utilities:
 
-    - "vdn": a sum Q_0(a_0) + Q_1(a_1) does iff r has no interaction: r(a, a') - r(a, 0) - r(0, a') + r(0, 0) = 0 for
+    - "sum" (VDN's): Q_0(a_0) + Q_1(a_1) does iff r has no interaction: r(a, a') - r(a, 0) - r(0, a') + r(0, 0) = 0 for
       every (a, a').
-    - "qmix": a function monotonic in each utility (what QMIX's mixer is built to be, at one state) does iff each
+    - "monotonic": a function monotonic in each utility (what QMIX's mixer is built to be, at one state) does iff each
       agent's actions can be ranked the same way whatever the other does: of any two rows, one is >= the other in
       every column (then give the larger row the larger utility; equal rows equal ones), and the same for any two
       columns. An agent whose best action depends on what the other plays (the penalty game's agent 0: action 0 if
@@ -132,9 +133,9 @@ def fits_exactly(payoff, method: str, atol: float = 1e-6) -> bool:
       take a bonus away when both agents play their better actions (tests/test_value_decomposition.py fits it to "pay 1
       unless both play 1")."""
     payoff = check_payoff(payoff)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if method == "vdn":
+    if mix not in MIXES:
+        raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {mix!r}")
+    if mix == "sum":
         interaction = payoff - payoff[:, :1] - payoff[:1, :] + payoff[0, 0]  # (A, A)
         return bool((interaction.abs() <= atol).all())
 
