@@ -303,8 +303,8 @@ class COMA(SharedActorLearner):
     @staticmethod
     def actor_loss(pi: torch.Tensor, advantage: torch.Tensor, actions: torch.Tensor, agent_mask: torch.Tensor,
                    entropy_coef: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """The policy-gradient loss ``-sum_{b,t,i} m_{b,t,i} (Adv_{i,t} log pi(a_{i,t} | h_{i,t}) + beta H(pi_{i,t}))
-        / sum m`` over the steps at which agent i acts (``m``: agent_mask), and the mean entropy it rewards (a
+        """The policy-gradient loss ``-sum_{b,t,i} omega_{i,t} (Adv_{i,t} log pi(a_{i,t} | h_{i,t}) + beta H(pi_{i,t}))
+        / sum omega`` over the steps at which agent i acts (``omega``: agent_mask), and the mean entropy it rewards (a
         figure to log). pi ``(B, T, N, A)`` the behaviour policy (with its gradient), advantage ``(B, T, N)`` (no
         gradient), actions int ``(B, T, N)`` the actions taken, agent_mask ``(B, T, N)``, entropy_coef beta."""
         log_pi_taken = categorical_log_prob(pi, actions)  # (B, T, N) log pi(a_{i,t} | h_{i,t}, i)
