@@ -436,14 +436,46 @@ def test_a_failed_comparison_shows_at_most_the_values_asked_for_and_stays_in_one
     got[1, 0, 1] = -1.0  # flat index 13: (1, 0, 1)
     checks.values_differ("a case", expected, got, "a hint", shown=2)
     out = capsys.readouterr().out
-    assert "entries (1, 0, 1) to (1, 0, 2):" in out and "expected [13.0, 14.0]" in out and "got      [-1.0, 14.0]" in out
+    assert "entries (1, 0, 1) to (1, 0, 2):" in out
+    assert "expected [13.0, 14.0]" in out and "got      [-1.0, 14.0]" in out
     vector = torch.arange(10.0)  # a 1-d tensor is one row
     checks.values_differ("a case", vector, vector + (torch.arange(10) >= 8), "a hint", shown=4)
     out = capsys.readouterr().out
     assert "first at index (8,); entries (8,) to (9,):" in out and "expected [8.0, 9.0]" in out
+    checks.values_differ("a case", vector, vector + (torch.arange(10) == 9), "a hint", shown=4)
+    assert "first at index (9,); entry (9,):\nexpected [9.0]\ngot      [10.0]\n" in capsys.readouterr().out
     checks.values_differ("a case", torch.tensor(1.0), torch.tensor(2.0), "a hint", shown=4)  # one number
     out = capsys.readouterr().out
-    assert "values differ, first at index ().\nexpected [1.0]" in out and "expected [1.0]" in out and "got      [2.0]" in out
+    assert "values differ, first at index ().\nexpected [1.0]\ngot      [2.0]\n" in out
+
+
+def test_a_failed_comparison_of_short_rows_shows_whole_rows(capsys):
+    # COMA's (B, T, N) targets with N = 2: a row of 2 is shorter than the 6 values asked for, so whole rows are shown,
+    # nested, from the row of the first difference: flat 13 is (1, 2, 1), in row 6 (flat 12-13); 6 // 2 = 3 rows
+    expected = torch.arange(24.0).reshape(3, 4, 2)
+    got = expected.clone()
+    got[1, 2, 1] += 0.5
+    checks.values_differ("a case", expected, got, "a hint", shown=6)
+    out = capsys.readouterr().out
+    assert "first at index (1, 2, 1); entries (1, 2, 0) to (2, 0, 1), row by row:" in out
+    assert "expected [[12.0, 13.0], [14.0, 15.0], [16.0, 17.0]]\n" in out
+    assert "got      [[12.0, 13.5], [14.0, 15.0], [16.0, 17.0]]\n" in out
+    column = torch.arange(8.0).reshape(8, 1)  # (B, 1): rows of one, at most to the end of the tensor (rows 5-7)
+    checks.values_differ("a case", column, column + (torch.arange(8) == 5).reshape(8, 1), "a hint", shown=6)
+    out = capsys.readouterr().out
+    assert "entries (5, 0) to (7, 0), row by row:\n" in out
+    assert "expected [[5.0], [6.0], [7.0]]\ngot      [[6.0], [6.0], [7.0]]" in out
+
+
+def test_a_failed_comparison_finds_a_difference_finer_than_its_own_tolerance(capsys):
+    # a caller that fails on a difference under 1e-5 (some compare at 1e-6) still gets the entry that differs
+    expected = torch.ones(3, 2)
+    got = expected.clone()
+    got[2, 1] += 5e-6
+    checks.values_differ("a case", expected, got, "a hint", shown=2)
+    assert "first at index (2, 1); entry (2, 1):" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="shown must be a positive int, got 0"):
+        checks.values_differ("a case", expected, got, "a hint", shown=0)
 
 
 # -- check_qmix_mixer: QMIX's mixing network from its hypernetworks (notebook 09) -----------------------------------

@@ -130,8 +130,10 @@ def test_which_payoffs_each_method_can_fit_exactly():
         assert (fits_exactly(payoff, "sum"), fits_exactly(payoff, "monotonic")) == (vdn, qmix), name
     # what VDN fits exactly, its least squares reproduce
     torch.testing.assert_close(vdn_least_squares([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    for old_name in ("vdn", "qmix", "iql"):
-        with pytest.raises(ValueError, match=f"mix must be one of sum, monotonic, got '{old_name}'"):
+    renamed = {"vdn": " \\(the class 'vdn' named is now 'sum'\\)",
+               "qmix": " \\(the class 'qmix' named is now 'monotonic'\\)", "iql": "$"}
+    for old_name, now in renamed.items():
+        with pytest.raises(ValueError, match=f"mix must be one of sum, monotonic, got '{old_name}'{now}"):
             fits_exactly(PAYOFF, old_name)
 
 

@@ -454,7 +454,7 @@ def test_notebook_14s_reading_of_inferred_policies_is_what_the_runs_say():
     # DDPG's than MADDPG's; seed by seed a little higher on three seeds, clearly lower (by more than 2) on two; about
     # MADDPG's coverage at the last step (within 0.01) and more collisions than either learner, and than MADDPG on every
     # seed; by notebook 13's identity (team return = -37.5 x mean distance - 25 x collisions per step) "about half" of
-    # the gap to MADDPG is coverage along the way and half collisions; "about 40% more" wall-clock per run; the curves
+    # the gap to MADDPG is coverage along the way and half collisions; "about 45% more" wall-clock per run; the curves
     # end above the table; MADDPG's own edge over independent DDPG is not on every seed
     maddpg, iddpg, inferred = (_particle_runs(PARTICLE, "maddpg"), _particle_runs(PARTICLE, "iddpg"),
                                _particle_runs(INFERRED, "inferred"))
@@ -477,10 +477,10 @@ def test_notebook_14s_reading_of_inferred_policies_is_what_the_runs_say():
                              (("maddpg", maddpg), ("inferred", inferred))}
                             for key in ("landmark_distance", "collisions_per_step"))
     gap = mean["maddpg"] - mean["inferred"]
-    for part in (37.5 * (coverage["inferred"] - coverage["maddpg"]), 25 * (collisions["inferred"] - collisions["maddpg"])):
-        assert 0.35 < part / gap < 0.65, (part, gap)
+    parts = (37.5 * (coverage["inferred"] - coverage["maddpg"]), 25 * (collisions["inferred"] - collisions["maddpg"]))
+    assert all(0.35 < part / gap < 0.65 for part in parts), (parts, gap)
     slower = np.mean([run["wall_s"] for run in inferred]) / np.mean([run["wall_s"] for run in maddpg])
-    assert 1.3 < slower < 1.5, slower
+    assert 1.4 < slower < 1.5, slower  # "about 45%"
     assert np.mean([run["evaluations"][-1][1] for run in inferred]) > mean["inferred"] + 1
     # the sampled figures: on the same episodes sampling moves every seed's policy by a few tenths at most, on no seed
     # beyond two standard errors
@@ -591,7 +591,8 @@ def test_notebook_16s_films_show_every_sub_policy_deceived():
         assert np.allclose(to_landmarks[:, goal], to_goal[:, 0], atol=1e-4)  # the landmark found is the goal
         assert to_other[7] < 0.15 and to_goal[11, 0] < 0.25  # past the other landmark (step 8), at the goal by 12
         assert to_goal[:20, 2].max() < 0.46 and to_goal[:, 1].min() > 1.3  # good agent 2 near the goal, 1 never
-        left = int(np.argmax(to_goal[11:, 0] > 0.3)) + 11  # the first step after 12 the adversary is off the goal
+        left = int(np.argmax(to_goal[11:, 0] > 0.3)) + 11  # the first index from 11 (step 12) it is off the goal
+        assert to_goal[left, 0] > 0.3  # (it does leave)
         assert to_goal[left, 2] < 0.25 and to_other[19] < to_goal[19, 0]  # good agent 2 still there; by step 20 away
         assert to_goal[24, 2] > 0.5  # good agent 2 leaves the goal only in the last steps
         assert (to_goal[24, 0] < to_other[24]) == (m == 2)  # sub-policy 2 alone ends nearer the goal

@@ -204,8 +204,11 @@ def test_side_by_side_puts_panels_in_a_row_with_a_grey_gap_between():
     with pytest.raises(ValueError, match="panels is empty"):
         side_by_side([])
     for bad in (-1, 1.5, True):
-        with pytest.raises(ValueError, match="gap must be an int >= 0"):
+        with pytest.raises(ValueError, match="gap must be a non-negative int"):
             side_by_side([a, b], gap=bad)
+    assert side_by_side([a, b], gap=np.int64(1)).shape == (2, 5, 3)  # a numpy int is an int
+    with pytest.raises(ValueError, match="panels\\[1\\]: expected uint8 RGB, got dtype float64"):
+        side_by_side([a, b.astype(np.float64)])
 
 
 def test_outcome_counts_by_hand_and_outcome_plot():

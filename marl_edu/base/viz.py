@@ -17,7 +17,7 @@ from PIL import Image
 from marl_edu.base.course_paths import media_dir
 from marl_edu.base.files import atomic_write
 from marl_edu.base.shapes import check_shape
-from marl_edu.base.validate import positive_int
+from marl_edu.base.validate import non_negative_int, positive_int
 
 def moving_average(values: Sequence[float], window: int) -> np.ndarray:
     """Trailing mean over the last ``window`` values (fewer at the start), same length as ``values``."""
@@ -84,11 +84,12 @@ def side_by_side(panels: Sequence[np.ndarray], gap: int = 4) -> np.ndarray:
     next. ``panels``: frames ``(H, W_k, 3)`` uint8 of one height (widths may differ)."""
     if len(panels) == 0:
         raise ValueError("panels is empty: give the frames to put side by side")
-    if isinstance(gap, bool) or not isinstance(gap, int) or gap < 0:
-        raise ValueError(f"gap must be an int >= 0 (pixels between panels), got {gap!r}")
+    gap = non_negative_int(gap, "gap")
     height = check_shape(panels[0], ("H", "W", 3), "panels[0]")["H"]
-    for k, panel in enumerate(panels[1:], start=1):
+    for k, panel in enumerate(panels):
         check_shape(panel, ("H", "W", 3), f"panels[{k}]", {"H": height})
+        if panel.dtype != np.uint8:
+            raise ValueError(f"panels[{k}]: expected uint8 RGB, got dtype {panel.dtype}")
     strip = np.full((height, gap, 3), 150, dtype=np.uint8)  # (H, gap, 3) grey
     row = [panels[0]]
     for panel in panels[1:]:

@@ -20,6 +20,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from marl_edu.base.validate import positive_int
 from marl_edu.learners.coma import coma_advantage
 from marl_edu.learners.maddpg import flatten_for_critic
 from marl_edu.learners.value_decomposition import QMixer
@@ -99,24 +100,40 @@ def named_mistake(out: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], f
 
 
 def values_differ(case: str, expected: torch.Tensor, out: torch.Tensor, hint: str, shown: int) -> None:
-    """Print FAILED with the expected and returned values (rounded) from the first entry that differs (so the learner
-    sees a difference, not the equal values before it) to the end of its row along the last axis, at most ``shown``
-    of them (never into the next row, whose values would read as this one's), where they are, and the hint.
+    """Print FAILED with the expected and returned values (rounded) where they first differ, where they are, and the
+    hint. A row (along the last axis) at least ``shown`` long: the values from the first difference to the end of its
+    row, at most ``shown``, never into the next row, whose values would read as this one's. Shorter rows (COMA's
+    ``(B, T, N)`` with N = 2): whole rows, nested, from the first difference's row, about ``shown`` values in all.
     ``expected`` and ``out``: tensors of one shape."""
-    want, got = expected.detach().flatten(), out.detach().flatten()
-    differ = ~torch.isclose(got, want, atol=1e-5, rtol=0.0)
+    shown = positive_int(shown, "shown")
+    want, got = expected.detach().flatten(), out.detach().flatten()  # (numel,)
+    gap = (got - want).abs()  # (numel,)
+    differ = gap > 1e-5
+    if not differ.any():  # a caller with a finer tolerance failed: its first difference at all
+        differ = gap > 0
     first = int(differ.nonzero()[0]) if differ.any() else 0
     row = expected.shape[-1] if expected.dim() else 1  # the length of the last axis: one row
-    end = min(first + shown, first - first % row + row)  # the flat index after the last value shown
+    by_row = expected.dim() >= 2 and row < shown  # whole rows, nested
+    if by_row:
+        start = first - first % row
+        end = min(start + (shown // row) * row, want.numel())  # flat indices shown: [start, end)
+    else:
+        start, end = first, min(first + shown, first - first % row + row)
 
     def index(flat: int) -> tuple[int, ...]:
         return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape))
 
-    where = f"first at index {index(first)}; entries {index(first)} to {index(end - 1)}:" if expected.dim() else (
-        "first at index ().")
-    print(f"FAILED on {case}: values differ, {where}\n"
-          f"expected {[round(v, 3) for v in want[first:end].tolist()]}\n"
-          f"got      {[round(v, 3) for v in got[first:end].tolist()]}\nHint: {hint}")
+    def values(flat: torch.Tensor) -> list:
+        rounded = [round(v, 3) for v in flat[start:end].tolist()]
+        return [rounded[k:k + row] for k in range(0, len(rounded), row)] if by_row else rounded
+
+    if not expected.dim():
+        where = "first at index ()."
+    elif end - start == 1:
+        where = f"first at index {index(first)}; entry {index(start)}:"
+    else:
+        where = f"first at index {index(first)}; entries {index(start)} to {index(end - 1)}{', row by row' * by_row}:"
+    print(f"FAILED on {case}: values differ, {where}\nexpected {values(want)}\ngot      {values(got)}\nHint: {hint}")
 
 
 def _not_one_number(out: torch.Tensor, case: str, hint: str) -> bool:

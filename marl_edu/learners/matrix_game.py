@@ -16,9 +16,9 @@ utilities through a ``QMixer`` whose state is a constant, S = 1) to r by Adam, r
 actions that independent exploration plays: each joint action weighted by its probability pi(a_0) pi(a_1), which is
 what regressing on uniformly random joint actions converges to, without the sampling noise. ``vdn_least_squares``
 gives VDN's answer in closed form, ``fits_exactly`` which payoffs a sum or a monotonic mix can represent at all,
-``mixer_slopes`` the monotonicity check dQ_tot/dQ_i >= 0, and ``set_mixer_weights`` makes a ``QMixer`` compute hand-chosen weights (for
-worked examples). Symbols as in the cheat sheet: the mixer's biases are v_1 and v_2 there (``b1``, ``b2`` in
-``QMixer``; b is the batch index).
+``mixer_slopes`` the monotonicity check dQ_tot/dQ_i >= 0, and ``set_mixer_weights`` makes a ``QMixer`` compute
+hand-chosen weights (for worked examples). Symbols as in the cheat sheet: the mixer's biases are v_1 and v_2 there
+(``b1``, ``b2`` in ``QMixer``; b is the batch index).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from marl_edu.base.validate import LIMITS, finite, non_negative_int, positive_in
 from marl_edu.learners.value_decomposition import QMixer, vdn_mix
 
 METHODS = ("vdn", "qmix")
-MIXES = ("sum", "monotonic")  # the two classes of Q_tot that fits_exactly tests: VDN's, and the one QMIX is built for
+MIXES = ("sum", "monotonic")  # the classes of Q_tot fits_exactly tests: VDN's, and the one QMIX is built for
 MAX_STEPS = 100_000  # far above what a 3 x 3 game needs (a few hundred): a typo fails in one line
 
 
@@ -134,7 +134,9 @@ def fits_exactly(payoff, mix: str, atol: float = 1e-6) -> bool:
       unless both play 1")."""
     payoff = check_payoff(payoff)
     if mix not in MIXES:
-        raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {mix!r}")
+        renamed = {"vdn": "sum", "qmix": "monotonic"}.get(mix)  # the names these classes had before
+        raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {mix!r}"
+                         + (f" (the class {mix!r} named is now {renamed!r})" if renamed else ""))
     if mix == "sum":
         interaction = payoff - payoff[:, :1] - payoff[:1, :] + payoff[0, 0]  # (A, A)
         return bool((interaction.abs() <= atol).all())
