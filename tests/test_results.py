@@ -571,6 +571,23 @@ def test_notebooks_15_and_16_read_physical_deception_as_the_runs_say():
     assert lower_as_adversary == 10 and lower_as_good <= 3
 
 
+def test_notebook_15s_own_rewards_film_goes_as_its_caption_reads():
+    # notebook 15 section 4: from the env seeded 0 the committed own-rewards MADDPG's adversary reaches the goal by
+    # mid-episode, then drifts off and ends between the goal and the other landmark, about as far from each, while a
+    # good agent that had touched the goal leaves it
+    from marl_edu.data.rollout import run_episode
+
+    agent = load_policy(COMPETITION / "maddpg" / "policy.pt", algo="maddpg_continuous", env_id="simple_adversary_v3")
+    film = run_episode(make_env("simple_adversary_v3", seed=0), agent.greedy_policy())
+    to_goal = film.metrics["goal_distance"]  # (T, N) after each step
+    to_landmarks = np.linalg.norm(film.next_obs[:, 0, :4].reshape(-1, 2, 2), axis=-1)  # (T, 2) the adversary's
+    goal = int(np.argmin(np.abs(to_landmarks[0] - to_goal[0, 0])))
+    assert np.allclose(to_landmarks[:, goal], to_goal[:, 0], atol=1e-4)
+    assert to_goal[:13, 0].min() < 0.2 and to_goal[-1, 0] > 0.3  # at the goal by mid-episode, off it at the end
+    assert abs(to_goal[-1, 0] - to_landmarks[-1, 1 - goal]) < 0.05  # between the two, about as far from each
+    assert to_goal[:, 1:].min() < 0.1 and to_goal[-1, 1:].min() > 0.5  # a good agent touched the goal and left it
+
+
 def test_notebook_16s_films_show_every_sub_policy_deceived():
     # notebook 16 section 2: from one start state (the env seeded 0) the committed seed-0 ensemble's adversary plays
     # each of its 3 sub-policies against its good agents' sub-policy 0; each film's adversary return is lower than
