@@ -647,6 +647,11 @@ def test_the_readmes_times_are_the_notebooks_own():
         assert len(stated) == 1, f"{path.name}: its first cell states no '**Time:** about N minutes'"
         assert listed[path.name] == int(stated[0]), f"README.md lists {path.name} at {listed[path.name]} min, " \
             f"its first cell says {stated[0]}"
+    # notebook 00 states the whole course's time: the README's minutes added up, to the nearest hour
+    first_cell = json.loads((NOTEBOOK_DIR / "00_overview.ipynb").read_text())["cells"][0]["source"]
+    overview = " ".join("".join(first_cell).split())
+    hours = re.search(r"the whole course: about (\d+) hours", overview)
+    assert hours and int(hours.group(1)) == round(sum(listed.values()) / 60), (hours, sum(listed.values()))
 
 
 # --------------------------------------------------------------------------------------------------------------------
