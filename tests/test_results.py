@@ -571,6 +571,17 @@ def test_notebooks_15_and_16_read_physical_deception_as_the_runs_say():
     assert lower_as_adversary == 10 and lower_as_good <= 3
 
 
+def _deception_distances(film) -> tuple[np.ndarray, np.ndarray]:
+    """A physical-deception episode's distances after each step: every agent's to the goal, ``(T, N)`` (the env's
+    ``goal_distance``), and the adversary's to the other landmark, ``(T,)``, from its first four observation numbers
+    (both landmarks, relative to it), the goal told apart by its distance."""
+    to_goal = film.metrics["goal_distance"]  # (T, N)
+    to_landmarks = np.linalg.norm(film.next_obs[:, 0, :4].reshape(-1, 2, 2), axis=-1)  # (T, 2) the adversary's
+    goal = int(np.argmin(np.abs(to_landmarks[0] - to_goal[0, 0])))
+    assert np.allclose(to_landmarks[:, goal], to_goal[:, 0], atol=1e-4)  # the landmark found is the goal
+    return to_goal, to_landmarks[:, 1 - goal]
+
+
 def test_notebook_15s_own_rewards_film_goes_as_its_caption_reads():
     # notebook 15 section 4: from the env seeded 0 the committed own-rewards MADDPG's adversary reaches the goal by
     # mid-episode, then drifts off and ends between the goal and the other landmark, about as far from each, while a
@@ -579,12 +590,9 @@ def test_notebook_15s_own_rewards_film_goes_as_its_caption_reads():
 
     agent = load_policy(COMPETITION / "maddpg" / "policy.pt", algo="maddpg_continuous", env_id="simple_adversary_v3")
     film = run_episode(make_env("simple_adversary_v3", seed=0), agent.greedy_policy())
-    to_goal = film.metrics["goal_distance"]  # (T, N) after each step
-    to_landmarks = np.linalg.norm(film.next_obs[:, 0, :4].reshape(-1, 2, 2), axis=-1)  # (T, 2) the adversary's
-    goal = int(np.argmin(np.abs(to_landmarks[0] - to_goal[0, 0])))
-    assert np.allclose(to_landmarks[:, goal], to_goal[:, 0], atol=1e-4)
+    to_goal, to_other = _deception_distances(film)  # (T, N), (T,)
     assert to_goal[:13, 0].min() < 0.2 and to_goal[-1, 0] > 0.3  # at the goal by mid-episode, off it at the end
-    assert abs(to_goal[-1, 0] - to_landmarks[-1, 1 - goal]) < 0.05  # between the two, about as far from each
+    assert abs(to_goal[-1, 0] - to_other[-1]) < 0.05  # between the two, about as far from each
     assert to_goal[:, 1:].min() < 0.1 and to_goal[-1, 1:].min() > 0.5  # a good agent touched the goal and left it
 
 
@@ -601,11 +609,7 @@ def test_notebook_16s_films_show_every_sub_policy_deceived():
     assert max(returns) < min(run["adversary_return"] for run in summary["runs"] if run["method"] != "team")
     assert 2 < max(returns) - min(returns) < 4  # "differing by up to three points"
     for m, film in enumerate(films):
-        to_goal = film.metrics["goal_distance"]  # (T, N) after each step
-        to_landmarks = np.linalg.norm(film.next_obs[:, 0, :4].reshape(-1, 2, 2), axis=-1)  # (T, 2) the adversary's
-        goal = int(np.argmin(np.abs(to_landmarks[0] - to_goal[0, 0])))
-        to_other = to_landmarks[:, 1 - goal]  # (T,)
-        assert np.allclose(to_landmarks[:, goal], to_goal[:, 0], atol=1e-4)  # the landmark found is the goal
+        to_goal, to_other = _deception_distances(film)  # (T, N), (T,)
         assert to_other[7] < 0.15 and to_goal[11, 0] < 0.25  # past the other landmark (step 8), at the goal by 12
         assert to_goal[:20, 2].max() < 0.46 and to_goal[:, 1].min() > 1.3  # good agent 2 near the goal, 1 never
         left = int(np.argmax(to_goal[11:, 0] > 0.3)) + 11  # the first index from 11 (step 12) it is off the goal
