@@ -17,7 +17,7 @@ appears, and every "notebook NN", "section N" and link to a notebook names somet
    A spelling is matched without regard to case, as a whole word: not inside another word ("mappo" holds no "ppo",
    "reinforces" no "forces"; "forces the agents" is the verb), but a CamelCase join (``MADDPGConfig``,
    ``EnsembleMADDPG``), a plural s and a part of a snake_case name (``central_v-gru``, ``marl_edu.learners.maddpg``) count.
-   A match inside a longer one is not read again ("continuous MADDPG" names notebook 13's method, not also MADDPG).
+   A match inside a longer one is not read again ("continuous MADDPG" names notebook 15's method, not also MADDPG).
    The target of a Markdown link or image is not read for names (a link is a reference).
 2. A symbol waits for the notebook the cheat sheet's symbol table gives in its "first" column: the smallest notebook
    number in that cell, over every row whose symbol cell holds the symbol. Read in the LaTeX ($...$, $$...$$) of the
@@ -84,26 +84,26 @@ METHODS = (
     Method("MADDPG", 3, 5, (r"maddpg",)),
     Method("Gumbel-softmax", 4, 4, (r"gumbel",)),
     Method("COMA", 6, 8, (r"coma",)),
-    Method("IQL", 9, 9, (r"iql",)),
-    Method("VDN", 9, 9, (r"vdn",)),
-    Method("QMIX", 9, 9, (r"qmix",)),
-    Method("PPO", 10, 10, (r"ppo",)),
-    Method("IPPO", 10, 10, (r"ippo",)),
-    Method("MAPPO", 10, 10, (r"mappo",)),
-    Method("GAE", 10, 10, (r"gae",)),
-    Method("central-V", 11, 11, (r"central[-_ ]?v",)),
-    Method("central-QV", 11, 11, (r"central[-_ ]?qv",)),
-    Method("IAC (IAC-V)", 11, 11, (r"iac(?:[-_]?v)?", r"independent actor[- ]critics?")),
-    Method("independent DDPG", 11, 11, (r"independent[-_ ]ddpg", r"iddpg")),
-    Method("continuous MADDPG / forces", 13, 13,
+    Method("IQL", 9, 10, (r"iql",)),
+    Method("VDN", 9, 10, (r"vdn",)),
+    Method("QMIX", 9, 10, (r"qmix",)),
+    Method("PPO", 11, 12, (r"ppo",)),
+    Method("IPPO", 11, 12, (r"ippo",)),
+    Method("MAPPO", 11, 12, (r"mappo",)),
+    Method("GAE", 11, 12, (r"gae",)),
+    Method("central-V", 13, 13, (r"central[-_ ]?v",)),
+    Method("central-QV", 13, 13, (r"central[-_ ]?qv",)),
+    Method("IAC (IAC-V)", 13, 13, (r"iac(?:[-_]?v)?", r"independent actor[- ]critics?")),
+    Method("independent DDPG", 13, 13, (r"independent[-_ ]ddpg", r"iddpg")),
+    Method("continuous MADDPG / forces", 15, 15,
            (r"continuous[-_ ]?maddpg", r"(?:mappo|ippo|ppo|ddpg|maddpg)_continuous",
             r"forces?+(?!\s+(?:the|a|an|it|them|its|their|every|each|all|both|one|us|you)\b)",  # not the verb
             # (cooperative navigation with discrete actions, simple_spread_v3_discrete: the discrete learners' task)
             r"cooperative navigation(?! with discrete actions)", r"simple_spread(?!_v3_discrete)",
             r"particle env(?:ironment)?s?")),
-    Method("inferred policies", 14, 14, (r"inferred[-_ ]?polic(?:y|ies)",)),
-    Method("physical deception", 15, 15, (r"(?:physical[-_ ])?deception", r"simple_adversary")),
-    Method("policy ensembles", 16, 16, (r"ensembles?", r"sub[-_ ]?polic(?:y|ies)")),
+    Method("inferred policies", 16, 16, (r"inferred[-_ ]?polic(?:y|ies)",)),
+    Method("physical deception", 17, 17, (r"(?:physical[-_ ])?deception", r"simple_adversary")),
+    Method("policy ensembles", 18, 18, (r"ensembles?", r"sub[-_ ]?polic(?:y|ies)")),
 )
 MAP_EXEMPT = {"MADDPG", "COMA"}  # notebook 00 introduces the course's two subjects
 
@@ -684,8 +684,8 @@ def test_a_later_learner_named_in_prose_code_or_output_is_caught():
 
 def test_a_forward_pointer_is_allowed_and_one_that_reports_is_not():
     allowed = [markdown("IQL, VDN and QMIX (notebook 09) learn one utility per agent. Central-V is in "
-                        "[11](11_comparison_switch2.ipynb). Notebooks 13 to 16 go further: forces, ensembles."),
-               markdown("| method | where |\n|---|---|\n| MAPPO | notebook 10 |")]
+                        "[13](13_comparison_switch2.ipynb). Notebooks 15 to 18 go further: forces, ensembles."),
+               markdown("| method | where |\n|---|---|\n| MAPPO | notebook 11 |")]
     assert name_violations(4, allowed) == []
     reporting = [markdown("VDN solves Switch2 in 15 s (notebook 09)."),
                  markdown("QMIX adds a mixing network and its target (4). See notebook 09."),
@@ -710,7 +710,7 @@ def test_names_are_matched_as_whole_words_with_their_case_and_hyphen_variants():
     assert found("cooperative navigation with discrete actions, simple_spread_v3_discrete") == []
     assert found("cooperative navigation, simple_spread_v3") == [
         ("continuous MADDPG / forces", "cooperative navigation"), ("continuous MADDPG / forces", "simple_spread")]
-    assert found("[the map](10_ppo.ipynb)") != [] and find_methods(strip_link_targets("[the map](10_ppo.ipynb)")) == []
+    assert found("[the map](11_ppo.ipynb)") != [] and find_methods(strip_link_targets("[the map](11_ppo.ipynb)")) == []
 
 
 def test_the_map_may_introduce_maddpg_and_coma_but_not_count_the_others():

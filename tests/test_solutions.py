@@ -231,7 +231,7 @@ def test_no_notebook_carries_a_reference_answer_or_prints_a_solution(path):
 
 
 def test_the_capstones_offer_show_solution_without_importing_the_answers(capsys):
-    # importing a capstone's module (as notebooks 17 and 18 do) leaves marl_edu.course.solutions unimported; its
+    # importing a capstone's module (as notebooks 19 and 20 do) leaves marl_edu.course.solutions unimported; its
     # show_solution imports it when called and prints the same as solutions.show_solution
     code = ("import sys; from marl_edu.course.capstone_maddpg import show_solution; from marl_edu.course.capstone_coma import "
             "show_solution as coma_show; import marl_edu.course.capstone_coma, marl_edu.course.capstone_maddpg; "

@@ -1063,12 +1063,12 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
     number), PPO's actor loss ``-sum m min(rho Adv, clip(rho, 1 - c, 1 + c) Adv) / sum m`` with
     ``rho = exp(log_prob - old_log_prob)``, against ``ppo.clipped_surrogate_loss``: its value, the gradient into
     log_prob, none into old_log_prob or the advantage (which arrive with gradients, as if just computed). Cases: the
-    by-hand one of notebook 10 (three steps of two agents), padding after a short episode, agents home early, B = 1,
+    by-hand one of notebook 11 (three steps of two agents), padding after a short episode, agents home early, B = 1,
     N = 3, clip ranges 0.1 to 0.3, ratios on both sides of the range."""
     from marl_edu.learners.ppo import clipped_surrogate_loss
 
     generator = torch.Generator().manual_seed(0)
-    ratio = torch.tensor([[[1.5, 0.7], [0.5, 1.3], [1.1, 1.0]]])  # the by-hand case (notebook 10, section 2)
+    ratio = torch.tensor([[[1.5, 0.7], [0.5, 1.3], [1.1, 1.0]]])  # the by-hand case (notebook 11, section 2)
     cases = [("the by-hand case: B=1, T=3, N=2, clip 0.2", torch.log(torch.full((1, 3, 2), 0.4)) + torch.log(ratio),
               torch.log(torch.full((1, 3, 2), 0.4)), torch.tensor([[[2.0, -2.0], [1.0, -1.0], [-1.0, 3.0]]]),
               torch.tensor([[[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]]]), 0.2)]

@@ -275,7 +275,7 @@ def n_step_window(pending, gamma, next_obs, terminal, flush):
     return out
 
 
-# The loop stores what part 5's window hands out, and calls it by the name notebook 17 gives the learner's own
+# The loop stores what part 5's window hands out, and calls it by the name notebook 19 gives the learner's own
 # window (the library's n_step_transitions is part 5's answer: the loop's check refuses it).
 my_n_step_window = n_step_window
 BUILDING_BLOCKS["my_n_step_window"] = my_n_step_window
@@ -334,9 +334,9 @@ EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss", "n_step_r
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
              "qmix_mixer", "clipped_surrogate_loss")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
-                   "maddpg_training_loop")  # 17_capstone_maddpg: checked by marl_edu.course.capstone_maddpg
+                   "maddpg_training_loop")  # 19_capstone_maddpg: checked by marl_edu.course.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",
-                 "coma_update")  # 18_capstone_coma: checked by marl_edu.course.capstone_coma
+                 "coma_update")  # 20_capstone_coma: checked by marl_edu.course.capstone_coma
 NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
 __all__ = ["NAMES", "show_solution", "checker_module", *NAMES]
 

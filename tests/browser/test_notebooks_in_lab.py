@@ -218,17 +218,17 @@ INTERACTIONS = {
     "07_coma_advantage.ipynb": _advantage_explorer,
     # the panel's default budget on seed 2, which the committed runs solve (seed 1 is the one of 0-4 that does not)
     "08_coma_training.ipynb": _training_panel(episodes=6000, screenshot="08_coma_panel.png", seed_steps=2, solves=True),
-    "13_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="13_continuous_maddpg_panel.png"),
-    "09_value_decomposition.ipynb": _matrix_game_panel,
-    # CI's one training panel: notebook 10 runs in about a third of 13's time (13's live run is a minute in the lab)
-    "10_ppo.ipynb": _training_panel(episodes=96, screenshot="10_ppo_panel.png", ci=True),
+    "15_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="15_continuous_maddpg_panel.png"),
+    "10_relative_overgeneralisation.ipynb": _matrix_game_panel,
+    # CI's one training panel: notebook 12 runs in about a third of 15's time (15's live run is a minute in the lab)
+    "12_ippo_and_mappo.ipynb": _training_panel(episodes=96, screenshot="12_ppo_panel.png", ci=True),
 }
 
 
 def pytest_generate_tests(metafunc):
     """Every notebook for test_notebook_runs_in_jupyterlab, and the subset CI runs marked `ci` (make test-browser
-    PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the four training panels only 10's. The
-    four are one widgets.training_panel (test_widgets checks each one's training in Python), and 05's, 08's and 13's
+    PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the four training panels only 12's. The
+    four are one widgets.training_panel (test_widgets checks each one's training in Python), and 05's, 08's and 15's
     notebooks are the browser's longest runs, after every notebook has run under nbval in make test. The longest
     come first: with two workers (-n 2) no long one is left to run alone at the end.
     """
