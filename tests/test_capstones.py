@@ -274,7 +274,7 @@ def test_the_capstones_markdown_gives_no_code_of_the_answers(notebook):
 @pytest.mark.parametrize("notebook", CAPSTONE_NOTEBOOKS)
 def test_the_capstones_say_once_what_the_stages_give_and_that_show_solution_is_last(notebook):
     intro = [text for _, text in _markdown(notebook) if "hint(part, 1)" in text]
-    assert len(intro) == 1 and intro[0].lstrip().startswith("# 1")  # in the opening cell, once
+    assert len(intro) == 1 and intro[0].lstrip().startswith(f"# {notebook[:2]} ·")  # in the opening cell, once
     for stage_call in ("hint(part, 1)", "hint(part, 2)", "hint(part, 3)", "show_solution(part)"):
         assert stage_call in intro[0]
     assert "last resort" in intro[0].lower()

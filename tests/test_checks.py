@@ -899,7 +899,7 @@ def test_expected_actor_loss_check_leaves_the_callers_random_state_alone(capsys)
         assert torch.equal(torch.rand(2), expected)
 
 
-# -- 08: the table's counts from the committed runs ------------------------------------------------------------------
+# -- 13: the table's counts from the committed runs ------------------------------------------------------------------
 
 def test_solve_counts_by_hand():
     from marl_edu.runs.seed import solve_counts
@@ -1144,7 +1144,7 @@ def test_clipped_surrogate_check_leaves_the_callers_random_state_alone(capsys):
     assert torch.equal(torch.rand(2), expected)
 
 
-# -- 12: on how many seeds sampling beat greedy beyond chance ----------------------------------------------------------
+# -- 14: on how many seeds sampling beat greedy beyond chance ----------------------------------------------------------
 
 def test_sampled_beats_greedy_cases_are_the_committed_runs():
     # the check's PredatorPrey cases are the committed runs' final means (greedy and sampled on the same 100 episodes),

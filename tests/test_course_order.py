@@ -7,7 +7,7 @@ appears, and every "notebook NN", "section N" and link to a notebook names somet
    - code never names it: a code cell's source (comments too), a fenced block in Markdown, and every text output
      (streams, text/plain, text/markdown, text/html, errors; image data is not read);
    - Markdown names it only as a forward pointer: the same sentence (or table row, list item, heading) also names
-     notebook T or a later one ("notebook 09", "notebooks 09 and 10", "09's", "capstone 17", or a link
+     notebook T or a later one ("notebook 09", "notebooks 09 and 10", "09's", "capstone 19", or a link
      ``[...](09_value_decomposition.ipynb)``), and reports no figure: no decimal (8.0), no thousands (1,152), no
      "37 s", "40 minutes", "1800 episodes", "2 networks", "(4)", "3 of 5". "IQL, VDN and QMIX (notebook 09) learn
      one utility per agent" passes; "VDN solves Switch2 in 15 s (notebook 09)" and "VDN solves Switch2" fail.
@@ -108,7 +108,7 @@ METHODS = (
 MAP_EXEMPT = {"MADDPG", "COMA"}  # notebook 00 introduces the course's two subjects
 
 NUM = r"(?:[0-2]\d)"
-# "notebook 09", "notebooks 09 and 10", "notebooks 06, 07 and 08", "notebooks 13 to 16", "capstones 17 and 18"
+# "notebook 09", "notebooks 09 and 10", "notebooks 06, 07 and 08", "notebooks 15 to 18", "capstones 19 and 20"
 LIST = rf"{NUM}(?:(?:\s*,\s*{NUM})*\s*,?\s*(?:and|or|to|through|-|–)\s*{NUM})?"  # "04, 10 updates" reads 04
 NAMED_REF = re.compile(rf"\b(notebooks?|capstones?)\s+({LIST})(?![\d.,]\d)", re.IGNORECASE)
 POSSESSIVE_REF = re.compile(rf"(?<![\w.,$\\/-])({NUM})'s\b")
@@ -155,7 +155,7 @@ def find_methods_at(text: str, methods=METHODS) -> list[tuple[int, Method, str]]
             for match in spelling_pattern(spelling).finditer(text):
                 if _whole_word(text, match.start(), match.end()):
                     found.append((match.start(), match.end(), method, match.group(0)))
-    # a match inside a longer one is not a name of its own ("continuous MADDPG" names notebook 13, not also MADDPG)
+    # a match inside a longer one is not a name of its own ("continuous MADDPG" names notebook 15, not also MADDPG)
     return [(start, method, word) for start, end, method, word in sorted(found, key=lambda item: item[:2])
             if not any(s <= start and end <= e and (s, e) != (start, end) for s, e, _, _ in found)]
 
@@ -607,6 +607,14 @@ def test_each_notebooks_sections_are_numbered_once_each_in_order(path):
                for n in re.findall(r"^##\s+(\d+)\.\s", "".join(cell["source"]), flags=re.M)]
     assert numbers in ([], list(range(1, len(numbers) + 1)), list(range(len(numbers)))), \
         f"{path.name}: its '## N.' headings run {numbers}"
+
+
+@pytest.mark.parametrize("path", NUMBERED, ids=lambda path: path.stem)
+def test_each_notebooks_title_carries_its_own_number(path):
+    # the title a learner reads first and the file's name agree ("# 13 · ..." in 13_comparison_switch2.ipynb): a
+    # renumbering that moves the file and leaves the title is caught here, as no reference check reads titles
+    title = "".join(read_cells(path)[0]["source"]).split("\n", 1)[0]
+    assert re.match(rf"# {path.name[:2]} · \S", title), f"{path.name} opens with {title!r}"
 
 
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda path: path.stem)

@@ -120,7 +120,7 @@ def test_show_solution_prints_the_source_and_it_works_when_pasted(name, capsys):
     assert header == (f"# the last resort, after {before}: the solution to the {name!r} exercise (checked by "
                       f"{solutions.checker_module(name)}.check_{name}):")
     assert source.startswith(f"def {name}(") and source == inspect.getsource(getattr(solutions, name))
-    # pasted into a notebook, with what the notebooks import (torch; 09 has marl_edu.learners.maddpg's flatten_for_critic)
+    # pasted into a notebook, with what the notebooks import (torch; 15 has marl_edu.learners.maddpg's flatten_for_critic)
     namespace = {"torch": torch, "math": math, "flatten_for_critic": flatten_for_critic, **solutions.BUILDING_BLOCKS}
     exec(compile(source, f"<show_solution {name}>", "exec"), namespace)
     assert namespace[name] is not getattr(solutions, name)

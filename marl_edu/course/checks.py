@@ -929,7 +929,7 @@ def check_n_step_return(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> No
           f"gamma 0 and 1, B = 1).")
 
 
-# -- 08: reading a comparison -----------------------------------------------------------------------------------------
+# -- 13: reading a comparison -----------------------------------------------------------------------------------------
 
 def _seed_rows(greedy: list[float], episodes: list[int | None]) -> list[dict]:
     """One dict per seed, as ``results/compare/ENV/METHOD/seed<S>.json`` holds them (the two fields used here)."""
@@ -1012,7 +1012,7 @@ def check_solve_counts(fn: Callable) -> None:
           f"median episodes over the seeds that got there).")
 
 
-# -- 13: PPO's clipped surrogate with masks ----------------------------------------------------------------------------
+# -- 11: PPO's clipped surrogate with masks ----------------------------------------------------------------------------
 
 def _surrogate_slip(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor, mask: torch.Tensor,
                     clip: float, slip: str) -> torch.Tensor:
@@ -1136,7 +1136,7 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
           f"mask).")
 
 
-# -- 12: greedy against sampled, counted from the committed runs ------------------------------------------------------
+# -- 14: greedy against sampled, counted from the committed runs ------------------------------------------------------
 
 # the committed PredatorPrey7x7-v0 runs' final greedy and sampled means per seed, to 0.1, and the standard error of
 # each seed's gap, to 0.01, of the GRU learners named (results/compare/PredatorPrey7x7-v0/<name>-gru/seed<S>.json;

@@ -139,7 +139,7 @@ def _number(pattern: str, text: str) -> float:
 
 
 def _advantage_explorer(page):
-    """06: Q(UP) up by 2.0 moves the baseline Qbar_i by pi(UP) * 2.0, the COMA advantages still average 0, and the chart
+    """07: Q(UP) up by 2.0 moves the baseline Qbar_i by pi(UP) * 2.0, the COMA advantages still average 0, and the chart
     is redrawn."""
     q_up = slider(page, "Q(UP)")
     output = cell_output(page, "Q(UP)")
@@ -161,7 +161,7 @@ def _advantage_explorer(page):
 
 
 def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves: bool = False, ci: bool = False):
-    """05, 08 and 13: type an episode count, move the seed ``seed_steps`` to the right, press train; a progress bar
+    """05, 08, 12 and 15: type an episode count, move the seed ``seed_steps`` to the right, press train; a progress bar
     shows, the status line says done with at least that many episodes, and the curve is redrawn. With ``solves``, the
     run's last greedy team return must be at least 8.0 (the README's screenshot shows a run that solves). With ``ci``,
     the one of the four panels CI drives (they are one ``widgets.training_panel``)."""
@@ -191,7 +191,7 @@ def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves:
 
 
 def _matrix_game_panel(page):
-    """12: P(action 0) three steps right, from 1/3 (uniform) to 0.45, above VDN's threshold 0.375 (worked by hand in the
+    """10: P(action 0) three steps right, from 1/3 (uniform) to 0.45, above VDN's threshold 0.375 (worked by hand in the
     notebook): the panel refits both methods, VDN's agents now play the optimum (0, 0), and the tables are redrawn."""
     p0 = slider(page, "P(action 0)")
     output = cell_output(page, "P(action 0)")
