@@ -63,6 +63,7 @@ def test_panel_button_trains_with_the_slider_values_and_redraws():
     assert calls == [(0.2, 40)]
     assert "last greedy team return <b>8.20</b>" in panel.status.value  # 8.0 + lr = 8.2
     assert panel.image.value != before and panel.image.value[:4] == b"\x89PNG"
+    assert panel.settings == {"lr": 0.2, "episodes": 40} and panel.run == _fake_run(0.2, 40)  # the press, kept
 
 
 def test_panel_says_when_more_episodes_ran_than_asked_for():

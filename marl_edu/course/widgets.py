@@ -154,6 +154,7 @@ def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dic
             status.value = f"<b>not trained:</b> {html.escape(str(error))}"
             return
         image.value = _figure_png(plot_runs(reference, run, optimal, random, evaluation_label=evaluation_label))
+        panel.run, panel.settings = run, values  # the last press's run dict and the slider values it trained with
         last = run["evaluations"][-1][1] if run["evaluations"] else float("nan")
         ran, asked = len(run["episode_returns"]), values.get("episodes")
         rounded = (f" ({asked} asked for: the parallel env copies finish their episodes together)"
@@ -165,6 +166,7 @@ def training_panel(controls: dict[str, widgets.Widget], train: Callable[..., dic
     grid = widgets.GridBox(list(controls.values()), layout=widgets.Layout(grid_template_columns="repeat(2, 360px)"))
     panel = widgets.VBox([grid, button, progress, status, image])
     panel.button, panel.status, panel.image = button, status, image  # handles for tests and the browser test
+    panel.run = panel.settings = None  # (tools/panel_pictures.py reads the last press's)
     return panel
 
 
