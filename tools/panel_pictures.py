@@ -34,6 +34,8 @@ MARK = "PANEL-PRESS "
 PRESS = f'''import base64 as _b64, json as _json
 _panel = Out[max(Out)]
 _panel.button.click()
+if _panel.run is None:  # a setting the panel refused: its status line says which
+    raise RuntimeError("the press trained nothing: " + _panel.status.value)
 print("{MARK}" + _json.dumps({{"settings": _panel.settings, "status": _panel.status.value,
                               "evaluations": _panel.run["evaluations"],
                               "sampled_evaluations": _panel.run.get("sampled_evaluations") or [],
