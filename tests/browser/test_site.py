@@ -27,6 +27,15 @@ pytestmark = pytest.mark.ci
 
 
 @functools.cache
+def _widget_note():
+    """book/widget_note.py as a module (it tells a progress bar's widget view from a panel's)."""
+    spec = importlib.util.spec_from_file_location("widget_note", ROOT / "book" / "widget_note.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
 def _tools_site():
     """tools/site.py as a module (it names the results pages and writes them)."""
     spec = importlib.util.spec_from_file_location("tools_site", TOOLS_SITE)
@@ -179,10 +188,12 @@ def _check_notebook_page(tab, site, page_path, images):
     shown = {pathlib.PurePosixPath(src).name.split("?")[0] for src, width in images if width}
     assert all(any(shown_name.startswith(gif[:-4]) for shown_name in shown) for gif in gifs), (gifs, shown)
 
-    panels = sum(WIDGET_VIEW in output.get("data", {}) for cell in notebook["cells"] if cell["cell_type"] == "code"
-                 for output in cell.get("outputs", []))
+    views = [output["data"][WIDGET_VIEW]["model_id"] for cell in notebook["cells"] if cell["cell_type"] == "code"
+             for output in cell.get("outputs", []) if WIDGET_VIEW in output.get("data", {})]
+    bars = _widget_note().progress_bars(notebook)  # tqdm's bars: a quiet line each, not a panel's note
     notes = tab.locator(".widget-note")
-    assert notes.count() == panels
+    assert notes.count() == sum(view not in bars for view in views)
+    assert tab.locator(".widget-progress").count() == sum(view in bars for view in views)
     assert all(link == colab for link in tab.eval_on_selector_all(".widget-note a", "a => a.map(x => x.href)"))
     assert tab.locator(f'script[type="{WIDGET_VIEW}"]').count() == 0, "a panel's dead state is on the page"
 
@@ -202,3 +213,17 @@ def test_the_results_pages_are_what_the_files_give():
     for name, text in module.results_pages().items():
         built = ROOT / "_site" / "source" / name
         assert built.read_text() == text, f"{name} on the site differs from what results/ gives: make site"
+
+
+def test_a_progress_bar_is_told_from_a_panel_by_its_models():
+    # tqdm's bar: an HBox of an HTML label, a FloatProgress and HTML counts; a panel: a VBox of sliders, a button, ...
+    state = {"bar": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_l", "IPY_MODEL_p", "IPY_MODEL_c"]}},
+             "l": {"model_name": "HTMLModel", "state": {}}, "p": {"model_name": "FloatProgressModel", "state": {}},
+             "c": {"model_name": "HTMLModel", "state": {}},
+             "panel": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_s", "IPY_MODEL_b"]}},
+             "s": {"model_name": "IntSliderModel", "state": {}}, "b": {"model_name": "ButtonModel", "state": {}}}
+    notebook = {"metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {"state": state}}}}
+    assert _widget_note().progress_bars(notebook) == {"bar"}
+    assert _widget_note().progress_bars({"metadata": {}}) == set()  # no state saved: every view is a panel's note
+    view = '<script type="application/vnd.jupyter.widget-view+json">{"version_major": 2, "model_id": "bar"}</script>'
+    assert _widget_note().model_id(view) == "bar" and _widget_note().model_id(view.replace('{"version_major": 2, "model_id": "bar"}', "{not json")) is None
