@@ -5,6 +5,7 @@ in order, and every other test to whichever worker is free.
 
 import os
 import pathlib
+import sys
 
 import matplotlib
 import pytest
@@ -146,3 +147,14 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"tests/conftest.py {label} names tests that do not exist: {sorted(unknown)}")
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: hand out the slow tests first, so none is left last
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every figure a test leaves open is closed after it: figures returned for a test to read (``plot_runs``, the
+    viz helpers) piled up in a worker until matplotlib warned of more than 20 open (CI, 2026-11-30). Only where a test
+    imported pyplot: importing it here would cost every worker for nothing."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
