@@ -6,7 +6,6 @@ import base64
 import importlib.util
 import json
 import pathlib
-import re
 
 import nbformat
 import pytest
@@ -16,7 +15,6 @@ from marl_edu.learners.ppo import PPOConfig
 from marl_edu.runs.seed import solved_threshold
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PANEL_CALL = re.compile(r"^\w+_panel\(", re.MULTILINE)  # the statement that builds a training panel (as the tool's)
 PICTURES = ["12_ippo_and_mappo"]  # the notebooks whose panel has a committed picture
 spec = importlib.util.spec_from_file_location("panel_pictures", ROOT / "tools" / "panel_pictures.py")
 panel_pictures = importlib.util.module_from_spec(spec)
@@ -24,18 +22,18 @@ spec.loader.exec_module(panel_pictures)
 
 
 def _record(name: str) -> dict:
-    return json.loads((ROOT / "media" / f"panel_{name}.json").read_text())
+    return json.loads(panel_pictures.paths(name)[1].read_text())
 
 
 @pytest.mark.parametrize("name", PICTURES)
 def test_each_picture_is_shown_right_under_its_panel(name):
     cells = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["cells"]
     panel = [i for i, cell in enumerate(cells) if cell["cell_type"] == "code"
-             and PANEL_CALL.search("".join(cell["source"]))]
+             and panel_pictures.PANEL_CALL.search("".join(cell["source"]))]
     assert len(panel) == 1
     below = cells[panel[0] + 1]
     assert below["cell_type"] == "markdown" and f"](../media/panel_{name}.png)" in "".join(below["source"])
-    assert (ROOT / "media" / f"panel_{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert panel_pictures.paths(name)[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_notebook_12s_press_was_made_at_the_panels_defaults():
