@@ -29,7 +29,7 @@ disk, and the same command with --reuse trains only the runs missing.
 
 Writes results/compare/ENV/METHOD/seed<S>.json per run, the first seed's policy.pt and greedy.gif, and
 results/compare/ENV/summary.json (the table's rows and the command; on Switch3-v0 and Switch4-v0 also issue 48's bar
-for QMIX and MAPPO, ``KEEP_BAR``, which notebook 14 and the results page read); draws media/compare_<env>.png (mean and
+for QMIX and MAPPO, ``KEEP_BAR``, which notebook 16 and the results page read); draws media/compare_<env>.png (mean and
 range over seeds against the optimum); prints one table row per method and environment (the table of results/README.md).
 
 Where the runs go (--runner): Ray when it is installed (pip install -e ".[ray]"), else a local process pool. With
@@ -166,7 +166,7 @@ COLORS = {COMA: "C0", CentralV: "C1", IACV: "C2", MADDPG: "C3", IDDPG: "C4", Cen
 
 RANDOM_EPISODES = 1000  # the random reference line: uniformly random actions, this many episodes, seed 0
 # issue 48's bar with more agents: these methods end solved on at least this many of the table's 5 seeds on these tasks
-# (written into the tasks' summary.json, where notebook 14 and the results page read it)
+# (written into the tasks' summary.json, where notebook 16 and the results page read it)
 KEEP_BAR = {"tasks": ["Switch3-v0", "Switch4-v0"],
             "methods": [f"{algo_name_of_class(learner)}-gru" for learner in (QMIX, MAPPO)], "ended_solved": 4, "of": 5}
 

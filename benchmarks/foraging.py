@@ -32,7 +32,7 @@ every finished run's files on disk). ``--checkpoint-dir`` keeps them outside the
 clone on the same machine finds them (without it they are saved in OUT, gitignored, and a fresh clone starts them
 again). Each run's files are written as it ends: commit its record run by run as it appears (the summary and curves.png
 are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the default then); otherwise
-the process pool. Its own folder, not results/foraging: the 1M-step runs there are what notebook 14, the results page
+the process pool. Its own folder, not results/foraging: the 1M-step runs there are what notebook 16, the results page
 and their tests read, and these differ in kind (a budget of env steps), so each folder's summary holds one experiment.
 ``--epsilon-steps 300000`` keeps the 1M runs' exploration in env steps: their epsilon decayed over 30% of 20,000
 episodes, which ended at 297,000-300,000 env steps (each record's evaluations give the env steps at episode 6,000),
@@ -190,7 +190,7 @@ def textbook_firsts(method: str, runs: dict | None = None) -> list[int | None]:
 
 def textbook_mean_at(method: str, env_steps: int, runs: dict | None = None) -> float:
     """The mean over the textbook's seeds of ``method`` of each seed's evaluation at ``env_steps``, read on a
-    straight line between its two evaluations around it (it evaluates every 100,000 env steps), as notebook 14 reads
+    straight line between its two evaluations around it (it evaluates every 100,000 env steps), as notebook 16 reads
     it. ValueError for a method it has no run of, or ``env_steps`` before a seed's first evaluation or after its
     last."""
     values = []
@@ -485,7 +485,7 @@ def table(rows: list[dict]) -> list[str]:
 
 MAX_ENV_STEPS = 100_000_000  # --env-steps' bound
 EPISODE_STEPS = 50  # the task's episodes end after 50 steps: a budget of N episodes is at most 50 N env steps
-# a learner's colour, ours and the textbook's alike (notebook 14's colours)
+# a learner's colour, ours and the textbook's alike (notebook 16's colours)
 COLORS = {algo_name_of_class(learner): color for learner, color in [
     (IQL, "C6"), (VDN, "C8"), (QMIX, "C9"), (COMA, "C0"), (CentralV, "C1"), (MAPPO, "darkviolet"), (IPPO, "k")]}
 

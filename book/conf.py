@@ -22,14 +22,14 @@ extensions = ["myst_nb", "widget_note", "results_link"]  # the last two: book/*.
 root_doc = "index"
 # (results/*/**.md and .ipynb: a note a benchmark leaves beside its runs is no page; the results pages are
 # results/*.md. Only pages: Sphinx applies these patterns to html_extra_path too, and a pattern that matched every file
-# under results/*/ left out the GIFs that notebooks 13 and 14 show with <img>, which the browser test caught)
+# under results/*/ left out the GIFs that notebooks 15 and 16 show with <img>, which the browser test caught)
 exclude_patterns = ["**/.ipynb_checkpoints", "_assets", "_extra", "results/*/**.md", "results/*/**.ipynb"]
 
 # myst-nb: the committed outputs as they are; $...$ and $$...$$ math as the notebooks write it (rendered by MathJax).
 nb_execution_mode = "off"
 myst_enable_extensions = ["dollarmath", "amsmath"]
 nb_ipywidgets_js = {}  # no ipywidgets JavaScript from a CDN: book/widget_note.py puts a note where a panel was
-suppress_warnings = ["misc.highlighting_failure"]  # 21's pseudocode in python blocks
+suppress_warnings = ["misc.highlighting_failure"]  # 24's pseudocode in python blocks
 
 html_theme = "sphinx_book_theme"
 html_title = "marl-edu: cooperative multi-agent RL, hands on"

@@ -17,8 +17,8 @@ matplotlib.use("Agg")  # unit tests draw figures without a screen (notebooks kee
 # networks are tiny, and a second thread per process on a busy 2-core machine made training several times slower
 # (a 105 s capstone run took 21 minutes). The same number of threads everywhere also keeps a test's numbers the same
 # however many workers run. OMP_NUM_THREADS does the same for the processes tests start: nbval's notebook kernels
-# (08 and 16 do not set threads yet, issue 29: in a parallel run beside other work one such kernel ran for over 9
-# minutes), command-line runs and pool or Ray workers. A value already set in the environment is kept.
+# (before issue 29 two notebooks did not set threads: in a parallel run beside other work one such kernel ran for
+# over 9 minutes), command-line runs and pool or Ray workers. A value already set in the environment is kept.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 

@@ -165,7 +165,7 @@ def test_an_update_that_is_not_a_function_is_a_value_error(learner):
 # -- hints in stages (issue 31: capstones done cold) -----------------------------------------------------------------
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CAPSTONE_NOTEBOOKS = {"19_capstone_maddpg.ipynb": capstone_maddpg, "20_capstone_coma.ipynb": capstone_coma}
+CAPSTONE_NOTEBOOKS = {"22_capstone_maddpg.ipynb": capstone_maddpg, "23_capstone_coma.ipynb": capstone_coma}
 EVERY_PART = [name for module in CAPSTONES for name in module.PARTS]
 
 
@@ -311,8 +311,8 @@ def test_no_committed_notebook_calls_a_hint(path):
                         in ("hint", "hint_text")), f"{path.name} cell {index} prints a hint"
 
 
-def test_notebook_19_has_no_stray_placeholder_cell():
-    assert not any("placeholder" in "".join(cell["source"]) for cell in _cells("19_capstone_maddpg.ipynb"))
+def test_notebook_22_has_no_stray_placeholder_cell():
+    assert not any("placeholder" in "".join(cell["source"]) for cell in _cells("22_capstone_maddpg.ipynb"))
 
 
 # -- no notebook before the capstones prints their answers ----------------------------------------------------------
@@ -324,7 +324,7 @@ CAPSTONE_TOPICS = {
              "replay_policy", "actor_loss"),
     None: ("soft_update", "collect_episodes", "train", "Transitions", "WholeEpisodes"),
 }
-FIRST_CAPSTONE = 19  # 19_capstone_maddpg: every numbered notebook below it is read before the capstones
+FIRST_CAPSTONE = 22  # 22_capstone_maddpg: every numbered notebook below it is read before the capstones
 EARLIER = sorted(path for path in (ROOT / "notebooks").glob("*.ipynb")
                  if re.match(r"\d\d_", path.name) and int(path.name[:2]) < FIRST_CAPSTONE)
 CHEAT_SHEET = ROOT / "notebooks" / "cheat_sheet.ipynb"  # a reference read at any time, so before the capstones too
@@ -392,7 +392,7 @@ def test_the_source_check_sees_a_print_and_lets_a_folded_one_pass(tmp_path):
     assert notebook("SHOW = False", "if SHOW:\n    print(inspect.getsource(COMA.update))") == []
     assert notebook("print(inspect.getsource(CentralV.critic_rows))") == []  # not a capstone's part
     assert (ROOT / "notebooks" / "08_coma_training.ipynb") in EARLIER
-    assert [int(path.name[:2]) for path in EARLIER] == list(range(FIRST_CAPSTONE))  # 00 to 18, each once
+    assert [int(path.name[:2]) for path in EARLIER] == list(range(FIRST_CAPSTONE))  # 00 to 21, each once
 
 
 # -- the cheat sheet, read before the capstones, holds no pseudocode of their parts --------------------------------

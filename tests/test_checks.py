@@ -253,7 +253,7 @@ def test_every_checker_reports_a_wrong_dtype_instead_of_raising(capsys):
         assert "Hint: keep the inputs' dtype" in out
 
 
-# -- check_continuous_actor_loss: the deterministic policy gradient's actor loss (notebook 15) ------------------------
+# -- check_continuous_actor_loss: the deterministic policy gradient's actor loss (notebook 17) ------------------------
 
 def _actor_loss(sign=-1.0, squash=True, recompute=True, detach=False, in_place=False):
     """A learner's answer with one knob per known mistake; the defaults are the right answer."""
@@ -298,7 +298,7 @@ def test_continuous_actor_loss_stub_and_shape(capsys):
     assert out.startswith("FAILED") and "expected one number" in out
 
 
-# -- check_approximation_loss: the inferred policy's loss (notebook 16) -------------------------------------------
+# -- check_approximation_loss: the inferred policy's loss (notebook 19) -------------------------------------------
 
 def _approx_loss(sum_entries=True, entropy_sign=-1.0, nll_sign=-1.0, norm=True, detach=False):
     """A learner's answer with one knob per known mistake; the defaults are the right answer."""
@@ -344,7 +344,7 @@ def test_approximation_loss_stub_and_shape(capsys):
     assert out.startswith("FAILED") and "expected one number" in out
 
 
-# -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 18) ------------------------
+# -- check_subpolicy_actions: each agent's action from the sub-policy it plays (notebook 21) ------------------------
 
 def _subpolicy_verdict(fn, capsys):
     from marl_edu.course.checks import check_subpolicy_actions
@@ -384,7 +384,7 @@ def test_subpolicy_actions_mistakes_are_named(capsys):
     assert out.startswith("FAILED")
 
 
-# -- check_team_rewards: each agent paid its own team's summed reward (notebook 17) ---------------------------------
+# -- check_team_rewards: each agent paid its own team's summed reward (notebook 20) ---------------------------------
 
 def _team_verdict(fn, capsys):
     from marl_edu.course.checks import check_team_rewards
@@ -478,7 +478,7 @@ def test_a_failed_comparison_finds_a_difference_finer_than_its_own_tolerance(cap
         checks.values_differ("a case", expected, got, "a hint", shown=0)
 
 
-# -- check_qmix_mixer: QMIX's mixing network from its hypernetworks (notebook 09) -----------------------------------
+# -- check_qmix_mixer: QMIX's mixing network from its hypernetworks (notebook 10) -----------------------------------
 
 def _mixer(abs_w1=True, abs_w2=True, abs_b=False, layout="NE", act=torch.nn.functional.elu, b1=True, b2=True,
            detach=False, end_shape="B"):
@@ -899,7 +899,7 @@ def test_expected_actor_loss_check_leaves_the_callers_random_state_alone(capsys)
         assert torch.equal(torch.rand(2), expected)
 
 
-# -- 13: the table's counts from the committed runs ------------------------------------------------------------------
+# -- 15: the table's counts from the committed runs ------------------------------------------------------------------
 
 def test_solve_counts_by_hand():
     from marl_edu.runs.seed import solve_counts
@@ -1061,7 +1061,7 @@ def test_solve_counts_check_names_each_slip(capsys):
     assert "your function raised KeyError" in verdict(lambda rows, optimum: rows[0]["solved"])
 
 
-# -- check_clipped_surrogate_loss: PPO's clipped actor loss with masks (notebook 11) ----------------------------------
+# -- check_clipped_surrogate_loss: PPO's clipped actor loss with masks (notebook 12) ----------------------------------
 
 def _surrogate(ratio_of="exp", low_high="around 1", pick="min", sign=-1.0, reduce="masked mean",
                detach_old=True, detach_advantage=True, detach_new=False, shape="scalar"):
@@ -1125,7 +1125,7 @@ def test_clipped_surrogate_mistakes_are_named(capsys):
 
 
 def test_clipped_surrogate_by_hand_case_is_the_first_and_a_stub_is_not_done(capsys):
-    # the first case is notebook 11's by-hand one: the right loss there is 0.22 (tests/test_ppo.py shows the sum)
+    # the first case is notebook 12's by-hand one: the right loss there is 0.22 (tests/test_ppo.py shows the sum)
     out = _surrogate_verdict(_surrogate(sign=1.0), capsys)
     assert "on the by-hand case" in out and "expected 0.2200, got -0.2200" in out
 
@@ -1144,7 +1144,7 @@ def test_clipped_surrogate_check_leaves_the_callers_random_state_alone(capsys):
     assert torch.equal(torch.rand(2), expected)
 
 
-# -- 14: on how many seeds sampling beat greedy beyond chance ----------------------------------------------------------
+# -- 16: on how many seeds sampling beat greedy beyond chance ----------------------------------------------------------
 
 def test_sampled_beats_greedy_cases_are_the_committed_runs():
     # the check's PredatorPrey cases are the committed runs' final means (greedy and sampled on the same 100 episodes),

@@ -7,17 +7,17 @@ appears, and every "notebook NN", "section N" and link to a notebook names somet
    - code never names it: a code cell's source (comments too), a fenced block in Markdown, and every text output
      (streams, text/plain, text/markdown, text/html, errors; image data is not read);
    - Markdown names it only as a forward pointer: the same sentence (or table row, list item, heading) also names
-     notebook T or a later one ("notebook 09", "notebooks 09 and 10", "09's", "capstone 19", or a link
-     ``[...](09_value_decomposition.ipynb)``), and reports no figure: no decimal (8.0), no thousands (1,152), no
-     "37 s", "40 minutes", "1800 episodes", "2 networks", "(4)", "3 of 5". "IQL, VDN and QMIX (notebook 09) learn
-     one utility per agent" passes; "VDN solves Switch2 in 15 s (notebook 09)" and "VDN solves Switch2" fail.
+     notebook T or a later one ("notebook 10", "notebooks 10 and 11", "10's", "capstone 22", or a link
+     ``[...](10_value_decomposition.ipynb)``), and reports no figure: no decimal (8.0), no thousands (1,152), no
+     "37 s", "40 minutes", "1800 episodes", "2 networks", "(4)", "3 of 5". "IQL, VDN and QMIX (notebook 10) learn
+     one utility per agent" passes; "VDN solves Switch2 in 15 s (notebook 10)" and "VDN solves Switch2" fail.
    Notebook 00 (the map) follows the same rule for every method but MADDPG and COMA, the two the course is built
    around, which 00 introduces (its intro, its "four questions" and its network counts of those two); so its map
    rows name each later method beside the link to its notebook, and a count of another family's networks fails.
    A spelling is matched without regard to case, as a whole word: not inside another word ("mappo" holds no "ppo",
    "reinforces" no "forces"; "forces the agents" is the verb), but a CamelCase join (``MADDPGConfig``,
    ``EnsembleMADDPG``), a plural s and a part of a snake_case name (``central_v-gru``, ``marl_edu.learners.maddpg``) count.
-   A match inside a longer one is not read again ("continuous MADDPG" names notebook 15's method, not also MADDPG).
+   A match inside a longer one is not read again ("continuous MADDPG" names notebook 17's method, not also MADDPG).
    The target of a Markdown link or image is not read for names (a link is a reference).
 2. A symbol waits for the notebook the cheat sheet's symbol table gives in its "first" column: the smallest notebook
    number in that cell, over every row whose symbol cell holds the symbol. Read in the LaTeX ($...$, $$...$$) of the
@@ -76,39 +76,39 @@ NUMBERED = [path for path in ALL_NOTEBOOKS if notebook_number(path) is not None]
 class Method:
     name: str
     first: int  # the notebook that teaches it (the first of them)
-    last: int  # the last notebook of its teaching (MADDPG 03-05, COMA 06-08)
+    last: int  # the last notebook of its teaching (MADDPG 03-05, COMA 06-09)
     spellings: tuple[str, ...]
 
 
 METHODS = (
     Method("MADDPG", 3, 5, (r"maddpg",)),
     Method("Gumbel-softmax", 4, 4, (r"gumbel",)),
-    Method("COMA", 6, 8, (r"coma",)),
-    Method("IQL", 9, 10, (r"iql",)),
-    Method("VDN", 9, 10, (r"vdn",)),
-    Method("QMIX", 9, 10, (r"qmix",)),
-    Method("PPO", 11, 12, (r"ppo",)),
-    Method("IPPO", 11, 12, (r"ippo",)),
-    Method("MAPPO", 11, 12, (r"mappo",)),
-    Method("GAE", 11, 12, (r"gae",)),
-    Method("central-V", 13, 13, (r"central[-_ ]?v",)),
-    Method("central-QV", 13, 13, (r"central[-_ ]?qv",)),
-    Method("IAC (IAC-V)", 13, 13, (r"iac(?:[-_]?v)?", r"independent actor[- ]critics?")),
-    Method("independent DDPG", 13, 13, (r"independent[-_ ]ddpg", r"iddpg")),
-    Method("continuous MADDPG / forces", 15, 15,
+    Method("COMA", 6, 9, (r"coma",)),
+    Method("IQL", 10, 11, (r"iql",)),
+    Method("VDN", 10, 11, (r"vdn",)),
+    Method("QMIX", 10, 11, (r"qmix",)),
+    Method("PPO", 12, 13, (r"ppo",)),
+    Method("IPPO", 12, 13, (r"ippo",)),
+    Method("MAPPO", 12, 13, (r"mappo",)),
+    Method("GAE", 12, 13, (r"gae",)),
+    Method("central-V", 14, 14, (r"central[-_ ]?v",)),
+    Method("central-QV", 14, 14, (r"central[-_ ]?qv",)),
+    Method("IAC (IAC-V)", 14, 14, (r"iac(?:[-_]?v)?", r"independent actor[- ]critics?")),
+    Method("independent DDPG", 14, 14, (r"independent[-_ ]ddpg", r"iddpg")),
+    Method("continuous MADDPG / forces", 17, 18,
            (r"continuous[-_ ]?maddpg", r"(?:mappo|ippo|ppo|ddpg|maddpg)_continuous",
             r"forces?+(?!\s+(?:the|a|an|it|them|its|their|every|each|all|both|one|us|you)\b)",  # not the verb
             # (cooperative navigation with discrete actions, simple_spread_v3_discrete: the discrete learners' task)
             r"cooperative navigation(?! with discrete actions)", r"simple_spread(?!_v3_discrete)",
             r"particle env(?:ironment)?s?")),
-    Method("inferred policies", 16, 16, (r"inferred[-_ ]?polic(?:y|ies)",)),
-    Method("physical deception", 17, 17, (r"(?:physical[-_ ])?deception", r"simple_adversary")),
-    Method("policy ensembles", 18, 18, (r"ensembles?", r"sub[-_ ]?polic(?:y|ies)")),
+    Method("inferred policies", 19, 19, (r"inferred[-_ ]?polic(?:y|ies)",)),
+    Method("physical deception", 20, 20, (r"(?:physical[-_ ])?deception", r"simple_adversary")),
+    Method("policy ensembles", 21, 21, (r"ensembles?", r"sub[-_ ]?polic(?:y|ies)")),
 )
 MAP_EXEMPT = {"MADDPG", "COMA"}  # notebook 00 introduces the course's two subjects
 
 NUM = r"(?:[0-2]\d)"
-# "notebook 09", "notebooks 09 and 10", "notebooks 06, 07 and 08", "notebooks 15 to 18", "capstones 19 and 20"
+# "notebook 10", "notebooks 10 and 11", "notebooks 06, 07 and 08", "notebooks 17 to 21", "capstones 22 and 23"
 LIST = rf"{NUM}(?:(?:\s*,\s*{NUM})*\s*,?\s*(?:and|or|to|through|-|–)\s*{NUM})?"  # "04, 10 updates" reads 04
 NAMED_REF = re.compile(rf"\b(notebooks?|capstones?)\s+({LIST})(?![\d.,]\d)", re.IGNORECASE)
 POSSESSIVE_REF = re.compile(rf"(?<![\w.,$\\/-])({NUM})'s\b")
@@ -155,7 +155,7 @@ def find_methods_at(text: str, methods=METHODS) -> list[tuple[int, Method, str]]
             for match in spelling_pattern(spelling).finditer(text):
                 if _whole_word(text, match.start(), match.end()):
                     found.append((match.start(), match.end(), method, match.group(0)))
-    # a match inside a longer one is not a name of its own ("continuous MADDPG" names notebook 15, not also MADDPG)
+    # a match inside a longer one is not a name of its own ("continuous MADDPG" names notebook 17, not also MADDPG)
     return [(start, method, word) for start, end, method, word in sorted(found, key=lambda item: item[:2])
             if not any(s <= start and end <= e and (s, e) != (start, end) for s, e, _, _ in found)]
 
@@ -611,7 +611,7 @@ def test_each_notebooks_sections_are_numbered_once_each_in_order(path):
 
 @pytest.mark.parametrize("path", NUMBERED, ids=lambda path: path.stem)
 def test_each_notebooks_title_carries_its_own_number(path):
-    # the title a learner reads first and the file's name agree ("# 13 · ..." in 13_comparison_switch2.ipynb): a
+    # the title a learner reads first and the file's name agree ("# 14 · ..." in 14_comparison_switch2.ipynb): a
     # renumbering that moves the file and leaves the title is caught here, as no reference check reads titles
     title = "".join(read_cells(path)[0]["source"]).split("\n", 1)[0]
     assert re.match(rf"# {path.name[:2]} · \S", title), f"{path.name} opens with {title!r}"
@@ -686,23 +686,23 @@ def test_a_later_learner_named_in_prose_code_or_output_is_caught():
              code("print(1)", output="central_v solved 3 seeds\n")]
     messages = name_violations(4, cells)
     assert words_found(messages) == ["VDN", "QMIX", "QMIX", "central_v"]
-    assert "cell 0 (Markdown)" in messages[0] and "notebook 09" in messages[0]
+    assert "cell 0 (Markdown)" in messages[0] and "notebook 10" in messages[0]
     assert "cell 1 (code)" in messages[1] and "cell 2 (output)" in messages[3]
 
 
 def test_a_forward_pointer_is_allowed_and_one_that_reports_is_not():
-    allowed = [markdown("IQL, VDN and QMIX (notebook 09) learn one utility per agent. Central-V is in "
-                        "[13](13_comparison_switch2.ipynb). Notebooks 15 to 18 go further: forces, ensembles."),
-               markdown("| method | where |\n|---|---|\n| MAPPO | notebook 11 |")]
+    allowed = [markdown("IQL, VDN and QMIX (notebook 10) learn one utility per agent. Central-V is in "
+                        "[14](14_comparison_switch2.ipynb). Notebooks 17 to 21 go further: forces, ensembles."),
+               markdown("| method | where |\n|---|---|\n| MAPPO | notebook 12 |")]
     assert name_violations(4, allowed) == []
-    reporting = [markdown("VDN solves Switch2 in 15 s (notebook 09)."),
-                 markdown("QMIX adds a mixing network and its target (4). See notebook 09."),
+    reporting = [markdown("VDN solves Switch2 in 15 s (notebook 10)."),
+                 markdown("QMIX adds a mixing network and its target (4). See notebook 10."),
                  markdown("MAPPO (notebook 09) is fast.")]  # points at the wrong notebook
     messages = name_violations(4, reporting)
     assert words_found(messages) == ["VDN", "QMIX", "MAPPO"]
     assert "reports ['15 s']" in messages[0]
     # a forward pointer in code is no pointer: code never names a later learner
-    assert words_found(name_violations(4, [code("# notebook 09 teaches vdn\nx = 1")])) == ["vdn"]
+    assert words_found(name_violations(4, [code("# notebook 10 teaches vdn\nx = 1")])) == ["vdn"]
 
 
 def test_names_are_matched_as_whole_words_with_their_case_and_hyphen_variants():
@@ -724,7 +724,7 @@ def test_names_are_matched_as_whole_words_with_their_case_and_hyphen_variants():
 def test_the_map_may_introduce_maddpg_and_coma_but_not_count_the_others():
     cells = [markdown("Implement **MADDPG** and **COMA** yourself: MADDPG builds $4N$ networks."),
              markdown("| learner | networks |\n|---|---|\n| VDN | 2 |\n"
-                      "| [09 value decomposition](09_value_decomposition.ipynb) | IQL, VDN, QMIX |")]
+                      "| [10 value decomposition](10_value_decomposition.ipynb) | IQL, VDN, QMIX |")]
     assert words_found(name_violations(0, cells)) == ["VDN"]
     assert words_found(name_violations(1, cells[:1])) == ["MADDPG", "COMA", "MADDPG"]
 

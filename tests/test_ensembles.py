@@ -179,7 +179,7 @@ def test_training_an_ensemble_is_deterministic_and_saves_every_sub_policy(tmp_pa
     first, second = run(), run()
     assert first.updates > 0 and first.episode_returns == second.episode_returns
     assert first.evaluations == second.evaluations
-    # the run's replay comes back with the draw stored beside every transition (notebook 18 counts its slices):
+    # the run's replay comes back with the draw stored beside every transition (notebook 21 counts its slices):
     # 12 episodes of 25 steps, each agent on sub-policy 0 or 1, every transition in exactly one slice per agent
     played = first.buffer.subpolicies[:len(first.buffer)]  # (300, N)
     assert len(first.buffer) == first.env_steps == 12 * 25 and played.shape == (300, 3)

@@ -1,4 +1,4 @@
-"""The one-step penalty game of notebook 10 (marl_edu.learners.matrix_game): its payoffs, exact optimum and VDN's answer worked
+"""The one-step penalty game of notebook 11 (marl_edu.learners.matrix_game): its payoffs, exact optimum and VDN's answer worked
 by hand, the trainer reaching them, and QMIX's answer measured."""
 
 import math

@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # the modules of marl_edu/ that may hold a learner's name, and why
 ALLOWED = {
     "marl_edu/learners/table.py": "the table itself: each row's name",
-    # its ``method`` argument ("vdn" or "qmix") picks the mixer of a one-step matrix-game fit (notebook 10 calls
+    # its ``method`` argument ("vdn" or "qmix") picks the mixer of a one-step matrix-game fit (notebook 11 calls
     # ``train_matrix_game(payoff, "qmix")``): VDN's and QMIX's own mixers on a toy, not rows of the table, and below
     # the table's layer, so it cannot ask the table
     "marl_edu/learners/matrix_game.py": "VDN's and QMIX's matrix-game fit names its two mixers",

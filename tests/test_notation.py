@@ -9,7 +9,7 @@ What is checked, in every $...$ and $$...$$ of a Markdown cell (code spans and f
 - d is the done flag only, indexed by time (d_t, d_{T-1}, d_{11}), never by an agent or a batch row (d_{i,b}) and
   never a distance (that is dist_i);
 - A is the number of actions only (A^N joint actions), never an advantage (that is Adv);
-- phi is the parameters of notebook 16's approximations, phi^j_i (never a critic's, which are psi);
+- phi is the parameters of notebook 19's approximations, phi^j_i (never a critic's, which are psi);
 - psi is a critic's parameters: psi, psi_i, psi'.
 Exempt: the cheat sheet's table of the symbols that used to mean two things (it names the old meanings), and a line
 that translates a paper's notation ("the paper writes", "translates").
@@ -60,7 +60,7 @@ def misuses(span: str) -> list[str]:
     for m in re.finditer(r"(?<![\\A-Za-z])A\s*[_(]", span):
         found.append(f"{m.group(0)}: A is the number of actions (an advantage is Adv)")
     for m in re.finditer(r"\\phi(?![A-Za-z])(?!\s*\^)(?!_\{?[a-z]\}?\^)", span):
-        found.append(f"{m.group(0)}: phi is notebook 16's approximations' parameters, phi^j_i (a critic's is psi)")
+        found.append(f"{m.group(0)}: phi is notebook 19's approximations' parameters, phi^j_i (a critic's is psi)")
     for m in re.finditer(r"\\psi(?![A-Za-z])\s*\^", span):
         found.append(f"{m.group(0)}: psi is a critic's parameters: psi, psi_i, psi'")
     return found

@@ -15,7 +15,7 @@ from marl_edu.learners.ppo import PPOConfig
 from marl_edu.runs.seed import solved_threshold
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PICTURES = ["12_ippo_and_mappo"]  # the notebooks whose panel has a committed picture
+PICTURES = ["13_ippo_and_mappo"]  # the notebooks whose panel has a committed picture
 spec = importlib.util.spec_from_file_location("panel_pictures", ROOT / "tools" / "panel_pictures.py")
 panel_pictures = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(panel_pictures)
@@ -36,17 +36,17 @@ def test_each_picture_is_shown_right_under_its_panel(name):
     assert panel_pictures.paths(name)[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_notebook_12s_press_was_made_at_the_panels_defaults():
+def test_notebook_13s_press_was_made_at_the_panels_defaults():
     config = PPOConfig()
-    assert _record("12_ippo_and_mappo")["settings"] == {
+    assert _record("13_ippo_and_mappo")["settings"] == {
         "learner": "mappo", "clip": config.clip, "epochs": config.epochs, "minibatches": config.minibatches,
         "actor_lr": config.actor_lr, "entropy_start": config.entropy_start, "episodes": 3008, "seed": 0}
 
 
-def test_notebook_12s_words_about_its_press_are_the_records():
+def test_notebook_13s_words_about_its_press_are_the_records():
     # the caption under the panel, and section 4's "that press solves Switch2 and ends solved ... the greedy dots fall
     # back to one agent home once after the first solve while the sampled rings do not fall"
-    record = _record("12_ippo_and_mappo")
+    record = _record("13_ippo_and_mappo")
     line = solved_threshold(optimal_team_return("Switch2-v0"))  # 8.0: within 0.3 of the optimum 8.3
     greedy = [(episode, round(value, 1)) for episode, value in record["evaluations"]]
     sampled = [value for _, value in record["sampled_evaluations"]]

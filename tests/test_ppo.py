@@ -205,7 +205,7 @@ def test_advantages_are_normalised_over_the_acting_steps_by_hand():
     mask = torch.tensor([[[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
     out = normalised_advantages(advantage, mask)
     assert torch.allclose(out[0, :2].flatten(), torch.tensor([0.277350, -0.277350, -1.386750, 1.386750]), atol=1e-5)
-    assert (out * mask).sum().abs() < 1e-6  # the masked mean is 0: the check the pitfall of notebook 12 uses
+    assert (out * mask).sum().abs() < 1e-6  # the masked mean is 0: the check the pitfall of notebook 13 uses
     # over every entry (the pitfall) the padding moves the mean to (1.0 + 0.5 - 0.5 + 2.0 + 9.0 - 9.0) / 6 = 0.5
     # and the step holding 0.5 becomes 0 instead of -0.28
     wrong = (advantage - advantage.mean()) / advantage.std()

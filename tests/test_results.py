@@ -65,7 +65,7 @@ def test_policies_the_readme_calls_solved_still_solve(folder):
 
 
 def test_committed_feed_forward_coma_policy_still_deadlocks():
-    # notebook 08 shows this policy's greedy episode as the feed-forward deadlock
+    # notebook 09 shows this policy's greedy episode as the feed-forward deadlock
     folder = RESULTS / "coma/Switch2-v0-feed-forward"
     record = _record(folder)
     agent = load_policy(folder / "policy.pt", algo="coma", env_id=record["env"])
@@ -102,7 +102,7 @@ def test_readme_table_is_what_compare_printed(env_id):
 
 @pytest.mark.parametrize("env_id", ["Switch2-v0", "Switch2-v2", "Switch3-v0", "Switch4-v0", "PredatorPrey7x7-v0"])
 def test_issue_48_s_bar_with_more_agents_is_kept_with_exactly_its_tasks_runs(env_id):
-    # notebook 14 and the results page read the bar from these summaries (it was typed in both); compare.py writes it
+    # notebook 16 and the results page read the bar from these summaries (it was typed in both); compare.py writes it
     bar = _compare_module().KEEP_BAR
     summary = json.loads((RESULTS / "compare" / env_id / "summary.json").read_text())
     assert summary.get("bar") == (bar if env_id in bar["tasks"] else None)
@@ -209,7 +209,7 @@ def test_committed_particle_policy_replays_its_recorded_sampled_score(folder, me
 
 @pytest.mark.parametrize("folder, method", [(PARTICLE, "iddpg"), (PPO, "ippo")])
 def test_a_particle_runs_last_evaluations_played_the_same_episodes(folder, method):
-    # notebook 15 section 8: a periodic evaluation plays the noise-free policy on 10 episodes (one env seeded
+    # notebook 18 section 3: a periodic evaluation plays the noise-free policy on 10 episodes (one env seeded
     # eval_seed, 10 episodes in a row) and the sampled one on the same 10; seed 0's kept policy replays its record's
     # last pair of dots both ways
     from marl_edu.envs.make import family
@@ -272,8 +272,8 @@ def test_a_split_row_replays(folder, method):
     assert start_states.split(folder, env_id, greedy_key, method) == _split()[folder, method]
 
 
-def test_notebook_15s_reading_of_noise_free_against_sampled_is_what_the_records_say():
-    # notebook 15 section 8, on the same episodes: MADDPG's and independent DDPG's gaps are a few hundredths to two
+def test_notebook_18s_reading_of_noise_free_against_sampled_is_what_the_records_say():
+    # notebook 18 section 3, on the same episodes: MADDPG's and independent DDPG's gaps are a few hundredths to two
     # tenths either way (under 0.25), none beyond two standard errors; MAPPO's and IPPO's are below zero on nine runs
     # of ten, by 0.2 to 0.9, beyond two standard errors on one seed of each; every standard error a few tenths at most
     from marl_edu.runs.seed import sampled_gaps
@@ -291,8 +291,8 @@ def test_notebook_15s_reading_of_noise_free_against_sampled_is_what_the_records_
     assert [(gaps[method].lower_beyond, gaps[method].higher_beyond) for method in ("mappo", "ippo")] == [(1, 0), (1, 0)]
 
 
-def test_notebook_17s_reading_of_the_team_reward_sampled_is_what_the_records_say():
-    # notebook 17 section 5: on the same episodes the sampling moves every seed's policy, own rewards or the team
+def test_notebook_20s_reading_of_the_team_reward_sampled_is_what_the_records_say():
+    # notebook 20 section 5: on the same episodes the sampling moves every seed's policy, own rewards or the team
     # reward, by a few tenths at most, on no seed beyond two standard errors
     from marl_edu.runs.seed import sampled_gaps
 
@@ -301,7 +301,7 @@ def test_notebook_17s_reading_of_the_team_reward_sampled_is_what_the_records_say
         assert (abs(gaps.gaps) < 0.5).all() and (gaps.higher_beyond, gaps.lower_beyond) == (0, 0), method
 
 
-def test_notebook_14s_reading_of_predator_prey_sampled_is_what_the_records_say():
+def test_notebook_16s_reading_of_predator_prey_sampled_is_what_the_records_say():
     from marl_edu.runs.seed import sampled_gaps
 
     env_id = "PredatorPrey7x7-v0"
@@ -346,7 +346,7 @@ def test_notebook_14s_reading_of_predator_prey_sampled_is_what_the_records_say()
         row["sampled"] for method in ("central_v", "iac") for row in records[method])
 
 
-def test_notebook_14s_reading_of_greedy_against_sampled_on_foraging_is_what_the_records_say():
+def test_notebook_16s_reading_of_greedy_against_sampled_on_foraging_is_what_the_records_say():
     # section 6, on the same episodes: sampling helps MAPPO (0.12-0.46), IPPO (0.12-0.41) and COMA (0.15-0.21) beyond
     # two standard errors on every seed; COMA's greedy finals are 0.03 on every seed; central-V gains two hundredths at
     # most, beyond chance on two seeds; value decomposition's gaps are within 0.07 of zero, beyond chance on 2 of 15
@@ -413,7 +413,7 @@ def test_a_paired_grids_kept_policies_replay_their_final_figures(env_id):
             {key: record[key] for key in ("greedy", "sampled", "sampled_gap_se")}, abs=1e-9), method
 
 
-def test_notebook_14s_reading_of_discrete_navigation_sampled_is_what_the_records_say():
+def test_notebook_16s_reading_of_discrete_navigation_sampled_is_what_the_records_say():
     # section 7, on the same episodes: sampling helps COMA by 2-3 points on three seeds, beyond two standard errors,
     # and within them on the other two; it costs MAPPO on every seed, at most about 3 points, beyond chance on two; VDN
     # loses up to 1.5 points on its three seeds that kept the task (beyond chance on two) and gains on the two that
@@ -434,8 +434,8 @@ def test_notebook_14s_reading_of_discrete_navigation_sampled_is_what_the_records
     assert all(-3 < gap < -1 for gap, se in mappo + [vdn[seed] for seed in kept] if beyond(gap, se))
 
 
-def test_notebook_15s_reading_of_maddpg_against_independent_ddpg_is_what_the_runs_say():
-    # notebook 15 section 6: MADDPG's team return a little higher on average, on most seeds but not all; its landmark
+def test_notebook_17s_reading_of_maddpg_against_independent_ddpg_is_what_the_runs_say():
+    # notebook 17 section 6: MADDPG's team return a little higher on average, on most seeds but not all; its landmark
     # distance a few percent lower; the two collide about equally often (no edge, where the paper found 44% fewer)
     maddpg, iddpg = _particle_runs(PARTICLE, "maddpg"), _particle_runs(PARTICLE, "iddpg")
     mean = lambda rows, key: float(np.mean([run[key] for run in rows]))
@@ -449,11 +449,11 @@ def test_notebook_15s_reading_of_maddpg_against_independent_ddpg_is_what_the_run
         assert np.mean([run["evaluations"][-1][1] for run in rows]) > mean(rows, "team_return") + 1
 
 
-def test_notebook_16s_reading_of_inferred_policies_is_what_the_runs_say():
-    # notebook 16 section 4: the inferred runs' mean a little below MADDPG's with the true policies, nearer independent
+def test_notebook_19s_reading_of_inferred_policies_is_what_the_runs_say():
+    # notebook 19 section 4: the inferred runs' mean a little below MADDPG's with the true policies, nearer independent
     # DDPG's than MADDPG's; seed by seed a little higher on three seeds, clearly lower (by more than 2) on two; about
     # MADDPG's coverage at the last step (within 0.01) and more collisions than either learner, and than MADDPG on every
-    # seed; by notebook 15's identity (team return = -37.5 x mean distance - 25 x collisions per step) "about half" of
+    # seed; by notebook 17's identity (team return = -37.5 x mean distance - 25 x collisions per step) "about half" of
     # the gap to MADDPG is coverage along the way and half collisions; "about 45% more" wall-clock per run; the curves
     # end above the table; MADDPG's own edge over independent DDPG is not on every seed
     maddpg, iddpg, inferred = (_particle_runs(PARTICLE, "maddpg"), _particle_runs(PARTICLE, "iddpg"),
@@ -524,12 +524,12 @@ def test_committed_deception_policy_replays_its_recorded_selfplay(method):
         assert getattr(sampled, key) == pytest.approx(record["sampled_selfplay"][key], rel=1e-4, abs=1e-4), key
 
 
-def test_notebooks_17_and_18_read_physical_deception_as_the_runs_say():
+def test_notebooks_20_and_21_read_physical_deception_as_the_runs_say():
     summary = json.loads((COMPETITION / "summary.json").read_text())
     runs = {method: sorted((run for run in summary["runs"] if run["method"] == method), key=lambda run: run["seed"])
             for method in ("maddpg", "ensemble", "team")}
     own, team = runs["maddpg"], runs["team"]
-    # notebook 17 section 4: every team-reward adversary ends farther from the goal than every own-reward one; the
+    # notebook 20 section 4: every team-reward adversary ends farther from the goal than every own-reward one; the
     # nearest good agent ends farther with the team reward on four seeds of five; sampled, every figure moves by
     # little more than a point at most and the team-reward adversary still ends several units away
     assert min(t["adversary_distance"] for t in team) > max(o["adversary_distance"] for o in own)
@@ -538,7 +538,7 @@ def test_notebooks_17_and_18_read_physical_deception_as_the_runs_say():
         for key in ("adversary_return", "good_return"):
             assert abs(run["sampled_selfplay"][key] - run[key]) < 1.5, (run["method"], run["seed"], key)
     assert all(run["sampled_selfplay"]["adversary_distance"] > 5 for run in team)
-    # notebook 18: an ensemble run took two to three times as long as a plain one; sampled, the table's self-play
+    # notebook 21: an ensemble run took two to three times as long as a plain one; sampled, the table's self-play
     # figures move by a tenth or less, a plain run's by a tenth at most, an ensemble's by up to about half a point
     ratio = np.mean([run["wall_s"] for run in runs["ensemble"]]) / np.mean([run["wall_s"] for run in own])
     assert 2 <= ratio <= 3
@@ -582,8 +582,8 @@ def _deception_distances(film) -> tuple[np.ndarray, np.ndarray]:
     return to_goal, to_landmarks[:, 1 - goal]
 
 
-def test_notebook_17s_own_rewards_film_goes_as_its_caption_reads():
-    # notebook 17 section 4: from the env seeded 0 the committed own-rewards MADDPG's adversary reaches the goal by
+def test_notebook_20s_own_rewards_film_goes_as_its_caption_reads():
+    # notebook 20 section 4: from the env seeded 0 the committed own-rewards MADDPG's adversary reaches the goal by
     # mid-episode, then drifts off and ends between the goal and the other landmark, about as far from each, while a
     # good agent that had touched the goal leaves it
     from marl_edu.data.rollout import run_episode
@@ -596,8 +596,8 @@ def test_notebook_17s_own_rewards_film_goes_as_its_caption_reads():
     assert to_goal[:, 1:].min() < 0.1 and to_goal[-1, 1:].min() > 0.5  # a good agent touched the goal and left it
 
 
-def test_notebook_18s_films_show_every_sub_policy_deceived():
-    # notebook 18 section 2: from one start state (the env seeded 0) the committed seed-0 ensemble's adversary plays
+def test_notebook_21s_films_show_every_sub_policy_deceived():
+    # notebook 21 section 2: from one start state (the env seeded 0) the committed seed-0 ensemble's adversary plays
     # each of its 3 sub-policies against its good agents' sub-policy 0; each film's adversary return is lower than
     # every run's self-play mean (the deception works against all three), and the films go as its prose reads them
     from marl_edu.data.rollout import run_episode
@@ -753,10 +753,10 @@ def test_the_textbooks_published_runs_and_the_figures_printed_from_them():
         "iql": [0.23, 0.64], "vdn": [0.16, 0.50], "qmix": [0.05, 0.15]}
     summary = json.loads((FORAGING / "summary.json").read_text())
     assert summary["textbook"] == foraging.TEXTBOOK  # (foraging.py --redraw rewrites it when the file changes)
-    for method, figures in foraging.TEXTBOOK.items():  # the columns the summary, the page and notebook 14 print
+    for method, figures in foraging.TEXTBOOK.items():  # the columns the summary, the page and notebook 16 print
         row = next(line for line in summary["table"] if line.startswith(f"| {method} |"))
         assert row.endswith(f"| {figures['steps_to_target']} | {figures['final']} |"), method
-    notebook = json.loads((ROOT / "notebooks" / "14_comparison_more_agents.ipynb").read_text())
+    notebook = json.loads((ROOT / "notebooks" / "16_comparison_more_agents.ipynb").read_text())
     printed = "".join(text for cell in notebook["cells"] if cell["cell_type"] == "code"
                       for output in cell.get("outputs", []) for text in output.get("text", []))
     readme = (RESULTS / "README.md").read_text()
@@ -993,7 +993,7 @@ FRESH_ENVS = ["Switch2-v0", "Switch2-v2"]  # fresh.py's TAUGHT tasks: named here
 def test_the_fresh_summaries_are_what_their_seed_records_give(env_id):
     # every row of results/fresh/ENV/summary.json is what fresh.py's table_row gives on its checked seed records,
     # on seeds 1000-1019; one policy per learner (its first seed's, replayed by the test of every committed policy
-    # above); the rows are on the results page and printed by notebook 13
+    # above); the rows are on the results page and printed by notebook 15
     fresh = _module("fresh")
     assert sorted(set(fresh.TAUGHT.values())) == FRESH_ENVS
     path = FRESH / env_id / "summary.json"
@@ -1002,7 +1002,7 @@ def test_the_fresh_summaries_are_what_their_seed_records_give(env_id):
     assert summary["seeds"] == fresh.SEEDS == list(range(1000, 1020))
     assert summary["table"] and summary["command"].startswith("benchmarks/fresh.py --methods")
     readme = (RESULTS / "README.md").read_text()
-    notebook = json.loads((ROOT / "notebooks" / "13_comparison_switch2.ipynb").read_text())
+    notebook = json.loads((ROOT / "notebooks" / "15_families_on_switch2.ipynb").read_text())
     printed = "".join(text for cell in notebook["cells"] if cell["cell_type"] == "code"
                       for output in cell.get("outputs", []) for text in output.get("text", []))
     for row in summary["table"]:
@@ -1013,7 +1013,7 @@ def test_the_fresh_summaries_are_what_their_seed_records_give(env_id):
         assert sorted(p.name for p in (path.parent / row["method"]).glob("*.pt")) == ["policy.pt"]
         assert fresh.format_row(row) in readme
         assert fresh.verdict(row) in " ".join(readme.split())  # (a bullet, wrapped)
-        # notebook 13 prints the summary's figures in its own columns (nbval checks them to the character): each
+        # notebook 15 prints the summary's figures in its own columns (nbval checks them to the character): each
         # learner's ended-solved count, and each seed that did not end solved with its final return
         lines = [line.strip() for line in printed.splitlines() if line.strip().startswith(row["method"] + " ")]
         assert any(f"{row['solved_at_end']}/{row['seeds']}" in line for line in lines), row["method"]

@@ -124,6 +124,6 @@ def test_the_tuning_sections_the_page_and_notebooks_name_are_headings_of_tuning_
              for title in re.findall(r'"([^"]+)"', listed) if title != "Speed"]
     named += [title for text in texts  # (and the form (`benchmarks/TUNING.md`, "its title"))
               for title in re.findall(r'`benchmarks/TUNING\.md`, "([^"]+)"', " ".join(text.split()))]
-    assert len(named) >= 7  # (the page's fresh and Switch3/4 sections, notebook 14's section 3, ...)
+    assert len(named) >= 7  # (the page's fresh and Switch3/4 sections, notebook 16's section 3, ...)
     for title in named:
         assert any(heading.startswith(title) for heading in headings), title

@@ -60,7 +60,7 @@ def test_method_config_names_a_learner_and_its_config(method, algo, config):
     assert got_algo == algo and type(got_config) is type(config) and got_config == config
 
 
-def test_methods_are_the_eight_of_notebook_08_central_qv_value_decomposition_and_ppo():
+def test_methods_are_the_first_eight_then_central_qv_value_decomposition_and_ppo():
     assert METHODS == ["coma-gru", "coma-ff", "central_v-gru", "central_v-ff", "iac-gru", "iac-ff", "maddpg-mlp",
                        "iddpg-mlp", "central_qv-gru", "iql-gru", "vdn-gru", "qmix-gru", "mappo-gru", "ippo-gru"]
 

@@ -120,7 +120,7 @@ def test_show_solution_prints_the_source_and_it_works_when_pasted(name, capsys):
     assert header == (f"# the last resort, after {before}: the solution to the {name!r} exercise (checked by "
                       f"{solutions.checker_module(name)}.check_{name}):")
     assert source.startswith(f"def {name}(") and source == inspect.getsource(getattr(solutions, name))
-    # pasted into a notebook, with what the notebooks import (torch; 15 has marl_edu.learners.maddpg's flatten_for_critic)
+    # pasted into a notebook, with what the notebooks import (torch; 17 has marl_edu.learners.maddpg's flatten_for_critic)
     namespace = {"torch": torch, "math": math, "flatten_for_critic": flatten_for_critic, **solutions.BUILDING_BLOCKS}
     exec(compile(source, f"<show_solution {name}>", "exec"), namespace)
     assert namespace[name] is not getattr(solutions, name)
@@ -231,7 +231,7 @@ def test_no_notebook_carries_a_reference_answer_or_prints_a_solution(path):
 
 
 def test_the_capstones_offer_show_solution_without_importing_the_answers(capsys):
-    # importing a capstone's module (as notebooks 19 and 20 do) leaves marl_edu.course.solutions unimported; its
+    # importing a capstone's module (as notebooks 22 and 23 do) leaves marl_edu.course.solutions unimported; its
     # show_solution imports it when called and prints the same as solutions.show_solution
     code = ("import sys; from marl_edu.course.capstone_maddpg import show_solution; from marl_edu.course.capstone_coma import "
             "show_solution as coma_show; import marl_edu.course.capstone_coma, marl_edu.course.capstone_maddpg; "

@@ -259,7 +259,7 @@ def test_config_names_a_batch_larger_than_the_replay():
 
 
 def test_qmixs_mixer_cannot_fit_a_monotonic_table_that_takes_a_bonus_away():
-    # notebook 09 section 1: "pay 1 unless both play 1", [[1, 1], [1, 0]], ranks each agent's actions the same way
+    # notebook 10 section 1: "pay 1 unless both play 1", [[1, 1], [1, 0]], ranks each agent's actions the same way
     # whatever the other plays (a monotonic mix can fit it: fits_exactly "monotonic"), but QMIX's mixer has increasing
     # differences: each hidden unit is the convex, increasing elu of a non-negative mix of the utilities, so
     # d^2 Q_tot / dq_0 dq_1 >= 0 and Q(hi, hi) + Q(lo, lo) >= Q(hi, lo) + Q(lo, hi): here 1 + 0 against 1 + 1, short by

@@ -273,7 +273,7 @@ def test_matrix_game_panel_refits_both_methods_when_a_slider_moves(monkeypatch):
     monkeypatch.setattr(marl_edu.course.widgets, "train_matrix_game", spy)
     panel = matrix_game_panel()
     assert calls == [(-12.0, "vdn", 0.333, 0), (-12.0, "qmix", 0.333, 0)]
-    # uniform exploration: both miss the optimum (notebook 10's by-hand VDN values and its QMIX runs)
+    # uniform exploration: both miss the optimum (notebook 11's by-hand VDN values and its QMIX runs)
     assert "<b>VDN</b> plays (1, 1): payoff <b>0</b>" in panel.summary.value
     assert "QMIX</b> plays" in panel.summary.value and "(0, 0): payoff <b>8</b>" not in panel.summary.value
     assert "P(action 0) &gt; 0.375 (no here)" in panel.summary.value

@@ -2,7 +2,7 @@
 run the panel: on GitHub or the course's website a panel is only a note (book/widget_note.py), and a "press train and
 you will see ..." needs a picture beside it.
 
-    .venv/bin/python tools/panel_pictures.py 12_ippo_and_mappo    # writes media/panel_12_ippo_and_mappo.png and .json
+    .venv/bin/python tools/panel_pictures.py 13_ippo_and_mappo    # writes media/panel_13_ippo_and_mappo.png and .json
 
 It executes a copy of the notebook in a fresh kernel up to the cell that builds the panel (the notebook itself is
 not written), then presses the panel's button in that kernel as a learner's click does (``Button.click`` runs the
@@ -72,7 +72,7 @@ def press(path: pathlib.Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("notebooks", nargs="+", help="notebook names without .ipynb, e.g. 12_ippo_and_mappo")
+    parser.add_argument("notebooks", nargs="+", help="notebook names without .ipynb, e.g. 13_ippo_and_mappo")
     args = parser.parse_args(argv)
     for name in args.notebooks:
         record = press(NOTEBOOKS / f"{name}.ipynb")

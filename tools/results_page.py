@@ -376,7 +376,7 @@ def fresh_switch2() -> list[str]:
                            "twenty, is in `benchmarks/TUNING.md`: \"COMA's misses on Switch2-v0, and an entropy",
                            "floor\", \"MAPPO with a KL target on an update\", \"Why QMIX misses on Switch2-v0, and a",
                            "longer exploration\" and, for speed, the \"Speed\" bullets of its VDN and MADDPG sections",
-                           "(nothing was tried for the speed of COMA, MAPPO, IPPO or QMIX). Notebook 13, section 8,",
+                           "(nothing was tried for the speed of COMA, MAPPO, IPPO or QMIX). Notebook 15, section 4,",
                            "reads these results.")
     missing = [method for method in module.TAUGHT if method not in done]
     if missing:
@@ -656,7 +656,7 @@ def discrete_navigation() -> list[str]:
                        "agents'. The optimum is not known, so nothing is called solved; greedy and sampled figures are",
                        "means of 100 episodes. Uniformly random actions:",
                        f"{number(summary['random'], 2)} (mean of {benchmark('compare').RANDOM_EPISODES:,} episodes, in",
-                       "`summary.json`). Notebook 14 draws the curves beside agents that never move."),
+                       "`summary.json`). Notebook 16 draws the curves beside agents that never move."),
             *compare_env("simple_spread_v3_discrete")]
 
 

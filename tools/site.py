@@ -175,7 +175,7 @@ def mathjax() -> pathlib.Path:
 
 
 def raw_html_images() -> list[pathlib.Path]:
-    """The files that the notebooks' Markdown shows with an HTML <img src="..."> (a grid of GIFs in 13 and 14), which
+    """The files that the notebooks' Markdown shows with an HTML <img src="..."> (a grid of GIFs in 15 and 16), which
     Sphinx leaves as written: copied into the site at the same path from the page, they are found."""
     files = set()
     for notebook in sorted(NOTEBOOKS.glob("*.ipynb")):

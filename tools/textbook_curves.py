@@ -1,5 +1,5 @@
 """Write results/foraging/textbook.json, the MARL textbook's published runs on Level-Based Foraging, from a local copy
-of its exercises' repository: the committed JSON is the data benchmarks/foraging.py, notebook 14 and the tests read
+of its exercises' repository: the committed JSON is the data benchmarks/foraging.py, notebook 16 and the tests read
 (nothing is fetched when they run).
 
     .venv/bin/python tools/textbook_curves.py PATH --commit SHA

@@ -1,4 +1,4 @@
-"""The COMA capstone (notebook 20): checking a learner's own COMA, part by part, and training with it.
+"""The COMA capstone (notebook 23): checking a learner's own COMA, part by part, and training with it.
 
 The learner writes five parts, each with the signature below (``agent`` is a ``coma.COMA``: its networks, optimisers,
 config, ``updates`` counter and ``entropy_coef``; ``batch`` is ``rollout.collect_episodes``'s on-policy batch):
@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from marl_edu.base.threads import on_one_thread
 from marl_edu.course import capstones
-from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 20 draws it)
+from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 23 draws it)
 from marl_edu.course.checks import call, named_mistake, output, values_differ
 from marl_edu.learners.coma import COMA, COMAConfig
 from marl_edu.learners.table import algo_name_of_class
@@ -39,7 +39,7 @@ from marl_edu.pieces.nets import gradient_step
 from marl_edu.pieces.targets import hard_update
 from marl_edu.training.loops import TrainResult, train
 
-hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 20 offers them
+hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 23 offers them
 show_solution = capstones.show_solution  # the last resort after them, importing the answers only when called
 PARTS = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy", "coma_update")
 ENV_ID = "Switch2-v0"  # COMA's task in this course: each agent sees its own position only

@@ -1,4 +1,4 @@
-"""The MADDPG capstone (notebook 19): check each part a learner writes, assemble them, train them on Switch2-v2.
+"""The MADDPG capstone (notebook 22): check each part a learner writes, assemble them, train them on Switch2-v2.
 
 The learner writes six functions; each is checked against the library's own MADDPG on fixed seeds:
 
@@ -37,7 +37,7 @@ import torch
 
 from marl_edu.base.threads import on_one_thread
 from marl_edu.course import capstones
-from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 19 draws it)
+from marl_edu.course.capstones import random_return  # noqa: F401  (part of the capstones' API: notebook 22 draws it)
 from marl_edu.course.checks import NOT_DONE_NONE, call
 from marl_edu.data.buffers import n_step_transitions
 from marl_edu.learners.maddpg import MADDPG, MADDPGConfig, flatten_for_critic, gumbel_softmax
@@ -48,7 +48,7 @@ from marl_edu.training.loops import TrainResult, train
 
 TOLERANCE = 1e-5  # largest absolute difference accepted between the learner's numbers and the reference's
 ENV_ID = "Switch2-v2"  # Switch2 with the observation MADDPG needs (notebook 05, section 1, says why)
-hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 19 offers them
+hint = capstones.hint  # the staged hints of every part, hint(name, stage): notebook 22 offers them
 show_solution = capstones.show_solution  # the last resort after them, importing the answers only when called
 PARTS = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
          "maddpg_training_loop")

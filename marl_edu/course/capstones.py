@@ -1,4 +1,4 @@
-"""What the two capstones (notebooks 19 and 20) do alike: the one API their modules follow, and its helpers.
+"""What the two capstones (notebooks 22 and 23) do alike: the one API their modules follow, and its helpers.
 
 Each capstone module (``capstone_maddpg``, ``capstone_coma``) owns its parts and their checks:
 
@@ -639,7 +639,7 @@ HINTS: dict[str, tuple[str, str, str]] = {**MADDPG_HINTS, **COMA_HINTS}
 
 
 def _hint_parts() -> str:
-    return (f"MADDPG (notebook 19): {', '.join(MADDPG_HINTS)}; COMA (notebook 20): {', '.join(COMA_HINTS)}")
+    return (f"MADDPG (notebook 22): {', '.join(MADDPG_HINTS)}; COMA (notebook 23): {', '.join(COMA_HINTS)}")
 
 
 def hint_text(name: str, stage: int) -> str:

@@ -929,7 +929,7 @@ def check_n_step_return(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> No
           f"gamma 0 and 1, B = 1).")
 
 
-# -- 13: reading a comparison -----------------------------------------------------------------------------------------
+# -- 15: reading a comparison -----------------------------------------------------------------------------------------
 
 def _seed_rows(greedy: list[float], episodes: list[int | None]) -> list[dict]:
     """One dict per seed, as ``results/compare/ENV/METHOD/seed<S>.json`` holds them (the two fields used here)."""
@@ -1012,7 +1012,7 @@ def check_solve_counts(fn: Callable) -> None:
           f"median episodes over the seeds that got there).")
 
 
-# -- 11: PPO's clipped surrogate with masks ----------------------------------------------------------------------------
+# -- 12: PPO's clipped surrogate with masks ----------------------------------------------------------------------------
 
 def _surrogate_slip(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor, mask: torch.Tensor,
                     clip: float, slip: str) -> torch.Tensor:
@@ -1063,12 +1063,12 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
     number), PPO's actor loss ``-sum m min(rho Adv, clip(rho, 1 - c, 1 + c) Adv) / sum m`` with
     ``rho = exp(log_prob - old_log_prob)``, against ``ppo.clipped_surrogate_loss``: its value, the gradient into
     log_prob, none into old_log_prob or the advantage (which arrive with gradients, as if just computed). Cases: the
-    by-hand one of notebook 11 (three steps of two agents), padding after a short episode, agents home early, B = 1,
+    by-hand one of notebook 12 (three steps of two agents), padding after a short episode, agents home early, B = 1,
     N = 3, clip ranges 0.1 to 0.3, ratios on both sides of the range."""
     from marl_edu.learners.ppo import clipped_surrogate_loss
 
     generator = torch.Generator().manual_seed(0)
-    ratio = torch.tensor([[[1.5, 0.7], [0.5, 1.3], [1.1, 1.0]]])  # the by-hand case (notebook 11, section 2)
+    ratio = torch.tensor([[[1.5, 0.7], [0.5, 1.3], [1.1, 1.0]]])  # the by-hand case (notebook 12, section 2)
     cases = [("the by-hand case: B=1, T=3, N=2, clip 0.2", torch.log(torch.full((1, 3, 2), 0.4)) + torch.log(ratio),
               torch.log(torch.full((1, 3, 2), 0.4)), torch.tensor([[[2.0, -2.0], [1.0, -1.0], [-1.0, 3.0]]]),
               torch.tensor([[[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]]]), 0.2)]
@@ -1136,7 +1136,7 @@ def check_clipped_surrogate_loss(fn: Callable[..., torch.Tensor]) -> None:
           f"mask).")
 
 
-# -- 14: greedy against sampled, counted from the committed runs ------------------------------------------------------
+# -- 16: greedy against sampled, counted from the committed runs ------------------------------------------------------
 
 # the committed PredatorPrey7x7-v0 runs' final greedy and sampled means per seed, to 0.1, and the standard error of
 # each seed's gap, to 0.01, of the GRU learners named (results/compare/PredatorPrey7x7-v0/<name>-gru/seed<S>.json;

@@ -111,7 +111,7 @@ def coma_actor_loss(pi, advantage, actions, agent_mask):
     return -(advantage * log_pi_taken * agent_mask).sum() / n_valid    # padding and agents home count for nothing
 
 
-# -- 13 comparison -------------------------------------------------------------------------------------------------
+# -- 15 comparison -------------------------------------------------------------------------------------------------
 
 def solve_counts(rows, optimum):
     """The table's three counts for one method: rows, one dict per seed with its final "greedy" team return and its
@@ -127,7 +127,7 @@ def solve_counts(rows, optimum):
     return at_end, len(episodes), median
 
 
-# -- 15 continuous MADDPG -------------------------------------------------------------------------------------------
+# -- 17 continuous MADDPG -------------------------------------------------------------------------------------------
 
 def continuous_actor_loss(critic, actor, obs, actions, i):
     """Agent i's actor loss, L(theta_i) = -1/B sum_b Q_i(x_t, (a_{-i,t}, mu_i(o_{i,t}))), mu_i = tanh(actor).
@@ -138,7 +138,7 @@ def continuous_actor_loss(critic, actor, obs, actions, i):
     return -q.mean()                             # the actor climbs Q
 
 
-# -- 16 inferring the other agents' policies ------------------------------------------------------------------------
+# -- 19 inferring the other agents' policies ------------------------------------------------------------------------
 
 def approximation_loss(mean, log_std, actions, entropy_coef):
     """The inferred policy's loss, -1/B sum_b log N(a_b; mean_b, diag(exp(log_std)^2)) - beta H, beta = entropy_coef,
@@ -149,7 +149,7 @@ def approximation_loss(mean, log_std, actions, entropy_coef):
     return -log_prob.mean() - entropy_coef * entropy
 
 
-# -- 17-18 competition and ensembles -----------------------------------------------------------------------------------
+# -- 20-21 competition and ensembles -----------------------------------------------------------------------------------
 
 def team_rewards(rewards, teams):
     """Per-team reward sums: out[k, i] = sum over j with teams[j] == teams[i] of rewards[k, j].
@@ -166,7 +166,7 @@ def subpolicy_actions(every, subpolicies):
     return every.gather(2, index).squeeze(2)                   # (B, N, 1, A) -> (B, N, A)
 
 
-# -- 09 value decomposition ----------------------------------------------------------------------------------------
+# -- 10 value decomposition ----------------------------------------------------------------------------------------
 
 def qmix_mixer(mixer, q_taken, state):
     """QMIX's mixing network, Q_tot = w_2^T elu(W_1^T q + v_1) + v_2, its weights from hypernetworks on the state,
@@ -182,7 +182,7 @@ def qmix_mixer(mixer, q_taken, state):
     return (torch.bmm(hidden, w2) + b2).view(B)                  # (B, 1, 1) -> (B,)
 
 
-# -- 19 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
+# -- 22 MADDPG capstone: the whole algorithm ------------------------------------------------------------------------
 # The building blocks it uses, each taught and tested in an earlier notebook (01 to 05, 08):
 from collections import deque  # noqa: E402  (kept beside the section that uses them)
 
@@ -275,7 +275,7 @@ def n_step_window(pending, gamma, next_obs, terminal, flush):
     return out
 
 
-# The loop stores what part 5's window hands out, and calls it by the name notebook 19 gives the learner's own
+# The loop stores what part 5's window hands out, and calls it by the name notebook 22 gives the learner's own
 # window (the library's n_step_transitions is part 5's answer: the loop's check refuses it).
 my_n_step_window = n_step_window
 BUILDING_BLOCKS["my_n_step_window"] = my_n_step_window
@@ -316,7 +316,7 @@ def maddpg_training_loop(env_id, episodes, config, seed, update, eval_every):
     return {"agent": agent, "buffer": buffer, "episode_returns": episode_returns, "evaluations": evaluations}
 
 
-# -- 11 PPO with many agents ---------------------------------------------------------------------------------------
+# -- 12 PPO with many agents ---------------------------------------------------------------------------------------
 
 def clipped_surrogate_loss(log_prob, old_log_prob, advantage, mask, clip):
     """PPO's actor loss, -sum m min(rho Adv, clip(rho, 1 - c, 1 + c) Adv) / sum m, rho = pi_theta / pi_old.
@@ -334,9 +334,9 @@ EXERCISES = ("flatten_for_critic", "td_target", "expected_actor_loss", "n_step_r
              "continuous_actor_loss", "approximation_loss", "subpolicy_actions", "team_rewards",
              "qmix_mixer", "clipped_surrogate_loss")  # in the notebooks' order
 MADDPG_CAPSTONE = ("maddpg_critic_loss", "maddpg_actor_loss", "soft_update", "maddpg_update", "n_step_window",
-                   "maddpg_training_loop")  # 19_capstone_maddpg: checked by marl_edu.course.capstone_maddpg
+                   "maddpg_training_loop")  # 22_capstone_maddpg: checked by marl_edu.course.capstone_maddpg
 COMA_CAPSTONE = ("coma_critic_rows", "coma_critic_targets", "coma_batch_advantage", "coma_replay_policy",
-                 "coma_update")  # 20_capstone_coma: checked by marl_edu.course.capstone_coma
+                 "coma_update")  # 23_capstone_coma: checked by marl_edu.course.capstone_coma
 NAMES = EXERCISES + MADDPG_CAPSTONE + COMA_CAPSTONE
 __all__ = ["NAMES", "show_solution", "checker_module", *NAMES]
 
@@ -364,7 +364,7 @@ def show_solution(name: str) -> None:
     print(inspect.getsource(globals()[name]), end="")
 
 
-# -- 20 COMA capstone -----------------------------------------------------------------------------------------------
+# -- 23 COMA capstone -----------------------------------------------------------------------------------------------
 
 def coma_critic_rows(agent, obs, actions):
     """The critic's input, one row per agent: row_{i,t} = [s_t, o_{i,t}, one-hot a_t with agent i's block zeroed,
@@ -470,7 +470,7 @@ def coma_update(agent, batch, critic_rows, critic_targets, advantage, replay_pol
 
 
 
-# -- 14 more agents and harder tasks ---------------------------------------------------------------------------------
+# -- 16 more agents and harder tasks ---------------------------------------------------------------------------------
 
 def sampled_beats_greedy(rows):
     """On how many seeds a method's sampled evaluation beat its greedy one beyond chance: rows, one dict per seed with

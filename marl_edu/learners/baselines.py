@@ -1,4 +1,4 @@
-"""The baselines of notebook 13: COMA and MADDPG with their key idea taken away, one piece at a time.
+"""The baselines of notebook 14: COMA and MADDPG with their key idea taken away, one piece at a time.
 
 Each baseline keeps its main method's actors, optimiser, budget and training loop, and changes only the
 critic, so a difference in the results is a difference the critic made:

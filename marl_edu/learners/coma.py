@@ -127,7 +127,7 @@ class COMAConfig:
     # off their path (benchmarks/TUNING.md, COMA's misses on Switch2-v0)
     grad_clip: float = 1.0
     # every critic row learns the team reward; False: row i learns agent i's own reward (the seed design, for the
-    # experiment of notebook 08)
+    # experiment of notebook 09)
     team_reward: bool = field(default=True, metadata={
         "switch": "--per-agent-reward", "help": "critic row i learns agent i's own reward, not the team reward"})
     fused_unroll: bool = True      # the update replays the actor over whole episodes in one call; False: step by
@@ -233,7 +233,7 @@ class COMA(SharedActorLearner):
         self.generator = seeded_generator(seed, self.device)
         c = self.config
         # a GRU actor reads the history h_{i,t} = (o_{i,0}, a_{i,0}, o_{i,1}, ...), so it gets its last action too;
-        # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 08)
+        # a feed-forward actor sees o_{i,t} only (the position-only policies of notebook 09)
         self.last_action_dim = n_actions if c.recurrent else 0
         self.actor = RecurrentActor(obs_dim + self.last_action_dim + n_agents, n_actions, c.hidden,
                                     c.recurrent).to(self.device)

@@ -1,7 +1,7 @@
 """A one-step cooperative matrix game for value decomposition: two agents, A actions each, one shared payoff.
 
 The payoff table r ``(A, A)`` is the team's reward for the joint action (a_0, a_1); the game lasts one step, so the
-true Q_tot is r itself and the exact answer is known: ``optimum`` enumerates it. Notebook 10 uses the penalty game
+true Q_tot is r itself and the exact answer is known: ``optimum`` enumerates it. Notebook 11 uses the penalty game
 (``payoff_matrix``, the QTRAN and Weighted QMIX papers' example)
 
     r = [[  8, -12, -12],

@@ -6,7 +6,7 @@ force with a learned standard deviation per action entry:
     a_{i,t} ~ N(m_theta(o_{i,t}, i), diag(sigma^2)),    sigma = exp(log_sigma), log_sigma (A,) learned
 
 and the env receives clip(a_{i,t}, -1, 1): the action is **clipped, not squashed** (no tanh), so log pi_theta(a_{i,t})
-is the Gaussian's log-density of the sample a_{i,t} itself, summed over its A entries, and the ratio of notebook 11 is
+is the Gaussian's log-density of the sample a_{i,t} itself, summed over its A entries, and the ratio of notebook 12 is
 exp(log pi_theta - log pi_old) of that sample. Acting without exploration plays clip(m_theta(o_{i,t}, i), -1, 1).
 
 Everything else is discrete PPO's, one function for both (``marl_edu.learners.ppo.ppo_update``): K episodes

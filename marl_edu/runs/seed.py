@@ -44,7 +44,7 @@ SOLVED_MARGIN = 0.3  # "solved": a greedy team return within 0.3 of the exact op
 # agent's history ("gru") or feed-forward on the current observation ("ff"); one whose actors are feed-forward MLPs
 # whatever its config ("mlp"), with its default config. The config each variant sets:
 VARIANTS = {"gru": {"recurrent": True}, "ff": {"recurrent": False}, "mlp": {}}
-# the methods of the comparison (benchmarks/compare.py, notebooks 13 and 14), in the order they joined it
+# the methods of the comparison (benchmarks/compare.py, notebooks 14, 15 and 16), in the order they joined it
 METHODS = [f"{algo_name_of_class(learner)}-{variant}" for learner, variant in (
     (COMA, "gru"), (COMA, "ff"), (CentralV, "gru"), (CentralV, "ff"), (IACV, "gru"), (IACV, "ff"), (MADDPG, "mlp"),
     (IDDPG, "mlp"), (CentralQV, "gru"), (IQL, "gru"), (VDN, "gru"), (QMIX, "gru"), (MAPPO, "gru"), (IPPO, "gru"))]

@@ -177,7 +177,7 @@ def plays(image, seconds: float = 12.0) -> bool:
     """Whether the displayed image changes on screen within ``seconds`` (a GIF that the browser animates): pass at
     least ``longest_frame_seconds`` of its data, or a screenshot taken at the start of a long frame sees no change.
     Screenshots follow each other without a pause: a GIF that holds its last picture for 13.5 s may show its first
-    for only 250 ms (13's two-frame greedy episodes), which one screenshot every quarter second can miss."""
+    for only 250 ms (15's two-frame greedy episodes), which one screenshot every quarter second can miss."""
     image.scroll_into_view_if_needed()
     first = image.screenshot()
     deadline = time.monotonic() + seconds

@@ -161,7 +161,7 @@ def _advantage_explorer(page):
 
 
 def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves: bool = False, ci: bool = False):
-    """05, 08, 12 and 15: type an episode count, move the seed ``seed_steps`` to the right, press train; a progress bar
+    """05, 08, 13 and 17: type an episode count, move the seed ``seed_steps`` to the right, press train; a progress bar
     shows, the status line says done with at least that many episodes, and the curve is redrawn. With ``solves``, the
     run's last greedy team return must be at least 8.0 (the README's screenshot shows a run that solves). With ``ci``,
     the one of the four panels CI drives (they are one ``widgets.training_panel``)."""
@@ -191,7 +191,7 @@ def _training_panel(episodes: int, screenshot: str, seed_steps: int = 1, solves:
 
 
 def _matrix_game_panel(page):
-    """10: P(action 0) three steps right, from 1/3 (uniform) to 0.45, above VDN's threshold 0.375 (worked by hand in the
+    """11: P(action 0) three steps right, from 1/3 (uniform) to 0.45, above VDN's threshold 0.375 (worked by hand in the
     notebook): the panel refits both methods, VDN's agents now play the optimum (0, 0), and the tables are redrawn."""
     p0 = slider(page, "P(action 0)")
     output = cell_output(page, "P(action 0)")
@@ -218,17 +218,17 @@ INTERACTIONS = {
     "07_coma_advantage.ipynb": _advantage_explorer,
     # the panel's default budget on seed 2, which the committed runs solve (seed 1 is the one of 0-4 that does not)
     "08_coma_training.ipynb": _training_panel(episodes=6000, screenshot="08_coma_panel.png", seed_steps=2, solves=True),
-    "15_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="15_continuous_maddpg_panel.png"),
-    "10_relative_overgeneralisation.ipynb": _matrix_game_panel,
-    # CI's one training panel: notebook 12 runs in about a third of 15's time (15's live run is a minute in the lab)
-    "12_ippo_and_mappo.ipynb": _training_panel(episodes=96, screenshot="12_ppo_panel.png", ci=True),
+    "17_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="17_continuous_maddpg_panel.png"),
+    "11_relative_overgeneralisation.ipynb": _matrix_game_panel,
+    # CI's one training panel: notebook 13 runs in about a third of 17's time (17's live run is a minute in the lab)
+    "13_ippo_and_mappo.ipynb": _training_panel(episodes=96, screenshot="13_ppo_panel.png", ci=True),
 }
 
 
 def pytest_generate_tests(metafunc):
     """Every notebook for test_notebook_runs_in_jupyterlab, and the subset CI runs marked `ci` (make test-browser
-    PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the four training panels only 12's. The
-    four are one widgets.training_panel (test_widgets checks each one's training in Python), and 05's, 08's and 15's
+    PYTEST_ARGS="-m ci"): the notebooks with controls (INTERACTIONS), of the four training panels only 13's. The
+    four are one widgets.training_panel (test_widgets checks each one's training in Python), and 05's, 08's and 17's
     notebooks are the browser's longest runs, after every notebook has run under nbval in make test. The longest
     come first: with two workers (-n 2) no long one is left to run alone at the end.
     """
