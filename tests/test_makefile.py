@@ -178,7 +178,7 @@ def test_ci_runs_make_test_on_311_the_quick_checks_on_the_others_beside_ray_then
     ray = "--no-print-directory test-ray VENV=.venv-3.13"
     # make test leaves the file make test-ray runs whole to it
     assert tests[0] == ("--no-print-directory test PYTHON=python3.11 VENV=.venv-3.11 "
-                        "PYTEST_ARGS=--ignore=tests/test_compare_runners.py")
+                        "PYTEST_ARGS=--durations=30 --ignore=tests/test_compare_runners.py")  # the log's slowest 30
     assert set(tests[1:3]) == {smoke_313, ray}  # Ray starts beside the first quick check ...
     assert tests.index(smoke_312) > tests.index("finished " + smoke_313)  # ... which the second one follows
     assert tests[-2:] == [browser, "finished " + browser]  # the browser alone, after all of them
@@ -191,7 +191,7 @@ def test_ci_runs_make_test_on_311_the_quick_checks_on_the_others_beside_ray_then
         "PYTHON=python3.11", "PYTHON=python3.12", "PYTHON=python3.13"}
     summary = result.stdout.split("CI summary (")[1].splitlines()[1:]
     assert [line.split(" passed in ")[0].strip() for line in summary] == [
-        "Python 3.11: make setup", "Python 3.11: make test (--ignore=tests/test_compare_runners.py)",
+        "Python 3.11: make setup", "Python 3.11: make test (--durations=30 --ignore=tests/test_compare_runners.py)",
         "Python 3.13: make setup", "Python 3.12: make setup", "Python 3.13: make setup-extras (ray, playwright, site)",
         "Python 3.13: make site (the website)",
         "Python 3.13 then 3.12: make test-smoke", "Ray runner (Python 3.13): make test-ray",
