@@ -220,7 +220,7 @@ INTERACTIONS = {
     "08_coma_training.ipynb": _training_panel(episodes=6000, screenshot="08_coma_panel.png", seed_steps=2, solves=True),
     "17_continuous_maddpg.ipynb": _training_panel(episodes=96, screenshot="17_continuous_maddpg_panel.png"),
     "11_relative_overgeneralisation.ipynb": _matrix_game_panel,
-    # CI's one training panel: notebook 13 runs in about a third of 17's time (17's live run is a minute in the lab)
+    # CI's one training panel: notebook 13's, whose notebook runs shorter than 05's, 08's and 17's (idle 33 s, 17 45 s)
     "13_ippo_and_mappo.ipynb": _training_panel(episodes=96, screenshot="13_ppo_panel.png", ci=True),
 }
 
