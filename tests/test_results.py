@@ -31,8 +31,14 @@ def committed(pattern: str) -> list[pathlib.Path]:
                   if not path.is_relative_to(SCRATCH) and not path.is_relative_to(IN_PROGRESS))
 
 
+# compare.py's tasks recorded with the sampled figure played on the greedy figure's own episodes: their kept policies
+# replay all three final figures to the bit below (test_a_paired_grids_kept_policies_replay_their_final_figures), so
+# they are not replayed greedily a second time here
+PAIRED_GRIDS = sorted({path.parent.parent.name for path in (RESULTS / "compare").glob("*/*/seed0.json")
+                       if "sampled_starts" in json.loads(path.read_text())})
 CHECKPOINTS = sorted(path.relative_to(RESULTS).parent.as_posix() for path in committed("**/policy.pt")
-                     if not any(path.is_relative_to(folder) for folder in REPLAYED_BELOW))  # Switch's
+                     if not any(path.is_relative_to(folder) for folder in REPLAYED_BELOW)
+                     and not any(path.is_relative_to(RESULTS / "compare" / task) for task in PAIRED_GRIDS))
 
 
 def _record(folder: pathlib.Path) -> dict:
@@ -170,30 +176,42 @@ TEAM = RESULTS / "particle" / "simple_spread_v3-team"  # particle.py --methods t
 PPO = RESULTS / "particle" / "simple_spread_v3-ppo"  # particle.py --methods mappo ippo
 
 
-@pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred"),
-                                            (TEAM, "team"), (PPO, "mappo"), (PPO, "ippo")])
+# the kept particle policies replayed with their sampled figures too (the second test below): MADDPG's kin (Gaussian
+# noise on the forces) and PPO (forces drawn from its Gaussian) sample differently; the others sample as one of these
+PARTICLE_KEPT = [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred"), (TEAM, "team"), (PPO, "mappo"),
+                 (PPO, "ippo")]
+PARTICLE_REPLAYED_SAMPLED = [(PARTICLE, "maddpg"), (PPO, "mappo")]
+
+
+def _check_particle_score(score, folder: pathlib.Path, method: str) -> None:
+    """The noise-free score a kept particle policy replayed (``score.team_return`` and ``collisions_per_step``, or a
+    dict of them) is its record's, and far better than standing still, the better of the two reference policies."""
+    summary = json.loads((folder / "summary.json").read_text())
+    record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == 0)
+    team_return, collisions = (score["team_return"], score["collisions_per_step"]) if isinstance(score, dict) else (
+        score.team_return, score.collisions_per_step)
+    assert team_return == pytest.approx(record["team_return"], rel=1e-4), (folder.name, method)
+    assert collisions == pytest.approx(record["collisions_per_step"], abs=1e-4), (folder.name, method)
+    assert team_return > summary["references"]["still"]["team_return"] + 10, (folder.name, method)
+    assert (folder / method / "policy.pt").stat().st_size < 150_000, (folder.name, method)
+
+
+@pytest.mark.parametrize("folder, method", [kept for kept in PARTICLE_KEPT if kept not in PARTICLE_REPLAYED_SAMPLED])
 def test_committed_particle_policy_replays_its_recorded_score(folder, method):
     from marl_edu.training.evaluation import evaluate_particle
 
     particle = _module("particle")
     evaluated = particle.EVAL_EPISODES  # every final policy plays the same 100 evaluation episodes
-    summary = json.loads((folder / "summary.json").read_text())
-    record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == 0)
     agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method][0], env_id="simple_spread_v3")
-    assert (folder / method / "policy.pt").stat().st_size < 150_000
-    score = evaluate_particle(agent.greedy_policy(), "simple_spread_v3", episodes=evaluated)
-    assert score.team_return == pytest.approx(record["team_return"], rel=1e-4)
-    assert score.collisions_per_step == pytest.approx(record["collisions_per_step"], abs=1e-4)
-    # trained: far better than standing still, the better of the two reference policies
-    assert score.team_return > summary["references"]["still"]["team_return"] + 10
+    _check_particle_score(evaluate_particle(agent.greedy_policy(), "simple_spread_v3", episodes=evaluated),
+                          folder, method)
 
 
-@pytest.mark.parametrize("folder, method", [(PARTICLE, "maddpg"), (PPO, "mappo")])
+@pytest.mark.parametrize("folder, method", PARTICLE_REPLAYED_SAMPLED)
 def test_committed_particle_policy_replays_its_recorded_sampled_score(folder, method):
     # every particle run records its final policy sampled on its noise-free score's 100 episodes (particle.py's
-    # "sampled", with the gap's standard error); the kept policy replays both. MADDPG's kin (Gaussian noise on the
-    # forces) and PPO (forces drawn from its Gaussian) sample differently; the others sample as one of these (CI's
-    # time: about 4 s each)
+    # "sampled", with the gap's standard error); the kept policy replays both, and its noise-free score (CI's time:
+    # the one replay of these two policies)
     from marl_edu.envs.particle import PARTICLE_EVAL_SEED
     from marl_edu.runs.seed import SAMPLED_STARTS, particle_figures
     from marl_edu.training.evaluation import sampled_as
@@ -202,9 +220,16 @@ def test_committed_particle_policy_replays_its_recorded_sampled_score(folder, me
     record = json.loads((folder / method / "seed0.json").read_text())
     agent = load_policy(folder / method / "policy.pt", algo=particle.METHODS[method][0], env_id="simple_spread_v3")
     figures = particle_figures(agent, "simple_spread_v3", particle.EVAL_EPISODES, PARTICLE_EVAL_SEED, threads=1)
+    _check_particle_score(figures, folder, method)
     assert (round(figures["sampled"], 3), round(figures["sampled_gap_se"], 3)) == (record["sampled"],
                                                                                    record["sampled_gap_se"])
     assert record["sampled_starts"] == SAMPLED_STARTS and sampled_as(agent) == record["sampled_as"]
+
+
+def test_every_kept_particle_policy_is_replayed():
+    kept = {(folder.name, path.parent.name) for folder in {folder for folder, _ in PARTICLE_KEPT}
+            for path in folder.glob("*/policy.pt")}
+    assert kept == {(folder.name, method) for folder, method in PARTICLE_KEPT}
 
 
 @pytest.mark.parametrize("folder, method", [(PARTICLE, "iddpg"), (PPO, "ippo")])
@@ -398,12 +423,9 @@ def test_notebook_16s_reading_of_greedy_against_sampled_on_foraging_is_what_the_
 
 # -- greedy and sampled on the same episodes: the records since the sampled figures play the greedy ones' episodes
 
-PAIRED_GRIDS = sorted({path.parent.parent.name for path in (RESULTS / "compare").glob("*/*/seed0.json")
-                       if "sampled_starts" in json.loads(path.read_text())})  # compare.py's tasks recorded so
-
-
 def test_the_paired_grids_are_found():
     assert "simple_spread_v3_discrete" in PAIRED_GRIDS and "Switch2-v0" not in PAIRED_GRIDS
+    assert "compare/Switch2-v0/coma-gru" in CHECKPOINTS and not any("simple_spread" in name for name in CHECKPOINTS)
 
 
 def _gaps(env_id: str, method: str) -> list[tuple[float, float]]:
@@ -423,6 +445,7 @@ def test_a_paired_grids_kept_policies_replay_their_final_figures(env_id):
         record = _seed_record(env_id, method, 0)
         assert record["sampled_starts"] == SAMPLED_STARTS, method
         agent = load_policy(folder / method / "policy.pt", env_id=env_id)
+        assert (folder / method / "policy.pt").stat().st_size < 150_000, method  # kilobytes, not megabytes
         replayed = replay_figures(agent, env_id, 100, seed=0, threads=1)
         assert {key: replayed[key] for key in ("greedy", "sampled", "sampled_gap_se")} == pytest.approx(
             {key: record[key] for key in ("greedy", "sampled", "sampled_gap_se")}, abs=1e-9), method
@@ -648,13 +671,18 @@ def test_readme_competition_tables_are_what_the_benchmark_printed():
 # -- Level-Based Foraging (benchmarks/foraging.py): value decomposition beside the MARL textbook's runs -------------
 
 FORAGING = RESULTS / "foraging"
+# the kept policies replayed with all three final figures (test_the_kept_foraging_policies_replay_their_final_figures,
+# below): one learner drawing from its policy and one epsilon-greedy; the others replay their greedy figure alone
+FORAGING_REPLAYED_PAIRED = ("mappo", "iql")
 
 
 def test_committed_foraging_policy_replays_its_recorded_final_mean():
     foraging = _module("foraging")
     summary = json.loads((FORAGING / "summary.json").read_text())
     first = min(run["seed"] for run in summary["runs"])
-    for method in {run["method"] for run in summary["runs"]}:  # each method's first seed keeps its policy
+    methods = {run["method"] for run in summary["runs"]}  # each method's first seed keeps its policy
+    assert set(FORAGING_REPLAYED_PAIRED) < methods
+    for method in sorted(methods - set(FORAGING_REPLAYED_PAIRED)):
         record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == first)
         agent = load_policy(FORAGING / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
         assert (FORAGING / method / "policy.pt").stat().st_size < 150_000
@@ -821,10 +849,11 @@ def test_the_kept_foraging_policies_replay_their_final_figures():
     from marl_edu.runs.seed import SAMPLED_STARTS, final_figures
 
     foraging = _module("foraging")
-    for method in ("mappo", "iql"):
+    for method in FORAGING_REPLAYED_PAIRED:
         record = json.loads((FORAGING / method / "seed0.json").read_text())
         assert record["sampled_starts"] == SAMPLED_STARTS, method
         agent = load_policy(FORAGING / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
+        assert (FORAGING / method / "policy.pt").stat().st_size < 150_000, method
         replayed = final_figures(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, seed=0, threads=1)
         assert [round(replayed[key], 4) for key in ("greedy", "sampled", "sampled_gap_se")] == pytest.approx(
             [record[key] for key in ("final", "sampled", "sampled_gap_se")], abs=1e-9), method
