@@ -140,7 +140,8 @@ def test_a_task_without_a_known_optimum_has_no_solved_counts():
              "steps_per_s": 1100.0}]
     compare = _compare_module()
     row = compare.table_row("PredatorPrey7x7-v0", "coma-gru", rows, None, 15000)
-    assert (row["final_solved"], row["ever_solved"], row["median_greedy"], row["min_greedy"]) == (None, None, 4.75, -3.0)
+    assert (row["final_solved"], row["ever_solved"], row["median_greedy"], row["min_greedy"]) == (
+        None, None, 4.75, -3.0)
     assert (row["median_sampled"], row["min_sampled"]) == (8.125, -5.5)
     assert compare.format_row(row) == "| PredatorPrey7x7-v0 | coma-gru | 4.8 | -3.0 | 8.1 | -5.5 | 15000 | 1000 |"
     header, rule = compare.table_header(None).splitlines()
@@ -227,8 +228,7 @@ def test_committed_particle_policy_replays_its_recorded_sampled_score(folder, me
 
 
 def test_every_kept_particle_policy_is_replayed():
-    kept = {(folder.name, path.parent.name) for folder in {folder for folder, _ in PARTICLE_KEPT}
-            for path in folder.glob("*/policy.pt")}
+    kept = {(path.parent.parent.name, path.parent.name) for path in committed("particle/*/*/policy.pt")}
     assert kept == {(folder.name, method) for folder, method in PARTICLE_KEPT}
 
 
@@ -441,7 +441,9 @@ def test_a_paired_grids_kept_policies_replay_their_final_figures(env_id):
     from marl_edu.runs.seed import SAMPLED_STARTS, replay_figures
 
     folder = RESULTS / "compare" / env_id
-    for method in [row["method"] for row in json.loads((folder / "summary.json").read_text())["table"]]:
+    methods = [row["method"] for row in json.loads((folder / "summary.json").read_text())["table"]]
+    assert sorted(methods) == sorted(path.parent.name for path in folder.glob("*/policy.pt"))  # each kept one replayed
+    for method in methods:
         record = _seed_record(env_id, method, 0)
         assert record["sampled_starts"] == SAMPLED_STARTS, method
         agent = load_policy(folder / method / "policy.pt", env_id=env_id)
@@ -543,7 +545,21 @@ def test_readme_particle_table_is_what_the_benchmark_printed(folder):
 COMPETITION = RESULTS / "competition" / "simple_adversary_v3"
 
 
-@pytest.mark.parametrize("method", ["maddpg", "ensemble", "team"])
+DECEPTION_KEPT = ["maddpg", "ensemble", "team"]
+
+
+def test_every_committed_policy_is_replayed_by_a_test_here():
+    # each test above replays the policies its list names, and the lists cover every committed policy.pt: a new one
+    # that no test replays fails here (the paired and foraging replays also hold their lists to their folders)
+    replayed = {RESULTS / folder / "policy.pt" for folder in CHECKPOINTS}
+    replayed |= {path for task in PAIRED_GRIDS for path in (RESULTS / "compare" / task).glob("*/policy.pt")}
+    replayed |= {folder / method / "policy.pt" for folder, method in PARTICLE_KEPT}
+    replayed |= {COMPETITION / method / "policy.pt" for method in DECEPTION_KEPT}
+    replayed |= {*FORAGING.glob("*/policy.pt"), *FORAGING_2M.glob("*/policy.pt")}  # (their tests replay them all)
+    assert set(committed("**/policy.pt")) == replayed
+
+
+@pytest.mark.parametrize("method", DECEPTION_KEPT)
 def test_committed_deception_policy_replays_its_recorded_selfplay(method):
     from marl_edu.training.competition import play_matchup
 
@@ -681,7 +697,8 @@ def test_committed_foraging_policy_replays_its_recorded_final_mean():
     summary = json.loads((FORAGING / "summary.json").read_text())
     first = min(run["seed"] for run in summary["runs"])
     methods = {run["method"] for run in summary["runs"]}  # each method's first seed keeps its policy
-    assert set(FORAGING_REPLAYED_PAIRED) < methods
+    assert methods == {path.parent.name for path in FORAGING.glob("*/policy.pt")}  # every kept policy replayed ...
+    assert set(FORAGING_REPLAYED_PAIRED) < methods  # ... here or with its sampled figures below
     for method in sorted(methods - set(FORAGING_REPLAYED_PAIRED)):
         record = next(run for run in summary["runs"] if run["method"] == method and run["seed"] == first)
         agent = load_policy(FORAGING / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
@@ -1267,9 +1284,9 @@ def _committed_configs() -> dict[str, list[tuple[str, str, dict]]]:
 
 def test_every_committed_config_is_of_todays_defaults_or_the_variant_its_folder_names():
     # a default changed without remaking the runs that read it leaves figures of a learner the course no longer
-    # ships; this lists every field that differs, file by file. It sees the configs the files keep: every policy file's
-    # header (a folder's first seed's) and every run record that holds one (foraging.py's, particle.py's); compare.py's and fresh.py's
-    # records hold none, so their other seeds are seen through the first
+    # ships; this lists every field that differs, file by file. It sees the configs the files keep: every policy
+    # file's header (a folder's first seed's) and every run record that holds one (foraging.py's, particle.py's);
+    # compare.py's and fresh.py's records hold none, so their other seeds are seen through the first
     from marl_edu.learners.table import config_class, recorded_config
 
     found = _committed_configs()
