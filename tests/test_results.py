@@ -177,8 +177,9 @@ TEAM = RESULTS / "particle" / "simple_spread_v3-team"  # particle.py --methods t
 PPO = RESULTS / "particle" / "simple_spread_v3-ppo"  # particle.py --methods mappo ippo
 
 
-# the kept particle policies replayed with their sampled figures too (the second test below): MADDPG's kin (Gaussian
-# noise on the forces) and PPO (forces drawn from its Gaussian) sample differently; the others sample as one of these
+# every kept particle policy (seed 0's), and those replayed with their sampled figures too (the second test below):
+# MADDPG's kin (Gaussian noise on the forces) and PPO (forces drawn from its Gaussian) sample differently; the others
+# sample as one of these
 PARTICLE_KEPT = [(PARTICLE, "maddpg"), (PARTICLE, "iddpg"), (INFERRED, "inferred"), (TEAM, "team"), (PPO, "mappo"),
                  (PPO, "ippo")]
 PARTICLE_REPLAYED_SAMPLED = [(PARTICLE, "maddpg"), (PPO, "mappo")]
