@@ -16,29 +16,28 @@ IQL's confirmed on 102-104; VDN's level with 5e-4 there); MAPPO and IPPO at thei
 
     nohup nice -n 10 .venv/bin/python benchmarks/foraging.py --methods iql vdn qmix mappo ippo --env-steps 2000000 \
         --epsilon-steps 300000 --set iql.lr=2e-4 vdn.lr=2e-4 --checkpoint-every 300 \
-        --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse --out results/in_progress/foraging_2m > 2m.log 2>&1 &
-    git add results/in_progress/foraging_2m/*/seed*.json
+        --checkpoint-dir ~/.cache/marl-edu/foraging_2m --reuse --out results/foraging_2m > 2m.log 2>&1 &
+    git add results/foraging_2m/*/seed*.json
 
-The grid in results/foraging_2m was recorded before the sampled figures played the greedy ones' episodes, so it is
-being trained again, as above, into results/in_progress/foraging_2m, its records committed run by run
-(tests/test_results.py holds each to the record it will replace: every greedy figure, evaluation and count the same to
-the bit; a kept policy and its GIF, the same byte for byte, are not committed twice); once the grid is whole, its
-folder replaces results/foraging_2m. ``--reuse`` keeps every seed whose record of this run is on disk (a record made
-before the pairing, without ``sampled_starts``, is refused: move it away, or train into a fresh --out);
-``--checkpoint-every 300`` saves each run in progress every 5 minutes to OUT/METHOD/seed<S>.run.pt (about 41 MB with a
-value-decomposition learner's replay; deleted when its record is written; never committed), so a run cut off by the end
-of a sitting continues from its last save to the same result (Ctrl-C ends a sitting with one line and exit status 130,
-every finished run's files on disk). ``--checkpoint-dir`` keeps them outside the checkout, so that a sitting in a fresh
-clone on the same machine finds them (without it they are saved in OUT, gitignored, and a fresh clone starts them
-again). Each run's files are written as it ends: commit its record run by run as it appears (the summary and curves.png
-are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the default then); otherwise
-the process pool. Its own folder, not results/foraging: the 1M-step runs there are what notebook 16, the results page
-and their tests read, and these differ in kind (a budget of env steps), so each folder's summary holds one experiment.
-``--epsilon-steps 300000`` keeps the 1M runs' exploration in env steps: their epsilon decayed over 30% of 20,000
-episodes, which ended at 297,000-300,000 env steps (each record's evaluations give the env steps at episode 6,000),
-where 30% of a 2M budget would be 600,000; so a 2M run's first million steps explore on the 1M runs' schedule and its
-second million is more training, not another schedule (the textbook's decay ends at 400,000: 10% of its 4M, to 0.05).
-MAPPO's and IPPO's entropy weight still anneals over 60% of the budget (1.2M env steps; the 1M runs' ended at
+(The committed grid was trained twice: first before the sampled figures played the greedy ones' episodes, then again,
+over several sittings, with the pairing; every run trained again reproduced its first record's greedy figures,
+evaluations and counts to the bit, and the kept policies and GIFs byte for byte: benchmarks/TUNING.md, "Greedy and
+sampled on the same episodes, and the grids re-trained with it".) ``--reuse`` keeps every seed whose record of this run
+is on disk (a record made before the pairing, without ``sampled_starts``, is refused: move it away, or train into a
+fresh --out); ``--checkpoint-every 300`` saves each run in progress every 5 minutes to OUT/METHOD/seed<S>.run.pt (about
+41 MB with a value-decomposition learner's replay; deleted when its record is written; never committed), so a run cut
+off by the end of a sitting continues from its last save to the same result (Ctrl-C ends a sitting with one line and
+exit status 130, every finished run's files on disk). ``--checkpoint-dir`` keeps them outside the checkout, so that a
+sitting in a fresh clone on the same machine finds them (without it they are saved in OUT, gitignored, and a fresh clone
+starts them again). Each run's files are written as it ends: commit its record run by run as it appears (the summary and
+curves.png are written when a sitting completes the grid). Ray runs it where installed (``--runner``, the default then);
+otherwise the process pool. Its own folder, not results/foraging: the 1M-step runs there are what notebook 16, the
+results page and their tests read, and these differ in kind (a budget of env steps), so each folder's summary holds one
+experiment. ``--epsilon-steps 300000`` keeps the 1M runs' exploration in env steps: their epsilon decayed over 30% of
+20,000 episodes, which ended at 297,000-300,000 env steps (each record's evaluations give the env steps at episode
+6,000), where 30% of a 2M budget would be 600,000; so a 2M run's first million steps explore on the 1M runs' schedule
+and its second million is more training, not another schedule (the textbook's decay ends at 400,000: 10% of its 4M, to
+0.05). MAPPO's and IPPO's entropy weight still anneals over 60% of the budget (1.2M env steps; the 1M runs' ended at
 590,000-595,000). Its cost, estimated from the committed 1M-step runs' speeds as a ratio to raw lbforaging timed beside
 each (machines of one kind differ by more than twice; a test holds these to results/foraging): IQL 0.09-0.13, VDN
 0.09-0.13, QMIX 0.11-0.12, MAPPO 0.22-0.24, IPPO 0.15-0.18 (IQL's and VDN's 0.09 are their seed 0, trained while other

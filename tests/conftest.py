@@ -41,6 +41,7 @@ SLOW = {
     "test_compare_runners.py",  # make test-ray runs it again, on Ray and on the pool
     "test_planning.py::test_the_plan_replayed_in_the_real_env_earns_the_optimum",
     "test_results.py::test_committed_foraging_policy_replays_its_recorded_final_mean",
+    "test_results.py::test_the_2m_foraging_grid_is_whole_paired_and_its_kept_policies_replay_their_final_figures",
     "test_results.py::test_committed_policy_replays_its_recorded_return",
     "test_results.py::test_committed_particle_policy_replays_its_recorded_score",
     "test_results.py::test_predator_prey_random_line_is_reproduced_and_below_standing_still",

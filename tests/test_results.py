@@ -19,16 +19,11 @@ RESULTS = ROOT / "results"
 REPLAYED_BELOW = (RESULTS / "particle", RESULTS / "competition",  # continuous-action policies, scored differently
                   RESULTS / "foraging", RESULTS / "foraging_2m")  # Level-Based Foraging's, scored by foraging.py
 SCRATCH = RESULTS / "tmp"  # gitignored: where tuning runs go (the benchmarks' --out results/tmp/...), never read here
-# committed run by run while a grid is trained again over several sittings; read only by the test that holds it to
-# the records it will replace (below: the 2M foraging grid)
-IN_PROGRESS = RESULTS / "in_progress"
 
 
 def committed(pattern: str) -> list[pathlib.Path]:
-    """The files of results/ matching ``pattern``, sorted, outside results/tmp (a checkout's own tuning runs) and
-    results/in_progress (a grid trained again, not yet whole)."""
-    return sorted(path for path in RESULTS.glob(pattern)
-                  if not path.is_relative_to(SCRATCH) and not path.is_relative_to(IN_PROGRESS))
+    """The files of results/ matching ``pattern``, sorted, outside results/tmp (a checkout's own tuning runs)."""
+    return sorted(path for path in RESULTS.glob(pattern) if not path.is_relative_to(SCRATCH))
 
 
 # compare.py's tasks recorded with the sampled figure played on the greedy figure's own episodes: their kept policies
@@ -250,47 +245,6 @@ def _particle_runs(folder: pathlib.Path, method: str) -> list[dict]:
     return sorted((run for run in summary["runs"] if run["method"] == method), key=lambda run: run["seed"])
 
 
-# -- greedy and sampled on the same start states (benchmarks/start_states.py): every kept policy of a random-start task
-
-START_STATES = RESULTS / "start_states.json"
-
-
-def _seed_record(env_id: str, method: str, seed: int) -> dict:
-    """benchmarks/compare.py's record of one run: results/compare/ENV/METHOD/seed<S>.json."""
-    return json.loads((RESULTS / "compare" / env_id / method / f"seed{seed}.json").read_text())
-
-
-def _split() -> dict[tuple[str, str], dict]:
-    """results/start_states.json's rows by (folder, method)."""
-    return {(row["folder"], row["method"]): row for row in json.loads(START_STATES.read_text())["rows"]}
-
-
-def test_the_split_covers_every_kept_policy_of_a_random_start_task_and_adds_up():
-    # one row per kept policy of each grid benchmarks/start_states.py names; each row's greedy and sampled figures are
-    # its record's, played again (so the two protocols are the records'), and the two parts add up to the gap
-    start_states = _module("start_states")
-    split = _split()
-    kept = {(folder, path.parent.name) for folder, _, _ in start_states.GRIDS
-            for path in (RESULTS / folder).glob("*/policy.pt")
-            if "sampled_starts" not in start_states.kept_record(RESULTS / folder, path.parent.name)}  # (no split
-    # for a grid whose records play the sampled figures on the greedy episodes)
-    assert {folder for folder, _ in kept} >= {"foraging_2m"}
-    assert set(split) == kept
-    for (folder, method), row in split.items():
-        assert row["greedy"] == pytest.approx(row["recorded_greedy"], abs=0.006), (folder, method)
-        assert row["sampled"] == pytest.approx(row["recorded_sampled"], abs=0.0006), (folder, method)
-        assert row["start_states"] + row["sampling"] == pytest.approx(row["sampled"] - row["greedy"], abs=2e-4)
-
-
-@pytest.mark.parametrize("folder, method", [("foraging_2m", "mappo"), ("foraging_2m", "qmix")])
-def test_a_split_row_replays(folder, method):
-    # benchmarks/start_states.py's figures for one kept policy come out the same again (an actor-critic's and a
-    # value-decomposition learner's; the others play the same three functions)
-    start_states = _module("start_states")
-    env_id, greedy_key = next((env, key) for grid, env, key in start_states.GRIDS if grid == folder)
-    assert start_states.split(folder, env_id, greedy_key, method) == _split()[folder, method]
-
-
 def test_notebook_18s_reading_of_ppo_with_forces_is_what_the_runs_say():
     # notebook 18 section 2: IPPO and MAPPO each below MADDPG's run of the same seed on every seed, with more collisions
     # per step; independent DDPG's mean team return ahead of both PPO learners'; MAPPO's centralised value not ahead of
@@ -333,6 +287,13 @@ def test_notebook_20s_reading_of_the_team_reward_sampled_is_what_the_records_say
     for folder, method in ((PARTICLE, "maddpg"), (TEAM, "team")):
         gaps = sampled_gaps(_particle_runs(folder, method))
         assert (abs(gaps.gaps) < 0.5).all() and (gaps.higher_beyond, gaps.lower_beyond) == (0, 0), method
+
+
+# -- compare.py's records of single runs, as notebook 16 reads them
+
+def _seed_record(env_id: str, method: str, seed: int) -> dict:
+    """benchmarks/compare.py's record of one run: results/compare/ENV/METHOD/seed<S>.json."""
+    return json.loads((RESULTS / "compare" / env_id / method / f"seed{seed}.json").read_text())
 
 
 def test_notebook_16s_reading_of_predator_prey_sampled_is_what_the_records_say():
@@ -1076,16 +1037,15 @@ def test_the_fresh_summaries_are_what_their_seed_records_give(env_id):
             assert any(f"seed {missed['seed']}: final {missed['final']:5.1f}" in line for line in lines), missed
 
 
-# -- the 2M-env-step grid (foraging.py's docstring: --env-steps 2000000 ...; its first recording in results/foraging_2m,
-# trained again into results/in_progress/foraging_2m), committed per seed over several sittings: absent, partial or
-# whole, every committed record is read and every kept policy replayed
+# -- the 2M-env-step grid (foraging.py's docstring: --env-steps 2000000 ...), trained over several sittings: every
+# record is read as --reuse reads it, and every kept policy replayed with all three of its final figures
 
 FORAGING_2M = RESULTS / "foraging_2m"
 FORAGING_2M_BUDGET = {"env_steps": 2_000_000}
 
 
 def _foraging_grid(folder: pathlib.Path, budget: dict) -> dict[str, dict[int, dict]]:
-    """The runs committed so far in a foraging.py grid's ``folder``: ``method -> seed -> record``, each
+    """The runs in a foraging.py grid's ``folder`` (none: no folder), all or some: ``method -> seed -> record``, each
     OUT/METHOD/seed<S>.json read as ``--reuse`` reads it (``read_record``: the script's own record of that method and
     seed), all of the one experiment ``budget`` names, every seed of a method with one config. Only the finished runs'
     files count (a run in progress, OUT/METHOD/seed<S>.run.pt, is never read). Every kept policy.pt has its record:
@@ -1120,61 +1080,56 @@ def _foraging_grid(folder: pathlib.Path, budget: dict) -> dict[str, dict[int, di
     return grid
 
 
-def _replay_foraging_grid(folder: pathlib.Path, budget: dict) -> list[str]:
-    """``_foraging_grid``'s checks, then each kept policy (OUT/METHOD/policy.pt, tens of kilobytes) replayed greedily
-    over the final mean's episodes to its record's final mean, as results/foraging's are. Returns the methods
-    replayed."""
-    foraging = _module("foraging")
-    replayed = []
-    for method, records in _foraging_grid(folder, budget).items():
-        if not (folder / method / "policy.pt").exists():  # (its first seed still running, or not yet committed)
-            continue
-        record = records[min(records)]
-        agent = load_policy(folder / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
-        assert (folder / method / "policy.pt").stat().st_size < 150_000
-        final = greedy_team_return(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, threads=1)
-        assert round(final, 4) == pytest.approx(record["final"], abs=1e-4), (method, record["seed"])
-        replayed.append(method)
-    return replayed
-
-
-def test_the_committed_2m_foraging_runs_replay_their_records():
-    # whatever part of the grid is committed: some methods and seeds, or all of it (none yet: skipped, not passed)
-    if not FORAGING_2M.exists():
-        pytest.skip("results/foraging_2m is not committed (its first runs, made before the start-state fix, were "
-                    "removed to be run again: foraging.py's docstring gives the 2M grid's command)")
-    replayed = _replay_foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
-    assert replayed == sorted(path.parent.name for path in FORAGING_2M.glob("*/policy.pt"))
-
-
-# the 2M grid trained again with its sampled figures played on its greedy figures' own episodes (issue 48), committed
-# run by run into results/in_progress/foraging_2m (its --out there, with --reuse, continues it in a later sitting);
-# once whole it replaces results/foraging_2m. A deterministic run trained again must come out the same: every greedy
-# figure, evaluation and count to the bit; only the sampled figures, the timings and the yardstick may change
-FORAGING_2M_AGAIN = IN_PROGRESS / "foraging_2m"
-UNCHANGED_BY_PAIRING = ("final", "episodes_to_target", "steps_to_target", "episodes", "env_steps", "updates",
-                        "evaluations", "config", "budget")
-
-
-def test_the_2m_runs_trained_again_so_far_are_paired_and_reproduce_their_greedy_figures():
+def test_the_2m_foraging_grid_is_whole_paired_and_its_kept_policies_replay_their_final_figures():
+    # all 25 runs (IQL, VDN, QMIX, MAPPO and IPPO, seeds 0-4), each with its sampled figures played on its greedy
+    # figures' own 100 episodes (runs.grid.require_paired); each method's kept policy (seed 0's) plays its record's
+    # greedy figure, its sampled figure on the same episodes and the gap's standard error again, to the record's four
+    # decimals (runs.seed.final_figures, as run_seed measured them)
     from marl_edu.runs.grid import require_paired
+    from marl_edu.runs.seed import final_figures
 
-    grid = _foraging_grid(FORAGING_2M_AGAIN, FORAGING_2M_BUDGET)
-    if not any(grid.values()):  # (no folder, or method folders without a record yet)
-        pytest.skip("no run of the 2M grid trained again is committed (results/in_progress/foraging_2m)")
+    foraging = _module("foraging")
+    grid = _foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
+    assert {method: sorted(records) for method, records in grid.items()} == {
+        method: [0, 1, 2, 3, 4] for method in ("iql", "ippo", "mappo", "qmix", "vdn")}
+    assert (FORAGING_2M / "summary.json").exists()  # (_foraging_grid holds it to the records)
     for method, records in grid.items():
         for seed, record in records.items():
-            path = FORAGING_2M_AGAIN / method / f"seed{seed}.json"
-            require_paired(record, path, "results/in_progress")
-            before = json.loads((FORAGING_2M / method / f"seed{seed}.json").read_text())
-            assert {key: record[key] for key in UNCHANGED_BY_PAIRING} == {
-                key: before[key] for key in UNCHANGED_BY_PAIRING}, path
-            assert record["sampled_as"] == before["sampled_as"], path
-    # a kept policy and its GIF trained again (seed 0's, on the machine that trains them: not committed twice) are
-    # the committed ones, byte for byte; a run in progress (seed<S>.run.pt) is not a kept policy
-    for path in [*FORAGING_2M_AGAIN.glob("*/policy.pt"), *FORAGING_2M_AGAIN.glob("*/greedy.gif")]:
-        before = FORAGING_2M / path.relative_to(FORAGING_2M_AGAIN)
-        assert path.read_bytes() == before.read_bytes(), path
+            require_paired(record, FORAGING_2M / method / f"seed{seed}.json", "results/foraging_2m")
+    assert sorted(path.parent.name for path in FORAGING_2M.glob("*/policy.pt")) == sorted(grid)
+    for method, records in grid.items():
+        agent = load_policy(FORAGING_2M / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
+        assert (FORAGING_2M / method / "policy.pt").stat().st_size < 150_000, method
+        replayed = final_figures(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, seed=0, threads=1)
+        assert [round(replayed[key], 4) for key in ("greedy", "sampled", "sampled_gap_se")] == pytest.approx(
+            [records[0][key] for key in ("final", "sampled", "sampled_gap_se")], abs=1e-9), method
+
+
+def test_notebook_16s_reading_of_greedy_against_sampled_at_2m_is_what_the_records_say():
+    # section 6, "Further on: 2M", on the same episodes: MAPPO and IPPO gain 0.03 to 0.14 (0.12 to 0.46 at 1M), beyond
+    # two standard errors on 8 of their 10 runs, their greedy finals 0.79 to 0.95; IQL's and VDN's gaps on both sides
+    # of zero, none beyond; QMIX higher on all five seeds, beyond on three (at 1M on one), seed 2 among them; no run
+    # lower beyond two standard errors
+    from marl_edu.runs.seed import gap_rounding, sampled_gaps
+
+    grid = _foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
+    records = {method: [grid[method][seed] for seed in range(5)] for method in grid}
+    gaps = {method: sampled_gaps(rows, noise_free="final", rounding=gap_rounding(4, 4, 4))
+            for method, rows in records.items()}
+    ppo = np.concatenate([gaps["mappo"].gaps, gaps["ippo"].gaps])  # (10,)
+    assert (round(ppo.min(), 2), round(ppo.max(), 2)) == (0.03, 0.14)
+    assert gaps["mappo"].higher_beyond + gaps["ippo"].higher_beyond == 8
+    finals = [run["final"] for method in ("mappo", "ippo") for run in records[method]]
+    assert (round(min(finals), 2), round(max(finals), 2)) == (0.79, 0.95)
+    for method in ("iql", "vdn"):
+        assert (gaps[method].gaps < 0).any() and (gaps[method].gaps > 0).any(), method
+        assert (gaps[method].higher_beyond, gaps[method].lower_beyond) == (0, 0), method
+    assert (gaps["qmix"].gaps > 0).all() and gaps["qmix"].higher_beyond == 3
+    assert gaps["qmix"].gaps[2] > 2 * gaps["qmix"].se[2] + gap_rounding(4, 4, 4)
+    one_million = sampled_gaps([json.loads((FORAGING / "qmix" / f"seed{seed}.json").read_text()) for seed in range(5)],
+                               noise_free="final", rounding=gap_rounding(4, 4, 4))
+    assert one_million.higher_beyond == 1
+    assert sum(gap.lower_beyond for gap in gaps.values()) == 0
 
 
 def test_the_committed_food_counts_are_of_the_kept_policies_final_episodes():
@@ -1285,8 +1240,7 @@ def test_every_committed_config_is_of_todays_defaults_or_the_variant_its_folder_
 
     found = _committed_configs()
     assert {"coma/Switch2-v0", "compare/Switch4-v0/qmix-gru", "foraging/iql", "foraging/qmix"} <= set(found)
-    to_come = {folder for folder in VARIANTS if folder.startswith("foraging_2m/")}  # (the 2M grid, committed per seed)
-    assert set(VARIANTS) - to_come <= set(found)
+    assert set(VARIANTS) <= set(found)
     drift = []
     for folder, files in found.items():
         allowed = VARIANTS.get(folder, {})

@@ -406,31 +406,6 @@ def _drawing_nothing(algo: str, env_id: str, monkeypatch):
 
 
 @pytest.mark.parametrize("algo, env_id", [("maddpg_continuous", "simple_spread_v3"), ("iql", "PredatorPrey7x7-v0"),
-                                          ("vdn", "Foraging-8x8-2p-3f-v3")])
-def test_greedy_on_sampled_starts_plays_the_sampled_figures_start_states(algo, env_id, monkeypatch):
-    # with sampling that draws nothing (MADDPG's noise_end = 0; epsilon 0 for a learner that acts on Q-values), the
-    # sampled returns ARE the greedy policy's on the sampled figure's start states, episode by episode, chunks included
-    # (2 copies at a time here: episodes 0-1 from seeds 5, 6, then 7, 8, then 9). The greedy figure (one env seeded
-    # eval_seed, episodes in a row) plays others
-    from marl_edu.envs.make import family, make_env
-    from marl_edu.training.evaluation import (greedy_on_sampled_starts, greedy_returns, greedy_team_return,
-                                             sampled_returns)
-
-    agent = _drawing_nothing(algo, env_id, monkeypatch)
-    greedy = greedy_on_sampled_starts(agent, env_id, 5, seed=5)  # (5,)
-    assert greedy.shape == (5,) and greedy.dtype == np.float64
-    assert greedy.tolist() == pytest.approx(sampled_returns(agent, env_id, 5, seed=5).tolist(), abs=1e-5)
-    in_a_row = greedy_returns(agent, env_id, 3)  # (3,) greedy_team_return's episodes, one by one
-    assert in_a_row.shape == (3,) and in_a_row.mean() == greedy_team_return(agent, env_id, 3)
-    eval_starts = make_env(env_id, seed=family(env_id).eval_seed)  # greedy_team_return's: episodes in a row
-    first_states = [eval_starts.reset() for _ in range(3)]  # (an untrained agent's returns may all be 0: compare obs)
-    assert not any(np.array_equal(first, make_env(env_id, seed=5 + k).reset())
-                   for k in range(3) for first in first_states)  # other start states
-    with pytest.raises(ValueError, match="n_episodes must be a positive int"):
-        greedy_on_sampled_starts(agent, env_id, 0)
-
-
-@pytest.mark.parametrize("algo, env_id", [("maddpg_continuous", "simple_spread_v3"), ("iql", "PredatorPrey7x7-v0"),
                                           ("vdn", "Foraging-8x8-2p-3f-v3"), ("mappo", "simple_spread_v3_discrete"),
                                           ("maddpg", "PredatorPrey7x7-v0")])
 def test_the_sampled_figure_plays_the_greedy_figures_episodes(algo, env_id, monkeypatch):
@@ -540,12 +515,3 @@ def test_the_sampled_evaluations_change_no_number_of_training_where_episodes_sta
         if isinstance(p, torch.nn.Module):
             assert all(torch.equal(a, b) for a, b in zip(p.state_dict().values(), q.state_dict().values()))
 
-
-def test_greedy_on_sampled_starts_refuses_an_ensemble():
-    # an ensemble's noise-free figure is the mean over its sub-policies: no one greedy policy to play
-    from marl_edu.learners.ensembles import EnsembleConfig, EnsembleMADDPG
-    from marl_edu.training.evaluation import greedy_on_sampled_starts
-
-    ensemble = EnsembleMADDPG(3, 18, 2, EnsembleConfig(n_subpolicies=2), seed=0)
-    with pytest.raises(ValueError, match="EnsembleMADDPG has 2 sub-policies per agent"):
-        greedy_on_sampled_starts(ensemble, "simple_spread_v3", 2)

@@ -89,10 +89,6 @@ def seeds_text(seeds: list[int]) -> str:
     return "seeds " + ", ".join(str(seed) for seed in seeds)
 
 
-def seeds_or_seed(seeds: list[int]) -> str:
-    return f"seed {seeds[0]}" if len(seeds) == 1 else seeds_text(seeds)
-
-
 def files_read(paths: list[pathlib.Path]) -> str:
     """One line naming the files a section read: each folder once, with the names of the files it read there."""
     folders: dict[str, list[str]] = {}
@@ -541,15 +537,15 @@ def foraging() -> list[str]:
 
 
 def foraging_2m() -> list[str]:
-    """Issue 48's grid of 2M env steps per run (benchmarks/foraging.py's docstring gives its command), committed per
-    seed over several sittings: whatever part of it is on disk, said as a part. None of it: no section."""
+    """Issue 48's grid of 2M env steps per run (benchmarks/foraging.py's docstring gives its command): the table beside
+    the textbook's, greedy and sampled on the same episodes, and every run."""
+    from marl_edu.learners.table import config_class, recorded_config
+    from marl_edu.runs.seed import gap_rounding, sampled_gaps
+
     module = benchmark("foraging")
     folder = RESULTS / "foraging_2m"
+    summary = load(folder / "summary.json")
     runs = foraging_runs(folder)
-    if not runs:
-        return []
-    from marl_edu.learners.table import config_class, recorded_config
-
     methods = list(dict.fromkeys(run["method"] for run in runs))
     changed = []
     for method in methods:  # each method's config as its records hold it, against its learner's defaults
@@ -559,13 +555,10 @@ def foraging_2m() -> list[str]:
         changed.append(f"{method} {', '.join(differs)}" if differs else f"{method} its defaults")
     budget = runs[0]["budget"]["env_steps"]
     target = number(module.TARGET)
-    summary_path = folder / "summary.json"
+    seeds = sorted({run["seed"] for run in runs})
     lines = ["## Level-Based Foraging, 2M env steps", "",
              *paragraph(f"Issue 48's grid on `{module.ENV_ID}`: the value-based learners and PPO with a budget of",
-                        f"{budget:,} env steps per run, each run committed as it ends;",
-                        f"{plural(len(runs), 'run')} on disk so far, of 25 (five methods, seeds 0-4):",
-                        "; ".join(f"{method} {seeds_or_seed([run['seed'] for run in runs if run['method'] == method])}"
-                                  for method in methods) + ".",
+                        f"{budget:,} env steps per run, {seeds_text(seeds)}: {plural(len(runs), 'run')}.",
                         "Each method's config beside its learner's defaults, read from its records:",
                         "; ".join(changed) + ".",
                         "IQL's and VDN's learning rate was chosen on this task's tuning seeds (`benchmarks/TUNING.md`,",
@@ -576,27 +569,36 @@ def foraging_2m() -> list[str]:
              *paragraph(f"Beside the textbook (`beside_textbook`): issue 48's bar is {target} on every seed by half",
                         f"the env steps of the textbook's earliest first {target}, and a final mean above the",
                         "textbook's runs' where ours end (the difference each line ends with):"),
-             *[line for text in module.beside_textbook(runs) for line in bullet(text)], ""]  # (no summary yet)
-    curves = folder / "curves.png"
-    if curves.exists():  # drawn by foraging.py when a sitting completes the grid
-        lines += [f"![per learner on {module.ENV_ID} against env steps, 2M per run: our runs' greedy mean and range "
-                  "(solid), the textbook's published runs (dashed)](foraging_2m/curves.png)", ""]
-    seed_rows = [[run["method"], str(run["seed"]), number(run["final"], 2), "-" if run["steps_to_target"] is None
-                  else f"{run['steps_to_target'] / 1e3:.0f}k", f"{run['env_steps']:,}", f"{run['wall_s']:.0f} s",
-                  f"{run['steps_per_s']:.0f}", f"{run['raw_steps_per_s']:,.0f}",
-                  number(run["steps_per_s"] / run["raw_steps_per_s"], 3)] for run in runs]
-    lines += ["Per run (speed: its env steps per second over raw lbforaging's, timed in the same invocation):", "",
-              *markdown_table(["method", "seed", f"final mean ({module.FINAL_EPISODES} episodes)",
-                               f"env steps to {target}", "env steps", "wall-clock", "env steps/s",
-                               "raw lbforaging steps/s", "speed / raw"], seed_rows), "",
+             *[line for text in summary["beside_textbook"] for line in bullet(text)], "",
+             f"![per learner on {module.ENV_ID} against env steps, 2M per run: our runs' greedy mean and range "
+             "(solid), the textbook's published runs (dashed)](foraging_2m/curves.png)", ""]
+    # the sampled figures play the greedy ones' own episodes (each record's sampled_starts): each gap is the sampling's
+    beyond = {method: sampled_gaps([run for run in runs if run["method"] == method], noise_free="final",
+                                   rounding=gap_rounding(4, 4, 4)) for method in methods}  # (the records' decimals)
+    kinds = {}  # what each method's sampled figure plays, as its records say
+    for method in methods:
+        kinds.setdefault(next(run for run in runs if run["method"] == method)["sampled_as"], []).append(method.upper())
+    lower = sum(gaps.lower_beyond for gaps in beyond.values())
+    lines += paragraph(f"Greedy and sampled on the same {module.FINAL_EPISODES} episodes (sampled:",
+                       "; ".join(f"{', '.join(names)} {kind}" for kind, names in kinds.items()) + "):",
+                       "the sampled policy scores higher beyond two standard errors on",
+                       ", ".join(f"{method.upper()} {gaps.higher_beyond}" for method, gaps in beyond.items()),
+                       f"of their {len(seeds)} runs each, and lower beyond them on {lower or 'none'}.")
+    seed_rows = [[run["method"], str(run["seed"]), number(run["final"], 2), number(run["sampled"], 2),
+                  gaps_per_seed([run], "final", 3),
+                  "-" if run["steps_to_target"] is None else f"{run['steps_to_target'] / 1e3:.0f}k",
+                  f"{run['env_steps']:,}", f"{run['wall_s']:.0f} s", f"{run['steps_per_s']:.0f}",
+                  f"{run['raw_steps_per_s']:,.0f}", number(run["steps_per_s"] / run["raw_steps_per_s"], 3)]
+                 for run in runs]
+    lines += [*paragraph("Per run (speed: its env steps per second over raw lbforaging's, timed in the same",
+                         "invocation; the wall-clock is that of the machine and the sittings that ran it):"),
+              *markdown_table(["method", "seed", f"final mean ({module.FINAL_EPISODES} episodes)", "final sampled",
+                               "sampled minus greedy, same episodes (se)", f"env steps to {target}", "env steps",
+                               "wall-clock", "env steps/s", "raw lbforaging steps/s", "speed / raw"], seed_rows), "",
               *paragraph(compact_files_read("results/foraging_2m/<method>/seed<S>.json", len(runs),
-                                            [summary_path] if summary_path.exists() else []),
-                         "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`.")]
-    if summary_path.exists():
-        lines += ["Reproduce:", "", *command(load(summary_path)["command"]), ""]
-    else:
-        lines += paragraph("Reproduce: the 2M grid's command in `benchmarks/foraging.py`'s docstring (over several",
-                           "sittings, `--reuse` keeping the runs on disk).")
+                                            [folder / "summary.json"]),
+                         "Each method's folder also keeps its first seed's `policy.pt` and `greedy.gif`."),
+              "Reproduce:", "", *command(summary["command"]), ""]
     return lines
 
 
@@ -702,37 +704,6 @@ def physical_deception() -> list[str]:
             "Reproduce:", "", *command(summary["command"]), ""]
 
 
-def start_states() -> list[str]:
-    path = RESULTS / "start_states.json"
-    split = load(path)
-    paired = sorted({folder for folder, *_ in benchmark("start_states").GRIDS}
-                    - {row["folder"] for row in split["rows"]})  # (start_states.py skips them)
-    rows = [[row["folder"], row["method"], number(row["greedy"], 3), number(row["same_starts"], 3),
-             number(row["sampled"], 3), f"{row['start_states']:+.3f} ({row['start_states_se']:.3f})",
-             f"{row['sampling']:+.3f} ({row['sampling_se']:.3f})"] for row in split["rows"]]
-    return ["## Greedy and sampled on the same start states", "",
-            *paragraph("Where episodes start at random, a run's final greedy (or noise-free) figure and its sampled one",
-                       "played different start states in the runs recorded before the two were paired (their records",
-                       "have no `sampled_starts`): the greedy one 100 episodes in a row on one env seeded the",
-                       "task's evaluation seed, the sampled one the first episode of 100 env copies seeded from the",
-                       "run's seed (a particle run's from its evaluation seed). So their difference holds the start",
-                       "states as well as the sampling. For each kept policy (the lowest seed's final one) of the grids",
-                       "above on such tasks, the greedy policy also played the sampled figure's start states: \"start",
-                       "states\" is that score minus the greedy figure, \"sampling\" the sampled figure minus that",
-                       "score; the two add up to the gap. 100 episodes each; in parentheses, each part's standard",
-                       "error (the start states' from two means of different episodes, which share at most their",
-                       "first start state; the sampling's from the 100 paired differences, episode k of both starting",
-                       "alike). Only the kept policies could be played again: the other seeds' policies were not",
-                       "kept."),
-            *paragraph("Runs recorded since the sampled figures play the greedy (or noise-free) ones' own episodes",
-                       "(their records say `sampled_starts`) need no split: each record's gap is the sampling alone,",
-                       "with its standard error (`sampled_gap_se`), on every seed, and the tables above give it.",
-                       f"Grids recorded so: {', '.join(f'`{folder}`' for folder in paired) or 'none yet'}."),
-            *markdown_table(["grid", "method", "greedy", "greedy on the sampled starts", "sampled",
-                             "start states (se)", "sampling (se)"], rows), "",
-            *paragraph(files_read([path])), "Reproduce:", "", *command(split["command"]), ""]
-
-
 def measured_not_committed() -> list[str]:
     return ["## Measured, not committed", "",
             "Some measurements leave no file in `results/`, so they have no figures here: run them to see them.", "",
@@ -748,7 +719,7 @@ def measured_not_committed() -> list[str]:
 
 
 SECTIONS = [intro, maddpg_switch2, coma_switch2, switch2_comparison, fresh_switch2, more_agents, predator_prey,
-            foraging, foraging_2m, cooperative_navigation, discrete_navigation, physical_deception, start_states,
+            foraging, foraging_2m, cooperative_navigation, discrete_navigation, physical_deception,
             measured_not_committed]
 
 

@@ -129,10 +129,9 @@ def sampled_gaps(rows: list[dict], noise_free: str = "team_return", rounding: fl
     since the sampled figures play the noise-free ones' episodes also keep each gap's standard error
     (``"sampled_gap_se"``, ``evaluation.paired_gap``): then ``se`` and the seeds beyond two standard errors either
     way. A gap counts as lower, or beyond, only by more than ``rounding``, how far the records' rounding can move it
-    (``GAP_ROUNDING`` for compare.py's and particle.py's records; ``gap_rounding(4, 4, 4)`` for foraging.py's). In older
-    records the two means come from different start states (``evaluation.greedy_on_sampled_starts``), so a gap holds
-    their difference as well as the sampling's. ValueError names a missing or non-finite figure, or rows of both
-    kinds."""
+    (``GAP_ROUNDING`` for compare.py's and particle.py's records; ``gap_rounding(4, 4, 4)`` for foraging.py's).
+    Records without ``sampled_gap_se`` are Switch's, where every episode starts alike: ``se`` and the counts beyond
+    two standard errors are then None. ValueError names a missing or non-finite figure, or rows of both kinds."""
     if not rows:
         raise ValueError("sampled_gaps needs at least one seed's row, got none")
     for index, row in enumerate(rows):

@@ -14,9 +14,8 @@ Where episodes start at random, a run's sampled figures play the greedy (or nois
 greedy evaluation plays successive episodes of one env seeded the family's ``eval_seed`` and keeps where each began
 (``Starts``); ``sampled_returns(..., starts=...)`` starts one env copy in each of those states. So the two figures
 differ by the sampling alone, and their gap is measured episode by episode (``paired_gap``). Without ``starts``,
-``sampled_returns`` plays episodes of its own (the first episode of env copies seeded ``seed``, ``seed + 1``, ...), as
-runs recorded before this pairing did; ``greedy_on_sampled_starts`` plays the greedy policy on those, to tell the
-sampling from the start states in such a record.
+``sampled_returns`` plays episodes of its own (the first episode of env copies seeded ``seed``, ``seed + 1``, ...); on
+Switch, where every episode starts alike, these are the greedy figure's episodes too.
 """
 
 from __future__ import annotations
@@ -194,8 +193,7 @@ def sampled_returns(agent, env_id: str, n_episodes: int = 100, seed: int = 0, th
     ``SAMPLED_COPIES`` episodes are played in chunks of that many copies, seeded on (``seed + 100``, ... for the
     second chunk, or ``starts``' next 100), so that a final figure over thousands of episodes never holds thousands of
     envs at once (``paired_returns`` also keeps only one chunk's start states). Without ``starts``, where episodes
-    start at random, these are not the greedy evaluation's episodes: compare the two as means, or play the greedy
-    policy on them (``greedy_on_sampled_starts``)."""
+    start at random, these are not the greedy evaluation's episodes: compare the two as means only."""
     positive_int(n_episodes, "n_episodes")
     if starts is not None:
         if not isinstance(starts, Starts) or starts.env_id != resolve(env_id) or len(starts.states) != n_episodes:
@@ -252,25 +250,6 @@ def paired_returns(agent, env_id: str, episodes: int = 100, seed: int = 0,
                 greedy.extend(run.team_return for run in runs)
                 sampled.extend(first_sampled_returns(agent, VecEnv(env_id, copies, starts.seed, starts.states)))
         return np.array(greedy, dtype=np.float64), np.array(sampled, dtype=np.float64)  # (episodes,), (episodes,)
-
-
-def greedy_on_sampled_starts(agent, env_id: str, n_episodes: int = 100, seed: int = 0,
-                             threads: int | None = None) -> np.ndarray:
-    """Team returns ``(n_episodes,)`` of the greedy (noise-free) policy on the start states ``sampled_returns`` plays
-    with the same ``seed``: episode k is the first episode of an env seeded ``seed + k``, as copy k of its chunks is.
-    ``greedy_team_return`` plays other start states (successive episodes of one env seeded the family's
-    ``eval_seed``), so a record made before the sampled figures played the greedy ones' episodes (one without
-    ``sampled_starts``) has a greedy and a sampled figure that differ by their start states as well as by the
-    sampling; the greedy policy on the sampled figure's own start states separates the two."""
-    positive_int(n_episodes, "n_episodes")
-    if entry(algo_name(agent)).policy.subpolicies:
-        raise ValueError(f"greedy_on_sampled_starts plays one noise-free policy; {type(agent).__name__} has "
-                         f"{agent.n_subpolicies} sub-policies per agent (its noise-free figure is their mean): play "
-                         "each of runs.seed.noise_free_policies(agent) instead")
-    with torch_threads(threads):
-        check_fits(agent, make_env(env_id, seed=seed))
-        return np.array([run_episode(make_env(env_id, seed=seed + k), agent.greedy_policy()).team_return
-                         for k in range(n_episodes)], dtype=np.float64)  # (n_episodes,)
 
 
 def first_episode_returns(act, venv) -> np.ndarray:
