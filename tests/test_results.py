@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from marl_edu.envs.make import make_env
+from marl_edu.runs.seed import gap_rounding
 from marl_edu.training.checkpoints import load_policy
 from marl_edu.training.evaluation import FINAL_GREEDY_EPISODES, greedy_return, greedy_team_return
 
@@ -346,12 +347,12 @@ def test_notebook_16s_reading_of_greedy_against_sampled_on_foraging_is_what_the_
     # two standard errors on every seed; COMA's greedy finals are 0.03 on every seed; central-V gains two hundredths at
     # most, beyond chance on two seeds; value decomposition's gaps are within 0.07 of zero, beyond chance on 2 of 15
     # seeds (QMIX's seed 3 a gain, VDN's seed 3 a loss)
-    from marl_edu.runs.seed import gap_rounding, sampled_gaps
+    from marl_edu.runs.seed import sampled_gaps
 
     def records(method):
         return [json.loads((FORAGING / method / f"seed{seed}.json").read_text()) for seed in range(5)]
 
-    gaps = {method: sampled_gaps(records(method), noise_free="final", rounding=gap_rounding(4, 4, 4))
+    gaps = {method: sampled_gaps(records(method), noise_free="final", rounding=FORAGING_ROUNDING)
             for method in ("iql", "vdn", "qmix", "coma", "central_v", "mappo", "ippo")}
     for method, (low, high) in {"mappo": (0.12, 0.46), "ippo": (0.12, 0.41), "coma": (0.15, 0.21)}.items():
         assert gaps[method].higher_beyond == 5, method
@@ -642,6 +643,7 @@ def test_readme_competition_tables_are_what_the_benchmark_printed():
 # -- Level-Based Foraging (benchmarks/foraging.py): value decomposition beside the MARL textbook's runs -------------
 
 FORAGING = RESULTS / "foraging"
+FORAGING_ROUNDING = gap_rounding(4, 4, 4)  # foraging.py's records keep greedy, sampled and se to four decimals: 2e-4
 # the kept policies replayed with all three final figures (test_the_kept_foraging_policies_replay_their_final_figures,
 # below): one learner drawing from its policy and one epsilon-greedy; the others replay their greedy figure alone
 FORAGING_REPLAYED_PAIRED = ("mappo", "iql")
@@ -814,21 +816,29 @@ def test_textbook_curves_keeps_the_published_columns_as_their_text_reads(tmp_pat
     assert refused.value.code == 2 and (tmp_path / "t.json").read_bytes() == before
 
 
-def test_the_kept_foraging_policies_replay_their_final_figures():
-    # each kept policy (seed 0's) plays its record's greedy figure, its sampled figure on the same 100 episodes and the
-    # gap's standard error again (runs.seed.final_figures, as run_seed measured them; foraging.py's records keep four
-    # decimals): one learner drawing from its policy and one epsilon-greedy, for CI's time
-    from marl_edu.runs.seed import SAMPLED_STARTS, final_figures
+def _replay_foraging_final_figures(folder: pathlib.Path, method: str, record: dict) -> None:
+    """A foraging.py grid's kept policy (FOLDER/METHOD/policy.pt, seed 0's, tens of kilobytes) plays its record's
+    greedy figure, its sampled figure on the same 100 episodes and the gap's standard error again
+    (runs.seed.final_figures, as run_seed measured them), to the record's four decimals."""
+    from marl_edu.runs.seed import final_figures
 
     foraging = _module("foraging")
+    agent = load_policy(folder / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
+    assert (folder / method / "policy.pt").stat().st_size < 150_000, method
+    replayed = final_figures(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, seed=0, threads=1)
+    assert [round(replayed[key], 4) for key in ("greedy", "sampled", "sampled_gap_se")] == pytest.approx(
+        [record[key] for key in ("final", "sampled", "sampled_gap_se")], abs=1e-9), (folder, method)
+
+
+def test_the_kept_foraging_policies_replay_their_final_figures():
+    # each kept policy (seed 0's) plays its three final figures again: one learner drawing from its policy and one
+    # epsilon-greedy, for CI's time
+    from marl_edu.runs.seed import SAMPLED_STARTS
+
     for method in FORAGING_REPLAYED_PAIRED:
         record = json.loads((FORAGING / method / "seed0.json").read_text())
         assert record["sampled_starts"] == SAMPLED_STARTS, method
-        agent = load_policy(FORAGING / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
-        assert (FORAGING / method / "policy.pt").stat().st_size < 150_000, method
-        replayed = final_figures(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, seed=0, threads=1)
-        assert [round(replayed[key], 4) for key in ("greedy", "sampled", "sampled_gap_se")] == pytest.approx(
-            [record[key] for key in ("final", "sampled", "sampled_gap_se")], abs=1e-9), method
+        _replay_foraging_final_figures(FORAGING, method, record)
 
 
 # -- the taught defaults on 20 fresh seeds (benchmarks/fresh.py): issue 48's speed and end-solve figures ------------
@@ -1083,12 +1093,9 @@ def _foraging_grid(folder: pathlib.Path, budget: dict) -> dict[str, dict[int, di
 def test_the_2m_foraging_grid_is_whole_paired_and_its_kept_policies_replay_their_final_figures():
     # all 25 runs (IQL, VDN, QMIX, MAPPO and IPPO, seeds 0-4), each with its sampled figures played on its greedy
     # figures' own 100 episodes (runs.grid.require_paired); each method's kept policy (seed 0's) plays its record's
-    # greedy figure, its sampled figure on the same episodes and the gap's standard error again, to the record's four
-    # decimals (runs.seed.final_figures, as run_seed measured them)
+    # greedy figure, its sampled figure on the same episodes and the gap's standard error again
     from marl_edu.runs.grid import require_paired
-    from marl_edu.runs.seed import final_figures
 
-    foraging = _module("foraging")
     grid = _foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
     assert {method: sorted(records) for method, records in grid.items()} == {
         method: [0, 1, 2, 3, 4] for method in ("iql", "ippo", "mappo", "qmix", "vdn")}
@@ -1098,11 +1105,7 @@ def test_the_2m_foraging_grid_is_whole_paired_and_its_kept_policies_replay_their
             require_paired(record, FORAGING_2M / method / f"seed{seed}.json", "results/foraging_2m")
     assert sorted(path.parent.name for path in FORAGING_2M.glob("*/policy.pt")) == sorted(grid)
     for method, records in grid.items():
-        agent = load_policy(FORAGING_2M / method / "policy.pt", algo=method, env_id=foraging.ENV_ID)
-        assert (FORAGING_2M / method / "policy.pt").stat().st_size < 150_000, method
-        replayed = final_figures(agent, foraging.ENV_ID, foraging.FINAL_EPISODES, seed=0, threads=1)
-        assert [round(replayed[key], 4) for key in ("greedy", "sampled", "sampled_gap_se")] == pytest.approx(
-            [records[0][key] for key in ("final", "sampled", "sampled_gap_se")], abs=1e-9), method
+        _replay_foraging_final_figures(FORAGING_2M, method, records[0])
 
 
 def test_notebook_16s_reading_of_greedy_against_sampled_at_2m_is_what_the_records_say():
@@ -1110,11 +1113,11 @@ def test_notebook_16s_reading_of_greedy_against_sampled_at_2m_is_what_the_record
     # two standard errors on 8 of their 10 runs, their greedy finals 0.79 to 0.95; IQL's and VDN's gaps on both sides
     # of zero, none beyond; QMIX higher on all five seeds, beyond on three (at 1M on one), seed 2 among them; no run
     # lower beyond two standard errors
-    from marl_edu.runs.seed import gap_rounding, sampled_gaps
+    from marl_edu.runs.seed import sampled_gaps
 
     grid = _foraging_grid(FORAGING_2M, FORAGING_2M_BUDGET)
     records = {method: [grid[method][seed] for seed in range(5)] for method in grid}
-    gaps = {method: sampled_gaps(rows, noise_free="final", rounding=gap_rounding(4, 4, 4))
+    gaps = {method: sampled_gaps(rows, noise_free="final", rounding=FORAGING_ROUNDING)
             for method, rows in records.items()}
     ppo = np.concatenate([gaps["mappo"].gaps, gaps["ippo"].gaps])  # (10,)
     assert (round(ppo.min(), 2), round(ppo.max(), 2)) == (0.03, 0.14)
@@ -1125,9 +1128,9 @@ def test_notebook_16s_reading_of_greedy_against_sampled_at_2m_is_what_the_record
         assert (gaps[method].gaps < 0).any() and (gaps[method].gaps > 0).any(), method
         assert (gaps[method].higher_beyond, gaps[method].lower_beyond) == (0, 0), method
     assert (gaps["qmix"].gaps > 0).all() and gaps["qmix"].higher_beyond == 3
-    assert gaps["qmix"].gaps[2] > 2 * gaps["qmix"].se[2] + gap_rounding(4, 4, 4)
+    assert gaps["qmix"].gaps[2] > 2 * gaps["qmix"].se[2] + FORAGING_ROUNDING
     one_million = sampled_gaps([json.loads((FORAGING / "qmix" / f"seed{seed}.json").read_text()) for seed in range(5)],
-                               noise_free="final", rounding=gap_rounding(4, 4, 4))
+                               noise_free="final", rounding=FORAGING_ROUNDING)
     assert one_million.higher_beyond == 1
     assert sum(gap.lower_beyond for gap in gaps.values()) == 0
 
